@@ -1,0 +1,3 @@
+from tinylab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""`tinylab` command line: one sub-command a module under tinylab/commands/.
+
+Sub-command modules are imported only when that sub-command runs (or its --help is asked for),
+so `tinylab --help` imports neither torch nor Textual. Each module exposes `HELP` (one line),
+`add_arguments(parser)` and `run(args) -> int`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tinylab import __version__
+from tinylab.errors import UserError
+
+#: name -> (module, one-line help). Order is the order shown in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "lab": ("tinylab.commands.lab", "open the Textual lab (the default with no command)"),
+    "train": ("tinylab.commands.train", "train one model version in a child process and print its summary"),
+    "run": ("tinylab.commands.run", "launch a run (like train) and follow it, or --detach and return its id"),
+    "runs": ("tinylab.commands.runs", "list the runs in the run store"),
+    "follow": ("tinylab.commands.follow", "stream a live or finished run's progress"),
+    "show": ("tinylab.commands.show", "show one run: config, status, summary, artifacts, error"),
+    "cancel": ("tinylab.commands.cancel", "cancel a running run (SIGINT, then SIGTERM, then SIGKILL)"),
+    "rm": ("tinylab.commands.rm", "delete runs from the run store"),
+    "compare": ("tinylab.commands.compare", "compare two runs side by side (A/B), with kernel diff"),
+    "report": ("tinylab.commands.report", "write a self-contained markdown or HTML report of runs"),
+    "bench": ("tinylab.commands.bench", "benchmark versions and kernels on this device; print a table"),
+    "roofline": ("tinylab.commands.roofline", "ASCII roofline of a run against measured ceilings"),
+    "doctor": ("tinylab.commands.doctor", "report the environment and which profilers are available"),
+    "hotspots": ("tinylab.commands.hotspots", "kernel hotspot table of a run or a profiler output"),
+    "exercises": ("tinylab.commands.exercises", "guided debugging scenarios: list, show, check"),
+    "serve": ("tinylab.commands.serve", "serve the lab in a browser on localhost (needs textual-serve)"),
+}
+
+
+def _base_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tinylab",
+        description="A terminal lab for GPU performance work on a tiny LLaMA transformer. "
+        "With no command, opens the lab.",
+    )
+    parser.add_argument("--version", action="version", version=f"tinylab {__version__}")
+    return parser
+
+
+def build_parser(command: str | None) -> argparse.ArgumentParser:
+    """Parser with every command listed, but only `command`'s module imported."""
+    parser = _base_parser()
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command is None and not any(a in ("-h", "--help", "--version") for a in argv):
+        argv.insert(0, "lab")
+        command = "lab"
+    if command is not None and command not in COMMANDS:
+        choices = ", ".join(COMMANDS)
+        print(f"tinylab: error: unknown command {command!r}: choose one of {choices}", file=sys.stderr)
+        return 2
+    parser = build_parser(command)
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except UserError as exc:
+        print(f"tinylab: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tinylab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

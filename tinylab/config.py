@@ -1,0 +1,254 @@
+"""RunConfig: everything one training run needs, validated before anything starts.
+
+Kept free of torch so that the CLI, the TUI form and the exercise loader can validate a config
+(and print a one-line error) without paying for a torch import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tinylab.errors import UserError
+
+VERSIONS: dict[str, str] = {
+    "v1": "PyTorch baseline: separate q/k/v and gate/up GEMMs, eager attention, eager RMSNorm/RoPE",
+    "v2": "PyTorch fused: toggles for QKV fusion, SDPA flash attention, SwiGLU fusion, torch.compile",
+    "v3": "Triton kernels: RMSNorm, RoPE, SwiGLU and flash attention, each with its own backward",
+    "v4": "Ultra: v3 plus fused residual+RMSNorm, fused cross-entropy and whole-step graph capture",
+}
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+DEVICES = ("auto", "cpu", "cuda")
+DATASETS = ("patterns", "random")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+#: Fusion toggles, the versions that honour them, and each version's default.
+TOGGLES: dict[str, dict[str, bool]] = {
+    "qkv_fusion": {"v2": True, "v3": True, "v4": True},
+    "sdpa": {"v2": True},
+    "swiglu_fusion": {"v2": True, "v3": True, "v4": True},
+    "torch_compile": {"v2": False},
+    "cuda_graph": {"v2": False, "v3": False, "v4": True},
+}
+
+TOGGLE_HELP: dict[str, str] = {
+    "qkv_fusion": "one GEMM for q, k and v instead of three",
+    "sdpa": "torch scaled_dot_product_attention (flash/memory-efficient) instead of eager attention",
+    "swiglu_fusion": "one GEMM for gate and up instead of two",
+    "torch_compile": "torch.compile the model (inductor)",
+    "cuda_graph": "capture the whole training step in a CUDA/HIP graph and replay it (GPU only)",
+}
+
+# Faults are described where they are implemented (tinylab/faults.py); the names live here so
+# that validation needs no torch import.
+FAULTS: dict[str, tuple[str, ...]] = {
+    "missing-init": ("v1", "v2", "v3", "v4"),
+    "non-contiguous": ("v3", "v4"),
+    "unsynced-timing": ("v1", "v2", "v3", "v4"),
+    "naive-triton-swiglu": ("v3", "v4"),
+    "detached-backward": ("v3", "v4"),
+}
+
+PROFILERS = (
+    "pytorch",
+    "deepspeed",
+    "rocprofv3",
+    "rocprof-sys",
+    "rocprof-compute",
+    "ncu",
+    "nsys",
+)
+
+
+class ConfigError(UserError):
+    """A user mistake in a run configuration; its message is one line naming the bad value."""
+
+
+@dataclass
+class RunConfig:
+    version: str = "v1"
+    # model
+    vocab_size: int = 1000
+    hidden_dim: int = 512
+    num_layers: int = 8
+    num_heads: int = 8
+    num_kv_heads: int = 4
+    ffn_multiplier: int = 4
+    norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    # training
+    batch_size: int = 8
+    seq_len: int = 128
+    num_steps: int = 50
+    warmup_steps: int = 5
+    learning_rate: float = 3e-4
+    weight_decay: float = 0.01
+    precision: str = "fp32"
+    tf32: bool = False
+    dataset: str = "patterns"
+    # fusion toggles; None means "the version's default"
+    qkv_fusion: bool | None = None
+    sdpa: bool | None = None
+    swiglu_fusion: bool | None = None
+    torch_compile: bool | None = None
+    compile_mode: str = "default"
+    cuda_graph: bool | None = None
+    # environment
+    device: str = "auto"
+    seed: int = 42
+    deterministic: bool = False
+    profilers: list[str] = field(default_factory=list)
+    profile_steps: int = 3
+    telemetry: bool = True
+    fault: str | None = None
+    label: str = ""
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_dim // self.num_heads
+
+    @property
+    def ffn_dim(self) -> int:
+        return self.ffn_multiplier * self.hidden_dim
+
+    @property
+    def use_amp(self) -> bool:
+        return self.precision != "fp32"
+
+    def toggle(self, name: str) -> bool:
+        """Effective value of a fusion toggle for this version (False where unsupported)."""
+        value = getattr(self, name)
+        supported = TOGGLES[name]
+        if self.version not in supported:
+            return False
+        if value is None and name == "cuda_graph" and self._graph_blocked():
+            return False
+        return supported[self.version] if value is None else bool(value)
+
+    def _graph_blocked(self) -> str | None:
+        """Why a whole-step graph cannot run with this config (None when it can)."""
+        if self.precision == "fp16":
+            return "--cuda-graph supports fp32 and bf16, not fp16 (its loss scaler syncs the host)"
+        if self.fault == "unsynced-timing":
+            return "fault 'unsynced-timing' times phases, which a graph replay does not have: add --no-cuda-graph"
+        return None
+
+    def resolved(self) -> "RunConfig":
+        """A copy with every toggle made explicit, as stored in config.json."""
+        out = dataclasses.replace(self, profilers=list(self.profilers))
+        for name in TOGGLES:
+            setattr(out, name, self.toggle(name))
+        return out
+
+    # ------------------------------------------------------------- validation
+    def validate(self) -> "RunConfig":
+        """Raise ConfigError (one line, naming the value and what is allowed) on bad input."""
+        if self.version not in VERSIONS:
+            raise ConfigError(f"unknown version {self.version!r}: choose one of {', '.join(VERSIONS)}")
+        positive = {
+            "vocab_size": self.vocab_size,
+            "hidden_dim": self.hidden_dim,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "num_kv_heads": self.num_kv_heads,
+            "ffn_multiplier": self.ffn_multiplier,
+            "batch_size": self.batch_size,
+            "seq_len": self.seq_len,
+            "num_steps": self.num_steps,
+            "profile_steps": self.profile_steps,
+        }
+        for name, value in positive.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{_flag(name)} must be an integer >= 1, got {value!r}")
+        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+            raise ConfigError(f"--warmup-steps must be an integer >= 0, got {self.warmup_steps!r}")
+        if self.warmup_steps >= self.num_steps:
+            raise ConfigError(
+                f"--warmup-steps ({self.warmup_steps}) must be smaller than --num-steps ({self.num_steps})"
+            )
+        if self.hidden_dim % self.num_heads:
+            raise ConfigError(
+                f"--num-heads {self.num_heads} must divide --hidden-dim {self.hidden_dim}"
+            )
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError(
+                f"--num-kv-heads {self.num_kv_heads} must divide --num-heads {self.num_heads}"
+            )
+        if self.head_dim % 2:
+            raise ConfigError(
+                f"head dimension {self.head_dim} (= hidden {self.hidden_dim} / heads {self.num_heads})"
+                " must be even for RoPE"
+            )
+        if self.version in ("v3", "v4") and self.head_dim not in (16, 32, 64, 128):
+            raise ConfigError(
+                f"{self.version}'s flash-attention kernel needs a head dimension of 16, 32, 64 or 128;"
+                f" hidden {self.hidden_dim} / heads {self.num_heads} gives {self.head_dim}"
+            )
+        if not self.learning_rate > 0:
+            raise ConfigError(f"--learning-rate must be > 0, got {self.learning_rate!r}")
+        if self.weight_decay < 0:
+            raise ConfigError(f"--weight-decay must be >= 0, got {self.weight_decay!r}")
+        if self.norm_eps <= 0:
+            raise ConfigError(f"--norm-eps must be > 0, got {self.norm_eps!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
+        if self.dataset not in DATASETS:
+            raise ConfigError(f"unknown dataset {self.dataset!r}: choose one of {', '.join(DATASETS)}")
+        if self.device not in DEVICES and not self.device.startswith("cuda:"):
+            raise ConfigError(f"unknown device {self.device!r}: choose one of {', '.join(DEVICES)} or cuda:N")
+        if self.compile_mode not in COMPILE_MODES:
+            raise ConfigError(
+                f"unknown compile mode {self.compile_mode!r}: choose one of {', '.join(COMPILE_MODES)}"
+            )
+        for name, supported in TOGGLES.items():
+            if getattr(self, name) and self.version not in supported:
+                raise ConfigError(
+                    f"{_flag(name)} does not apply to {self.version}: it is a toggle of"
+                    f" {', '.join(supported)}"
+                )
+        if self.cuda_graph and self._graph_blocked():
+            raise ConfigError(self._graph_blocked())
+        for prof in self.profilers:
+            if prof not in PROFILERS:
+                raise ConfigError(f"unknown profiler {prof!r}: choose from {', '.join(PROFILERS)}")
+        wrappers = [p for p in self.profilers if p not in ("pytorch", "deepspeed")]
+        if len(wrappers) > 1:
+            raise ConfigError(
+                f"only one external profiler can wrap a run, got {', '.join(wrappers)}"
+            )
+        if self.fault is not None:
+            if self.fault not in FAULTS:
+                raise ConfigError(f"unknown fault {self.fault!r}: choose one of {', '.join(FAULTS)}")
+            if self.version not in FAULTS[self.fault]:
+                raise ConfigError(
+                    f"fault {self.fault!r} applies to {', '.join(FAULTS[self.fault])}, not {self.version}"
+                )
+        return self
+
+    # ----------------------------------------------------------- (de)serialise
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RunConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ConfigError(f"unknown config key {unknown[0]!r}")
+        return cls(**data)
+
+    @classmethod
+    def from_json_file(cls, path: str) -> "RunConfig":
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_dict(json.load(fh))
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")

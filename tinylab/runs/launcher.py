@@ -1,0 +1,96 @@
+"""Start runs detached from the terminal, and cancel them.
+
+The launched process is the supervisor (tinylab/runs/supervisor.py) in a new session, with
+stdin closed and output going to output.log: closing the terminal, losing the SSH link or
+killing the launching process leaves it running. The supervisor starts the trainer (wrapped
+by an external profiler when one is chosen) in the same process group, so cancel can signal
+the whole group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tinylab.config import RunConfig
+from tinylab.errors import UserError
+from tinylab.runs.store import Run, RunStore, process_start_time
+
+#: Grace periods after SIGINT and after SIGTERM before the next, stronger signal.
+CANCEL_GRACE_S = (3.0, 2.0)
+
+
+def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -> Run:
+    """Create the run folder and start its supervisor; returns at once."""
+    cfg.validate()
+    run = store.create(cfg)
+    child_env = dict(os.environ if env is None else env)
+    child_env.setdefault("PYTHONUNBUFFERED", "1")
+    argv = [sys.executable, "-m", "tinylab.runs.supervisor", str(run.dir)]
+    with open(run.output_log, "ab") as log, open(os.devnull, "rb") as devnull:
+        proc = subprocess.Popen(
+            argv,
+            stdin=devnull,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=child_env,
+            cwd=os.getcwd(),
+        )
+    started = process_start_time(proc.pid)
+    record = {
+        "pid": proc.pid,
+        "pgid": proc.pid,
+        "start_time": started if started is not None else time.time(),
+        "launched_at": time.time(),
+        "argv": argv,
+    }
+    tmp = run.dir / "process.json.tmp"
+    tmp.write_text(json.dumps(record), encoding="utf-8")
+    tmp.replace(run.dir / "process.json")
+    return run
+
+
+def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
+    """SIGINT, then SIGTERM, then SIGKILL to the run's process group. False if not running."""
+    if not run.is_alive():
+        return False
+    pgid = int(run.process["pgid"])  # type: ignore[index]
+    (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
+    for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        except PermissionError as exc:
+            raise UserError(f"cannot signal run {run.id} (process group {pgid}): {exc}") from None
+        if _wait_group_gone(pgid, wait):
+            break
+    return True
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not group_alive(pgid):
+            return True
+        time.sleep(0.05)
+    return not group_alive(pgid)
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any non-zombie process of the group exists."""
+    import psutil
+
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(proc.info["pid"]) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
+            continue
+    return False

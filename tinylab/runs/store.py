@@ -1,0 +1,204 @@
+"""The run store: one folder per run, and a status derived from files and processes only.
+
+<runs-dir>/<run-id>/
+    config.json     the resolved RunConfig
+    process.json    pid, process start time and argv of the detached supervisor
+    events.jsonl    the trainer's events, then the supervisor's `exit` event
+    output.log      stdout + stderr of the trainer (and of a wrapping profiler)
+    cancel.json     written by `cancel` before it signals the process group
+    profiles/<tool>/ profiler artifacts and the normalized kernels.csv
+
+Status is never stored, because a stored status goes stale the moment a process dies:
+running    the supervisor process is alive (pid AND start time match: pids get reused)
+cancelled  cancel.json exists and the process is gone
+failed     an error event, or a non-zero exit code
+finished   a summary event and a zero (or not yet recorded) exit code
+lost       the process is gone with no summary, error or exit record
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tinylab.config import ConfigError, RunConfig
+from tinylab.errors import UserError
+from tinylab.events import EVENTS_FILE, EventLog, read_events
+
+STATUSES = ("running", "finished", "failed", "cancelled", "lost")
+TERMINAL = ("finished", "failed", "cancelled", "lost")
+ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
+
+
+def default_runs_dir() -> Path:
+    return Path(os.environ.get(ENV_RUNS_DIR) or "tinylab_runs")
+
+
+def new_run_id(now: float | None = None) -> str:
+    """Sortable by start time; the random tail keeps two runs in one second apart."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def process_start_time(pid: int) -> float | None:
+    """Start time of a live, non-zombie process, or None."""
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return proc.create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ProcessLookupError):
+        return None
+
+
+@dataclass
+class Run:
+    dir: Path
+
+    @property
+    def id(self) -> str:
+        return self.dir.name
+
+    # ------------------------------------------------------------- files
+    def _json(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = json.loads((self.dir / name).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    @property
+    def config_dict(self) -> dict[str, Any]:
+        return self._json("config.json") or {}
+
+    def config(self) -> RunConfig:
+        data = self._json("config.json")
+        if data is None:
+            raise UserError(f"run {self.id}: config.json is missing or not valid JSON")
+        try:
+            return RunConfig.from_dict(data)
+        except (ConfigError, TypeError) as exc:
+            raise UserError(f"run {self.id}: config.json: {exc}") from None
+
+    @property
+    def process(self) -> dict[str, Any] | None:
+        return self._json("process.json")
+
+    @property
+    def cancel_record(self) -> dict[str, Any] | None:
+        return self._json("cancel.json")
+
+    def events(self) -> EventLog:
+        return read_events(self.dir / EVENTS_FILE)
+
+    @property
+    def output_log(self) -> Path:
+        return self.dir / "output.log"
+
+    # ------------------------------------------------------------ status
+    def is_alive(self) -> bool:
+        proc = self.process
+        if not proc or not isinstance(proc.get("pid"), int):
+            return False
+        started = process_start_time(proc["pid"])
+        return started is not None and abs(started - float(proc.get("start_time", 0))) < 1.0
+
+    def status(self, log: EventLog | None = None) -> str:
+        log = log if log is not None else self.events()
+        if self.is_alive():
+            return "running"
+        if self.cancel_record is not None:
+            return "cancelled"
+        exit_ev = log.last("exit")
+        if log.last("error") is not None or (exit_ev is not None and exit_ev.get("returncode") != 0):
+            return "failed"
+        if log.last("summary") is not None:
+            return "finished"
+        return "lost"
+
+    def info(self) -> dict[str, Any]:
+        """Everything `show`, `runs` and the TUI display, read once."""
+        log = self.events()
+        start = log.last("start") or {}
+        summary = log.last("summary")
+        error = log.last("error")
+        exit_ev = log.last("exit")
+        cfg = self.config_dict
+        return {
+            "id": self.id,
+            "dir": str(self.dir),
+            "status": self.status(log),
+            "started": (self.process or {}).get("launched_at") or start.get("time"),
+            "version": cfg.get("version"),
+            "label": cfg.get("label") or "",
+            "config": cfg,
+            "device": start.get("device"),
+            "device_name": start.get("device_name"),
+            "pid": (self.process or {}).get("pid"),
+            "summary": summary,
+            "error": error,
+            "exit": exit_ev,
+            "cancel": self.cancel_record,
+            "steps_done": len(log.of("step")),
+            "last_step": log.last("step"),
+            "profiles": log.of("profile"),
+            "corrupt_lines": log.corrupt_lines,
+        }
+
+
+class RunStore:
+    def __init__(self, root: str | os.PathLike[str] | None = None):
+        self.root = Path(root) if root is not None else default_runs_dir()
+
+    def create(self, cfg: RunConfig) -> Run:
+        self.root.mkdir(parents=True, exist_ok=True)
+        for _ in range(10):
+            run_dir = self.root / new_run_id()
+            try:
+                run_dir.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:  # pragma: no cover - ten collisions of a 16-bit random tail in one second
+            raise UserError(f"could not create a unique run folder in {self.root}")
+        (run_dir / "config.json").write_text(cfg.resolved().to_json() + "\n", encoding="utf-8")
+        return Run(run_dir)
+
+    def list(self) -> list[Run]:
+        if not self.root.is_dir():
+            return []
+        return [Run(p) for p in sorted(self.root.iterdir()) if p.is_dir() and (p / "config.json").exists()]
+
+    def resolve(self, ref: str) -> Run:
+        """A full id, a unique prefix, `last`, or a path to a run folder."""
+        runs = self.list()
+        if ref == "last":
+            if not runs:
+                raise UserError(f"no runs in {self.root}: start one with `tinylab run`")
+            return runs[-1]
+        path = Path(ref)
+        if path.is_dir() and (path / "config.json").exists():
+            return Run(path)
+        matches = [r for r in runs if r.id.startswith(ref)]
+        exact = [r for r in matches if r.id == ref]
+        if exact:
+            return exact[0]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise UserError(f"no run matches {ref!r} in {self.root} (use an id, a unique prefix, or 'last')")
+        shown = ", ".join(r.id for r in matches[:5])
+        raise UserError(f"run prefix {ref!r} is ambiguous: {len(matches)} runs match ({shown})")
+
+    def remove(self, run: Run, force: bool = False) -> None:
+        if run.is_alive() and not force:
+            raise UserError(f"run {run.id} is running: cancel it first or pass --force")
+        shutil.rmtree(run.dir)

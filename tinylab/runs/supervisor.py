@@ -1,0 +1,87 @@
+"""The detached process that owns one run: `python -m tinylab.runs.supervisor RUN_DIR`.
+
+It starts the trainer (behind the chosen external profiler's argv, if any), waits for it,
+records its exit code as an `exit` event, and turns a wrapping profiler's native output into
+the run's kernel table. Without it, a trainer killed by a signal would leave no record of how
+it ended, and nobody would be left to parse a wrapper's files after a detached run.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+
+from tinylab.config import RunConfig
+from tinylab.events import EVENTS_FILE, EventWriter
+
+
+def trainer_argv(run_dir: Path) -> list[str]:
+    return [sys.executable, "-m", "tinylab.trainer", "--config", str(run_dir / "config.json")]
+
+
+def wrapper_adapter(cfg: RunConfig):
+    """The external (argv-wrapping) profiler of this run, or None."""
+    from tinylab.profilers import get_adapter
+
+    for name in cfg.profilers:
+        adapter = get_adapter(name)
+        if adapter.kind == "wrapper":
+            return adapter
+    return None
+
+
+def supervise(run_dir: Path) -> int:
+    cfg = RunConfig.from_json_file(str(run_dir / "config.json"))
+    adapter = wrapper_adapter(cfg) if cfg.profilers else None
+    argv = trainer_argv(run_dir)
+    out_dir = None
+    if adapter is not None:
+        out_dir = run_dir / "profiles" / adapter.name
+        out_dir.mkdir(parents=True, exist_ok=True)
+        argv = adapter.wrap_argv(out_dir, cfg) + argv
+    print("$ " + " ".join(argv), flush=True)
+    # Cancel signals the whole group; the supervisor outlives the trainer to record the end.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals)
+    except OSError as exc:
+        with EventWriter(run_dir / EVENTS_FILE) as ev:
+            ev.emit("error", type=type(exc).__name__, message=f"could not start {argv[0]}: {exc}", traceback="")
+            ev.emit("exit", returncode=127, signal=None)
+        return 127
+    rc = proc.wait()
+    with EventWriter(run_dir / EVENTS_FILE) as ev:
+        ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None)
+        if adapter is not None and out_dir is not None:
+            _collect(run_dir, adapter, out_dir, ev)
+    return 0 if rc == 0 else 1
+
+
+def _collect(run_dir: Path, adapter, out_dir: Path, ev: EventWriter) -> None:
+    from tinylab.profilers import write_kernel_table
+
+    try:
+        ev.emit("profile", **write_kernel_table(run_dir, adapter.name, adapter.collect(out_dir)))
+    except Exception as exc:  # a parse failure must not turn a finished run into a crash
+        ev.emit(
+            "profile",
+            tool=adapter.name,
+            artifacts={},
+            kernel_table=None,
+            format=None,
+            note=f"could not read {adapter.name} output: {exc}",
+        )
+        traceback.print_exc()
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if __name__ == "__main__":
+    raise SystemExit(supervise(Path(sys.argv[1])))

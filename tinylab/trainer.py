@@ -1,0 +1,457 @@
+"""The training child process: `python -m tinylab.trainer --config RUN_DIR/config.json`.
+
+It builds the model, trains it, and appends events to RUN_DIR/events.jsonl (schema in
+tinylab/events.py). Human-readable progress goes to stdout. Any failure becomes an `error`
+event and a non-zero exit code, so nothing that reads the run has to parse text.
+
+Timing is honest by construction: on a GPU each phase is bracketed by CUDA events and the step
+ends with a synchronize, so fwd + bwd + opt add up to the step; on CPU the work is synchronous
+and a host clock suffices. The `unsynced-timing` fault is the one deliberate exception.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import signal
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from tinylab.config import ConfigError, RunConfig
+from tinylab.events import EVENTS_FILE, EventWriter, clean_float
+from tinylab.flops import mfu, training_flops_per_step
+
+GRAPH_WARMUP_ITERS = 3
+
+
+class PhaseTimer:
+    """Host clock at phase boundaries; correct where device work is synchronous (CPU)."""
+
+    def __init__(self, sync=None):
+        self._sync = sync
+
+    def start(self) -> None:
+        self._marks = {"start": time.perf_counter()}
+
+    def mark(self, name: str) -> None:
+        self._marks[name] = time.perf_counter()
+
+    def finish(self) -> dict[str, float | None]:
+        if self._sync is not None:  # unsynced-timing: phases above were read before this sync
+            self._sync()
+        end = time.perf_counter()
+        m = self._marks
+        return {
+            "step_ms": (end - m["start"]) * 1e3,
+            "fwd_ms": (m["fwd"] - m["start"]) * 1e3,
+            "bwd_ms": (m["bwd"] - m["fwd"]) * 1e3,
+            "opt_ms": (m["opt"] - m["bwd"]) * 1e3,
+        }
+
+
+class CudaEventTimer:
+    """CUDA events at phase boundaries, one synchronize per step: exact and cheap."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self._events: dict[str, Any] = {}
+
+    def start(self) -> None:
+        self._events = {}
+        self.mark("start")
+
+    def mark(self, name: str) -> None:
+        ev = self.torch.cuda.Event(enable_timing=True)
+        ev.record()
+        self._events[name] = ev
+
+    def finish(self) -> dict[str, float | None]:
+        e = self._events
+        e["opt" if "opt" in e else "end"].synchronize()
+        if "fwd" not in e:  # a graph replay cannot be split into phases
+            return {"step_ms": e["start"].elapsed_time(e["end"]), "fwd_ms": None, "bwd_ms": None, "opt_ms": None}
+        return {
+            "step_ms": e["start"].elapsed_time(e["opt"]),
+            "fwd_ms": e["start"].elapsed_time(e["fwd"]),
+            "bwd_ms": e["fwd"].elapsed_time(e["bwd"]),
+            "opt_ms": e["bwd"].elapsed_time(e["opt"]),
+        }
+
+
+def resolve_device(torch, requested: str):
+    has_cuda = torch.cuda.is_available()
+    if requested == "auto":
+        return torch.device("cuda" if has_cuda else "cpu")
+    if requested.startswith("cuda") and not has_cuda:
+        raise ConfigError(f"--device {requested} requested but no CUDA/ROCm GPU is visible to torch")
+    return torch.device(requested)
+
+
+def device_name(torch, device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine() or "cpu"
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, run_dir: Path, out=sys.stdout):
+        self.cfg = cfg
+        self.run_dir = run_dir
+        self.out = out
+        self.events = EventWriter(run_dir / EVENTS_FILE)
+        self.hooks: list[Any] = []
+        self._stop_telemetry = None
+
+    # ------------------------------------------------------------------ setup
+    def setup(self) -> None:
+        cfg = self.cfg
+        if cfg.deterministic:
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        import torch
+
+        self.torch = torch
+        self.device = resolve_device(torch, cfg.device)
+        if cfg.version in ("v3", "v4") and self.device.type == "cpu":
+            os.environ["TRITON_INTERPRET"] = "1"  # must precede the first triton import
+        if cfg.cuda_graph and self.device.type != "cuda":
+            raise ConfigError("--cuda-graph needs a GPU; drop it or use --device cuda")
+        # v4 graphs by default where it can; the stored config records what really ran.
+        cfg.cuda_graph = cfg.toggle("cuda_graph") and self.device.type == "cuda"
+        torch.manual_seed(cfg.seed)
+        if cfg.deterministic:
+            torch.use_deterministic_algorithms(True)
+            torch.backends.cudnn.benchmark = False
+        torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
+        torch.backends.cudnn.allow_tf32 = cfg.tf32
+
+        from models import build_model
+        from models.common import canonical_init
+
+        model = build_model(cfg)
+        model.load_canonical(canonical_init(model.config, cfg.seed, default_init=cfg.fault == "missing-init"))
+        self.model = model.to(self.device)
+        self.forward = torch.compile(self.model, mode=cfg.compile_mode) if cfg.toggle("torch_compile") else self.model
+        opt_kwargs: dict[str, Any] = {"lr": cfg.learning_rate, "weight_decay": cfg.weight_decay}
+        if self.device.type == "cuda" and cfg.version != "v1":
+            opt_kwargs["fused"] = True  # one kernel for all parameters; v1 keeps torch's default
+        if cfg.cuda_graph:
+            opt_kwargs["capturable"] = True
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), **opt_kwargs)
+        self.scaler = torch.amp.GradScaler(self.device.type) if cfg.precision == "fp16" else None
+        self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
+
+        from tinylab.data import Batches, make_corpus
+
+        self.batches = Batches(make_corpus(cfg.vocab_size, cfg.seq_len, cfg.dataset), cfg.batch_size, cfg.seed, self.device)
+        self.initial = [p.detach().clone() for p in self.model.parameters()]
+        if self.device.type == "cuda":
+            sync = torch.cuda.synchronize if cfg.fault == "unsynced-timing" else None
+            self.timer = PhaseTimer(sync) if sync else CudaEventTimer(torch)
+        else:
+            self.timer = PhaseTimer()
+        if cfg.profilers:
+            from tinylab.profilers import inprocess_hooks
+
+            self.hooks = inprocess_hooks(cfg, self.run_dir)
+        for hook in self.hooks:
+            hook.on_train_start(self.model, self.device)
+        if cfg.telemetry and self.device.type == "cuda":
+            try:
+                from tinylab.profilers.telemetry import start_sampler
+            except ImportError:
+                start_sampler = None
+            if start_sampler is not None:
+                self._stop_telemetry = start_sampler(self.events.emit)
+
+    # ------------------------------------------------------------------ steps
+    def _autocast(self):
+        if self.amp_dtype is None:
+            import contextlib
+
+            return contextlib.nullcontext()
+        return self.torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    def _eager_step(self, step: int) -> tuple[Any, dict]:
+        torch = self.torch
+        x, y = self.batches.get(step)
+        rf = torch.profiler.record_function
+        self.timer.start()
+        for hook in self.hooks:
+            hook.on_step_start(step)
+        with rf("forward"), self._autocast():
+            loss = self.forward(x, y)
+        self.timer.mark("fwd")
+        for hook in self.hooks:
+            hook.on_forward_end(step)
+        with rf("backward"):
+            (self.scaler.scale(loss) if self.scaler else loss).backward()
+        self.timer.mark("bwd")
+        with rf("optimizer"):
+            if self.scaler:
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.timer.mark("opt")
+        return loss, self.timer.finish()
+
+    def _capture_graph(self, first_step: int) -> int:
+        """Warm up on a side stream (real steps), then capture fwd+bwd+opt in one graph."""
+        torch = self.torch
+        x, y = self.batches.get(first_step)
+        self.static_x, self.static_y = x.clone(), y.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        steps_done = 0
+        with torch.cuda.stream(side):
+            for i in range(GRAPH_WARMUP_ITERS):
+                step = first_step + i
+                if step >= self.cfg.num_steps:
+                    break
+                self._record_step(step, *self._timed_host_step(step), warmup=True)
+                steps_done += 1
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            with self._autocast():
+                self.static_loss = self.forward(self.static_x, self.static_y)
+            self.static_loss.backward()
+            self.optimizer.step()
+        return steps_done
+
+    def _timed_host_step(self, step: int) -> tuple[Any, dict]:
+        torch = self.torch
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        x, y = self.batches.get(step)
+        with self._autocast():
+            loss = self.forward(x, y)
+        loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        torch.cuda.synchronize()
+        return loss, {"step_ms": (time.perf_counter() - t0) * 1e3, "fwd_ms": None, "bwd_ms": None, "opt_ms": None}
+
+    def _graph_step(self, step: int) -> tuple[Any, dict]:
+        x, y = self.batches.get(step)
+        self.static_x.copy_(x)
+        self.static_y.copy_(y)
+        self.timer.start()
+        for hook in self.hooks:
+            hook.on_step_start(step)
+        self.graph.replay()
+        self.timer.mark("end")
+        return self.static_loss, self.timer.finish()
+
+    # ---------------------------------------------------------------- events
+    def _record_step(self, step: int, loss, times: dict, warmup: bool) -> None:
+        cfg = self.cfg
+        for hook in self.hooks:
+            hook.on_step_end(step)
+        loss_value = float(loss.detach().float().item())
+        mem_alloc = mem_peak = None
+        if self.device.type == "cuda":
+            mem_alloc = self.torch.cuda.memory_allocated(self.device) / 2**20
+            mem_peak = self.torch.cuda.max_memory_allocated(self.device) / 2**20
+            self.torch.cuda.reset_peak_memory_stats(self.device)
+        step_s = times["step_ms"] / 1e3
+        rec = self.events.emit(
+            "step",
+            step=step,
+            loss=clean_float(loss_value),
+            **{k: clean_float(v) for k, v in times.items()},
+            samples_per_s=cfg.batch_size / step_s,
+            tokens_per_s=cfg.batch_size * cfg.seq_len / step_s,
+            mem_alloc_mb=mem_alloc,
+            mem_peak_mb=mem_peak,
+            warmup=warmup,
+        )
+        self.records.append(rec)
+        if self._should_print(step):
+            mem = f" | peak {mem_peak:7.1f} MB" if mem_peak is not None else ""
+            print(
+                f"step {step + 1:4d}/{cfg.num_steps} | loss {loss_value:8.4f} | {times['step_ms']:8.2f} ms"
+                f" | {rec['samples_per_s']:8.1f} samples/s{mem}{' (warm-up)' if warmup else ''}",
+                file=self.out,
+                flush=True,
+            )
+        if not math.isfinite(loss_value):
+            raise FloatingPointError(f"loss became {loss_value} at step {step}")
+
+    def _should_print(self, step: int) -> bool:
+        n = self.cfg.num_steps
+        every = max(1, n // 100)
+        return step % every == 0 or step == n - 1
+
+    # ------------------------------------------------------------------- run
+    def run(self) -> dict:
+        cfg, torch = self.cfg, self.torch
+        params = list(self.model.parameters())
+        flops = training_flops_per_step(cfg)
+        self.events.emit(
+            "start",
+            config=cfg.resolved().to_dict(),
+            device=str(self.device),
+            device_name=device_name(torch, self.device),
+            torch=torch.__version__,
+            triton=_triton_version(),
+            python=platform.python_version(),
+            pid=os.getpid(),
+            params_total=len(params),
+            param_elements=sum(p.numel() for p in params),
+            model_flops_per_step=flops,
+        )
+        print(
+            f"tinylab {cfg.version} on {device_name(torch, self.device)} ({self.device}) | "
+            f"{sum(p.numel() for p in params):,} parameters in {len(params)} tensors | "
+            f"batch {cfg.batch_size} x seq {cfg.seq_len} | {cfg.precision}",
+            file=self.out,
+            flush=True,
+        )
+        self.records: list[dict] = []
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        step = 0
+        use_graph = cfg.cuda_graph
+        if use_graph:
+            step = self._capture_graph(0)
+        while step < cfg.num_steps:
+            loss, times = self._graph_step(step) if use_graph else self._eager_step(step)
+            self._record_step(step, loss, times, warmup=step < cfg.warmup_steps)
+            step += 1
+        return self._finish(params, flops)
+
+    def _finish(self, params, flops: float) -> dict:
+        cfg = self.cfg
+        for hook in self.hooks:
+            self.events.emit("profile", **_profile_fields(self.run_dir, hook))
+        measured = [r for r in self.records if not r["warmup"]] or self.records
+        step_ms = sorted(r["step_ms"] for r in measured)
+
+        def median_of(key: str) -> float | None:
+            vals = [r[key] for r in measured if r.get(key) is not None]
+            return statistics.median(vals) if vals else None
+
+        trained = sum(not self.torch.equal(p.detach(), p0) for p, p0 in zip(params, self.initial))
+        peaks = [r["mem_peak_mb"] for r in self.records if r["mem_peak_mb"] is not None]
+        med = statistics.median(step_ms)
+        summary = self.events.emit(
+            "summary",
+            samples_per_s=cfg.batch_size / (med / 1e3),
+            tokens_per_s=cfg.batch_size * cfg.seq_len / (med / 1e3),
+            step_ms_median=med,
+            step_ms_p10=_percentile(step_ms, 10),
+            step_ms_p90=_percentile(step_ms, 90),
+            fwd_ms_median=median_of("fwd_ms"),
+            bwd_ms_median=median_of("bwd_ms"),
+            opt_ms_median=median_of("opt_ms"),
+            peak_mem_mb=max(peaks) if peaks else None,
+            initial_loss=self.records[0]["loss"],
+            final_loss=self.records[-1]["loss"],
+            params_trained=trained,
+            params_total=len(params),
+            model_flops_per_step=flops,
+            mfu=mfu(cfg, med, device_name(self.torch, self.device)),
+            steps=len(self.records),
+            measured_steps=len(measured),
+        )
+        _print_summary(summary, self.out)
+        return summary
+
+    def close(self) -> None:
+        if self._stop_telemetry is not None:
+            self._stop_telemetry()
+        self.events.close()
+
+
+def _profile_fields(run_dir: Path, hook) -> dict:
+    from tinylab.profilers import write_kernel_table
+
+    return write_kernel_table(run_dir, hook.name, hook.on_train_end())
+
+
+def _percentile(sorted_vals: list[float], pct: float) -> float:
+    if len(sorted_vals) == 1:
+        return sorted_vals[0]
+    pos = (len(sorted_vals) - 1) * pct / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def _triton_version() -> str | None:
+    try:
+        import triton
+
+        return triton.__version__
+    except ImportError:
+        return None
+
+
+def _print_summary(s: dict, out) -> None:
+    def fmt(v, spec):
+        return "n/a" if v is None else format(v, spec)
+
+    lines = [
+        "summary (medians after warm-up)",
+        f"  samples/s      {fmt(s['samples_per_s'], ',.1f')}   tokens/s {fmt(s['tokens_per_s'], ',.0f')}",
+        f"  step ms        {fmt(s['step_ms_median'], '.2f')}  (p10 {fmt(s['step_ms_p10'], '.2f')}, p90 {fmt(s['step_ms_p90'], '.2f')})",
+        f"  fwd/bwd/opt ms {fmt(s['fwd_ms_median'], '.2f')} / {fmt(s['bwd_ms_median'], '.2f')} / {fmt(s['opt_ms_median'], '.2f')}",
+        f"  peak memory    {fmt(s['peak_mem_mb'], ',.1f')} MB" if s["peak_mem_mb"] is not None
+        else "  peak memory    n/a (CPU run: device memory is tracked on GPUs only)",
+        f"  loss           {fmt(s['initial_loss'], '.4f')} -> {fmt(s['final_loss'], '.4f')}",
+        f"  trained        {s['params_trained']}/{s['params_total']} parameter tensors",
+        f"  MFU            {100 * s['mfu']:.1f}%" if s["mfu"] is not None
+        else "  MFU            n/a (no peak rate known for this device and precision)",
+    ]
+    print("\n".join(lines), file=out, flush=True)
+
+
+def run_training(cfg: RunConfig, run_dir: Path, out=sys.stdout) -> dict:
+    """Train in this process (tests and the bench use it); raises on failure."""
+    cfg.validate()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    trainer = Trainer(cfg, run_dir, out)
+    try:
+        trainer.setup()
+        return trainer.run()
+    finally:
+        trainer.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tinylab.trainer", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True, help="path to the run's config.json")
+    args = parser.parse_args(argv)
+    config_path = Path(args.config)
+    run_dir = config_path.parent
+    # SIGTERM (a cancel's second signal) becomes an exception, so the error event is written.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt("SIGTERM")))
+    try:
+        cfg = RunConfig.from_json_file(str(config_path))
+        run_training(cfg, run_dir)
+        return 0
+    except BaseException as exc:  # every failure is recorded; the exit code says which kind
+        code = 130 if isinstance(exc, KeyboardInterrupt) else (2 if isinstance(exc, ConfigError) else 1)
+        message = str(exc) or type(exc).__name__
+        with EventWriter(run_dir / EVENTS_FILE) as writer:
+            writer.emit(
+                "error",
+                type=type(exc).__name__,
+                message=message,
+                traceback="".join(traceback.format_exception(exc)[-8:]),
+            )
+        print(f"error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
+        return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
