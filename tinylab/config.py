@@ -27,16 +27,16 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-
 
 #: Fusion toggles, the versions that honour them, and each version's default.
 TOGGLES: dict[str, dict[str, bool]] = {
-    "qkv_fusion": {"v2": True, "v3": True, "v4": True},
-    "sdpa": {"v2": True},
-    "swiglu_fusion": {"v2": True, "v3": True, "v4": True},
+    "qkv_fusion": {"v2": True},
+    "sdpa": {"v2": True, "v4": False},
+    "swiglu_fusion": {"v2": True},
     "torch_compile": {"v2": False},
     "cuda_graph": {"v2": False, "v3": False, "v4": True},
 }
 
 TOGGLE_HELP: dict[str, str] = {
     "qkv_fusion": "one GEMM for q, k and v instead of three",
-    "sdpa": "torch scaled_dot_product_attention (flash/memory-efficient) instead of eager attention",
+    "sdpa": "torch scaled_dot_product_attention (flash/memory-efficient) instead of eager (v2) or Triton (v4) attention",
     "swiglu_fusion": "one GEMM for gate and up instead of two",
     "torch_compile": "torch.compile the model (inductor)",
     "cuda_graph": "capture the whole training step in a CUDA/HIP graph and replay it (GPU only)",

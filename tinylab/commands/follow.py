@@ -1,0 +1,29 @@
+"""`tinylab follow RUN`: stream a run's output from its files until it ends."""
+
+from __future__ import annotations
+
+import sys
+
+from tinylab.commands._common import add_runs_dir, store_from
+
+HELP = "stream a live or finished run's progress"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run", metavar="RUN", help="run id, unique prefix, or 'last'")
+    add_runs_dir(p)
+    p.add_argument("--tail", action="store_true", help="start at the end of the log instead of the beginning")
+
+
+def run(args) -> int:
+    from tinylab.runs.follow import EXIT_CODES, follow
+
+    run = store_from(args).resolve(args.run)
+    print(f"following run {run.id} ({run.status()}), Ctrl-C stops following (the run keeps going)", file=sys.stderr)
+    try:
+        status = follow(run, from_start=not args.tail)
+    except KeyboardInterrupt:
+        print(f"\nstopped following; run {run.id} keeps going", file=sys.stderr)
+        return 0
+    print(f"run {run.id} {status}", file=sys.stderr)
+    return EXIT_CODES[status]
