@@ -1,0 +1,441 @@
+"""Flash attention (forward and backward) in Triton, with causal masking and GQA.
+
+Forward (FlashAttention-2, as in the Triton fused-attention tutorial): each program owns a block
+of queries of one head, streams K/V blocks through an online softmax with fp32 accumulators, and
+never materializes the [S, S] score matrix. Scores are scaled by sm_scale * log2(e) so the
+softmax uses exp2. With causal masking the key range splits in two: blocks entirely below the
+diagonal need no mask, the diagonal blocks do, and blocks above it are skipped altogether. The
+logsumexp (base 2) of each row is saved for the backward.
+
+Backward: a preprocess computes delta = rowsum(dO * O); one kernel then owns a block of keys and
+accumulates dK and dV over query blocks (and over every query head of its GQA group, so the
+group's sum needs no atomics or extra buffer); a second owns a block of queries and accumulates
+dQ over key blocks. Probabilities are recomputed from the saved logsumexp.
+
+All tensors are addressed through their strides, so q/k/v sliced out of a fused QKV projection,
+or [B, S, H, D] tensors transposed to [B, H, S, D], run without a copy.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from kernels._utils import check_tensors, interpreting
+
+_LOG2E = 1.4426950408889634
+SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
+
+
+@triton.jit
+def _dot(a, b, FP32_DOT: tl.constexpr):
+    """tl.dot, with operands upcast to fp32 in the interpreter.
+
+    Triton 3.x's interpreter multiplies bf16 operands as their raw uint16 bit patterns; fp32
+    operands give exactly what the GPU computes for bf16 (exact products, fp32 accumulation).
+    """
+    if FP32_DOT:
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32))
+    else:
+        out = tl.dot(a, b)
+    return out
+
+
+@triton.jit
+def _fwd_inner(
+    acc, l_i, m_i, q,
+    K_head, V_head, stride_kn, stride_kd, stride_vn, stride_vd,
+    offs_m, offs_d, lo, hi, S, qk_scale,
+    CAUSAL_MASK: tl.constexpr,
+    BOUND_MASK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k_ptrs = K_head + offs_n[:, None] * stride_kn + offs_d[None, :] * stride_kd
+        v_ptrs = V_head + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+        if BOUND_MASK:
+            k = tl.load(k_ptrs, mask=(offs_n < S)[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+        qk = _dot(q, tl.trans(k), FP32_DOT) * qk_scale
+        if CAUSAL_MASK:
+            qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
+        if BOUND_MASK:
+            qk = tl.where((offs_n < S)[None, :], qk, float("-inf"))
+        # Every row has seen an unmasked key before any fully masked block reaches it (key 0
+        # for the first block, the diagonal's first key otherwise), so m_new is finite.
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.exp2(qk - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if BOUND_MASK:
+            v = tl.load(v_ptrs, mask=(offs_n < S)[:, None], other=0.0)
+        else:
+            v = tl.load(v_ptrs)
+        acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, FP32_DOT)
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd_kernel(
+    Q, K, V, O, LSE,
+    sqb, sqh, sqm, sqd,
+    skb, skh, skn, skd,
+    svb, svh, svn, svd,
+    sob, soh, som, sod,
+    H, GROUP, S, qk_scale,
+    CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    start_m = tl.program_id(0) * BLOCK_M
+    off_bh = tl.program_id(1)
+    b = (off_bh // H).to(tl.int64)
+    h = off_bh % H
+    kvh = h // GROUP
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < S
+    q = tl.load(
+        Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :] * sqd,
+        mask=row_ok[:, None], other=0.0,
+    )
+    K_head = K + b * skb + kvh * skh
+    V_head = V + b * svb + kvh * svh
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        # Keys below this query block: no mask. BLOCK_M % BLOCK_N == 0 keeps them whole blocks.
+        acc, l_i, m_i = _fwd_inner(
+            acc, l_i, m_i, q, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, 0, start_m, S, qk_scale,
+            CAUSAL_MASK=False, BOUND_MASK=False, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+        # The diagonal blocks; keys above the diagonal are never visited.
+        acc, l_i, m_i = _fwd_inner(
+            acc, l_i, m_i, q, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, S), S, qk_scale,
+            CAUSAL_MASK=True, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+    else:
+        full = (S // BLOCK_N) * BLOCK_N
+        acc, l_i, m_i = _fwd_inner(
+            acc, l_i, m_i, q, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, 0, full, S, qk_scale,
+            CAUSAL_MASK=False, BOUND_MASK=False, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+        acc, l_i, m_i = _fwd_inner(
+            acc, l_i, m_i, q, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, full, S, S, qk_scale,
+            CAUSAL_MASK=False, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+    tl.store(LSE + off_bh.to(tl.int64) * S + offs_m, m_i + tl.log2(l_i), mask=row_ok)
+    o = acc / l_i[:, None]
+    tl.store(
+        O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod,
+        o.to(O.dtype.element_ty), mask=row_ok[:, None],
+    )
+
+
+@triton.jit
+def _attn_bwd_preprocess(
+    O, DO, DELTA,
+    sob, soh, som, sod,
+    sdob, sdoh, sdom, sdod,
+    H, S,
+    BLOCK_M: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+):
+    off_bh = tl.program_id(1)
+    b = (off_bh // H).to(tl.int64)
+    h = off_bh % H
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    mask = (offs_m < S)[:, None]
+    o = tl.load(O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, mask=mask, other=0.0)
+    do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=mask, other=0.0)
+    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
+    tl.store(DELTA + off_bh.to(tl.int64) * S + offs_m, delta, mask=offs_m < S)
+
+
+@triton.jit
+def _bwd_dkdv_inner(
+    dk, dv, k, v,
+    Q_head, DO_head, LSE_head, DELTA_head,
+    sqm, sqd, sdom, sdod,
+    offs_n, offs_d, lo, hi, S, qk_scale,
+    CAUSAL_MASK: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_ok = offs_m < S
+        q = tl.load(Q_head + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=row_ok[:, None], other=0.0)
+        do = tl.load(DO_head + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=row_ok[:, None], other=0.0)
+        # Padding rows get lse = +inf, hence p = 0: they add nothing to dK or dV.
+        lse = tl.load(LSE_head + offs_m, mask=row_ok, other=float("inf"))
+        delta = tl.load(DELTA_head + offs_m, mask=row_ok, other=0.0)
+        p_t = tl.exp2(_dot(k, tl.trans(q), FP32_DOT) * qk_scale - lse[None, :])
+        if CAUSAL_MASK:
+            p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
+        dv += _dot(p_t.to(do.dtype), do, FP32_DOT)
+        dp_t = _dot(v, tl.trans(do), FP32_DOT)
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk += _dot(ds_t.to(q.dtype), q, FP32_DOT)
+    return dk, dv
+
+
+@triton.jit
+def _attn_bwd_dkdv_kernel(
+    Q, K, V, DO, DK, DV, LSE, DELTA,
+    sqb, sqh, sqm, sqd,
+    skb, skh, skn, skd,
+    svb, svh, svn, svd,
+    sdob, sdoh, sdom, sdod,
+    sdkb, sdkh, sdkn, sdkd,
+    sdvb, sdvh, sdvn, sdvd,
+    H, KVH, GROUP, S, qk_scale, sm_scale,
+    CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    start_n = tl.program_id(0) * BLOCK_N
+    off_bkv = tl.program_id(1)
+    b = (off_bkv // KVH).to(tl.int64)
+    kvh = off_bkv % KVH
+    offs_n = start_n + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    col_ok = (offs_n < S)[:, None]
+    k = tl.load(K + b * skb + kvh * skh + offs_n[:, None] * skn + offs_d[None, :] * skd, mask=col_ok, other=0.0)
+    v = tl.load(V + b * svb + kvh * svh + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=col_ok, other=0.0)
+    dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
+    for g in range(GROUP):
+        h = kvh * GROUP + g
+        Q_head = Q + b * sqb + h * sqh
+        DO_head = DO + b * sdob + h * sdoh
+        LSE_head = LSE + (b * H + h) * S
+        DELTA_head = DELTA + (b * H + h) * S
+        if CAUSAL:
+            # Query blocks on the diagonal need the mask; BLOCK_N % BLOCK_M == 0 keeps the
+            # later ones whole blocks, which see every key of this block.
+            dk, dv = _bwd_dkdv_inner(
+                dk, dv, k, v, Q_head, DO_head, LSE_head, DELTA_head, sqm, sqd, sdom, sdod,
+                offs_n, offs_d, start_n, tl.minimum(start_n + BLOCK_N, S), S, qk_scale,
+                CAUSAL_MASK=True, BLOCK_M=BLOCK_M, FP32_DOT=FP32_DOT,
+            )
+            dk, dv = _bwd_dkdv_inner(
+                dk, dv, k, v, Q_head, DO_head, LSE_head, DELTA_head, sqm, sqd, sdom, sdod,
+                offs_n, offs_d, start_n + BLOCK_N, S, S, qk_scale,
+                CAUSAL_MASK=False, BLOCK_M=BLOCK_M, FP32_DOT=FP32_DOT,
+            )
+        else:
+            dk, dv = _bwd_dkdv_inner(
+                dk, dv, k, v, Q_head, DO_head, LSE_head, DELTA_head, sqm, sqd, sdom, sdod,
+                offs_n, offs_d, 0, S, S, qk_scale,
+                CAUSAL_MASK=False, BLOCK_M=BLOCK_M, FP32_DOT=FP32_DOT,
+            )
+    tl.store(
+        DK + b * sdkb + kvh * sdkh + offs_n[:, None] * sdkn + offs_d[None, :] * sdkd,
+        (dk * sm_scale).to(DK.dtype.element_ty), mask=col_ok,
+    )
+    tl.store(
+        DV + b * sdvb + kvh * sdvh + offs_n[:, None] * sdvn + offs_d[None, :] * sdvd,
+        dv.to(DV.dtype.element_ty), mask=col_ok,
+    )
+
+
+@triton.jit
+def _bwd_dq_inner(
+    dq, q, do, lse, delta,
+    K_head, V_head, skn, skd, svn, svd,
+    offs_m, offs_d, lo, hi, S, qk_scale,
+    CAUSAL_MASK: tl.constexpr,
+    BOUND_MASK: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        k_ptrs = K_head + offs_n[:, None] * skn + offs_d[None, :] * skd
+        v_ptrs = V_head + offs_n[:, None] * svn + offs_d[None, :] * svd
+        # Padding keys load as zeros: whatever p they get, ds @ k adds zero to dQ.
+        if BOUND_MASK:
+            k = tl.load(k_ptrs, mask=(offs_n < S)[:, None], other=0.0)
+            v = tl.load(v_ptrs, mask=(offs_n < S)[:, None], other=0.0)
+        else:
+            k = tl.load(k_ptrs)
+            v = tl.load(v_ptrs)
+        p = tl.exp2(_dot(q, tl.trans(k), FP32_DOT) * qk_scale - lse[:, None])
+        if CAUSAL_MASK:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        dp = _dot(do, tl.trans(v), FP32_DOT)
+        ds = p * (dp - delta[:, None])
+        dq += _dot(ds.to(k.dtype), k, FP32_DOT)
+    return dq
+
+
+@triton.jit
+def _attn_bwd_dq_kernel(
+    Q, K, V, DO, DQ, LSE, DELTA,
+    sqb, sqh, sqm, sqd,
+    skb, skh, skn, skd,
+    svb, svh, svn, svd,
+    sdob, sdoh, sdom, sdod,
+    sdqb, sdqh, sdqm, sdqd,
+    H, GROUP, S, qk_scale, sm_scale,
+    CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    FP32_DOT: tl.constexpr,
+):
+    start_m = tl.program_id(0) * BLOCK_M
+    off_bh = tl.program_id(1)
+    b = (off_bh // H).to(tl.int64)
+    h = off_bh % H
+    kvh = h // GROUP
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    row_ok = offs_m < S
+    q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=row_ok[:, None], other=0.0)
+    do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=row_ok[:, None], other=0.0)
+    lse = tl.load(LSE + off_bh.to(tl.int64) * S + offs_m, mask=row_ok, other=float("inf"))
+    delta = tl.load(DELTA + off_bh.to(tl.int64) * S + offs_m, mask=row_ok, other=0.0)
+    K_head = K + b * skb + kvh * skh
+    V_head = V + b * svb + kvh * svh
+    dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    if CAUSAL:
+        dq = _bwd_dq_inner(
+            dq, q, do, lse, delta, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, 0, start_m, S, qk_scale,
+            CAUSAL_MASK=False, BOUND_MASK=False, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+        dq = _bwd_dq_inner(
+            dq, q, do, lse, delta, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, S), S, qk_scale,
+            CAUSAL_MASK=True, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+    else:
+        full = (S // BLOCK_N) * BLOCK_N
+        dq = _bwd_dq_inner(
+            dq, q, do, lse, delta, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, 0, full, S, qk_scale,
+            CAUSAL_MASK=False, BOUND_MASK=False, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+        dq = _bwd_dq_inner(
+            dq, q, do, lse, delta, K_head, V_head, skn, skd, svn, svd,
+            offs_m, offs_d, full, S, S, qk_scale,
+            CAUSAL_MASK=False, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
+        )
+    tl.store(
+        DQ + b * sdqb + h * sdqh + offs_m[:, None] * sdqm + offs_d[None, :] * sdqd,
+        (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None],
+    )
+
+
+def _stages(n: int) -> int:
+    # AMD's stream pipeliner wants few stages; NVIDIA Hopper/Ampere hide latency with more.
+    return min(n, 2) if torch.version.hip else n
+
+
+def _fwd_config(head_dim: int) -> dict:
+    if interpreting():
+        return dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1)
+    if head_dim <= 64:
+        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
+
+
+def _bwd_config(head_dim: int) -> dict:
+    # dK/dV: a wide key block stays resident while narrow query blocks stream past it; dQ the
+    # other way round (the tutorial's 32/128 and 128/32 split).
+    if interpreting():
+        return dict(BLOCK_M1=16, BLOCK_N1=32, BLOCK_M2=32, BLOCK_N2=16, num_warps=4, num_stages=1)
+    stages = _stages(5 if head_dim <= 64 else 3)
+    return dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, num_warps=4, num_stages=stages)
+
+
+class _FlashAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: float) -> Tensor:
+        B, H, S, D = q.shape
+        KVH = k.shape[1]
+        cfg = _fwd_config(D)
+        o = torch.empty_like(q)
+        lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
+        grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
+        _attn_fwd_kernel[grid](
+            q, k, v, o, lse,
+            *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+            H, H // KVH, S, sm_scale * _LOG2E,
+            CAUSAL=causal, HEAD_DIM=D, FP32_DOT=interpreting(), **cfg,
+        )
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal = causal
+        ctx.sm_scale = sm_scale
+        return o
+
+    @staticmethod
+    def backward(ctx, do: Tensor):
+        q, k, v, o, lse = ctx.saved_tensors
+        B, H, S, D = q.shape
+        KVH = k.shape[1]
+        cfg = _bwd_config(D)
+        warps, stages = cfg["num_warps"], cfg["num_stages"]
+        delta = torch.empty_like(lse)
+        _attn_bwd_preprocess[(triton.cdiv(S, cfg["BLOCK_M2"]), B * H)](
+            o, do, delta, *o.stride(), *do.stride(), H, S,
+            BLOCK_M=cfg["BLOCK_M2"], HEAD_DIM=D, num_warps=warps,
+        )
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        qk_scale = ctx.sm_scale * _LOG2E
+        _attn_bwd_dkdv_kernel[(triton.cdiv(S, cfg["BLOCK_N1"]), B * KVH)](
+            q, k, v, do, dk, dv, lse, delta,
+            *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
+            H, KVH, H // KVH, S, qk_scale, ctx.sm_scale,
+            CAUSAL=ctx.causal, BLOCK_M=cfg["BLOCK_M1"], BLOCK_N=cfg["BLOCK_N1"], HEAD_DIM=D,
+            FP32_DOT=interpreting(), num_warps=warps, num_stages=stages,
+        )
+        _attn_bwd_dq_kernel[(triton.cdiv(S, cfg["BLOCK_M2"]), B * H)](
+            q, k, v, do, dq, lse, delta,
+            *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
+            H, H // KVH, S, qk_scale, ctx.sm_scale,
+            CAUSAL=ctx.causal, BLOCK_M=cfg["BLOCK_M2"], BLOCK_N=cfg["BLOCK_N2"], HEAD_DIM=D,
+            FP32_DOT=interpreting(), num_warps=warps, num_stages=stages,
+        )
+        return dq, dk, dv, None, None
+
+
+def flash_attention(
+    q: Tensor, k: Tensor, v: Tensor, causal: bool = True, sm_scale: float | None = None
+) -> Tensor:
+    """softmax(q k^T * sm_scale [+ causal mask]) v for q [B, H, S, D], k/v [B, KVH, S, D].
+
+    Query head h attends with kv head h // (H // KVH) (GQA); sm_scale defaults to D ** -0.5.
+    """
+    if q.dim() != 4 or k.shape != v.shape or k.dim() != 4:
+        raise ValueError(f"expected q [B, H, S, D], k/v [B, KVH, S, D]; got {q.shape}, {k.shape}, {v.shape}")
+    B, H, S, D = q.shape
+    if k.shape[0] != B or k.shape[2:] != q.shape[2:] or H % k.shape[1]:
+        raise ValueError(f"k/v {tuple(k.shape)} do not fit q {tuple(q.shape)} (H % KVH must be 0)")
+    if D not in SUPPORTED_HEAD_DIMS:
+        raise ValueError(f"head dim {D} not supported; use one of {SUPPORTED_HEAD_DIMS}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v dtypes differ: {q.dtype}, {k.dtype}, {v.dtype}")
+    check_tensors(q, k, v)
+    scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
+    return _FlashAttention.apply(q, k, v, causal, scale)

@@ -1,0 +1,249 @@
+"""RMSNorm with a Triton forward and backward (and the shared kernels of add_rmsnorm).
+
+RMSNorm is memory bound: the fast version reads x once and writes y once. One program owns a
+row and keeps it in registers while N <= MAX_FUSED_N, so the sum of squares and the scaling
+need no second read; rstd (fp32, one per row) is saved so the backward need not recompute it.
+The weight gradient is a reduction over rows: as in the Triton layer-norm tutorial, a grid of
+about k * #SMs programs each walks a contiguous chunk of rows, keeps its partial dweight in
+registers, writes one row of a small [programs, N] fp32 buffer, and torch sums it (no atomics,
+deterministic).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+from torch import Tensor
+
+from kernels._utils import as_rows, check_tensors, row_num_warps, sm_count
+
+# Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
+MAX_FUSED_N = 8192
+# Backward programs per SM: enough rows in flight to hide latency, small partial buffer.
+BWD_PROGRAMS_PER_SM = 4
+
+
+@triton.jit
+def _rmsnorm_fwd_kernel(
+    X, stride_xm, stride_xn,
+    R, stride_rm, stride_rn,
+    Y, H, W, RSTD,
+    N, eps,
+    HAS_RESIDUAL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    SINGLE_BLOCK: tl.constexpr,
+):
+    """Y = norm(X [+ R]) * W for one row; with a residual, also writes H = X + R (input dtype).
+
+    H is rounded to the input dtype before the norm, exactly like the unfused eager code
+    ``h = x + r; y = norm(h)``, so the backward (which reads the stored H) sees the same input.
+    """
+    row = tl.program_id(0).to(tl.int64)
+    x_row = X + row * stride_xm
+    r_row = R + row * stride_rm
+    out_off = row * N
+    if SINGLE_BLOCK:
+        cols = tl.arange(0, BLOCK_N)
+        mask = cols < N
+        x = tl.load(x_row + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+        if HAS_RESIDUAL:
+            x += tl.load(r_row + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
+            h = x.to(H.dtype.element_ty)
+            tl.store(H + out_off + cols, h, mask=mask)
+            x = h.to(tl.float32)
+        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
+        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    else:
+        sum_sq = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = cols < N
+            x = tl.load(x_row + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+            if HAS_RESIDUAL:
+                x += tl.load(r_row + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
+                h = x.to(H.dtype.element_ty)
+                tl.store(H + out_off + cols, h, mask=mask)
+                x = h.to(tl.float32)
+            sum_sq += x * x
+        rstd = 1.0 / tl.sqrt(tl.sum(sum_sq, axis=0) / N + eps)
+        for start in range(0, N, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            mask = cols < N
+            # Reading back H is safe without a barrier: the same thread stored these elements
+            # (same shape, same layout) in the first loop.
+            if HAS_RESIDUAL:
+                x = tl.load(H + out_off + cols, mask=mask, other=0.0).to(tl.float32)
+            else:
+                x = tl.load(x_row + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+            tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
+    tl.store(RSTD + row, rstd)
+
+
+@triton.jit
+def _rmsnorm_bwd_kernel(
+    DY, stride_dym, stride_dyn,
+    X, stride_xm, stride_xn,
+    DH, stride_dhm, stride_dhn,
+    W, RSTD, DX, DW_PARTIAL,
+    M, N, rows_per_program,
+    HAS_DRESIDUAL: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    SINGLE_BLOCK: tl.constexpr,
+):
+    """dx = rstd * (w*dy - xhat * mean(w*dy*xhat)) [+ dh]; partial dw = sum_rows dy*xhat.
+
+    With DH (add_rmsnorm), the gradient reaching h directly is added to dx, since h feeds both
+    the norm and the residual stream.
+    """
+    pid = tl.program_id(0)
+    row_start = pid * rows_per_program
+    row_end = tl.minimum(row_start + rows_per_program, M)
+    # Walk the rows by advancing 64-bit pointers: row * stride can overflow int32.
+    first = row_start.to(tl.int64)
+    DY += first * stride_dym
+    X += first * stride_xm
+    DH += first * stride_dhm
+    DX += first * N
+    RSTD += first
+    dw_row = DW_PARTIAL + pid.to(tl.int64) * N
+    if SINGLE_BLOCK:
+        cols = tl.arange(0, BLOCK_N)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        dw = tl.zeros([BLOCK_N], dtype=tl.float32)
+        for _ in range(row_start, row_end):
+            x = tl.load(X + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+            dy = tl.load(DY + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+            rstd = tl.load(RSTD)
+            xhat = x * rstd
+            wdy = w * dy
+            c = tl.sum(xhat * wdy, axis=0) / N
+            dx = (wdy - xhat * c) * rstd
+            if HAS_DRESIDUAL:
+                dx += tl.load(DH + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
+            tl.store(DX + cols, dx.to(DX.dtype.element_ty), mask=mask)
+            dw += dy * xhat
+            X += stride_xm
+            DY += stride_dym
+            DH += stride_dhm
+            DX += N
+            RSTD += 1
+        tl.store(dw_row + cols, dw, mask=mask)
+    else:
+        # DW_PARTIAL starts zeroed; each element is read and written only by the thread that
+        # owns it (same shape, same layout as every other access), so it needs no barrier.
+        for _ in range(row_start, row_end):
+            rstd = tl.load(RSTD)
+            dot = tl.zeros([BLOCK_N], dtype=tl.float32)
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = cols < N
+                x = tl.load(X + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(DY + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+                w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+                dot += x * w * dy
+            c = tl.sum(dot, axis=0) * rstd / N
+            for start in range(0, N, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                mask = cols < N
+                x = tl.load(X + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(DY + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+                w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+                xhat = x * rstd
+                dx = (w * dy - xhat * c) * rstd
+                if HAS_DRESIDUAL:
+                    dx += tl.load(DH + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
+                tl.store(DX + cols, dx.to(DX.dtype.element_ty), mask=mask)
+                dw = tl.load(dw_row + cols, mask=mask, other=0.0)
+                tl.store(dw_row + cols, dw + dy * xhat, mask=mask)
+            X += stride_xm
+            DY += stride_dym
+            DH += stride_dhm
+            DX += N
+            RSTD += 1
+
+
+def _block_n(n: int) -> tuple[int, bool]:
+    if n <= MAX_FUSED_N:
+        return triton.next_power_of_2(n), True
+    return triton.next_power_of_2(MAX_FUSED_N), False
+
+
+def rmsnorm_forward(
+    x2d: Tensor, weight: Tensor, eps: float, residual2d: Tensor | None = None
+) -> tuple[Tensor, Tensor | None, Tensor]:
+    """Launch the forward on [M, N] views; returns (y, h or None, rstd). Used by add_rmsnorm too."""
+    M, N = x2d.shape
+    block_n, single = _block_n(N)
+    y = torch.empty((M, N), dtype=x2d.dtype, device=x2d.device)
+    rstd = torch.empty(M, dtype=torch.float32, device=x2d.device)
+    h = torch.empty_like(y) if residual2d is not None else None
+    r = residual2d if residual2d is not None else x2d
+    if M > 0:
+        _rmsnorm_fwd_kernel[(M,)](
+            x2d, x2d.stride(0), x2d.stride(1),
+            r, r.stride(0), r.stride(1),
+            y, h if h is not None else y, weight, rstd,
+            N, eps,
+            HAS_RESIDUAL=residual2d is not None,
+            BLOCK_N=block_n,
+            SINGLE_BLOCK=single,
+            num_warps=row_num_warps(block_n),
+        )
+    return y, h, rstd
+
+
+def rmsnorm_backward(
+    dy2d: Tensor, x2d: Tensor, weight: Tensor, rstd: Tensor, dh2d: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
+    """Launch the backward on [M, N] views; returns (dx [M, N] in x's dtype, dweight)."""
+    M, N = x2d.shape
+    block_n, single = _block_n(N)
+    dx = torch.empty((M, N), dtype=x2d.dtype, device=x2d.device)
+    programs = max(1, min(M, sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
+    rows_per_program = triton.cdiv(M, programs) if M > 0 else 0
+    alloc = torch.empty if single else torch.zeros
+    dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
+    dh = dh2d if dh2d is not None else dy2d
+    if M > 0:
+        _rmsnorm_bwd_kernel[(programs,)](
+            dy2d, dy2d.stride(0), dy2d.stride(1),
+            x2d, x2d.stride(0), x2d.stride(1),
+            dh, dh.stride(0), dh.stride(1),
+            weight, rstd, dx, dw_partial,
+            M, N, rows_per_program,
+            HAS_DRESIDUAL=dh2d is not None,
+            BLOCK_N=block_n,
+            SINGLE_BLOCK=single,
+            num_warps=row_num_warps(block_n),
+        )
+    else:
+        dw_partial.zero_()
+    return dx, dw_partial.sum(0).to(weight.dtype)
+
+
+class _RMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float) -> Tensor:
+        check_tensors(x, weight)
+        x2d = as_rows(x)
+        weight = weight.contiguous()
+        y, _, rstd = rmsnorm_forward(x2d, weight, eps)
+        ctx.save_for_backward(x2d, weight, rstd)
+        return y.view(x.shape)
+
+    @staticmethod
+    def backward(ctx, dy: Tensor):
+        x2d, weight, rstd = ctx.saved_tensors
+        dx, dw = rmsnorm_backward(as_rows(dy), x2d, weight, rstd)
+        return dx.view(dy.shape), dw, None
+
+
+def rmsnorm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
+    """y = x / sqrt(mean(x**2, -1) + eps) * weight over the last dim, in x's dtype (fp32 math)."""
+    if x.shape[-1] != weight.numel():
+        raise ValueError(f"weight has {weight.numel()} elements, x's last dim is {x.shape[-1]}")
+    return _RMSNorm.apply(x, weight, eps)

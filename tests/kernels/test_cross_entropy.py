@@ -1,0 +1,58 @@
+import math
+
+import pytest
+import torch
+
+from kernels import cross_entropy
+from kernels.reference import cross_entropy_reference
+
+DTYPES = [torch.float32, torch.bfloat16]
+
+
+def _targets(n, v, device, ignore_index=-100):
+    t = torch.randint(0, v, (n,), device=device)
+    t[1::4] = ignore_index
+    return t
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n,v", [(13, 1000), (9, 37), (4, 1)])
+def test_cross_entropy_matches_reference(check, device, dtype, n, v):
+    logits = (3 * torch.randn(n, v, device=device)).to(dtype).requires_grad_()
+    targets = _targets(n, v, device)
+    loss = cross_entropy(logits, targets)
+    assert loss.dtype == torch.float32 and loss.dim() == 0
+    check(cross_entropy, cross_entropy_reference, [logits, targets], dtype=dtype, grad_inputs=[0])
+
+
+def test_cross_entropy_custom_ignore_index_and_strided_logits(check, device):
+    base = torch.randn(1000, 11, device=device, requires_grad=True)
+    targets = _targets(11, 1000, device, ignore_index=7)
+    targets[targets == 7] = 8
+    targets[::3] = 7
+    check(
+        lambda x, t: cross_entropy(x, t, ignore_index=7),
+        lambda x, t: cross_entropy_reference(x, t, ignore_index=7),
+        [base.t(), targets], dtype=torch.float32, grad_inputs=[0],
+    )
+
+
+def test_cross_entropy_mean_over_valid_rows_only(device):
+    logits = torch.randn(6, 50, device=device)
+    targets = torch.tensor([3, -100, 5, -100, -100, 9], device=device)
+    expected = torch.nn.functional.cross_entropy(logits[[0, 2, 5]], targets[[0, 2, 5]])
+    torch.testing.assert_close(cross_entropy(logits, targets), expected)
+
+
+def test_cross_entropy_all_ignored_is_nan_with_zero_grad(device):
+    logits = torch.randn(3, 20, device=device, requires_grad=True)
+    loss = cross_entropy(logits, torch.full((3,), -100, device=device))
+    assert math.isnan(loss.item())
+    g, = torch.autograd.grad(loss, logits)
+    assert torch.equal(g, torch.zeros_like(g))
+
+
+def test_cross_entropy_without_grad(device):
+    logits = torch.randn(8, 300, device=device)
+    targets = torch.randint(0, 300, (8,), device=device)
+    torch.testing.assert_close(cross_entropy(logits, targets), cross_entropy_reference(logits, targets))

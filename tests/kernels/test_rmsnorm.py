@@ -1,0 +1,67 @@
+import importlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kernels import rmsnorm
+from kernels.reference import rmsnorm_reference
+
+# kernels re-exports the function under the module's name: fetch the module itself.
+rmsnorm_mod = importlib.import_module("kernels.rmsnorm")
+
+DTYPES = [torch.float32, torch.bfloat16]
+
+
+def _weight(n, dtype, device):
+    return (1.0 + 0.5 * torch.randn(n, device=device)).to(dtype).requires_grad_()
+
+
+def test_reference_matches_torch_rms_norm():
+    x, w = torch.randn(3, 5, 48, dtype=torch.float64), torch.randn(48, dtype=torch.float64)
+    torch.testing.assert_close(rmsnorm_reference(x, w, 1e-5), F.rms_norm(x, (48,), w, 1e-5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 37, 200), (5, 64), (1, 1, 128)])
+def test_rmsnorm_matches_reference(check, device, dtype, shape):
+    x = torch.randn(shape, device=device).to(dtype).requires_grad_()
+    w = _weight(shape[-1], dtype, device)
+    check(rmsnorm, rmsnorm_reference, [x, w], dtype=dtype, grad_inputs=[0, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rmsnorm_eps_is_used(check, device, dtype):
+    x = (1e-2 * torch.randn(4, 200, device=device)).to(dtype).requires_grad_()
+    w = _weight(200, dtype, device)
+    check(lambda a, b: rmsnorm(a, b, 1e-3), lambda a, b: rmsnorm_reference(a, b, 1e-3), [x, w], dtype=dtype, grad_inputs=[0, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rmsnorm_column_major_view(check, device, dtype):
+    """A transposed view (last-dim stride != 1) is read through both strides, not copied."""
+    base = torch.randn(200, 37, device=device).to(dtype).requires_grad_()
+    x = base.t()
+    assert x.stride() == (1, 37)
+    check(rmsnorm, rmsnorm_reference, [x, _weight(200, dtype, device)], dtype=dtype, grad_inputs=[0, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rmsnorm_strided_views(check, device, dtype):
+    base = torch.randn(3, 40, 256, device=device).to(dtype).requires_grad_()
+    w = _weight(200, dtype, device)
+    check(rmsnorm, rmsnorm_reference, [base[:, :37, :200], w], dtype=dtype, grad_inputs=[0, 1])
+    check(rmsnorm, rmsnorm_reference, [base[:, ::3, 16:216], w], dtype=dtype, grad_inputs=[0, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rmsnorm_wide_rows_loop_over_blocks(check, device, dtype, monkeypatch):
+    """Rows wider than MAX_FUSED_N take the two-pass path (forward) and the accumulating dweight."""
+    monkeypatch.setattr(rmsnorm_mod, "MAX_FUSED_N", 64)
+    x = torch.randn(37, 200, device=device).to(dtype).requires_grad_()
+    check(rmsnorm, rmsnorm_reference, [x.t().contiguous().t(), _weight(200, dtype, device)], dtype=dtype, grad_inputs=[0, 1])
+
+
+def test_rmsnorm_rejects_wrong_weight(device):
+    with pytest.raises(ValueError, match="weight"):
+        rmsnorm(torch.randn(4, 8, device=device), torch.randn(9, device=device))

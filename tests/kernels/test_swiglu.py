@@ -1,0 +1,45 @@
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kernels import swiglu
+from kernels.reference import swiglu_reference
+
+DTYPES = [torch.float32, torch.bfloat16]
+
+
+def test_reference_is_silu_gate_times_up():
+    gu = torch.randn(5, 2 * 7, dtype=torch.float64)
+    torch.testing.assert_close(swiglu_reference(gu), F.silu(gu[:, :7]) * gu[:, 7:])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 37, 400), (4, 128), (2, 1, 2)])
+def test_swiglu_matches_reference(check, device, dtype, shape):
+    gu = (2 * torch.randn(shape, device=device)).to(dtype).requires_grad_()
+    check(swiglu, swiglu_reference, [gu], dtype=dtype, grad_inputs=[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swiglu_non_contiguous(check, device, dtype):
+    base = torch.randn(3, 40, 512, device=device).to(dtype).requires_grad_()
+    check(swiglu, swiglu_reference, [base[:, ::2, 100:500]], dtype=dtype, grad_inputs=[0])
+    cols = torch.randn(400, 37, device=device).to(dtype).requires_grad_()
+    check(swiglu, swiglu_reference, [cols.t()], dtype=dtype, grad_inputs=[0])
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(1, 9), f=st.integers(1, 150), seed=st.integers(0, 2**31 - 1))
+def test_swiglu_any_shape(rows, f, seed):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    gen = torch.Generator().manual_seed(seed)
+    gu = (3 * torch.randn(rows, 2 * f, generator=gen)).to(device).requires_grad_()
+    y = swiglu(gu)
+    torch.testing.assert_close(y, swiglu_reference(gu), atol=1e-5, rtol=1e-5)
+    dy = torch.randn(y.shape, generator=gen).to(device)
+    g, = torch.autograd.grad(y, gu, dy)
+    ref_gu = gu.detach().requires_grad_()
+    g_ref, = torch.autograd.grad(swiglu_reference(ref_gu), ref_gu, dy)
+    torch.testing.assert_close(g, g_ref, atol=1e-5, rtol=1e-5)
