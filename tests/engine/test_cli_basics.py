@@ -1,0 +1,49 @@
+import subprocess
+import sys
+
+import pytest
+
+
+def run_cli(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "tinylab", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_imports_neither_torch_nor_textual():
+    code = (
+        "import sys; from tinylab.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "bad = [m for m in ('torch', 'textual', 'pandas', 'triton') if m in sys.modules]\n"
+        "print('LOADED', bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert "LOADED []" in out
+    assert "train" in out and "hotspots" in out
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["train", "--num-heads", "7"], "--num-heads 7 must divide --hidden-dim 512"),
+        (["train", "--batch-size", "0"], "--batch-size must be an integer >= 1, got 0"),
+        (["train", "--version", "v7"], "unknown version 'v7'"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, fragment, tmp_path):
+    res = run_cli(*args, "--runs-dir", str(tmp_path)) if args[0] == "train" else run_cli(*args)
+    assert res.returncode == 2
+    assert fragment in res.stderr
+    assert "Traceback" not in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert not any(tmp_path.iterdir()), "nothing may start before validation passes"
+
+
+def test_cuda_requested_but_absent(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    res = run_cli("train", "--device", "cuda", "--runs-dir", str(tmp_path))
+    assert res.returncode == 2
+    assert "no CUDA/ROCm GPU is visible" in res.stderr
+    assert not any(tmp_path.iterdir())

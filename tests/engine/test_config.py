@@ -1,0 +1,53 @@
+import pytest
+
+from tinylab.config import ConfigError, RunConfig
+
+
+def test_defaults_are_the_workshop_model():
+    cfg = RunConfig().validate()
+    assert (cfg.vocab_size, cfg.hidden_dim, cfg.num_layers, cfg.num_heads, cfg.num_kv_heads) == (1000, 512, 8, 8, 4)
+    assert cfg.ffn_dim == 4 * 512
+    assert (cfg.learning_rate, cfg.weight_decay) == (3e-4, 0.01)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"num_heads": 7}, "--num-heads 7 must divide --hidden-dim 512"),
+        ({"num_kv_heads": 3}, "--num-kv-heads 3 must divide --num-heads 8"),
+        ({"batch_size": 0}, "--batch-size must be an integer >= 1, got 0"),
+        ({"version": "v9"}, "unknown version 'v9'"),
+        ({"profilers": ["vtune"]}, "unknown profiler 'vtune'"),
+        ({"precision": "fp8"}, "unknown precision 'fp8'"),
+        ({"fault": "gremlins"}, "unknown fault 'gremlins'"),
+        ({"version": "v1", "sdpa": True}, "--sdpa does not apply to v1"),
+        ({"version": "v1", "fault": "detached-backward"}, "applies to v3, v4, not v1"),
+        ({"num_steps": 5, "warmup_steps": 5}, "--warmup-steps (5) must be smaller than --num-steps (5)"),
+        ({"version": "v3", "hidden_dim": 96, "num_heads": 2, "num_kv_heads": 2}, "head dimension of 16, 32, 64 or 128"),
+        ({"profilers": ["ncu", "nsys"]}, "only one external profiler"),
+        ({"version": "v4", "cuda_graph": True, "precision": "fp16"}, "not fp16"),
+    ],
+)
+def test_bad_values_get_one_line_errors(kwargs, fragment):
+    with pytest.raises(ConfigError) as info:
+        RunConfig(**kwargs).validate()
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+def test_toggle_defaults_per_version():
+    assert RunConfig(version="v2").toggle("sdpa") is True
+    assert RunConfig(version="v1").toggle("sdpa") is False
+    assert RunConfig(version="v2", sdpa=False).toggle("sdpa") is False
+    assert RunConfig(version="v4").toggle("cuda_graph") is True
+    assert RunConfig(version="v4", fault="unsynced-timing").toggle("cuda_graph") is False
+    resolved = RunConfig(version="v2").resolved()
+    assert resolved.qkv_fusion is True and resolved.torch_compile is False
+
+
+def test_round_trip_and_unknown_keys():
+    cfg = RunConfig(version="v2", hidden_dim=64, num_heads=4, profilers=["pytorch"])
+    assert RunConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ConfigError, match="unknown config key 'colour'"):
+        RunConfig.from_dict({"colour": "red"})

@@ -1,0 +1,87 @@
+"""The trainer on CPU: events, honest summaries, every parameter trained, failures recorded."""
+
+import io
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from tinylab.config import RunConfig
+from tinylab.events import read_events
+from tinylab.trainer import run_training
+
+# The issue's CPU acceptance config.
+SMALL = dict(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=32, batch_size=4, device="cpu")
+STEP_KEYS = {"step", "loss", "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s", "tokens_per_s",
+             "mem_alloc_mb", "mem_peak_mb", "warmup"}
+SUMMARY_KEYS = {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_mem_mb",
+                "initial_loss", "final_loss", "params_trained", "params_total", "model_flops_per_step", "mfu"}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One 30-step run per version, shared by the tests below."""
+    out = {}
+    for version in ("v1", "v2", "v3", "v4"):
+        run_dir = tmp_path_factory.mktemp(version)
+        cfg = RunConfig(version=version, num_steps=30, **SMALL)
+        summary = run_training(cfg, run_dir, out=io.StringIO())
+        out[version] = (summary, read_events(run_dir / "events.jsonl"))
+    return out
+
+
+@pytest.mark.parametrize("version", ["v1", "v2", "v3", "v4"])
+def test_every_parameter_trains_and_loss_falls(trained, version):
+    summary, log = trained[version]
+    assert SUMMARY_KEYS <= set(summary)
+    assert summary["params_trained"] == summary["params_total"] > 0
+    assert summary["final_loss"] < summary["initial_loss"] - 0.5
+    steps = log.of("step")
+    assert [s["step"] for s in steps] == list(range(30))
+    assert all(STEP_KEYS <= set(s) for s in steps)
+    assert log.corrupt_lines == [] and not log.partial_tail
+
+
+def test_step0_losses_agree_across_versions(trained):
+    first = {v: trained[v][1].of("step")[0]["loss"] for v in trained}
+    assert max(first.values()) - min(first.values()) < 1e-4, first
+    assert abs(first["v1"] - math.log(1000)) < 0.2  # N(0, 0.02) init starts near uniform
+
+
+def test_phases_add_up_on_cpu(trained):
+    for s in trained["v1"][1].of("step"):
+        parts = s["fwd_ms"] + s["bwd_ms"] + s["opt_ms"]
+        assert abs(parts - s["step_ms"]) / s["step_ms"] < 0.1
+
+
+def test_summary_medians_exclude_warmup(trained):
+    summary, log = trained["v1"]
+    measured = sorted(s["step_ms"] for s in log.of("step") if not s["warmup"])
+    assert len(measured) == 25
+    assert summary["step_ms_median"] == pytest.approx((measured[12]))
+    assert summary["samples_per_s"] == pytest.approx(4 / (summary["step_ms_median"] / 1e3))
+
+
+def test_random_tokens_hide_learning(tmp_path):
+    """Why the corpus is structured: on uniform random tokens the loss cannot fall below ln V."""
+    cfg = RunConfig(version="v1", num_steps=30, dataset="random", **SMALL)
+    summary = run_training(cfg, tmp_path, out=io.StringIO())
+    assert summary["final_loss"] > math.log(1000) - 0.3
+
+
+def test_missing_init_explodes_initial_loss(tmp_path):
+    cfg = RunConfig(version="v1", num_steps=2, warmup_steps=0, fault="missing-init", **SMALL)
+    summary = run_training(cfg, tmp_path, out=io.StringIO())
+    assert summary["initial_loss"] > 5 * math.log(1000)
+
+
+def test_failure_is_an_error_event_and_nonzero_exit(tmp_path):
+    bad = RunConfig(**SMALL).to_dict() | {"num_heads": 7}
+    (tmp_path / "config.json").write_text(json.dumps(bad))
+    res = subprocess.run([sys.executable, "-m", "tinylab.trainer", "--config", str(tmp_path / "config.json")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2
+    err = read_events(tmp_path / "events.jsonl").last("error")
+    assert err["type"] == "ConfigError" and "--num-heads 7" in err["message"]
