@@ -1,0 +1,79 @@
+"""`tinylab bench`: versions x precisions x sequence lengths on this device, one table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tinylab.errors import UserError
+
+HELP = "benchmark versions and kernels on this device; print a table"
+
+
+def _csv(kind):
+    def parse(text: str):
+        try:
+            return [kind(x) for x in text.split(",") if x]
+        except ValueError:
+            raise UserError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+
+    return parse
+
+
+def add_arguments(p) -> None:
+    from tinylab.runflags import add_run_arguments
+
+    p.add_argument("--cases", type=_csv(str), default=["v1", "v2", "v2+compile+graph", "v3", "v4"],
+                   help="comma-separated: v1,v2,v3,v4,v2+compile+graph (default: all five)")
+    p.add_argument("--precisions", type=_csv(str), default=["fp32"], help="comma-separated: fp32,bf16,fp16")
+    p.add_argument("--seq-lens", type=_csv(int), default=None, help="comma-separated (default: --seq-len)")
+    p.add_argument("--repeats", type=int, default=2, help="rounds over all cases (default %(default)s)")
+    p.add_argument("--kernels", action="store_true", help="also run the Triton kernel micro-benchmarks")
+    p.add_argument("--roofline", action="store_true", help="also measure copy bandwidth and GEMM rates")
+    p.add_argument("--out", type=Path, default=None, help="write the results as JSON to this file")
+    p.add_argument("--baseline", type=Path, default=None, help="a saved bench JSON from the same card")
+    p.add_argument("--max-regression", type=float, default=5.0, metavar="PCT",
+                   help="with --baseline: fail when a case is more than PCT%% slower (default %(default)s)")
+    add_run_arguments(p, with_version=False)
+    p.set_defaults(num_steps=30)
+
+
+def run(args) -> int:
+    from tinylab import bench
+    from tinylab.runflags import config_from_args
+
+    if args.repeats < 1:
+        raise UserError(f"--repeats must be >= 1, got {args.repeats}")
+    base = config_from_args(args, version="v1", telemetry=False)
+    cases = bench.build_matrix(args.cases, args.precisions, args.seq_lens or [base.seq_len], base)
+    import torch
+
+    if not torch.cuda.is_available() and base.device != "cpu":
+        raise UserError("tinylab bench measures a GPU and none is visible; pass --device cpu for a (slow) CPU run")
+    env = bench.environment()
+    print(f"bench on {env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']}", flush=True)
+    extra = {}
+    if args.roofline:
+        from tinylab.analysis.ceilings import measure_ceilings
+
+        extra["ceilings"] = measure_ceilings()
+    results = bench.run_cases(cases, args.repeats, log=lambda s: print(s, flush=True))
+    rows = [r.row() for r in results]
+    bench.add_speedups(rows)
+    if args.kernels:
+        from kernels.bench_kernels import run_kernel_benchmarks
+
+        extra["kernels"] = run_kernel_benchmarks(torch.device("cuda"))
+    doc = {"environment": env, "config": base.to_dict(), "rows": rows, **extra}
+    if args.out:
+        args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    problems = bench.check_regression(rows, args.baseline, args.max_regression) if args.baseline else []
+    print()
+    print(f"{env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']} | "
+          f"batch {base.batch_size}, hidden {base.hidden_dim}, {base.num_layers} layers, {base.num_steps} steps x {args.repeats}")
+    print(bench.format_table(rows))
+    for line in problems:
+        print(f"REGRESSION {line}", file=sys.stderr)
+    failed = any(r["error"] for r in rows)
+    return 1 if problems or failed else 0
