@@ -20,23 +20,32 @@ class _AddRMSNorm(torch.autograd.Function):
     def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float):
         check_tensors(x, residual, weight)
         weight = weight.contiguous()
-        y, h, rstd = rmsnorm_forward(as_rows(x), weight, eps, residual2d=as_rows(residual))
+        out_dtype = torch.promote_types(x.dtype, residual.dtype)
+        y, h, rstd = rmsnorm_forward(
+            as_rows(x), weight, eps, residual2d=as_rows(residual), out_dtype=out_dtype
+        )
         ctx.save_for_backward(h, weight, rstd)
-        ctx.residual_dtype = residual.dtype
+        ctx.dtypes = (x.dtype, residual.dtype)
         return y.view(x.shape), h.view(x.shape)
 
     @staticmethod
     def backward(ctx, dy: Tensor, dh: Tensor):
         h, weight, rstd = ctx.saved_tensors
-        dx, dw = rmsnorm_backward(as_rows(dy), h, weight, rstd, dh2d=as_rows(dh))
-        dx = dx.view(dy.shape)
-        return dx, dx.to(ctx.residual_dtype), dw, None
+        dh_total, dw = rmsnorm_backward(as_rows(dy), h, weight, rstd, dh2d=as_rows(dh))
+        dh_total = dh_total.view(dy.shape)
+        x_dtype, residual_dtype = ctx.dtypes
+        return dh_total.to(x_dtype), dh_total.to(residual_dtype), dw, None
 
 
 def add_rmsnorm(
     x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6
 ) -> tuple[Tensor, Tensor]:
-    """Returns (rmsnorm(x + residual, weight, eps), x + residual), both in x's dtype."""
+    """Returns (rmsnorm(x + residual, weight, eps), x + residual).
+
+    Both come back in the promoted dtype of x and residual, as eager ``x + residual`` would
+    (so a bf16 branch output added to an fp32 residual stream under autocast stays fp32); with
+    equal dtypes that is simply the input dtype.
+    """
     if x.shape != residual.shape:
         raise ValueError(f"x {tuple(x.shape)} and residual {tuple(residual.shape)} must match")
     if x.shape[-1] != weight.numel():

@@ -65,12 +65,11 @@ def _cross_entropy_kernel(
 
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits: Tensor, targets: Tensor, ignore_index: int) -> Tensor:
+    def forward(ctx, logits: Tensor, targets: Tensor, ignore_index: int, compute_grad: bool) -> Tensor:
         check_tensors(logits, targets)
         n, v = logits.shape
         loss_rows = torch.empty(n, dtype=torch.float32, device=logits.device)
         n_valid = (targets != ignore_index).sum()
-        compute_grad = ctx.needs_input_grad[0]
         grad = torch.empty_like(logits, memory_format=torch.contiguous_format) if compute_grad else loss_rows
         block_v = min(triton.next_power_of_2(v), 256 if interpreting() else 4096)
         if n:
@@ -90,11 +89,13 @@ class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output: Tensor):
         (grad,) = ctx.saved_tensors
-        return grad * grad_output.to(grad.dtype), None, None
+        return grad * grad_output.to(grad.dtype), None, None, None
 
 
 def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
     """Mean cross-entropy over rows whose target != ignore_index, as a 0-dim fp32 tensor."""
     if logits.dim() != 2 or targets.shape != logits.shape[:1]:
         raise ValueError(f"expected logits [N, V] and targets [N], got {tuple(logits.shape)}, {tuple(targets.shape)}")
-    return _CrossEntropy.apply(logits, targets, ignore_index)
+    # Evaluation (no grad) skips writing the gradient buffer: half the memory traffic.
+    compute_grad = logits.requires_grad and torch.is_grad_enabled()
+    return _CrossEntropy.apply(logits, targets, ignore_index, compute_grad)

@@ -28,9 +28,11 @@ def rmsnorm_reference(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
 def add_rmsnorm_reference(
     x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6
 ) -> tuple[Tensor, Tensor]:
-    ct = _compute_dtype(x)
+    """Outputs in the promoted dtype of x and residual, as eager ``x + residual`` gives."""
+    out_dtype = torch.promote_types(x.dtype, residual.dtype)
+    ct = torch.promote_types(_compute_dtype(x), _compute_dtype(residual))
     h = x.to(ct) + residual.to(ct)
-    return rmsnorm_reference(h, weight, eps).to(x.dtype), h.to(x.dtype)
+    return rmsnorm_reference(h, weight, eps).to(out_dtype), h.to(out_dtype)
 
 
 def rope_reference(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:

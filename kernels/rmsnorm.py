@@ -173,12 +173,15 @@ def _block_n(n: int) -> tuple[int, bool]:
 
 
 def rmsnorm_forward(
-    x2d: Tensor, weight: Tensor, eps: float, residual2d: Tensor | None = None
+    x2d: Tensor, weight: Tensor, eps: float, residual2d: Tensor | None = None, out_dtype=None
 ) -> tuple[Tensor, Tensor | None, Tensor]:
-    """Launch the forward on [M, N] views; returns (y, h or None, rstd). Used by add_rmsnorm too."""
+    """Launch the forward on [M, N] views; returns (y, h or None, rstd). Used by add_rmsnorm too.
+
+    y and h are contiguous, in ``out_dtype`` (default: x's dtype).
+    """
     M, N = x2d.shape
     block_n, single = _block_n(N)
-    y = torch.empty((M, N), dtype=x2d.dtype, device=x2d.device)
+    y = torch.empty((M, N), dtype=out_dtype or x2d.dtype, device=x2d.device)
     rstd = torch.empty(M, dtype=torch.float32, device=x2d.device)
     h = torch.empty_like(y) if residual2d is not None else None
     r = residual2d if residual2d is not None else x2d

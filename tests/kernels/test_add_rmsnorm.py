@@ -47,3 +47,13 @@ def test_add_rmsnorm_grads_reach_x_and_residual_equally(device):
     torch.testing.assert_close(gx, gr)
     gx_h_only, = torch.autograd.grad(h, x, dh, retain_graph=True)
     torch.testing.assert_close(gx_h_only, dh)
+
+
+def test_add_rmsnorm_bf16_branch_into_fp32_residual(check, device):
+    """Under autocast the branch is bf16 and the residual stream fp32: outputs promote to fp32."""
+    x = torch.randn(3, 37, 200, device=device).bfloat16().requires_grad_()
+    r = torch.randn(3, 37, 200, device=device, requires_grad=True)
+    w = torch.randn(200, device=device, requires_grad=True)
+    y, h = add_rmsnorm(x, r, w)
+    assert y.dtype == h.dtype == torch.float32
+    check(add_rmsnorm, add_rmsnorm_reference, [x, r, w], dtype=torch.bfloat16, grad_inputs=[0, 1, 2])

@@ -1,0 +1,182 @@
+"""GPU microbenchmarks: each Triton kernel against its PyTorch peer, forward and forward+backward.
+
+``run_kernel_benchmarks`` returns one row per kernel with our times, the achieved bandwidth
+(bytes each tensor must move at least once, over the measured time) or FLOP rate, the peer's
+times in the same row, and the bandwidth as a share of a plain device-to-device copy measured
+in the same run (the practical ceiling for memory-bound kernels). Peers: the eager PyTorch
+formulas of ``kernels.reference`` (what the v1 model runs), ``F.cross_entropy``, and SDPA's
+flash backend for attention. Times are medians of ``triton.testing.do_bench`` (CUDA events).
+
+Run: ``python -m kernels.bench_kernels [--dtype bf16]``; used by ``tinylab bench``. Needs a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+import kernels
+from kernels import reference
+
+
+def _ms(fn: Callable[[], object]) -> float:
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
+
+
+def _fwd_bwd(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> Callable[[], object]:
+    """A closure running forward then backward (to every floating input) with fixed upstream grads."""
+    with torch.no_grad():
+        outs = fn(*inputs)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    upstream = [torch.randn_like(o) for o in outs]
+
+    def step():
+        res = fn(*inputs)
+        res = res if isinstance(res, tuple) else (res,)
+        return torch.autograd.grad(res, grad_inputs, upstream)
+
+    return step
+
+
+def _measure(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> tuple[float, float]:
+    return _ms(lambda: fn(*inputs)), _ms(_fwd_bwd(fn, inputs, grad_inputs))
+
+
+def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_fwd_bwd=None, copy_gbs=None):
+    ms_fwd, ms_fwd_bwd = ours
+    gbs = bytes_fwd_bwd / ms_fwd_bwd / 1e6 if bytes_fwd_bwd else None
+    return {
+        "kernel": kernel,
+        "shape": shape,
+        "dtype": str(dtype).replace("torch.", ""),
+        "ms_fwd": round(ms_fwd, 4),
+        "ms_fwd_bwd": round(ms_fwd_bwd, 4),
+        "gb_per_s": round(gbs, 1) if gbs else None,
+        "pct_of_copy_bw": round(100 * gbs / copy_gbs, 1) if gbs and copy_gbs else None,
+        "tflop_s": round(flops_fwd_bwd / ms_fwd_bwd / 1e9, 1) if flops_fwd_bwd else None,
+        "peer": peer_name,
+        "peer_ms_fwd": round(peer[0], 4),
+        "peer_ms_fwd_bwd": round(peer[1], 4),
+        "speedup_fwd_bwd": round(peer[1] / ms_fwd_bwd, 2),
+    }
+
+
+def _randn(*shape, dtype, device, grad=True, scale=1.0):
+    return (scale * torch.randn(*shape, device=device)).to(dtype).requires_grad_(grad)
+
+
+def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtype = torch.bfloat16) -> list[dict]:
+    """Benchmark every kernel at training-sized shapes; returns one dict per row (see module doc)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise RuntimeError("kernel benchmarks need a CUDA/ROCm GPU")
+    es = torch.empty((), dtype=dtype).element_size()
+    rows: list[dict] = []
+
+    # Ceiling: device-to-device copy of a 16384 x 4096 tensor, bytes read + written.
+    M, N = 16384, 4096
+    src = torch.randn(M, N, device=device).to(dtype)
+    dst = torch.empty_like(src)
+    copy_ms = _ms(lambda: dst.copy_(src))
+    copy_gbs = 2 * src.numel() * es / copy_ms / 1e6
+    rows.append({"kernel": "copy (ceiling)", "shape": f"{M}x{N}", "dtype": str(dtype).replace("torch.", ""),
+                 "ms_fwd": round(copy_ms, 4), "ms_fwd_bwd": None, "gb_per_s": round(copy_gbs, 1),
+                 "pct_of_copy_bw": 100.0, "tflop_s": None, "peer": None, "peer_ms_fwd": None,
+                 "peer_ms_fwd_bwd": None, "speedup_fwd_bwd": None})
+    del src, dst
+
+    x, w = _randn(M, N, dtype=dtype, device=device), _randn(N, dtype=dtype, device=device)
+    rows.append(_row(
+        "rmsnorm", f"{M}x{N}", dtype, _measure(kernels.rmsnorm, [x, w], [x, w]),
+        "eager", _measure(reference.rmsnorm_reference, [x, w], [x, w]),
+        bytes_fwd_bwd=5 * M * N * es, copy_gbs=copy_gbs,
+    ))
+    r = _randn(M, N, dtype=dtype, device=device)
+    rows.append(_row(
+        "add_rmsnorm", f"{M}x{N}", dtype, _measure(kernels.add_rmsnorm, [x, r, w], [x, r, w]),
+        "eager", _measure(reference.add_rmsnorm_reference, [x, r, w], [x, r, w]),
+        bytes_fwd_bwd=8 * M * N * es, copy_gbs=copy_gbs,
+    ))
+    del x, r, w
+
+    gu = _randn(M, 2 * N, dtype=dtype, device=device)
+    rows.append(_row(
+        "swiglu", f"{M}x2*{N}", dtype, _measure(kernels.swiglu, [gu], [gu]),
+        "eager", _measure(reference.swiglu_reference, [gu], [gu]),
+        bytes_fwd_bwd=8 * M * N * es, copy_gbs=copy_gbs,
+    ))
+    del gu
+
+    B, S, H, D = 8, 2048, 16, 64
+    xr = _randn(B, S, H, D, dtype=dtype, device=device)
+    cos, sin = kernels.rope_cos_sin(S, D, device=device)
+    rows.append(_row(
+        "rope", f"{B}x{S}x{H}x{D}", dtype, _measure(kernels.rope, [xr, cos, sin], [xr]),
+        "eager", _measure(reference.rope_reference, [xr, cos, sin], [xr]),
+        bytes_fwd_bwd=4 * xr.numel() * es, copy_gbs=copy_gbs,
+    ))
+    del xr
+
+    Nt, V = 8192, 32000
+    logits = _randn(Nt, V, dtype=dtype, device=device, scale=2.0)
+    targets = torch.randint(0, V, (Nt,), device=device)
+    rows.append(_row(
+        "cross_entropy", f"{Nt}x{V}", dtype, _measure(kernels.cross_entropy, [logits, targets], [logits]),
+        "F.cross_entropy", _measure(F.cross_entropy, [logits, targets], [logits]),
+        bytes_fwd_bwd=4 * Nt * V * es, copy_gbs=copy_gbs,
+    ))
+    del logits
+
+    for (B, H, KVH, S, D) in [(4, 16, 16, 2048, 64), (4, 16, 4, 2048, 64), (2, 16, 16, 2048, 128)]:
+        q = _randn(B, H, S, D, dtype=dtype, device=device)
+        k, v = _randn(B, KVH, S, D, dtype=dtype, device=device), _randn(B, KVH, S, D, dtype=dtype, device=device)
+        # Causal: half of the 2*S*S*D multiply-adds of QK^T and PV forward; backward is 2.5x forward.
+        flops = 3.5 * 4 * B * H * S * S * D * 0.5
+
+        def sdpa(q, k, v, gqa=H != KVH):
+            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
+
+        rows.append(_row(
+            "flash_attention", f"B{B} H{H} KVH{KVH} S{S} D{D} causal", dtype,
+            _measure(kernels.flash_attention, [q, k, v], [q, k, v]),
+            "sdpa-flash", _measure(sdpa, [q, k, v], [q, k, v]), flops_fwd_bwd=flops,
+        ))
+        del q, k, v
+
+    Mn, Dn, Fn = 2048, 512, 1408
+    xn = _randn(Mn, Dn, dtype=dtype, device=device)
+    wg, wu = _randn(Fn, Dn, dtype=dtype, device=device, scale=0.05), _randn(Fn, Dn, dtype=dtype, device=device, scale=0.05)
+    rows.append(_row(
+        "naive_swiglu_ffn", f"{Mn}x{Dn} -> {Fn}", dtype, _measure(kernels.naive_swiglu_ffn, [xn, wg, wu], [xn, wg, wu]),
+        "2 GEMMs + eager silu", _measure(reference.swiglu_ffn_reference, [xn, wg, wu], [xn, wg, wu]),
+        flops_fwd_bwd=3 * 2 * 2 * Mn * Dn * Fn,
+    ))
+    return rows
+
+
+def format_rows(rows: list[dict]) -> str:
+    cols = ["kernel", "shape", "ms_fwd", "ms_fwd_bwd", "gb_per_s", "pct_of_copy_bw", "tflop_s",
+            "peer", "peer_ms_fwd", "peer_ms_fwd_bwd", "speedup_fwd_bwd"]
+    table = [cols] + [["" if row.get(c) is None else str(row[c]) for c in cols] for row in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(cols))]
+    return "\n".join("  ".join(v.ljust(wd) for v, wd in zip(r, widths)) for r in table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
+    args = parser.parse_args(argv)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
+    print(format_rows(run_kernel_benchmarks("cuda", dtype)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
