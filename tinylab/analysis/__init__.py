@@ -1,0 +1,1 @@
+"""Analysis of finished runs: kernel hotspot tables (hotspots), native profiler formats (formats)."""

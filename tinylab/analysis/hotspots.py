@@ -1,0 +1,378 @@
+"""The one normalized kernel table that every profiler output becomes.
+
+Columns (KERNEL_COLUMNS): name, calls, total_ns, avg_ns, min_ns, max_ns, pct, category.
+Times are nanoseconds as floats; a time a tool does not report (legacy rocprof has no min/max,
+rounded timestamps give no durations at all) is NaN, never a made-up number. `pct` is the share
+of the table's total kernel time, recomputed here rather than copied from the tool, because
+tools disagree on what their percentage covers (and a merged or filtered table changes it).
+
+The table carries its provenance in `DataFrame.attrs`: "format" (detected native format) and
+"note" (what the reader should know, e.g. "CPU run: no device kernels ...").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tinylab.errors import UserError
+
+KERNEL_COLUMNS = ["name", "calls", "total_ns", "avg_ns", "min_ns", "max_ns", "pct", "category"]
+CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other")
+
+# First match wins. The order encodes the decisions that the regexes alone cannot:
+# - copies first: "__amd_rocclr_copyBuffer" or "Memcpy DtoD" are transfers whatever else they say;
+# - Triton before the op kinds: inductor names ("triton_poi_fused_mul_0") describe fused ops,
+#   and the learner wants to see how much time went to generated code;
+# - log-softmax / cross-entropy / NLL are the loss, not attention, although their kernels are
+#   softmax kernels ("cunn_SoftMaxForward<..., LogSoftMaxForwardEpilogue>");
+# - attention before GEMM: flash-attention kernels are CUTLASS GEMMs internally;
+# - GEMM before reduction: cuBLASLt's "splitKreduce_kernel" is part of a GEMM.
+_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("memcpy", re.compile(r"memcpy|memset|copybuffer|fillbuffer|__amd_rocclr_|memory_copy|\b(?:dtoh|htod|dtod)\b")),
+    ("triton", re.compile(r"triton")),
+    ("reduction", re.compile(r"log_?softmax|cross_?entropy|nll_?loss")),
+    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|scaled_dot_product|softmax")),
+    (
+        "gemm",
+        re.compile(
+            r"gemm|gemv|matmul|xmma|cutlass|cublas|hipblas|rocblas|tensile|^cijk_|nvjet|"
+            r"splitkreduce|wvsplitk|mfma|wmma|matrix_?mul|aten::(?:mm|addmm|bmm|baddbmm|matmul|linear)\b"
+        ),
+    ),
+    ("norm", re.compile(r"(?:rms|layer|batch|group|instance)_?norm|rowwisemoments")),
+    (
+        "reduction",
+        re.compile(
+            r"reduce|reduction|(?:^|[^a-z])sum|sum_|cumsum|logsumexp|argmax|argmin|welford|"
+            r"lpnorm|normtwo|norm_two|(?:^|[^a-z])mean|mean_|scan_kernel"
+        ),
+    ),
+    (
+        "elementwise",
+        re.compile(
+            r"elementwise|vectorized|unrolled|pointwise|foreach|multi_tensor|fill|copy|cast|"
+            r"add|mul|div|sub|silu|gelu|relu|swiglu|sigmoid|tanh|exp|pow|sqrt|neg|where|clamp|"
+            r"rope|rotary|dropout|masked|embedding|index|gather|scatter|cat|transpose|permute|"
+            r"distribution|philox|random"
+        ),
+    ),
+]
+
+
+@functools.lru_cache(maxsize=65536)
+def categorize(name: str) -> str:
+    """Kernel category from its name; see _RULES for the order of the decisions."""
+    lowered = str(name).lower()
+    for category, pattern in _RULES:
+        if pattern.search(lowered):
+            return category
+    return "other"
+
+
+# ----------------------------------------------------------------------------- building tables
+def build_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Normalize per-name rows (name, calls, total_ns [, min_ns, max_ns]) into the kernel table.
+
+    Rows sharing a name are merged (several processes, several files, truncated names), then
+    averages, shares and categories are derived, so every reader computes them the same way.
+    """
+    calls = pd.to_numeric(rows["calls"], errors="coerce").astype(float)
+    keep = rows["name"].notna() & calls.map(math.isfinite) & (calls >= 0)
+    rows = rows[keep]
+    df = pd.DataFrame(
+        {
+            "name": rows["name"].astype(str).str.strip(),
+            "calls": calls[keep].round(),
+            "total_ns": _float_column(rows, "total_ns"),
+            "min_ns": _float_column(rows, "min_ns"),
+            "max_ns": _float_column(rows, "max_ns"),
+        }
+    )
+    df = df[df["name"] != ""]
+    grouped = df.groupby("name", sort=False)
+    out = pd.DataFrame(
+        {
+            "calls": grouped["calls"].sum(),
+            "total_ns": grouped["total_ns"].sum(min_count=1),
+            "min_ns": grouped["min_ns"].min(),
+            "max_ns": grouped["max_ns"].max(),
+        }
+    ).reset_index()
+    return _finish(out)
+
+
+def table_from_durations(names: pd.Series, durations_ns: pd.Series) -> pd.DataFrame:
+    """Kernel table from one row per dispatch (trace formats)."""
+    df = pd.DataFrame({"name": names.astype(str).to_numpy(), "dur": durations_ns.astype(float).to_numpy()})
+    stats = df.groupby("name", sort=False)["dur"].agg(["count", "sum", "min", "max"]).reset_index()
+    stats.columns = ["name", "calls", "total_ns", "min_ns", "max_ns"]
+    return _finish(stats)
+
+
+def counts_table(names: pd.Series) -> pd.DataFrame:
+    """Kernel table with call counts only, for outputs that carry no usable durations."""
+    counts = names.astype(str).value_counts(sort=False)
+    nan = float("nan")
+    return _finish(
+        pd.DataFrame(
+            {"name": counts.index.to_numpy(), "calls": counts.to_numpy(), "total_ns": nan, "min_ns": nan, "max_ns": nan}
+        )
+    )
+
+
+def _float_column(rows: pd.DataFrame, column: str) -> pd.Series:
+    """Numeric column; missing, non-numeric and infinite values become NaN (unknown)."""
+    if column not in rows:
+        return pd.Series(float("nan"), index=rows.index, dtype=float)
+    values = pd.to_numeric(rows[column], errors="coerce").astype(float)
+    return values.where(values.abs() != float("inf"))
+
+
+def _finish(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["name"] = df["name"].astype(str)
+    df["calls"] = df["calls"].astype("int64")
+    for column in ("total_ns", "min_ns", "max_ns"):
+        df[column] = df[column].astype(float)
+    df["avg_ns"] = df["total_ns"] / df["calls"].where(df["calls"] > 0)
+    total = df["total_ns"].sum(min_count=1)
+    df["pct"] = 100.0 * df["total_ns"] / total if total and total > 0 else float("nan")
+    df["category"] = df["name"].map(categorize).astype(str)
+    df = df.sort_values(["total_ns", "calls", "name"], ascending=[False, False, True], na_position="last")
+    return df[KERNEL_COLUMNS].reset_index(drop=True)
+
+
+def has_durations(table: pd.DataFrame) -> bool:
+    return bool(len(table)) and bool(table["total_ns"].notna().any())
+
+
+# ----------------------------------------------------------------------------- loading
+def load_kernel_table(path: Path) -> tuple[pd.DataFrame, str]:
+    """Any supported native output (file or folder), format detected from content."""
+    from tinylab.analysis import formats  # formats builds its tables with this module's helpers
+
+    parsed = formats.load(Path(path))
+    parsed.table.attrs.update(format=parsed.format, note=parsed.note)
+    return parsed.table, parsed.format
+
+
+def load_run_kernel_table(run_dir: Path) -> tuple[pd.DataFrame, str] | None:
+    """The newest kernel table a run recorded through a "profile" event, or None."""
+    from tinylab.analysis import formats
+    from tinylab.events import EVENTS_FILE, read_events
+
+    run_dir = Path(run_dir)
+    for event in reversed(read_events(run_dir / EVENTS_FILE).of("profile")):
+        relative = event.get("kernel_table")
+        if not isinstance(relative, str) or not (run_dir / relative).is_file():
+            continue
+        table = formats.load(run_dir / relative).table
+        fmt = event.get("format") or event.get("tool") or "tinylab"
+        table.attrs.update(format=fmt, note=event.get("note"), tool=event.get("tool"))
+        return table, str(fmt)
+    return None
+
+
+# ----------------------------------------------------------------------------- summaries
+def check_category(category: str | None) -> None:
+    if category is not None and category not in CATEGORIES:
+        raise UserError(f"unknown category {category!r}: choose one of {', '.join(CATEGORIES)}")
+
+
+def summarize(
+    table: pd.DataFrame,
+    top: int | None,
+    category: str | None,
+    *,
+    fmt: str | None = None,
+    note: str | None = None,
+) -> dict[str, Any]:
+    """The `hotspots --json` object minus "source".
+
+    total_ns is the whole table's kernel time (null without durations) so that each kernel's
+    pct stays its share of all kernel time even when --category or --top narrows the list.
+    """
+    check_category(category)
+    if top is not None and top < 1:
+        raise UserError(f"--top must be >= 1, got {top}")
+    timed = has_durations(table)
+    rows = table if category is None else table[table["category"] == category]
+    if not timed:
+        rows = rows.sort_values(["calls", "name"], ascending=[False, True])
+    if top is not None:
+        rows = rows.head(top)
+    categories = {}
+    for cat, group in table.groupby("category", sort=False):
+        cat_total = group["total_ns"].sum(min_count=1)
+        categories[str(cat)] = {
+            "total_ns": _json_ns(cat_total),
+            "pct": _json_float(group["pct"].sum(min_count=1)),
+            "calls": int(group["calls"].sum()),
+            "kernels": len(group),
+        }
+    order = sorted(categories, key=lambda c: (-(categories[c]["total_ns"] or 0), -categories[c]["calls"], c))
+    return {
+        "format": fmt if fmt is not None else table.attrs.get("format"),
+        "total_ns": _json_ns(table["total_ns"].sum(min_count=1)) if timed else None,
+        "kernel_count": len(table),
+        "note": note if note is not None else table.attrs.get("note"),
+        "categories": {c: categories[c] for c in order},
+        "kernels": [_kernel_record(row) for row in rows.itertuples(index=False)],
+    }
+
+
+def _kernel_record(row: Any) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "calls": int(row.calls),
+        "total_ns": _json_ns(row.total_ns),
+        "avg_ns": _json_ns(row.avg_ns),
+        "min_ns": _json_ns(row.min_ns),
+        "max_ns": _json_ns(row.max_ns),
+        "pct": _json_float(row.pct),
+        "category": row.category,
+    }
+
+
+def _json_float(value: Any, digits: int = 4) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return round(value, digits) if math.isfinite(value) else None
+
+
+def _json_ns(value: Any) -> int | float | None:
+    value = _json_float(value, 3)
+    if value is not None and value.is_integer():
+        return int(value)
+    return value
+
+
+def kernel_diff(a: pd.DataFrame, b: pd.DataFrame, top: int = 10) -> dict[str, list[dict[str, Any]]]:
+    """A/B kernel changes for `tinylab compare`.
+
+    appeared/disappeared: kernels only in b / only in a, biggest first, as
+    {"name", "total_ns", "calls", "category"}; changed: kernels in both, ordered by the absolute
+    change of total time, with ratio = b/a (null where a is 0 or either has no durations).
+    """
+    a_rows = {r.name: r for r in a.itertuples(index=False)}
+    b_rows = {r.name: r for r in b.itertuples(index=False)}
+
+    def only(rows: dict[str, Any], other: dict[str, Any]) -> list[dict[str, Any]]:
+        picked = [r for name, r in rows.items() if name not in other]
+        picked.sort(key=lambda r: (-_nan_to(r.total_ns, -1.0), -r.calls, r.name))
+        return [
+            {"name": r.name, "total_ns": _json_ns(r.total_ns), "calls": int(r.calls), "category": r.category}
+            for r in picked[:top]
+        ]
+
+    changed = []
+    for name in a_rows.keys() & b_rows.keys():
+        ra, rb = a_rows[name], b_rows[name]
+        ta, tb = _nan_to(ra.total_ns, None), _nan_to(rb.total_ns, None)
+        delta = abs(tb - ta) if ta is not None and tb is not None else 0.0
+        changed.append(
+            (
+                delta,
+                {
+                    "name": name,
+                    "a_total_ns": _json_ns(ta),
+                    "b_total_ns": _json_ns(tb),
+                    "ratio": _json_float(tb / ta) if ta and tb is not None else None,
+                    "a_calls": int(ra.calls),
+                    "b_calls": int(rb.calls),
+                },
+            )
+        )
+    changed.sort(key=lambda item: (-item[0], item[1]["name"]))
+    return {
+        "appeared": only(b_rows, a_rows),
+        "disappeared": only(a_rows, b_rows),
+        "changed": [record for _, record in changed[:top]],
+    }
+
+
+def _nan_to(value: Any, default: Any) -> Any:
+    value = float(value)
+    return value if math.isfinite(value) else default
+
+
+# ----------------------------------------------------------------------------- text rendering
+def format_ns(value: float | int | None) -> str:
+    """Human time for a nanosecond count ("12.3 us", "4.56 ms"); "-" when unknown."""
+    if value is None or not math.isfinite(float(value)):
+        return "-"
+    value = float(value)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {unit}" if abs(value) / scale < 100 else f"{value / scale:.0f} {unit}"
+    return f"{value:.0f} ns"
+
+
+_NAMESPACES = re.compile(r"\b(?:at::native::|at::cuda::|at::|c10::|std::|\(anonymous namespace\)::|<?unnamed>::)")
+
+
+def display_name(name: str) -> str:
+    """A kernel name shortened for a terminal column.
+
+    The return type, the trailing argument list and the at::/std:: namespaces repeat on every
+    PyTorch kernel and push the part that tells kernels apart (the functor in the template
+    arguments) out of view. Only the text output uses this; --json and --csv keep full names.
+    """
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    if text.endswith(")"):
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            ch = text[i]
+            if ch in ")>]":
+                depth += 1
+            elif ch in "(<[":
+                depth -= 1
+                if depth == 0:
+                    if ch == "(" and i > 0:
+                        text = text[:i]
+                    break
+    return _NAMESPACES.sub("", text).strip() or name
+
+
+def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
+    """The hotspot table for a terminal: short names cut to fit; --json/--csv keep them whole."""
+    kernels = summary["kernels"]
+    timed = summary["total_ns"] is not None
+    lines = [
+        f"{source}  [{summary['format']}]  {summary['kernel_count']} kernels"
+        + (f", {format_ns(summary['total_ns'])} total kernel time" if timed else ", no durations")
+    ]
+    header = f"{'#':>3}  {'total':>9}  {'share':>6}  {'calls':>7}  {'avg':>9}  {'min':>9}  {'max':>9}  {'category':<11}  name"
+    lines.append(header)
+    fixed = len(header) - len("name")
+    name_width = max(20, width - fixed)
+    for i, k in enumerate(kernels, 1):
+        name = display_name(k["name"])
+        name = name if len(name) <= name_width else name[: name_width - 1] + "…"
+        share = f"{k['pct']:.1f}%" if k["pct"] is not None else "-"
+        lines.append(
+            f"{i:>3}  {format_ns(k['total_ns']):>9}  {share:>6}  {k['calls']:>7}  {format_ns(k['avg_ns']):>9}  "
+            f"{format_ns(k['min_ns']):>9}  {format_ns(k['max_ns']):>9}  {k['category']:<11}  {name}"
+        )
+    if not kernels:
+        lines.append("    (no kernels match)")
+    parts = []
+    for cat, c in summary["categories"].items():
+        if timed:
+            share = f"{c['pct']:.1f}%" if c["pct"] is not None else "-"
+            parts.append(f"{cat} {share} ({format_ns(c['total_ns'])})")
+        else:
+            parts.append(f"{cat} {c['calls']} calls")
+    lines.append("by category: " + " · ".join(parts))
+    if summary.get("note"):
+        lines.append(f"note: {summary['note']}")
+    return "\n".join(lines)

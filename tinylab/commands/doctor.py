@@ -1,0 +1,21 @@
+"""`tinylab doctor`: the environment and, for every profiler, whether it works here and why not."""
+
+from __future__ import annotations
+
+HELP = "report the environment and which profilers are available"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+
+
+def run(args) -> int:
+    from tinylab.commands._common import print_json
+    from tinylab.doctor import collect_doctor, render_text
+
+    report = collect_doctor()
+    if args.json:
+        print_json(report)
+    else:
+        print(render_text(report))
+    return 0

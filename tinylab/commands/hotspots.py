@@ -1,0 +1,111 @@
+"""`tinylab hotspots PATH`: the kernel hotspot table of a run or of any supported profiler output."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+HELP = "kernel hotspot table of a run or a profiler output"
+
+CATEGORY_CHOICES = "gemm, attention, norm, elementwise, reduction, memcpy, triton, other"
+DEFAULT_TOP = 25  # text output only: --json and --csv give every kernel unless --top is set
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def add_arguments(p) -> None:
+    from tinylab.commands._common import add_runs_dir
+
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="a run id (or unique prefix, or 'last'), a run folder, or a profiler output file/folder: "
+        "rocprofv3 CSV or .db, rocprof-compute workload, rocprof-sys wall_clock, ncu CSV, "
+        "nsys stats CSV, PyTorch trace JSON (format detected from the content)",
+    )
+    p.add_argument("--top", type=_positive, default=None, metavar="N",
+                   help=f"show the N kernels with the most total time (default: {DEFAULT_TOP} as text, all with --json/--csv)")
+    p.add_argument("--category", default=None, metavar="C", help=f"only kernels of category C: {CATEGORY_CHOICES}")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print one JSON object with full kernel names")
+    fmt.add_argument("--csv", action="store_true", help="print the normalized table as CSV")
+    add_runs_dir(p)
+
+
+def run(args) -> int:
+    from tinylab.analysis.hotspots import check_category, render_text, summarize
+
+    check_category(args.category)
+    table, fmt = resolve_table(args.path, args.runs_dir)
+    top = args.top if args.top is not None or args.json or args.csv else DEFAULT_TOP
+    summary = summarize(table, top, args.category, fmt=fmt)
+    if args.json:
+        from tinylab.commands._common import print_json
+
+        print_json({"source": args.path, **summary})
+    elif args.csv:
+        write_csv(summary)
+    else:
+        print(render_text(summary, args.path, width=_terminal_width()))
+    return 0
+
+
+def resolve_table(ref: str, runs_dir: str | None):
+    """PATH as a file/folder of profiler output, a run folder, or a run id in the store."""
+    from tinylab.analysis.hotspots import load_kernel_table
+    from tinylab.errors import UserError
+
+    path = Path(ref)
+    if path.is_dir() and (path / "config.json").is_file():
+        return _run_table(path)
+    if path.exists():
+        return load_kernel_table(path)
+    if len(path.parts) > 1 or path.suffix:
+        raise UserError(f"{ref}: no such file or folder")
+    from tinylab.runs.store import RunStore
+
+    return _run_table(RunStore(runs_dir).resolve(ref).dir)
+
+
+def _run_table(run_dir: Path):
+    from tinylab.analysis.hotspots import load_kernel_table, load_run_kernel_table
+    from tinylab.errors import UserError
+
+    found = load_run_kernel_table(run_dir)
+    if found is not None:
+        return found
+    profiles = run_dir / "profiles"
+    if profiles.is_dir() and any(profiles.iterdir()):
+        return load_kernel_table(profiles)
+    raise UserError(
+        f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
+        "(or rocprofv3, ncu, nsys, ...) to get one"
+    )
+
+
+def write_csv(summary: dict) -> None:
+    import csv
+
+    from tinylab.analysis.hotspots import KERNEL_COLUMNS
+
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(KERNEL_COLUMNS)
+    for k in summary["kernels"]:
+        writer.writerow(["" if k[c] is None else k[c] for c in KERNEL_COLUMNS])
+
+
+def _terminal_width() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 160

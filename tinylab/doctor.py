@@ -1,0 +1,175 @@
+"""What this machine can do: OS, Python, packages, GPU, and every profiler with reason and fix.
+
+Shared by `tinylab doctor` and the TUI's Doctor screen (no Textual here). Every fact is
+measured, not assumed: a profiler is "available" only when its executable answers
+`--version` (or its Python package imports) and a GPU of its vendor is visible.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+#: package name in the report -> distribution names to look up (first found wins).
+PACKAGES = {
+    "torch": ("torch",),
+    "triton": ("triton", "pytorch-triton-rocm", "pytorch-triton"),
+    "deepspeed": ("deepspeed",),
+    "textual": ("textual",),
+    "pandas": ("pandas",),
+    "numpy": ("numpy",),
+    "nvidia-ml-py": ("nvidia-ml-py", "pynvml"),
+    "amdsmi": ("amdsmi",),
+}
+
+
+def collect_doctor() -> dict[str, Any]:
+    """The `tinylab doctor --json` object (plus "os", "python", and per profiler "fix"/"kind")."""
+    from tinylab.profilers import all_adapters
+
+    profilers = {}
+    for adapter in all_adapters():
+        status = adapter.available()
+        profilers[adapter.name] = {
+            "available": status.available,
+            "reason": status.reason,
+            "version": status.version,
+            "kind": adapter.kind,
+            "description": adapter.description,
+            "fix": None if status.available else adapter.fix,
+        }
+    return {
+        "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine()},
+        "python": {"version": platform.python_version(), "executable": sys.executable},
+        "gpu": gpu_info(),
+        "packages": {name: _version(dists) for name, dists in PACKAGES.items()},
+        "profilers": profilers,
+    }
+
+
+def _version(dists: tuple[str, ...]) -> str | None:
+    for dist in dists:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def gpu_info() -> dict[str, Any] | None:
+    """The GPU torch will use, else what the vendor tools report, else None (CPU only)."""
+    info = _torch_gpu()
+    if info is None:
+        info = _nvidia_smi_gpu() or _amd_gpu()
+    elif info["vendor"] == "nvidia":
+        smi = _nvidia_smi_gpu()
+        if smi:
+            info["driver"] = smi["driver"]
+    elif info["vendor"] == "amd":
+        info["driver"] = _amdgpu_driver()
+    return info
+
+
+def _torch_gpu() -> dict[str, Any] | None:
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    props = torch.cuda.get_device_properties(0)
+    hip = getattr(torch.version, "hip", None)
+    return {
+        "vendor": "amd" if hip else "nvidia",
+        "name": torch.cuda.get_device_name(0),
+        "count": torch.cuda.device_count(),
+        "memory_gb": round(props.total_memory / 2**30, 1),
+        "capability": f"{props.major}.{props.minor}" if not hip else getattr(props, "gcnArchName", None),
+        "runtime": f"HIP {hip}" if hip else f"CUDA {torch.version.cuda}",
+        "driver": None,
+        "torch_sees_gpu": True,
+    }
+
+
+def _nvidia_smi_gpu() -> dict[str, Any] | None:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    rows = [[c.strip() for c in line.split(",")] for line in proc.stdout.splitlines() if line.count(",") >= 2]
+    if proc.returncode != 0 or not rows:
+        return None
+    name, driver, memory = rows[0][:3]
+    try:
+        memory_gb: float | None = round(float(memory) / 1024, 1)
+    except ValueError:
+        memory_gb = None
+    return {
+        "vendor": "nvidia", "name": name, "count": len(rows), "memory_gb": memory_gb, "capability": None,
+        "runtime": None, "driver": driver, "torch_sees_gpu": False,
+    }  # fmt: skip
+
+
+def _amd_gpu() -> dict[str, Any] | None:
+    if not Path("/dev/kfd").exists():
+        return None
+    names = []
+    for props in sorted(Path("/sys/class/kfd/kfd/topology/nodes").glob("*/properties")):
+        try:
+            fields = dict(line.split(None, 1) for line in props.read_text().splitlines() if " " in line)
+        except OSError:
+            continue
+        if fields.get("simd_count", "0").strip() != "0":
+            names.append(f"gfx target {fields.get('gfx_target_version', '?').strip()}")
+    return {
+        "vendor": "amd", "name": names[0] if names else "AMD GPU", "count": len(names) or None, "memory_gb": None,
+        "capability": None, "runtime": None, "driver": _amdgpu_driver(), "torch_sees_gpu": False,
+    }  # fmt: skip
+
+
+def _amdgpu_driver() -> str | None:
+    try:
+        return Path("/sys/module/amdgpu/version").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def render_text(report: dict[str, Any]) -> str:
+    os_info, py = report["os"], report["python"]
+    lines = [
+        f"OS        {os_info['system']} {os_info['release']} ({os_info['machine']})",
+        f"Python    {py['version']} ({py['executable']})",
+    ]
+    gpu = report["gpu"]
+    if gpu is None:
+        lines.append("GPU       none visible: CPU only (GPU profilers are unavailable)")
+    else:
+        count = f" x{gpu['count']}" if gpu.get("count") and gpu["count"] > 1 else ""
+        details = [d for d in (gpu.get("runtime"), f"driver {gpu['driver']}" if gpu.get("driver") else None) if d]
+        if gpu.get("memory_gb"):
+            details.insert(0, f"{gpu['memory_gb']} GB")
+        if not gpu.get("torch_sees_gpu"):
+            details.append("torch cannot use it (CPU-only torch build?)")
+        lines.append(f"GPU       {gpu['vendor'].upper()} {gpu['name']}{count}" + (f" ({', '.join(details)})" if details else ""))
+    packages = " · ".join(f"{name} {version or '-'}" for name, version in report["packages"].items())
+    lines.append(f"packages  {packages}")
+    lines.append("profilers")
+    for name, p in report["profilers"].items():
+        mark = "ok " if p["available"] else "-- "
+        what = f"{p['version'] or ''}".strip() if p["available"] else f"{p['reason']}"
+        lines.append(f"  {mark}{name:<16} {p['kind']:<11} {what}")
+        if not p["available"] and p.get("fix"):
+            lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p['fix']}")
+    return "\n".join(lines)

@@ -1,0 +1,248 @@
+"""What every profiler adapter provides, and the helpers they share.
+
+An adapter is either in-process (it runs inside the trainer through hooks: PyTorch profiler,
+DeepSpeed FLOPS profiler) or a wrapper (its argv is placed before the trainer's:
+`rocprofv3 ... -- python -m tinylab.trainer ...`). Both end with `collect`, which turns the
+tool's native output folder into the normalized kernel table.
+
+Kept free of pandas/torch at import time: the CLI and the launcher import this to check
+availability and build argv, which must stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tinylab.errors import UserError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from tinylab.config import RunConfig
+
+IN_PROCESS = "in-process"
+WRAPPER = "wrapper"
+KERNELS_FILE = "kernels.csv"
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str | None = None
+    version: str | None = None
+
+
+@dataclass
+class CollectResult:
+    artifacts: dict[str, str] = field(default_factory=dict)  # name -> path (absolute or run-relative)
+    table: "pd.DataFrame | None" = None
+    note: str | None = None
+    format: str | None = None
+
+
+class ProfilerAdapter:
+    name: str = ""
+    kind: str = WRAPPER
+    description: str = ""
+    fix: str = ""
+
+    def available(self) -> Availability:
+        raise NotImplementedError
+
+    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+        raise UserError(f"{self.name} runs inside the trainer (in-process); it has no wrapper argv")
+
+    def collect(self, out_dir: Path) -> CollectResult:
+        """Artifacts and kernel table found in out_dir; a missing or unreadable table is a note."""
+        artifacts = list_artifacts(out_dir)
+        table, fmt, note = read_table(out_dir)
+        return CollectResult(artifacts, table, note, fmt)
+
+
+class InProcessHook:
+    """Called by the trainer around every step; see tinylab/trainer.py for the call order.
+
+    In CUDA-graph mode the trainer reports on_step_start/on_step_end but no on_forward_end,
+    and its graph warm-up steps report only on_step_end: hooks must tolerate both.
+    """
+
+    name: str = ""
+
+    def on_train_start(self, model: Any, device: Any) -> None:
+        pass
+
+    def on_step_start(self, step: int) -> None:
+        pass
+
+    def on_forward_end(self, step: int) -> None:
+        pass
+
+    def on_step_end(self, step: int) -> None:
+        pass
+
+    def on_train_end(self) -> CollectResult:
+        return CollectResult()
+
+
+class InProcessAdapter(ProfilerAdapter):
+    kind = IN_PROCESS
+
+    def make_hook(self, config: "RunConfig", out_dir: Path) -> InProcessHook:
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- wrappers
+def gpu_vendors() -> set[str]:
+    """GPU vendors whose device nodes are visible here (cheap: no driver library is loaded)."""
+    vendors = set()
+    if Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists():
+        vendors.add("nvidia")
+    if Path("/dev/kfd").exists():
+        vendors.add("amd")
+    return vendors
+
+
+_VENDOR_LABEL = {"nvidia": "NVIDIA", "amd": "AMD"}
+_VENDOR_EVIDENCE = {"nvidia": "/dev/nvidiactl", "amd": "/dev/kfd"}
+
+
+class WrapperAdapter(ProfilerAdapter):
+    kind = WRAPPER
+    executable: str = ""
+    vendor: str = ""  # "nvidia" or "amd": the tool profiles only that vendor's GPUs
+    version_args: tuple[str, ...] = ("--version",)
+
+    def executable_path(self) -> str | None:
+        return shutil.which(self.executable)
+
+    def available(self) -> Availability:
+        path = self.executable_path()
+        if path is None:
+            return Availability(False, f"{self.executable} not found on PATH", None)
+        ok, version, detail = tool_version(path, self.version_args)
+        if not ok:
+            return Availability(False, f"{path} {' '.join(self.version_args)} failed: {detail}", None)
+        if self.vendor not in gpu_vendors():
+            label = _VENDOR_LABEL[self.vendor]
+            return Availability(
+                False, f"{self.executable} {version or ''} found, but no {label} GPU is visible "
+                f"({_VENDOR_EVIDENCE[self.vendor]} missing)".replace("  ", " "), version
+            )
+        return Availability(True, None, version)
+
+    def argv0(self) -> str:
+        return self.executable_path() or self.executable
+
+
+_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*(?:[-+.][0-9A-Za-z.]+)?")
+
+
+def tool_version(path: str, args: tuple[str, ...], timeout: float = 30.0) -> tuple[bool, str | None, str]:
+    """(ran ok, version, output tail) of `path args`; the version is the first on a 'version' line."""
+    try:
+        proc = subprocess.run(
+            [path, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, errors="replace"
+        )
+    except subprocess.TimeoutExpired:
+        return False, None, f"no answer within {timeout:.0f} s"
+    except OSError as exc:
+        return False, None, exc.strerror or str(exc)
+    output = (proc.stdout or "") + "\n" + (proc.stderr or "")
+    if proc.returncode != 0:
+        tail = " ".join(output.split())[-200:] or f"exit code {proc.returncode}"
+        return False, None, tail
+    lines = [line for line in output.splitlines() if line.strip()]
+    ranked = [line for line in lines if "version" in line.lower()] + lines
+    for line in ranked:
+        m = _VERSION.search(line)
+        if m:
+            return True, m.group(0), ""
+    return True, None, ""
+
+
+# ----------------------------------------------------------------------------- collecting
+def list_artifacts(out_dir: Path, limit: int = 200) -> dict[str, str]:
+    """Every file the tool wrote under out_dir (except our own kernels.csv), by relative path."""
+    artifacts: dict[str, str] = {}
+    if not out_dir.is_dir():
+        return artifacts
+    for path in sorted(p for p in out_dir.rglob("*") if p.is_file()):
+        if path == out_dir / KERNELS_FILE:
+            continue
+        artifacts[path.relative_to(out_dir).as_posix()] = str(path)
+        if len(artifacts) >= limit:
+            break
+    return artifacts
+
+
+def read_table(source: Path) -> tuple["pd.DataFrame | None", str | None, str | None]:
+    """(table, format, note) from a native output file or folder; failures become the note."""
+    from tinylab.analysis.hotspots import load_kernel_table
+
+    try:
+        table, fmt = load_kernel_table(source)
+    except UserError as exc:
+        return None, None, f"no kernel table: {exc}"
+    if fmt == "tinylab":  # only our own kernels.csv from an earlier collect: no native output
+        return None, None, f"no native profiler output in {source}"
+    return table, fmt, table.attrs.get("note")
+
+
+def run_tool(argv: list[str], log: Path, timeout: float = 600.0) -> tuple[bool, str]:
+    """Run a post-processing step (nsys stats, rocprof-compute analyze); output goes to log."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(log, "w", encoding="utf-8") as fh:
+            proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return False, f"{Path(argv[0]).name} {argv[1]} timed out after {timeout:.0f} s"
+    except OSError as exc:
+        return False, f"{Path(argv[0]).name}: {exc.strerror or exc}"
+    if proc.returncode != 0:
+        tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split())[-200:]
+        return False, f"{Path(argv[0]).name} {argv[1]} exited {proc.returncode}: {tail}"
+    return True, ""
+
+
+def profile_dir(run_dir: Path, tool: str) -> Path:
+    return Path(run_dir) / "profiles" / tool
+
+
+def write_kernel_table(run_dir: Path, tool: str, result: CollectResult) -> dict[str, Any]:
+    """Store the normalized table as <run_dir>/profiles/<tool>/kernels.csv; return the
+    "profile" event fields, with paths relative to run_dir so a moved run folder still works."""
+    from tinylab.analysis.hotspots import KERNEL_COLUMNS, build_table
+
+    run_dir = Path(run_dir)
+    out_dir = profile_dir(run_dir, tool)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    kernel_table = None
+    if result.table is not None and len(result.table):
+        table = build_table(result.table)  # re-derived: callers may hand in any per-name rows
+        path = out_dir / KERNELS_FILE
+        table[KERNEL_COLUMNS].to_csv(path, index=False)
+        kernel_table = _relative(path, run_dir)
+    return {
+        "tool": tool,
+        "artifacts": {name: _relative(Path(p), run_dir) for name, p in result.artifacts.items()},
+        "kernel_table": kernel_table,
+        "format": result.format,
+        "note": result.note,
+    }
+
+
+def _relative(path: Path, run_dir: Path) -> str:
+    try:
+        return path.resolve().relative_to(run_dir.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")

@@ -1,0 +1,65 @@
+"""Nsight Compute (`ncu`): per-kernel GPU time from replayed launches on NVIDIA GPUs.
+
+`ncu --csv --metrics gpu__time_duration.sum --print-units base --launch-count N --log-file
+<out>/ncu.csv --` (FORMATS.md 6.1): one metric keeps each launch to a single replay pass, base
+units make every duration ns, and --log-file keeps ncu's CSV apart from the trainer's output
+(it still starts with ==PROF== lines, which the parser skips). ncu serializes and replays every
+kernel, so a training loop is limited to the first N launches (TINYLAB_NCU_LAUNCH_COUNT,
+default 2000, enough for a few steps of the default model).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tinylab.errors import UserError
+from tinylab.profilers.base import CollectResult, WrapperAdapter, list_artifacts, read_table
+
+if TYPE_CHECKING:
+    from tinylab.config import RunConfig
+
+LOG_FILE = "ncu.csv"
+DEFAULT_LAUNCH_COUNT = 2000
+PERMISSION_ERROR = "ERR_NVGPUCTRPERM"
+
+
+class NcuAdapter(WrapperAdapter):
+    name = "ncu"
+    executable = "ncu"
+    vendor = "nvidia"
+    description = "NVIDIA Nsight Compute: per-kernel GPU time of each launch (kernel replay)"
+    fix = "install Nsight Compute (CUDA toolkit or nsight-compute package) and put ncu on PATH; needs an NVIDIA GPU"
+
+    def __init__(self, launch_count: int = DEFAULT_LAUNCH_COUNT):
+        if launch_count < 1:
+            raise UserError(f"ncu launch count must be >= 1, got {launch_count}")
+        self.launch_count = launch_count
+
+    @classmethod
+    def from_env(cls) -> "NcuAdapter":
+        raw = os.environ.get("TINYLAB_NCU_LAUNCH_COUNT", str(DEFAULT_LAUNCH_COUNT))
+        try:
+            return cls(int(raw))
+        except ValueError:
+            raise UserError(f"TINYLAB_NCU_LAUNCH_COUNT must be an integer, got {raw!r}") from None
+
+    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+        return [
+            self.argv0(), "--csv", "--metrics", "gpu__time_duration.sum", "--print-units", "base",
+            "--launch-count", str(self.launch_count), "--log-file", str(out_dir / LOG_FILE), "--",
+        ]  # fmt: skip
+
+    def collect(self, out_dir: Path) -> CollectResult:
+        artifacts = list_artifacts(out_dir)
+        log = out_dir / LOG_FILE
+        if not log.is_file():
+            return CollectResult(artifacts, None, f"ncu wrote no {LOG_FILE} (did the run start?)", None)
+        table, fmt, note = read_table(log)
+        if table is None and PERMISSION_ERROR in log.read_text(encoding="utf-8", errors="replace"):
+            note = (
+                "ncu may not read GPU performance counters here (ERR_NVGPUCTRPERM): "
+                "see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+            )
+        return CollectResult(artifacts, table, note, fmt)

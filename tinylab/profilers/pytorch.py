@@ -1,0 +1,166 @@
+"""PyTorch profiler (torch.profiler), in-process: trace, operator table, device-kernel table.
+
+The schedule waits at most one step, warms up one, and records `profile_steps` steps clamped
+to what the run has, so even a 2-step run yields a trace. start()/step()/stop() are called
+explicitly from the trainer's hooks. When recording ends, on_trace_ready writes:
+  trace.json.gz       Chrome/Perfetto trace (open in ui.perfetto.dev or chrome://tracing)
+  operators.csv       key_averages() rows from their attributes (times in µs; never the text table)
+  operators.txt       the same as torch's text table, for humans
+  memory_timeline.json.gz  when TINYLAB_PROFILE_MEMORY=1 (needs shapes + stacks, hence opt-in)
+The kernel table comes from the trace's `cat == "kernel"` events; on CPU there are none, so it
+is the operator table by self CPU time (CI and laptops are CPU-only and still get a table).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.metadata
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tinylab.errors import UserError
+from tinylab.profilers.base import (
+    Availability,
+    CollectResult,
+    InProcessAdapter,
+    InProcessHook,
+    env_flag,
+    list_artifacts,
+    read_table,
+)
+
+if TYPE_CHECKING:
+    from tinylab.config import RunConfig
+
+TRACE = "trace.json.gz"
+OPERATORS_CSV = "operators.csv"
+OPERATORS_TXT = "operators.txt"
+MEMORY_TIMELINE = "memory_timeline.json.gz"
+MEMORY_ENV = "TINYLAB_PROFILE_MEMORY"
+
+#: operators.csv columns: FunctionEventAvg attribute names (times µs, memory bytes).
+OPERATOR_COLUMNS = [
+    "key", "count", "self_cpu_time_total", "cpu_time_total", "self_device_time_total", "device_time_total",
+    "cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage", "self_device_memory_usage",
+    "flops", "device_type", "is_user_annotation",
+]  # fmt: skip
+#: Current attribute -> the deprecated cuda_* name older torch releases only have.
+_FALLBACK = {
+    "self_device_time_total": "self_cuda_time_total",
+    "device_time_total": "cuda_time_total",
+    "device_memory_usage": "cuda_memory_usage",
+    "self_device_memory_usage": "self_cuda_memory_usage",
+}
+
+
+def profile_schedule(num_steps: int, profile_steps: int) -> tuple[int, int, int]:
+    """(wait, warmup, active) that fits in num_steps: short runs shrink wait first, then active."""
+    warmup = 1 if num_steps >= 2 else 0
+    active = max(1, min(profile_steps, num_steps - warmup))
+    wait = max(0, min(1, num_steps - warmup - active))
+    return wait, warmup, active
+
+
+class PyTorchAdapter(InProcessAdapter):
+    name = "pytorch"
+    description = "PyTorch profiler: Chrome/Perfetto trace, operator table and device-kernel table"
+    fix = "pip install torch (CPU wheels work; GPU kernels need a CUDA or ROCm build)"
+
+    def available(self) -> Availability:
+        if importlib.util.find_spec("torch") is None:
+            return Availability(False, "torch is not installed", None)
+        return Availability(True, None, _dist_version("torch"))
+
+    def make_hook(self, config: "RunConfig", out_dir: Path) -> "PyTorchHook":
+        if importlib.util.find_spec("torch") is None:
+            raise UserError(f"profiler pytorch needs torch: {self.fix}")
+        return PyTorchHook(config, out_dir, memory=bool(getattr(config, "profile_memory", False)) or env_flag(MEMORY_ENV))
+
+    def collect(self, out_dir: Path) -> CollectResult:
+        source = out_dir / TRACE if (out_dir / TRACE).is_file() else out_dir
+        table, fmt, note = read_table(source)
+        return CollectResult(list_artifacts(out_dir), table, note, fmt)
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class PyTorchHook(InProcessHook):
+    name = "pytorch"
+
+    def __init__(self, config: "RunConfig", out_dir: Path, memory: bool = False):
+        self.out_dir = Path(out_dir)
+        self.schedule = profile_schedule(config.num_steps, config.profile_steps)
+        self.memory = memory
+        self.prof: Any = None
+        self.device: Any = None
+        self.saved = False
+        self.notes: list[str] = []
+
+    def on_train_start(self, model: Any, device: Any) -> None:
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        self.device = device
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        activities = [ProfilerActivity.CPU]
+        if device.type == "cuda":  # ROCm builds expose HIP as the cuda device too
+            activities.append(ProfilerActivity.CUDA)
+        wait, warmup, active = self.schedule
+        self.prof = profile(
+            activities=activities,
+            schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+            on_trace_ready=self._on_trace_ready,
+            record_shapes=self.memory,
+            profile_memory=self.memory,
+            with_stack=self.memory,
+        )
+        self.prof.start()
+
+    def on_step_end(self, step: int) -> None:
+        if self.prof is not None and not self.saved:
+            self.prof.step()
+
+    def _on_trace_ready(self, prof: Any) -> None:
+        prof.export_chrome_trace(str(self.out_dir / TRACE))
+        averages = prof.key_averages()
+        write_operators_csv(averages, self.out_dir / OPERATORS_CSV)
+        sort_by = "self_cuda_time_total" if self.device.type == "cuda" else "self_cpu_time_total"
+        (self.out_dir / OPERATORS_TXT).write_text(averages.table(sort_by=sort_by, row_limit=60) + "\n", encoding="utf-8")
+        if self.memory:
+            try:
+                prof.export_memory_timeline(str(self.out_dir / MEMORY_TIMELINE), device=str(self.device))
+            except Exception as exc:  # torch raises assorted types from its memory-profile analysis
+                self.notes.append(f"memory timeline failed: {type(exc).__name__}: {exc}")
+        self.saved = True
+
+    def on_train_end(self) -> CollectResult:
+        if self.prof is not None:
+            self.prof.stop()  # a run that ended mid-window still saves what was recorded
+        if not self.saved:
+            return CollectResult(list_artifacts(self.out_dir), None, "the profiler recorded no step", None)
+        wait, warmup, active = self.schedule
+        self.notes.insert(0, f"steps {wait + warmup}..{wait + warmup + active - 1} profiled (wait {wait}, warm-up {warmup})")
+        on_gpu = self.device is not None and self.device.type == "cuda"
+        table, fmt, note = read_table(self.out_dir / (TRACE if on_gpu else OPERATORS_CSV))
+        return CollectResult(list_artifacts(self.out_dir), table, "; ".join([*self.notes, *([note] if note else [])]), fmt)
+
+
+def write_operators_csv(averages: Any, path: Path) -> None:
+    """key_averages() rows from their attributes, so no value is a rounded, truncated text cell."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(OPERATOR_COLUMNS)
+        for avg in averages:
+            writer.writerow([_attribute(avg, column) for column in OPERATOR_COLUMNS])
+
+
+def _attribute(avg: Any, column: str) -> Any:
+    if hasattr(type(avg), column) or column in getattr(avg, "__dict__", {}):
+        return getattr(avg, column)
+    fallback = _FALLBACK.get(column)
+    return getattr(avg, fallback, "") if fallback else getattr(avg, column, "")
