@@ -15,6 +15,7 @@ import json
 import statistics
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -101,6 +102,7 @@ def run_cases(cases: list[Case], repeats: int, log: Callable[[str], None] = prin
                     summary = run_training(dataclasses.replace(case.config), run_dir, out=io.StringIO())
                 except Exception as exc:  # one failing case must not lose the others' numbers
                     res.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+                    traceback.print_exc()
                     log(f"[{rep + 1}/{repeats}] {case.name:<18} {case.config.precision} s{case.config.seq_len}: FAILED {res.error}")
                     continue
                 finally:

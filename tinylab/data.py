@@ -45,4 +45,6 @@ class Batches:
         gen = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         idx = torch.randint(0, self.corpus.shape[0], (self.batch_size,), generator=gen)
         rows = self.corpus[idx.to(self.device)]
-        return rows[:, :-1], rows[:, 1:]
+        # Contiguous, so every step's inputs have the same strides: a compiled model would
+        # otherwise recompile when a graph capture feeds it a differently laid out buffer.
+        return rows[:, :-1].contiguous(), rows[:, 1:].contiguous()

@@ -136,7 +136,9 @@ class Trainer:
         model = build_model(cfg)
         model.load_canonical(canonical_init(model.config, cfg.seed, default_init=cfg.fault == "missing-init"))
         self.model = model.to(self.device)
-        self.forward = torch.compile(self.model, mode=cfg.compile_mode) if cfg.toggle("torch_compile") else self.model
+        self.forward = (
+            torch.compile(self.model, mode=cfg.compile_mode, dynamic=False) if cfg.toggle("torch_compile") else self.model
+        )
         opt_kwargs: dict[str, Any] = {"lr": cfg.learning_rate, "weight_decay": cfg.weight_decay}
         if self.device.type == "cuda" and cfg.version != "v1":
             opt_kwargs["fused"] = True  # one kernel for all parameters; v1 keeps torch's default

@@ -12,8 +12,8 @@ from tinylab.config import RunConfig
 from tinylab.events import read_events
 from tinylab.trainer import run_training
 
-# The CPU acceptance config.
-SMALL = dict(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=32, batch_size=4, device="cpu")
+# The CPU acceptance config; on a GPU machine the same tests run on the GPU.
+SMALL = dict(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=32, batch_size=4, device="auto")
 STEP_KEYS = {"step", "loss", "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s", "tokens_per_s",
              "mem_alloc_mb", "mem_peak_mb", "warmup"}
 SUMMARY_KEYS = {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_mem_mb",

@@ -8,6 +8,7 @@ import torch
 from models import build_model, canonical_init
 from tinylab.config import RunConfig
 
+DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 SMALL = dict(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=16, vocab_size=211)
 LOSS_RTOL = 1e-5  # fp32 end to end; the Triton kernels accumulate in fp32 too
 GRAD_RTOL = 1e-4  # relative norm error per canonical parameter tensor
@@ -17,12 +18,25 @@ def loss_and_grads(version, seed=0, **kw):
     cfg = RunConfig(version=version, **SMALL, **kw).validate()
     model = build_model(cfg)
     model.load_canonical(canonical_init(model.config, seed))
+    model.to(DEVICE)
     gen = torch.Generator().manual_seed(seed + 1)
-    idx = torch.randint(0, cfg.vocab_size, (3, cfg.seq_len), generator=gen)
-    tgt = torch.randint(0, cfg.vocab_size, (3, cfg.seq_len), generator=gen)
-    loss = model(idx, tgt)
-    loss.backward()
-    return loss.item(), model.canonical_grads(), model
+    idx = torch.randint(0, cfg.vocab_size, (3, cfg.seq_len), generator=gen).to(DEVICE)
+    tgt = torch.randint(0, cfg.vocab_size, (3, cfg.seq_len), generator=gen).to(DEVICE)
+    with _strict_fp32():
+        loss = model(idx, tgt)
+        loss.backward()
+    return loss.item(), {k: v.cpu() for k, v in model.canonical_grads().items()}, model
+
+
+class _strict_fp32:
+    """No TF32 on GPUs, so the comparison is fp32 against fp32."""
+
+    def __enter__(self):
+        self.prev = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def __exit__(self, *exc):
+        torch.backends.cuda.matmul.allow_tf32 = self.prev
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +71,7 @@ def test_fused_layouts_round_trip():
     _, _, model = loss_and_grads("v2")
     state = model.canonical_state()
     assert "layers.0.attn.q_proj.weight" in state and "layers.0.ffn.up_proj.weight" in state
-    twin = build_model(RunConfig(version="v2", **SMALL).validate())
+    twin = build_model(RunConfig(version="v2", **SMALL).validate()).to(DEVICE)
     twin.load_canonical(state)
     for (n, a), (_, b) in zip(model.named_parameters(), twin.named_parameters()):
         assert torch.equal(a, b), n
