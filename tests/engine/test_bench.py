@@ -1,0 +1,84 @@
+"""The bench's arithmetic and its regression guard (the GPU figures themselves live in README)."""
+
+import json
+
+import pytest
+
+from tinylab import bench
+from tinylab.config import RunConfig
+from tinylab.errors import UserError
+
+
+def rows():
+    out = [
+        {"case": "v1", "precision": "fp32", "seq_len": 128, "samples_per_s": 200.0, "peak_mem_mb": 1000.0},
+        {"case": "v4", "precision": "fp32", "seq_len": 128, "samples_per_s": 1000.0, "peak_mem_mb": 300.0},
+        {"case": bench.PEER, "precision": "fp32", "seq_len": 128, "samples_per_s": 800.0, "peak_mem_mb": 500.0},
+        {"case": "v4", "precision": "bf16", "seq_len": 128, "samples_per_s": 3000.0, "peak_mem_mb": 250.0},
+    ]
+    bench.add_speedups(out)
+    return out
+
+
+def test_speedups_compare_within_precision_and_seq():
+    r = {(x["case"], x["precision"]): x for x in rows()}
+    assert r[("v4", "fp32")]["speedup_vs_v1"] == pytest.approx(5.0)
+    assert r[("v4", "fp32")]["speedup_vs_peer"] == pytest.approx(1.25)
+    assert r[("v4", "fp32")]["mem_vs_v1"] == pytest.approx(0.3)
+    assert r[("v4", "bf16")]["speedup_vs_v1"] is None  # no bf16 v1 in the matrix
+
+
+def test_matrix_builds_the_peer_with_every_fusion():
+    cases = bench.build_matrix(["v1", bench.PEER], ["fp32", "bf16"], [128, 1024], RunConfig())
+    assert len(cases) == 8
+    peer = next(c for c in cases if c.name == bench.PEER)
+    cfg = peer.config
+    assert cfg.version == "v2" and cfg.torch_compile and cfg.cuda_graph and cfg.sdpa and cfg.qkv_fusion
+    with pytest.raises(UserError, match="unknown bench case 'v9'"):
+        bench.make_case("v9", "fp32", 128, RunConfig())
+
+
+def write_baseline(path, device, sps):
+    path.write_text(json.dumps({"environment": {"device": device}, "rows": [
+        {"case": "v4", "precision": "fp32", "seq_len": 128, "samples_per_s": sps}]}))
+
+
+def test_regression_guard_names_the_slower_case(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "environment", lambda: {"device": "FakeGPU"})
+    base = tmp_path / "base.json"
+    write_baseline(base, "FakeGPU", 1200.0)
+    problems = bench.check_regression(rows(), base, 10.0)
+    assert len(problems) == 1 and problems[0].startswith("v4 fp32 seq 128") and "16.7% slower" in problems[0]
+    assert bench.check_regression(rows(), base, 20.0) == []
+
+
+def test_regression_guard_refuses_other_cards_and_bad_files(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "environment", lambda: {"device": "FakeGPU"})
+    other = tmp_path / "other.json"
+    write_baseline(other, "OtherGPU", 1000.0)
+    with pytest.raises(UserError, match="measured on OtherGPU"):
+        bench.check_regression(rows(), other, 5.0)
+    junk = tmp_path / "junk.json"
+    junk.write_text("[1, 2")
+    with pytest.raises(UserError, match="not a tinylab bench JSON"):
+        bench.check_regression(rows(), junk, 5.0)
+    with pytest.raises(UserError, match="no such file"):
+        bench.check_regression(rows(), tmp_path / "missing.json", 5.0)
+
+
+def test_cpu_bench_runs_end_to_end(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "b.json"
+    res = subprocess.run(
+        [sys.executable, "-m", "tinylab", "bench", "--device", "cpu", "--cases", "v1,v2", "--repeats", "1",
+         "--num-steps", "4", "--warmup-steps", "1", "--hidden-dim", "32", "--num-layers", "1", "--num-heads", "2",
+         "--num-kv-heads", "2", "--seq-len", "16", "--batch-size", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(out.read_text())
+    assert [r["case"] for r in doc["rows"]] == ["v1", "v2"]
+    assert all(r["params_trained"] == r["params_total"] for r in doc["rows"])
+    assert res.stdout.strip().splitlines()[-1].startswith("v2 ")
