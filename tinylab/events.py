@@ -16,7 +16,8 @@ error     type, message, traceback
 exit      returncode, signal (written by the supervisor after the trainer ends)
 
 Readers must tolerate a partly written last line and corrupt records: they are skipped and
-counted, never fatal.
+counted, never fatal. A record that parses but breaks FIELD_TYPES (a hand edit, a damaged line
+that is still JSON) is corrupt too, so readers can compute with those fields without guarding.
 """
 
 from __future__ import annotations
@@ -30,6 +31,26 @@ from typing import Any, Iterator
 
 EVENTS_FILE = "events.jsonl"
 KINDS = ("start", "step", "summary", "profile", "telemetry", "error", "exit")
+
+_NUM = (int, float, type(None))
+_STR = (str, type(None))
+#: kind -> field -> (allowed types, required): the fields readers format or compute with.
+FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+    "start": {"config": ((dict,), False), "pid": ((int,), False)},
+    "step": {
+        "step": ((int,), True),
+        "loss": (_NUM, True),
+        **{k: (_NUM, False) for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s",
+                                       "tokens_per_s", "mem_alloc_mb", "mem_peak_mb")},
+    },
+    "summary": {k: (_NUM, False) for k in (
+        "samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "fwd_ms_median",
+        "bwd_ms_median", "opt_ms_median", "peak_mem_mb", "initial_loss", "final_loss", "params_trained",
+        "params_total", "model_flops_per_step", "mfu", "steps", "measured_steps")},
+    "profile": {"artifacts": ((dict, type(None)), False), "kernel_table": (_STR, False)},
+    "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False)},
+    "exit": {"returncode": ((int,), True), "signal": (_STR, False)},
+}
 
 
 class EventWriter:
@@ -109,11 +130,21 @@ def parse_lines(data: bytes, first_line_no: int = 1) -> tuple[list[dict[str, Any
         except (ValueError, UnicodeDecodeError):
             corrupt.append(first_line_no + i)
             continue
-        if isinstance(obj, dict) and isinstance(obj.get("event"), str):
+        if isinstance(obj, dict) and isinstance(obj.get("event"), str) and _well_typed(obj):
             events.append(obj)
         else:
             corrupt.append(first_line_no + i)
     return events, corrupt, end
+
+
+def _well_typed(record: dict[str, Any]) -> bool:
+    for name, (types, required) in FIELD_TYPES.get(record["event"], {}).items():
+        if name in record:
+            if not isinstance(record[name], types):
+                return False
+        elif required:
+            return False
+    return True
 
 
 def read_events(path: str | os.PathLike[str]) -> EventLog:

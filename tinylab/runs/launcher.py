@@ -18,7 +18,7 @@ import time
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.runs.store import Run, RunStore, process_start_time
+from tinylab.runs.store import Run, RunStore, process_start_time, write_json
 
 #: Grace periods after SIGINT and after SIGTERM before the next, stronger signal.
 CANCEL_GRACE_S = (3.0, 2.0)
@@ -50,9 +50,7 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
         "launched_at": time.time(),
         "argv": argv,
     }
-    tmp = run.dir / "process.json.tmp"
-    tmp.write_text(json.dumps(record), encoding="utf-8")
-    tmp.replace(run.dir / "process.json")
+    write_json(run.dir / "process.json", record)
     return run
 
 

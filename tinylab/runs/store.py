@@ -3,13 +3,15 @@
 <runs-dir>/<run-id>/
     config.json     the resolved RunConfig
     process.json    pid, process start time and argv of the detached supervisor
+    trainer.json    pid and start time of the trainer (or its profiler wrapper), from the supervisor
     events.jsonl    the trainer's events, then the supervisor's `exit` event
     output.log      stdout + stderr of the trainer (and of a wrapping profiler)
     cancel.json     written by `cancel` before it signals the process group
     profiles/<tool>/ profiler artifacts and the normalized kernels.csv
 
 Status is never stored, because a stored status goes stale the moment a process dies:
-running    the supervisor process is alive (pid AND start time match: pids get reused)
+running    the supervisor or the trainer is alive (pid AND start time match: pids get reused);
+           the trainer counts too because it keeps training when only the supervisor is killed
 cancelled  cancel.json exists and the process is gone
 failed     an error event, or a non-zero exit code
 finished   a summary event and a zero (or not yet recorded) exit code
@@ -44,6 +46,13 @@ def new_run_id(now: float | None = None) -> str:
     """Sortable by start time; the random tail keeps two runs in one second apart."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
     return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def write_json(path: Path, obj: dict[str, Any]) -> None:
+    """Write-then-rename, so a reader never sees half a record."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj), encoding="utf-8")
+    tmp.replace(path)
 
 
 def process_start_time(pid: int) -> float | None:
@@ -105,11 +114,7 @@ class Run:
 
     # ------------------------------------------------------------ status
     def is_alive(self) -> bool:
-        proc = self.process
-        if not proc or not isinstance(proc.get("pid"), int):
-            return False
-        started = process_start_time(proc["pid"])
-        return started is not None and abs(started - float(proc.get("start_time", 0))) < 1.0
+        return _record_alive(self.process) or _record_alive(self._json("trainer.json"))
 
     def status(self, log: EventLog | None = None) -> str:
         log = log if log is not None else self.events()
@@ -140,6 +145,7 @@ class Run:
             "version": cfg.get("version"),
             "label": cfg.get("label") or "",
             "config": cfg,
+            "start": start or None,
             "device": start.get("device"),
             "device_name": start.get("device_name"),
             "pid": (self.process or {}).get("pid"),
@@ -152,6 +158,14 @@ class Run:
             "profiles": log.of("profile"),
             "corrupt_lines": log.corrupt_lines,
         }
+
+
+def _record_alive(record: dict[str, Any] | None) -> bool:
+    """The process of a {pid, start_time} record is alive and is still that same process."""
+    if not record or not isinstance(record.get("pid"), int) or not isinstance(record.get("start_time"), (int, float)):
+        return False
+    started = process_start_time(record["pid"])
+    return started is not None and abs(started - record["start_time"]) < 1.0
 
 
 class RunStore:

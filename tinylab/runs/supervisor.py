@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tinylab.config import RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter
+from tinylab.runs.store import process_start_time, write_json
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
@@ -53,6 +54,8 @@ def supervise(run_dir: Path) -> int:
             ev.emit("error", type=type(exc).__name__, message=f"could not start {argv[0]}: {exc}", traceback="")
             ev.emit("exit", returncode=127, signal=None)
         return 127
+    # The trainer outlives a killed supervisor; this record keeps such a run `running` and cancellable.
+    write_json(run_dir / "trainer.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid)})
     rc = proc.wait()
     with EventWriter(run_dir / EVENTS_FILE) as ev:
         ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None)

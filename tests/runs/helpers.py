@@ -1,0 +1,123 @@
+"""Helpers of the run-engine tests: tiny configs, real CLI calls, polling with deadlines, and run
+folders written by hand or copied from real runs.
+
+Every wait polls with a deadline and fails with the run's output, so a hang is a failure with a
+reason, never a stuck suite.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from tinylab.config import RunConfig
+from tinylab.events import EVENTS_FILE
+from tinylab.runs.store import TERMINAL, Run
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = dict(device="cpu", hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=4, seq_len=32, batch_size=4,
+            num_steps=8, warmup_steps=2)
+TINY_FLAGS = ["--device", "cpu", "--hidden-dim", "64", "--num-layers", "2", "--num-heads", "4",
+              "--num-kv-heads", "4", "--seq-len", "32", "--batch-size", "4"]
+#: Long enough to still be training whenever a test acts on it; tests end it themselves.
+FOREVER_STEPS = 100_000
+
+
+def tiny_config(**overrides) -> RunConfig:
+    return RunConfig(**{**TINY, **overrides}).validate()
+
+
+def cli(*args: str, timeout: float = 60, **kwargs) -> subprocess.CompletedProcess:
+    """The real command line, as a user runs it (own interpreter, own exit code, own stderr)."""
+    return subprocess.run([sys.executable, "-m", "tinylab", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, **kwargs)
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, run: Run | None = None):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            detail = f"\n--- output.log of {run.id} ---\n{output_tail(run)}" if run is not None else ""
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{detail}")
+        time.sleep(0.05)
+
+
+def wait_for_status(run: Run, statuses: tuple[str, ...] | str = TERMINAL, timeout: float = 90) -> str:
+    statuses = (statuses,) if isinstance(statuses, str) else statuses
+    return wait_for(lambda: (s := run.status()) in statuses and s, timeout, f"run {run.id} to be {'/'.join(statuses)}", run)
+
+
+def wait_for_step(run: Run, timeout: float = 90) -> dict:
+    """The first step event: from then on the trainer is inside its training loop."""
+    return wait_for(lambda: run.events().last("step"), timeout, f"a step event of run {run.id}", run)
+
+
+def output_tail(run: Run, chars: int = 3000) -> str:
+    try:
+        return run.output_log.read_text(errors="replace")[-chars:]
+    except FileNotFoundError:
+        return "(no output.log)"
+
+
+def process_gone(pid: int, start_time: float | None = None) -> bool:
+    """No process runs as `pid` any more: gone, a zombie (exited, unreaped), or a newer process."""
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return True
+        return start_time is not None and abs(proc.create_time() - start_time) > 1.0
+    except psutil.NoSuchProcess:
+        return True
+
+
+def run_pids(run: Run) -> tuple[int, int]:
+    """(supervisor pid, trainer pid); the trainer's comes from its start event."""
+    start = run.events().last("start")
+    assert start is not None, output_tail(run)
+    return run.process["pid"], start["pid"]
+
+
+# ------------------------------------------------------------------------------ synthetic runs
+def write_events(run_dir: Path, events: list[dict]) -> None:
+    with open(run_dir / EVENTS_FILE, "w", encoding="utf-8") as fh:
+        for event in events:
+            fh.write(json.dumps(event) + "\n")
+
+
+def make_run(root: Path, run_id: str, events: list[dict] | None = None, **config) -> Run:
+    """A run folder written by hand (no process), for status and reader tests."""
+    run_dir = root / run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(tiny_config(**config).resolved().to_json(), encoding="utf-8")
+    if events is not None:
+        write_events(run_dir, events)
+    return Run(run_dir)
+
+
+def clone_run(run: Run, root: Path, config: dict | None = None, drop: tuple[str, ...] = (),
+              edit: Callable[[dict], None] | None = None) -> Run:
+    """A copy of a real run under `root`, with config keys changed (in config.json and in the start
+    event, which records what ran), event kinds dropped, and any event edited in place."""
+    dst = root / run.id
+    shutil.copytree(run.dir, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg.update(config or {})
+    (dst / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    events = [e for e in run.events().events if e["event"] not in drop]
+    for e in events:
+        if e["event"] == "start":
+            e["config"].update(config or {})
+        if edit is not None:
+            edit(e)
+    write_events(dst, events)
+    return Run(dst)

@@ -1,0 +1,163 @@
+"""`compare_runs` / `tinylab compare`: ratios from the summaries, config notes, kernel diffs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tinylab.analysis.compare import METRICS, SAME_WITHIN, UNDER_TEST, compare_runs, format_compare
+
+from .helpers import clone_run, cli, write_events
+
+KEYS = [m[0] for m in METRICS]
+
+
+def test_v1_vs_v2_ratios_come_from_the_summaries(finished_pair):
+    a, b = finished_pair.v1, finished_pair.v2
+    result = compare_runs(a, b)
+    sa, sb = a.events().last("summary"), b.events().last("summary")
+    assert [m["key"] for m in result["metrics"]] == KEYS
+    for m in result["metrics"]:
+        direction = next(d for k, _, _, d, _ in METRICS if k == m["key"])
+        va, vb = sa[m["key"]], sb[m["key"]]
+        if va is None or vb is None:  # peak memory and MFU are not measured on a CPU
+            assert m["ratio"] is None and m["better"] is None
+            continue
+        assert (m["a"], m["b"]) == (va, vb)
+        assert m["ratio"] == pytest.approx(vb / va)
+        expected = None if abs(vb / va - 1) < SAME_WITHIN else ("b" if (vb > va) == (direction > 0) else "a")
+        assert m["better"] == expected, m
+    ratios = {m["key"]: m["ratio"] for m in result["metrics"]}
+    assert ratios["samples_per_s"] == pytest.approx(sa["step_ms_median"] / sb["step_ms_median"])
+    assert ratios["final_loss"] == pytest.approx(1.0, abs=1e-3), "same seed, same math: same loss"
+    assert result["a"]["id"] == a.id and result["b"]["version"] == "v2" and result["b"]["status"] == "finished"
+
+
+def test_v1_vs_v2_differs_only_in_toggles_under_test(finished_pair):
+    result = compare_runs(finished_pair.v1, finished_pair.v2)
+    diff = {d["key"]: d for d in result["config_diff"]}
+    assert {"version", "qkv_fusion", "sdpa", "swiglu_fusion"} <= set(diff)
+    assert all(d["under_test"] for d in diff.values()) and set(diff) <= UNDER_TEST
+    assert (diff["version"]["a"], diff["version"]["b"]) == ("v1", "v2")
+    assert result["notes"] == []
+    assert result["kernel_diff"] is None
+
+
+def test_text_table_shows_every_ratio(finished_pair):
+    result = compare_runs(finished_pair.v1, finished_pair.v2)
+    text = format_compare(result)
+    assert "B/A" in text and finished_pair.v1.id in text and finished_pair.v2.id in text
+    for m in result["metrics"]:
+        line = next(line for line in text.splitlines() if line.strip().startswith(m["label"]))
+        if m["ratio"] is not None:
+            assert f"{m['ratio']:.2f}x" in line
+        if m["better"]:
+            assert f"{m['better'].upper()} better" in line
+    assert "config differences" in text and "qkv_fusion" in text
+
+
+def test_cli_json_and_text(finished_pair):
+    root = str(finished_pair.store.root)
+    proc = cli("compare", finished_pair.v1.id, finished_pair.v2.id, "--json", "--runs-dir", root)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert set(data) == {"a", "b", "metrics", "config_diff", "notes", "kernel_diff"}
+    assert data == json.loads(json.dumps(compare_runs(finished_pair.v1, finished_pair.v2)))
+    for m in data["metrics"]:
+        assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit"}
+    text = cli("compare", finished_pair.v1.id, "last", "--runs-dir", root)
+    assert text.returncode == 0 and "samples/s" in text.stdout and "B/A" in text.stdout
+
+
+def test_different_dimensions_and_devices_get_notes(finished_pair, tmp_path):
+    b = clone_run(finished_pair.v2, tmp_path, config={"batch_size": 8, "seed": 7},
+                  edit=lambda e: e.update(device="cuda:0", device_name="NVIDIA H100") if e["event"] == "start" else None)
+    result = compare_runs(finished_pair.v1, b)
+    outside = {d["key"] for d in result["config_diff"] if not d["under_test"]}
+    assert outside == {"batch_size", "seed"}
+    notes = " | ".join(result["notes"])
+    assert "batch_size (4 vs 8)" in notes and "seed (42 vs 7)" in notes
+    assert "different devices" in notes and "NVIDIA H100" in notes
+    assert "NOT under test" in format_compare(result)
+
+
+def test_missing_summary_is_a_note_not_a_crash(finished_pair, tmp_path):
+    b = clone_run(finished_pair.v2, tmp_path, drop=("summary", "exit"))
+    result = compare_runs(finished_pair.v1, b)
+    assert result["b"]["status"] == "lost"
+    assert all(m["b"] is None and m["ratio"] is None and m["better"] is None for m in result["metrics"])
+    assert any("has no summary" in n for n in result["notes"])
+    assert any("is lost" in n for n in result["notes"])
+    assert "notes" in format_compare(result)
+
+
+def test_failed_and_running_runs_are_noted(finished_pair, tmp_path, own_process_record):
+    failed = clone_run(finished_pair.v1, tmp_path / "f", drop=("summary", "exit"))
+    with open(failed.dir / "events.jsonl", "a") as fh:
+        fh.write(json.dumps({"event": "error", "type": "FloatingPointError", "message": "loss became nan"}) + "\n")
+    running = clone_run(finished_pair.v2, tmp_path / "r", drop=("summary", "exit"))
+    (running.dir / "process.json").write_text(json.dumps(own_process_record))
+    notes = compare_runs(failed, running)["notes"]
+    assert any("failed: FloatingPointError: loss became nan" in n for n in notes)
+    assert any("is still running" in n for n in notes)
+
+
+def test_untrained_parameters_are_called_out(finished_pair, tmp_path):
+    b = clone_run(finished_pair.v2, tmp_path,
+                  edit=lambda e: e.update(params_trained=1) if e["event"] == "summary" else None)
+    assert any("trained only 1 of" in n for n in compare_runs(finished_pair.v1, b)["notes"])
+
+
+def kernels_csv(rows: list[tuple[str, int, float]]) -> str:
+    return "name,calls,total_ns\n" + "".join(f"{n},{c},{t}\n" for n, c, t in rows)
+
+
+def with_kernels(run, root, rows, raw: str | None = None):
+    """A copy of `run` with a tinylab kernels.csv recorded by a profile event."""
+    clone = clone_run(run, root)
+    table = clone.dir / "profiles" / "pytorch" / "kernels.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text(raw if raw is not None else kernels_csv(rows))
+    events = clone.events().events
+    events.insert(-2, {"event": "profile", "tool": "pytorch", "artifacts": {}, "format": "tinylab",
+                       "kernel_table": "profiles/pytorch/kernels.csv", "note": None})
+    write_events(clone.dir, events)
+    return clone
+
+
+def test_kernel_diff_when_both_runs_have_kernel_tables(finished_pair, tmp_path):
+    a = with_kernels(finished_pair.v1, tmp_path / "a", [("gemm_q", 30, 3e6), ("gemm_k", 30, 3e6), ("gemm_v", 30, 3e6),
+                                                        ("softmax_eager", 10, 2e6), ("rmsnorm", 20, 1e6)])
+    b = with_kernels(finished_pair.v2, tmp_path / "b", [("gemm_qkv", 10, 6e6), ("flash_fwd", 10, 1e6),
+                                                        ("rmsnorm", 20, 0.5e6)])
+    result = compare_runs(a, b)
+    diff = result["kernel_diff"]
+    assert {k["name"] for k in diff["appeared"]} == {"gemm_qkv", "flash_fwd"}
+    assert {k["name"] for k in diff["disappeared"]} == {"gemm_q", "gemm_k", "gemm_v", "softmax_eager"}
+    (changed,) = diff["changed"]
+    assert changed["name"] == "rmsnorm" and changed["ratio"] == pytest.approx(0.5)
+    assert (changed["a_calls"], changed["b_calls"]) == (20, 20)
+    text = format_compare(result)
+    assert "kernel diff" in text and "appeared in B: gemm_qkv" in text and "0.50x" in text
+    assert json.loads(json.dumps(result))["kernel_diff"] == diff, "the --json output must carry it unchanged"
+
+
+def test_kernel_table_on_one_side_or_unreadable_is_a_note(finished_pair, tmp_path):
+    a = with_kernels(finished_pair.v1, tmp_path / "a", [("gemm", 1, 1e6)])
+    result = compare_runs(a, finished_pair.v2)
+    assert result["kernel_diff"] is None
+    assert any("only run A has a kernel table" in n for n in result["notes"])
+    broken = with_kernels(finished_pair.v2, tmp_path / "b", [], raw="\x00\x01 not a table")
+    result = compare_runs(a, broken)
+    assert result["kernel_diff"] is None
+    assert any("could not read the kernel table of run B" in n for n in result["notes"])
+
+
+def test_without_the_analysis_stack_there_is_no_kernel_diff(finished_pair, tmp_path, monkeypatch):
+    a = with_kernels(finished_pair.v1, tmp_path / "a", [("gemm", 1, 1e6)])
+    b = with_kernels(finished_pair.v2, tmp_path / "b", [("gemm", 1, 2e6)])
+    monkeypatch.setitem(sys.modules, "tinylab.analysis.hotspots", None)  # makes its import fail
+    result = compare_runs(a, b)
+    assert result["kernel_diff"] is None and result["notes"] == []

@@ -1,0 +1,187 @@
+"""The run store without processes: status derived from files, pid reuse, RUN resolution, readers."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tinylab.errors import UserError
+from tinylab.events import EventTail, read_events
+from tinylab.runs.store import Run, RunStore, new_run_id
+
+from .helpers import make_run, tiny_config
+
+START = {"event": "start", "pid": 1, "device": "cpu", "device_name": "x86_64", "config": {}}
+STEP = {"event": "step", "step": 0, "loss": 6.9, "step_ms": 10.0, "samples_per_s": 400.0, "warmup": False}
+SUMMARY = {"event": "summary", "samples_per_s": 400.0, "final_loss": 6.8, "params_trained": 20, "params_total": 20}
+ERROR = {"event": "error", "type": "RuntimeError", "message": "boom", "traceback": ""}
+
+
+def exit_event(code: int, sig: str | None = None) -> dict:
+    return {"event": "exit", "returncode": code, "signal": sig}
+
+
+@pytest.mark.parametrize(
+    "events, status",
+    [
+        ([START, STEP, SUMMARY, exit_event(0)], "finished"),
+        ([START, STEP, SUMMARY], "finished"),  # supervisor killed after the trainer's summary
+        ([START, STEP, ERROR, exit_event(1)], "failed"),
+        ([START, STEP, ERROR], "failed"),
+        ([START, STEP, exit_event(-9, "SIGKILL")], "failed"),  # trainer killed: only the supervisor spoke
+        ([START, STEP, SUMMARY, exit_event(1)], "failed"),  # non-zero exit after a summary
+        ([START, STEP], "lost"),  # everything killed: nobody recorded an end
+        ([], "lost"),
+        (None, "lost"),  # no events.jsonl at all
+    ],
+)
+def test_status_from_events_of_a_run_without_process(tmp_path, events, status):
+    run = make_run(tmp_path, "20260101-000000-aaaa", events)
+    assert run.status() == status
+
+
+def test_cancel_record_wins_once_the_process_is_gone(tmp_path):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, ERROR, exit_event(130)])
+    (run.dir / "cancel.json").write_text(json.dumps({"time": 0}))
+    assert run.status() == "cancelled"
+
+
+@pytest.mark.parametrize("record_file", ["process.json", "trainer.json"])
+def test_running_needs_pid_and_start_time_to_match(tmp_path, own_process_record, record_file):
+    """pid reuse: a live pid whose start time differs is another process, so the run is not running."""
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP])
+    (run.dir / "cancel.json").write_text("{}")  # a cancel in progress: still running while alive
+    path = run.dir / record_file
+
+    path.write_text(json.dumps(own_process_record))
+    assert run.is_alive() and run.status() == "running"
+
+    path.write_text(json.dumps({**own_process_record, "start_time": own_process_record["start_time"] - 3600}))
+    assert not run.is_alive()
+    assert run.status() == "cancelled"
+
+
+@pytest.mark.parametrize("record", [
+    {"pid": 2**22 + 12345, "start_time": 1.0},  # above pid_max: no such process
+    {"pid": "1", "start_time": 1.0},
+    {"pid": os.getpid(), "start_time": "yesterday"},
+    {"pid": os.getpid()},
+    [1, 2, 3],
+])
+def test_bad_or_dead_process_records_are_not_running(tmp_path, record):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP])
+    (run.dir / "process.json").write_text(json.dumps(record))
+    assert run.status() == "lost"
+
+
+def test_process_json_that_is_not_json(tmp_path):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY])
+    (run.dir / "process.json").write_bytes(b'{"pid": 12')
+    assert run.status() == "finished"
+    assert run.info()["pid"] is None
+
+
+def test_run_ids_sort_by_time_and_stay_unique_within_a_second(tmp_path):
+    assert new_run_id(1_000_000) < new_run_id(1_000_001) < new_run_id(2_000_000)
+    store = RunStore(tmp_path)
+    cfg = tiny_config()
+    ids = [store.create(cfg).id for _ in range(60)]  # well past the birthday bound of 4 hex digits
+    assert len(set(ids)) == 60
+    assert [r.id for r in store.list()] == sorted(ids)
+
+
+class TestResolve:
+    @pytest.fixture
+    def populated(self, tmp_path) -> RunStore:
+        for run_id in ("20260101-000000-aaaa", "20260101-000000-aabb", "20260102-000000-cccc"):
+            make_run(tmp_path, run_id, [])
+        (tmp_path / "not-a-run").mkdir()  # no config.json: ignored
+        return RunStore(tmp_path)
+
+    def test_full_id_prefix_last_and_path(self, populated):
+        assert populated.resolve("20260101-000000-aaaa").id == "20260101-000000-aaaa"
+        assert populated.resolve("20260102").id == "20260102-000000-cccc"
+        assert populated.resolve("last").id == "20260102-000000-cccc"
+        assert populated.resolve(str(populated.root / "20260101-000000-aabb")).id == "20260101-000000-aabb"
+
+    def test_exact_id_wins_over_longer_ids_it_prefixes(self, tmp_path):
+        make_run(tmp_path, "run-1", [])
+        make_run(tmp_path, "run-10", [])
+        assert RunStore(tmp_path).resolve("run-1").id == "run-1"
+
+    @pytest.mark.parametrize("ref, message", [
+        ("20260101-000000-a", "ambiguous: 2 runs match"),
+        ("2099", "no run matches '2099'"),
+        ("", "ambiguous"),
+    ])
+    def test_bad_refs_raise_user_errors(self, populated, ref, message):
+        with pytest.raises(UserError, match=message):
+            populated.resolve(ref)
+
+    def test_last_in_an_empty_or_missing_store(self, tmp_path):
+        for root in (tmp_path, tmp_path / "missing"):
+            with pytest.raises(UserError, match="no runs in"):
+                RunStore(root).resolve("last")
+
+
+class TestReaders:
+    """events.jsonl as a crash, a full disk or a stray editor leaves it."""
+
+    def test_partial_last_line_is_left_for_later(self, tmp_path):
+        path = tmp_path / "events.jsonl"
+        full = json.dumps(STEP) + "\n"
+        path.write_text(full + full[:17])
+        log = read_events(path)
+        assert len(log.events) == 1 and log.partial_tail and log.corrupt_lines == []
+
+    def test_corrupt_and_binary_lines_are_counted_not_fatal(self, tmp_path):
+        path = tmp_path / "events.jsonl"
+        lines = [json.dumps(START).encode(), b"{not json", b"\xff\xfe\x00garbage\x80", b"[1, 2]", b'{"no_event": 1}',
+                 b"", json.dumps(STEP).encode()]
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        log = read_events(path)
+        assert [e["event"] for e in log.events] == ["start", "step"]
+        assert log.corrupt_lines == [2, 3, 4, 5]
+
+    def test_tail_resumes_a_line_once_it_is_complete(self, tmp_path):
+        path = tmp_path / "events.jsonl"
+        tail = EventTail(path)
+        assert tail.poll() == []  # no file yet
+        line = json.dumps(STEP) + "\n"
+        path.write_text(line[:10])
+        assert tail.poll() == []
+        with open(path, "a") as fh:
+            fh.write(line[10:] + "garbage\n" + line)
+        assert [e["event"] for e in tail.poll()] == ["step", "step"]
+        assert tail.corrupt_lines == [2]
+
+    def test_run_info_survives_damaged_files(self, tmp_path):
+        run = make_run(tmp_path, "20260101-000000-aaaa")
+        (run.dir / "events.jsonl").write_bytes(b"\x00\x01\x02" * 100)  # no newline at all
+        (run.dir / "config.json").write_text("{half")
+        info = run.info()
+        assert info["status"] == "lost" and info["config"] == {} and info["summary"] is None
+        with pytest.raises(UserError, match="config.json is missing or not valid JSON"):
+            run.config()
+
+
+def test_remove_refuses_a_running_run(tmp_path, own_process_record):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START])
+    (run.dir / "process.json").write_text(json.dumps(own_process_record))
+    store = RunStore(tmp_path)
+    with pytest.raises(UserError, match="is running"):
+        store.remove(run)
+    assert run.dir.exists()
+    (run.dir / "process.json").unlink()
+    store.remove(run)
+    assert not run.dir.exists()
+
+
+def test_runs_in_a_store_are_only_folders_with_a_config(tmp_path):
+    make_run(tmp_path, "20260101-000000-aaaa", [])
+    (tmp_path / "20260101-000000-bbbb").mkdir()
+    (tmp_path / "stray.txt").write_text("x")
+    assert [r.id for r in RunStore(tmp_path).list()] == ["20260101-000000-aaaa"]
+    assert isinstance(RunStore(tmp_path).list()[0], Run)

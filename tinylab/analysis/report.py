@@ -1,0 +1,449 @@
+"""Self-contained reports of runs: markdown (text charts) or HTML (inline SVG charts, inline CSS).
+
+A report is something people attach to a ticket or mail from a GPU node with no browser and no
+network, so it embeds everything: no scripts, no external stylesheets, fonts or images. Both
+formats are rendered from the same collected data, so they always show the same numbers.
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinylab import __version__
+from tinylab.analysis.compare import (
+    METRICS,
+    compare_runs,
+    format_value,
+    kernel_list,
+    kernel_rows,
+    load_kernels,
+    metric_label,
+    metric_rows,
+    number,
+)
+from tinylab.errors import UserError
+from tinylab.runs.store import Run
+
+FORMATS = ("md", "html")
+TOP_KERNELS = 10
+#: (step field, chart title, unit); memory uses the per-step peak, which only GPUs report.
+CHARTS = (
+    ("loss", "loss", ""),
+    ("samples_per_s", "throughput", "samples/s"),
+    ("mem_peak_mb", "peak memory per step", "MB"),
+)
+#: Series colours of the SVG charts (A, B, C, ...), chosen to stay apart for colour-blind readers.
+COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00")
+
+
+@dataclass
+class Series:
+    label: str
+    xs: list[float]
+    ys: list[float]
+
+
+@dataclass
+class Chart:
+    title: str
+    unit: str
+    series: list[Series]
+    warmup_until: int = 0  # steps 1..warmup_until are warm-up (excluded from the medians)
+    empty_reason: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return not any(s.xs for s in self.series)
+
+
+@dataclass
+class RunData:
+    """What one run's report section shows, collected once for either output format."""
+
+    info: dict[str, Any]
+    charts: list[Chart]
+    kernels: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def build_report(runs: list[Run], fmt: str = "md") -> str:
+    if fmt not in FORMATS:
+        raise UserError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if not runs:
+        raise UserError("a report needs at least one run")
+    data = [collect(run) for run in runs]
+    comparisons = [compare_runs(runs[0], other) for other in runs[1:]]
+    overlays = _overlay_charts(runs, data) if len(runs) > 1 else []
+    render = _markdown if fmt == "md" else _html
+    return render(data, comparisons, overlays)
+
+
+def collect(run: Run) -> RunData:
+    info = run.info()
+    steps = [e for e in run.events().of("step") if number(e.get("step")) is not None]
+    warmup = sum(1 for e in steps if e.get("warmup") is True)
+    charts = []
+    for key, title, unit in CHARTS:
+        points = [(number(e["step"]) + 1, number(e.get(key))) for e in steps]
+        points = [(x, y) for x, y in points if y is not None]
+        reason = "no steps recorded" if not steps else (
+            "not recorded: device memory is tracked on GPUs only" if key == "mem_peak_mb" else "not recorded")
+        charts.append(Chart(title, unit, [Series(info["id"], [p[0] for p in points], [p[1] for p in points])],
+                            warmup, reason))
+    data = RunData(info, charts)
+    loaded = load_kernels(run, data.notes, f"run {run.id}")
+    if loaded is not None:
+        from tinylab.analysis.hotspots import summarize
+
+        table, kernel_format = loaded
+        data.kernels = summarize(table, TOP_KERNELS, None, fmt=kernel_format)
+    return data
+
+
+def _overlay_charts(runs: list[Run], data: list[RunData]) -> list[Chart]:
+    """Each chart with every run on it, labelled A, B, C... as in the comparison tables."""
+    overlays = []
+    for i, (_, title, unit) in enumerate(CHARTS):
+        series = [Series(f"{_letter(j)} {d.info['id']}", d.charts[i].series[0].xs, d.charts[i].series[0].ys)
+                  for j, d in enumerate(data)]
+        overlays.append(Chart(title, unit, series, 0, data[0].charts[i].empty_reason))
+    return overlays
+
+
+def _letter(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"#{i + 1}"
+
+
+# ------------------------------------------------------------------------------ shared rows
+def _header_rows(info: dict[str, Any]) -> list[list[str]]:
+    from tinylab.commands.runs import key_config
+
+    start = info["start"] or {}
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"])) if number(info["started"]) else "-"
+    cfg = info["config"]
+    rows = [
+        ["status", info["status"]],
+        ["version", str(info["version"] or "?")],
+        ["config", key_config(cfg)],
+        ["label", info["label"] or "-"],
+        ["device", f"{info['device_name'] or '-'} ({info['device'] or '-'})"],
+        ["started", started],
+        ["steps", f"{info['steps_done']} of {cfg.get('num_steps', '?')}"],
+        ["torch / triton", f"{start.get('torch') or '-'} / {start.get('triton') or '-'}"],
+        ["folder", str(Path(info["dir"]).resolve())],
+    ]
+    if info["exit"]:
+        sig = info["exit"].get("signal")
+        rows.append(["exit code", f"{info['exit'].get('returncode')}" + (f" ({sig})" if sig else "")])
+    if info["corrupt_lines"]:
+        rows.append(["unreadable event lines", ", ".join(map(str, info["corrupt_lines"][:10]))])
+    return rows
+
+
+def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for key, label, unit, _, _ in METRICS:
+        if key == "final_loss":
+            rows.append(["initial loss", format_value(key, number(summary.get("initial_loss")))])
+        rows.append([metric_label(label, unit), format_value(key, number(summary.get(key)))])
+    trained, total = number(summary.get("params_trained")), number(summary.get("params_total"))
+    if trained is not None and total is not None:
+        rows.append(["trained parameter tensors", f"{trained:.0f} of {total:.0f}"])
+    return rows
+
+
+def _kernel_table_rows(kernels: dict[str, Any]) -> list[list[str]]:
+    from tinylab.analysis.hotspots import format_ns
+
+    return [[str(i), k["name"], format_ns(k["total_ns"]), f"{k['pct']:.1f}%" if k["pct"] is not None else "-",
+             str(k["calls"]), format_ns(k["avg_ns"]), k["category"]] for i, k in enumerate(kernels["kernels"], 1)]
+
+
+KERNEL_HEADER = ["#", "kernel", "total", "share", "calls", "avg", "category"]
+METRIC_HEADER = ["metric", "A", "B", "B/A", ""]
+
+
+def _config_rows(cfg: dict[str, Any]) -> list[list[str]]:
+    return [[key, _plain(value)] for key, value in sorted(cfg.items())]
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "-"
+    return "-" if value is None or value == "" else str(value)
+
+
+def _not_finished(info: dict[str, Any]) -> str:
+    if info["status"] == "running":
+        return "The run is still running: no summary yet; the charts show the steps so far."
+    return f"No summary: the run is {info['status']}."
+
+
+def _chart_caption(chart: Chart) -> str:
+    if chart.warmup_until:
+        return f"steps 1-{chart.warmup_until} are warm-up, left out of the medians"
+    return ""
+
+
+# ------------------------------------------------------------------------------ markdown
+def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list[Chart]) -> str:
+    out = [f"# tinylab report: {len(data)} run{'s' if len(data) > 1 else ''}", "",
+           f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by tinylab {__version__}.", ""]
+    for d in data:
+        info = d.info
+        out += [f"## Run {info['id']} ({info['version'] or '?'}, {info['status']})", ""]
+        out += _md_table(["", ""], _header_rows(info)) + [""]
+        out += ["### Summary", ""]
+        out += (_md_table(["metric", "value"], _summary_rows(info["summary"])) if info["summary"]
+                else [_not_finished(info)]) + [""]
+        if info["error"]:
+            err = info["error"]
+            out += ["### Error", "", f"**{_md_text(err.get('type'))}**: {_md_text(err.get('message'))}", ""]
+            if err.get("traceback"):
+                out += ["```text", str(err["traceback"]).rstrip(), "```", ""]
+        out += ["### Charts", ""]
+        for chart in d.charts:
+            out += _md_chart(chart)
+        out += _md_kernels(d)
+        out += ["### Config", ""] + _md_table(["key", "value"], _config_rows(info["config"])) + [""]
+    if comparisons:
+        out += ["## Comparison", ""]
+        for chart in overlays:
+            out += _md_chart(chart)
+        for i, result in enumerate(comparisons, 1):
+            out += _md_comparison(result, _letter(i))
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _md_chart(chart: Chart, width: int = 76, height: int = 16) -> list[str]:
+    heading = f"**{chart.title}**" + (f" ({chart.unit})" if chart.unit else "")
+    if chart.empty:
+        return [heading + f": {chart.empty_reason}.", ""]
+    import plotext as plt
+
+    plt.clear_figure()
+    overlay = len(chart.series) > 1
+    for s in chart.series:
+        if s.xs:  # colours are stripped below, so overlaid series are told apart by their letter
+            plt.plot(s.xs, s.ys, label=s.label if overlay else None, marker=s.label[0] if overlay else None)
+    plt.plotsize(width, height)
+    plt.theme("clear")
+    plt.xlabel("step")
+    text = plt.uncolorize(plt.build()).rstrip()
+    plt.clear_figure()
+    caption = _chart_caption(chart)
+    return [heading, "", "```text", text, "```", *([f"_{caption}_", ""] if caption else [""])]
+
+
+def _md_kernels(d: RunData) -> list[str]:
+    if d.kernels is None and not d.notes:
+        return []
+    out = ["### Top kernels", ""]
+    if d.kernels is not None:
+        k = d.kernels
+        out += [f"{k['kernel_count']} kernels from {_md_text(k['format'])}"
+                + (f"; note: {_md_text(k['note'])}" if k.get("note") else ""), ""]
+        out += _md_table(KERNEL_HEADER, _kernel_table_rows(k)) + [""]
+    out += [f"- {_md_text(n)}" for n in d.notes] + ([""] if d.notes else [])
+    return out
+
+
+def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
+    a, b = result["a"], result["b"]
+    out = [f"### {letter} vs A: {b['id']} ({b['version']}) vs {a['id']} ({a['version']})", "",
+           f"A = {_md_text(a['key_config'])}; {letter} = {_md_text(b['key_config'])}. Ratios are {letter}/A.", ""]
+    rows = [r[:4] + [r[4].replace("B better", f"{letter} better")] for r in metric_rows(result)]
+    out += _md_table(["metric", "A", letter, f"{letter}/A", ""], rows) + [""]
+    if result["config_diff"]:
+        out += ["Config differences:", ""]
+        out += _md_table(["key", "A", letter, "under test"],
+                         [[d["key"], _plain(d["a"]), _plain(d["b"]), "yes" if d["under_test"] else "**no**"]
+                          for d in result["config_diff"]]) + [""]
+    out += [f"- {_md_text(n)}" for n in result["notes"]] + ([""] if result["notes"] else [])
+    diff = result["kernel_diff"]
+    if diff is not None:
+        out += ["Kernel diff, biggest changes in total time:", ""]
+        out += _md_table(["kernel", "A", letter, f"{letter}/A", "calls"], kernel_rows(diff)) + [""]
+        out += [f"- appeared in {letter}: {_md_text(kernel_list(diff['appeared']))}",
+                f"- gone from A: {_md_text(kernel_list(diff['disappeared']))}", ""]
+    return out
+
+
+def _md_text(value: Any) -> str:
+    """One table cell or line: pipes would split cells and newlines would end the row."""
+    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(_md_text(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_md_text(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+# ------------------------------------------------------------------------------ html
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 980px; color: #1d1d1f; padding: 0 1em; }
+h1 { font-size: 1.6em; } h2 { border-bottom: 2px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .6em 0 1.2em; }
+th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f6; }
+.status-finished { color: #1a7f37; } .status-failed, .status-lost { color: #c62828; }
+.status-cancelled, .status-running { color: #9a6700; }
+.better { color: #1a7f37; font-weight: 600; } .note { color: #555; }
+pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: 12px; }
+figure { margin: 1em 0; } figcaption { color: #555; font-size: 12px; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+.kernel { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
+"""
+
+
+def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list[Chart]) -> str:
+    e = html.escape
+    title = f"tinylab report: {len(data)} run{'s' if len(data) > 1 else ''}"
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           f"<title>{e(title)}</title>", f"<style>{CSS}</style>", "</head>", "<body>",
+           f"<h1>{e(title)}</h1>",
+           f"<p class=\"note\">Generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))} by tinylab {e(__version__)}.</p>"]
+    for d in data:
+        info = d.info
+        out.append(f'<section id="run-{e(info["id"])}">')
+        out.append(f'<h2>Run {e(info["id"])} ({e(str(info["version"] or "?"))}, '
+                   f'<span class="status-{e(info["status"])}">{e(info["status"])}</span>)</h2>')
+        out += _html_table(None, _header_rows(info))
+        out.append("<h3>Summary</h3>")
+        out += (_html_table(["metric", "value"], _summary_rows(info["summary"]), numeric=(1,)) if info["summary"]
+                else [f"<p>{e(_not_finished(info))}</p>"])
+        if info["error"]:
+            err = info["error"]
+            out += ["<h3>Error</h3>", f"<p><strong>{e(str(err.get('type')))}</strong>: {e(str(err.get('message')))}</p>"]
+            if err.get("traceback"):
+                out.append(f"<pre>{e(str(err['traceback']).rstrip())}</pre>")
+        out.append("<h3>Charts</h3>")
+        out += [_svg_figure(chart) for chart in d.charts]
+        if d.kernels is not None or d.notes:
+            out.append("<h3>Top kernels</h3>")
+            if d.kernels is not None:
+                k = d.kernels
+                out.append(f"<p>{k['kernel_count']} kernels from {e(str(k['format']))}"
+                           + (f"; note: {e(str(k['note']))}" if k.get("note") else "") + "</p>")
+                out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
+            out += [f'<p class="note">{e(n)}</p>' for n in d.notes]
+        out.append("<details><summary>Config</summary>")
+        out += _html_table(["key", "value"], _config_rows(info["config"]))
+        out += ["</details>", "</section>"]
+    if comparisons:
+        out += ['<section id="comparison">', "<h2>Comparison</h2>"]
+        out += [_svg_figure(chart) for chart in overlays]
+        for i, result in enumerate(comparisons, 1):
+            out += _html_comparison(result, _letter(i))
+        out.append("</section>")
+    out += ["</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
+    e = html.escape
+    a, b = result["a"], result["b"]
+    out = [f"<h3>{letter} vs A: {e(b['id'])} ({e(str(b['version']))}) vs {e(a['id'])} ({e(str(a['version']))})</h3>",
+           f"<p>A = {e(a['key_config'])}; {letter} = {e(b['key_config'])}. Ratios are {letter}/A.</p>"]
+    rows = [r[:4] + [r[4].replace("B better", f"{letter} better")] for r in metric_rows(result)]
+    out += _html_table(["metric", "A", letter, f"{letter}/A", ""], rows, numeric=(1, 2, 3), marked=4)
+    if result["config_diff"]:
+        out.append("<p>Config differences:</p>")
+        out += _html_table(["key", "A", letter, "under test"],
+                           [[d["key"], _plain(d["a"]), _plain(d["b"]), "yes" if d["under_test"] else "NO"]
+                            for d in result["config_diff"]])
+    if result["notes"]:
+        out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in result["notes"]) + "</ul>")
+    diff = result["kernel_diff"]
+    if diff is not None:
+        out.append("<p>Kernel diff, biggest changes in total time:</p>")
+        out += _html_table(["kernel", "A", letter, f"{letter}/A", "calls"], kernel_rows(diff),
+                           numeric=(1, 2, 3), mono=(0,))
+        out.append(f"<p>Appeared in {letter}: <span class=\"kernel\">{e(kernel_list(diff['appeared']))}</span><br>"
+                   f"Gone from A: <span class=\"kernel\">{e(kernel_list(diff['disappeared']))}</span></p>")
+    return out
+
+
+def _html_table(header: list[str] | None, rows: list[list[str]], numeric: tuple[int, ...] = (),
+                mono: tuple[int, ...] = (), marked: int | None = None) -> list[str]:
+    e = html.escape
+    out = ["<table>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        cells = []
+        for i, cell in enumerate(row):
+            cls = "num" if i in numeric else "kernel" if i in mono else "better" if i == marked and cell else ""
+            tag = "th" if header is None and i == 0 else "td"
+            cells.append(f"<{tag}{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>{e(str(cell))}</{tag}>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return out
+
+
+def _svg_figure(chart: Chart, width: int = 720, height: int = 240) -> str:
+    """A line chart as inline SVG: axes, min/mid/max ticks, warm-up band, one polyline a series."""
+    e = html.escape
+    heading = e(chart.title + (f" ({chart.unit})" if chart.unit else ""))
+    if chart.empty:
+        return f"<p><strong>{heading}</strong>: {e(chart.empty_reason)}.</p>"
+    left, right, top, bottom = 64, 16, 28, 36
+    xs = [x for s in chart.series for x in s.xs]
+    ys = [y for s in chart.series for y in s.ys]
+    x0, x1 = _span(min(xs), max(xs))
+    y0, y1 = _span(min(ys), max(ys))
+    pw, ph = width - left - right, height - top - bottom
+
+    def px(x: float) -> float:
+        return left + (x - x0) / (x1 - x0) * pw
+
+    def py(y: float) -> float:
+        return top + (1 - (y - y0) / (y1 - y0)) * ph
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'viewBox="0 0 {width} {height}" role="img" aria-label="{heading}">',
+             f"<title>{heading}</title>",
+             f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>']
+    if chart.warmup_until:
+        band = min(px(chart.warmup_until + 0.5), left + pw) - left
+        parts.append(f'<rect x="{left}" y="{top}" width="{band:.1f}" height="{ph}" fill="#f1f1f1"/>'
+                     f'<text x="{left + 4}" y="{top + ph - 6}">warm-up</text>')
+    for frac in (0.0, 0.5, 1.0):
+        y = y0 + frac * (y1 - y0)
+        parts.append(f'<line x1="{left - 4}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#e5e5e5"/>'
+                     f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{e(_tick(y))}</text>')
+        x = x0 + frac * (x1 - x0)
+        parts.append(f'<text x="{px(x):.1f}" y="{top + ph + 16}" text-anchor="middle">{e(_tick(x))}</text>')
+    parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 4}" text-anchor="middle">step</text>')
+    parts.append(f'<text x="{left}" y="{top - 10}" font-weight="600">{heading}</text>')
+    for i, s in enumerate(chart.series):
+        colour = COLOURS[i % len(COLOURS)]
+        points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.xs, s.ys))
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{points}"/>')
+        if len(s.xs) <= 60:
+            parts += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.2" fill="{colour}"/>' for x, y in zip(s.xs, s.ys)]
+        if len(chart.series) > 1:
+            ly = top + 14 + 14 * i
+            parts.append(f'<line x1="{left + pw - 200}" x2="{left + pw - 184}" y1="{ly - 4}" y2="{ly - 4}" '
+                         f'stroke="{colour}" stroke-width="3"/><text x="{left + pw - 178}" y="{ly}">{e(s.label)}</text>')
+    parts.append("</svg>")
+    caption = _chart_caption(chart)
+    return "<figure>" + "".join(parts) + (f"<figcaption>{e(caption)}</figcaption>" if caption else "") + "</figure>"
+
+
+def _span(lo: float, hi: float) -> tuple[float, float]:
+    """A non-empty axis range: a flat series (or a single point) still gets a visible line."""
+    if hi > lo:
+        return lo, hi
+    pad = abs(lo) * 0.05 or 1.0
+    return lo - pad, hi + pad
+
+
+def _tick(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"

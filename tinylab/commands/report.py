@@ -1,0 +1,38 @@
+"""`tinylab report RUN...`: one self-contained markdown or HTML file about one or more runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tinylab.commands._common import add_runs_dir, store_from
+from tinylab.errors import UserError
+
+HELP = "write a self-contained markdown or HTML report of runs"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("runs", metavar="RUN", nargs="+",
+                   help="run ids, unique prefixes, or 'last'; with several, the first is the baseline A")
+    p.add_argument("--format", choices=("md", "html"), default=None,
+                   help="md (text charts) or html (inline SVG charts); default: from -o's suffix, else md")
+    p.add_argument("-o", "--output", metavar="FILE", default=None, help="write to FILE instead of stdout")
+    add_runs_dir(p)
+
+
+def run(args) -> int:
+    from tinylab.analysis.report import build_report
+
+    store = store_from(args)
+    runs = [store.resolve(ref) for ref in args.runs]
+    fmt = args.format or ("html" if args.output and Path(args.output).suffix.lower() in (".html", ".htm") else "md")
+    text = build_report(runs, fmt)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        Path(args.output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote {args.output} ({fmt}, {len(runs)} run{'s' if len(runs) > 1 else ''})", file=sys.stderr)
+    return 0
