@@ -1,0 +1,227 @@
+"""The Textual lab: one app factory for `tinylab` and the tests.
+
+The app is a view over tinylab's engine (Backend): it launches, tails and analyses runs only
+through the same functions the CLI uses. Four sections are Textual modes (each keeps its own
+screen stack): Lab, Runs, Exercises, Doctor; Run, Hotspots, Compare and exercise steps are pushed
+on top. Screens other than the Lab are imported when first opened, so the first paint pays for
+neither pandas nor plotext (and nothing here imports torch).
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import var
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from tinylab.errors import UserError
+from tinylab.tui.backend import Backend
+from tinylab.tui.screens.base import background
+
+SECTIONS = {"lab": "Lab", "runs": "Runs", "exercises": "Exercises", "doctor": "Doctor"}
+
+
+def _lab() -> Screen:
+    from tinylab.tui.screens.lab import LabScreen
+
+    return LabScreen()
+
+
+def _runs() -> Screen:
+    from tinylab.tui.screens.runs import RunsScreen
+
+    return RunsScreen()
+
+
+def _exercises() -> Screen:
+    from tinylab.tui.screens.exercises import ExercisesScreen
+
+    return ExercisesScreen()
+
+
+def _doctor() -> Screen:
+    from tinylab.tui.screens.doctor import DoctorScreen
+
+    return DoctorScreen()
+
+
+class TinyLabApp(App):
+    TITLE = "tinylab"
+    CSS_PATH = "app.tcss"
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    MODES = {"lab": _lab, "runs": _runs, "exercises": _exercises, "doctor": _doctor}
+    DEFAULT_MODE = "lab"
+    COMMAND_PALETTE_BINDING = "colon"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        Binding("l", "section('lab')", "Lab", tooltip="the versions and the config form"),
+        Binding("r", "section('runs')", "Runs", tooltip="the run store; mark two runs to compare"),
+        Binding("x", "section('exercises')", "Exercises", tooltip="guided scenarios"),
+        Binding("d", "section('doctor')", "Doctor", tooltip="environment and profiler availability"),
+        Binding("w", "watch_live", "Watch live", tooltip="reattach to the newest running run"),
+        Binding("question_mark,h", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit", tooltip="quit the lab; runs keep going"),
+    ]
+
+    #: The doctor report once collected (None until then); the Lab and Doctor screens watch it.
+    doctor_report: var[dict[str, Any] | None] = var(None)
+    doctor_error: var[str | None] = var(None)
+    #: info() of the runs that were running when last scanned.
+    live_runs: var[list[dict[str, Any]]] = var(list)
+
+    def __init__(self, backend: Backend, *, animate: bool = True) -> None:
+        super().__init__()
+        self.backend = backend
+        if not animate:
+            self.animation_level = "none"
+
+    # ------------------------------------------------------------------ start-up
+    def on_mount(self) -> None:
+        self.scan_live_runs()
+        self.collect_doctor()
+
+    @background("live-scan")
+    def scan_live_runs(self, announce: bool = True) -> None:
+        live = [info for info in self.backend.infos() if info["status"] == "running"]
+        self.call_from_thread(self._set_live, live, announce)
+
+    def _set_live(self, live: list[dict[str, Any]], announce: bool) -> None:
+        self.live_runs = live
+        if announce and live:
+            newest = live[-1]
+            more = f" (and {len(live) - 1} more: r lists them)" if len(live) > 1 else ""
+            self.notify(f"{newest['id']} ({newest['version']}) is still running{more}. Press w to watch it.",
+                        title="Live runs")
+
+    @background("doctor")
+    def collect_doctor(self) -> None:
+        try:
+            report = self.backend.doctor()
+        except Exception as exc:  # a broken probe must not take the lab down; the screens say why
+            self.call_from_thread(setattr, self, "doctor_error", _describe(exc))
+            return
+        self.call_from_thread(setattr, self, "doctor_report", report)
+
+    # -------------------------------------------------------------- navigation
+    async def action_section(self, mode: str) -> None:
+        if self.current_mode == mode:
+            while len(self.screen_stack) > 1:
+                await self.pop_screen()
+        else:
+            await self.switch_mode(mode)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "section" and parameters and parameters[0] == self.current_mode:
+            return len(self.screen_stack) > 1
+        if action == "watch_live":
+            return bool(self.live_runs)
+        return True
+
+    def action_watch_live(self) -> None:
+        if self.live_runs:
+            self.open_run(self.live_runs[-1]["id"])
+        else:
+            self.notify("No run is running. Launch one from the Lab (l, then enter).")
+
+    def action_help(self) -> None:
+        from tinylab.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def open_run(self, run_id: str) -> None:
+        from tinylab.tui.screens.run import RunScreen
+
+        self.push_screen(RunScreen(run_id))
+
+    def open_hotspots(self, run_id: str) -> None:
+        from tinylab.tui.screens.hotspots import HotspotsScreen
+
+        self.push_screen(HotspotsScreen(run_id))
+
+    def open_compare(self, a_id: str, b_id: str) -> None:
+        from tinylab.tui.screens.compare import CompareScreen
+
+        self.push_screen(CompareScreen(a_id, b_id))
+
+    def open_exercise(self, scenario_id: str) -> None:
+        from tinylab.tui.screens.exercises import StepScreen
+
+        self.push_screen(StepScreen(scenario_id))
+
+    # ------------------------------------------------------------------ errors
+    def report_error(self, error: BaseException | str, *, title: str = "Error") -> None:
+        """The one place failures become visible: a notification, and the traceback in the log."""
+        if isinstance(error, BaseException) and not isinstance(error, UserError):
+            self.log.error("".join(traceback.format_exception(error)))
+        self.notify(_describe(error), title=title, severity="error", timeout=10)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.report_error(event.worker.error)
+
+    # --------------------------------------------------------- command palette
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every key-bound action of the app and of the current screen, plus Textual's own."""
+        seen: set[str] = set()
+        for node, binding in [(screen, b) for b in _bindings(screen)] + [(self, b) for b in _bindings(self)]:
+            if not binding.description or binding.action in seen:
+                continue
+            if node.check_action(*_split_action(binding.action)) is False:
+                continue
+            seen.add(binding.action)
+            key = binding.key_display or binding.key.split(",")[0]
+            yield SystemCommand(binding.description, f"key: {key}. {binding.tooltip}".strip(),
+                                partial(self.run_action, binding.action, node))
+        yield from super().get_system_commands(screen)
+
+
+def _bindings(node: Any) -> list[Binding]:
+    return [b for b in getattr(type(node), "BINDINGS", []) if isinstance(b, Binding)]
+
+
+def _split_action(action: str) -> tuple[str, tuple[object, ...]]:
+    from textual.actions import parse
+
+    _, name, params = parse(action)
+    return name, params
+
+
+def _describe(error: BaseException | str) -> str:
+    if isinstance(error, str):
+        return error
+    if isinstance(error, UserError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def create_app(
+    runs_dir: str | Path | None = None,
+    *,
+    clock: Callable[[], float] | None = None,
+    doctor: dict[str, Any] | None = None,
+    scenarios: list[Any] | None = None,
+    poll_s: float = 0.3,
+    animate: bool = True,
+) -> TinyLabApp:
+    """The app for a run store; tests pass a frozen clock, a fake doctor report and scenarios."""
+    backend = Backend(runs_dir, clock=clock or time.time, doctor_result=doctor,
+                      scenarios_override=scenarios, poll_s=poll_s)
+    return TinyLabApp(backend, animate=animate)
+
+
+def run_app(runs_dir: str | Path | None = None) -> int:
+    app = create_app(runs_dir)
+    app.run()
+    live = [info["id"] for info in app.backend.infos() if info["status"] == "running"]
+    if live:
+        print(f"tinylab: {len(live)} run(s) still running ({', '.join(live)}); "
+              "`tinylab` reattaches, `tinylab runs` lists them")
+    return app.return_code or 0

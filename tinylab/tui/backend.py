@@ -1,0 +1,115 @@
+"""The lab's only door to the engine: the run store, the launcher, doctor, hotspots, compare, exercises.
+
+Every method blocks (file scans, psutil, pandas, subprocesses), so screens call them from thread
+workers and only render the results. The app and the tests build one Backend each; tests inject a
+fake doctor result, fixed scenarios and a frozen clock here instead of patching modules.
+
+Modules written alongside the lab (doctor, hotspots, compare, exercises) are imported when first
+used: a missing one becomes a `Missing` error that the screen shows in place, never a crash.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tinylab.errors import UserError
+from tinylab.runs.store import Run, RunStore
+
+
+class Missing(UserError):
+    """A part of tinylab that this build does not have (yet)."""
+
+
+def optional_module(name: str, what: str):
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise Missing(f"{what} is not available yet ({name}: {exc})") from None
+
+
+@dataclass
+class Backend:
+    runs_dir: Path | str | None = None
+    clock: Callable[[], float] = time.time
+    doctor_result: dict[str, Any] | None = None
+    scenarios_override: list[Any] | None = None
+    poll_s: float = 0.3
+    _doctor_cache: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.store = RunStore(self.runs_dir)
+
+    # ------------------------------------------------------------------ runs
+    def run(self, run_id: str) -> Run:
+        return self.store.resolve(run_id)
+
+    def infos(self) -> list[dict[str, Any]]:
+        """info() of every run, oldest first; a run whose folder vanished mid-scan is skipped."""
+        out = []
+        for run in self.store.list():
+            try:
+                out.append(run.info())
+            except OSError:
+                continue
+        return out
+
+    def launch(self, cfg) -> Run:
+        from tinylab.runs.launcher import launch
+
+        return launch(self.store, cfg)
+
+    def cancel(self, run_id: str) -> bool:
+        from tinylab.runs.launcher import cancel
+
+        return cancel(self.run(run_id))
+
+    # ---------------------------------------------------------------- doctor
+    def doctor(self) -> dict[str, Any]:
+        """`tinylab doctor --json`, once per app.
+
+        In a child process: doctor imports torch and deepspeed to probe them, which would cost
+        the lab seconds of GIL time and hundreds of MB for the rest of its life.
+        """
+        if self.doctor_result is not None:
+            return self.doctor_result
+        if self._doctor_cache is None:
+            optional_module("tinylab.doctor", "doctor")
+            proc = subprocess.run([sys.executable, "-m", "tinylab", "doctor", "--json"], capture_output=True,
+                                  text=True, timeout=300, stdin=subprocess.DEVNULL)
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+                raise UserError(f"tinylab doctor failed: {last}")
+            self._doctor_cache = json.loads(proc.stdout)
+        return self._doctor_cache
+
+    # -------------------------------------------------------------- analysis
+    def kernel_table(self, run_id: str):
+        """(DataFrame, format) of the run's newest kernel table, or None."""
+        hotspots = optional_module("tinylab.analysis.hotspots", "the hotspot table")
+        return hotspots.load_run_kernel_table(self.run(run_id).dir)
+
+    def compare(self, a_id: str, b_id: str) -> dict[str, Any]:
+        compare = optional_module("tinylab.analysis.compare", "run comparison")
+        return compare.compare_runs(self.run(a_id), self.run(b_id))
+
+    # ------------------------------------------------------------- exercises
+    def exercises(self):
+        return optional_module("tinylab.exercises", "the guided exercises")
+
+    def scenarios(self) -> list[Any]:
+        if self.scenarios_override is not None:
+            return self.scenarios_override
+        return self.exercises().load_scenarios()
+
+    def scenario(self, scenario_id: str):
+        for scenario in self.scenarios():
+            if scenario.id == scenario_id:
+                return scenario
+        raise UserError(f"no exercise {scenario_id!r}")

@@ -1,0 +1,119 @@
+"""Incremental readers behind the Run screen: output.log in chunks and events.jsonl, plus status.
+
+Called from a thread worker; nothing here touches Textual. The log reader works on raw chunks,
+not readline: a progress bar that only ever writes "\\r" produces one "line" of megabytes, and a
+run that floods its log must cost the UI a bounded amount per poll however far behind it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinylab.events import EVENTS_FILE, EventTail
+from tinylab.runs.store import TERMINAL, Run
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_NEWLINE = re.compile(rb"\r\n|\r|\n")
+
+
+def clean_line(text: str, limit: int) -> str:
+    """A log line as a terminal widget can show it: no escape sequences or control bytes, capped."""
+    text = _CONTROL.sub("", _ANSI.sub("", text)).expandtabs(4)
+    if len(text) > limit:
+        return f"{text[:limit]} …(+{len(text) - limit:,} chars)"
+    return text
+
+
+@dataclass
+class LogTail:
+    """New lines of a growing text file, at most `backlog` bytes behind its end.
+
+    On the first poll, and whenever the reader falls more than `backlog` behind (a flood), the
+    skipped part is replaced by one marker line, so each poll reads a bounded amount.
+    """
+
+    path: Path
+    backlog: int = 256 * 1024
+    max_line: int = 64 * 1024
+    line_limit: int = 2000
+    offset: int = 0
+    _partial: bytes = b""
+
+    def poll(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as fh:
+                size = fh.seek(0, 2)
+                if size < self.offset:  # truncated or replaced: start over
+                    self.offset, self._partial = 0, b""
+                lines: list[str] = []
+                if size - self.offset > self.backlog:
+                    skipped = size - self.backlog - self.offset
+                    lines.append(f"… {skipped / 2**20:,.1f} MB of earlier output skipped (full log: {self.path})")
+                    self.offset, self._partial = size - self.backlog, b""
+                    fh.seek(self.offset)
+                    fh.readline()  # resume at a line start
+                    self.offset = fh.tell()
+                fh.seek(self.offset)
+                data = fh.read(size - self.offset)
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        return lines + self._split(data)
+
+    def _split(self, data: bytes) -> list[str]:
+        buf = self._partial + data
+        pieces = _NEWLINE.split(buf)
+        rest = pieces.pop()
+        if buf.endswith(b"\r") and pieces:  # "\r" may be the first half of a "\r\n" still to come
+            rest = pieces.pop() + b"\r"
+        if len(rest) > self.max_line:
+            pieces.append(rest)
+            rest = b""
+        self._partial = rest
+        return [clean_line(p.decode("utf-8", errors="replace"), self.line_limit) for p in pieces]
+
+    def flush(self) -> list[str]:
+        """The unterminated last line, once the writer is gone."""
+        rest, self._partial = self._partial.rstrip(b"\r"), b""
+        return [clean_line(rest.decode("utf-8", errors="replace"), self.line_limit)] if rest else []
+
+
+@dataclass
+class FeedUpdate:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    status: str = "running"
+    info: dict[str, Any] | None = None  # Run.info(): with the first update and the last
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.lines or self.info)
+
+    @property
+    def ended(self) -> bool:
+        return self.status in TERMINAL
+
+
+class RunFeed:
+    """What changed in one run since the last poll; the first and the final update carry info()."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.events = EventTail(run.dir / EVENTS_FILE)
+        self.log = LogTail(run.output_log)
+        self.first = True
+
+    def poll(self) -> FeedUpdate:
+        alive = self.run.is_alive()  # checked first: once it is gone, every write is on disk
+        update = FeedUpdate(self.events.poll(), self.log.poll())
+        if not alive:
+            update.lines += self.log.flush()
+        if self.first or not alive:
+            info = self.run.info()
+            update.info = info
+            update.status = info["status"] if not alive else "running"
+            self.first = False
+        return update

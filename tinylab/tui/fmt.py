@@ -1,0 +1,41 @@
+"""Small text formats the screens share (durations, ages, numbers, run ids)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def duration(seconds: float | None) -> str:
+    """0:07, 12:03, 1:02:03; "-" when unknown."""
+    if seconds is None or not math.isfinite(seconds) or seconds < 0:
+        return "-"
+    seconds = int(round(seconds))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def age(then: float | None, now: float) -> str:
+    """How long ago, in the largest unit that fits: 45s, 3m, 5h, 2d."""
+    if not then:
+        return "-"
+    delta = max(0.0, now - then)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if delta >= size:
+            return f"{int(delta // size)}{unit}"
+    return f"{int(delta)}s"
+
+
+def number(value: Any, spec: str = ",.1f") -> str:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "-"
+    return format(value, spec)
+
+
+def short_id(run_id: str) -> str:
+    """"20261126-030223-88a3" -> "1126-0302-88a3": month-day, hour-minute and the random tail."""
+    parts = run_id.split("-")
+    if len(parts) == 3 and len(parts[0]) == 8 and len(parts[1]) == 6:
+        return f"{parts[0][4:]}-{parts[1][:4]}-{parts[2]}"
+    return run_id

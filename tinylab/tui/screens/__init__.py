@@ -1,0 +1,1 @@
+"""One module a screen; each is imported when first shown (see tinylab/tui/app.py)."""

@@ -1,0 +1,32 @@
+"""What every lab screen shares: the backend, the header and footer, and worker error reporting."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.screen import Screen
+from textual.worker import Worker, WorkerState
+
+from tinylab.tui.backend import Backend
+
+
+def background(group: str):
+    """A thread worker, one at a time per group, whose exception is reported, not fatal."""
+    return work(thread=True, exclusive=True, group=group, exit_on_error=False)
+
+
+class BaseScreen(Screen):
+    #: The section title shown in the header.
+    TITLE = ""
+
+    @property
+    def backend(self) -> Backend:
+        return self.app.backend  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.title = "tinylab"
+        self.sub_title = self.TITLE
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Workers never crash the app: their exceptions land in the app's one error handler."""
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.app.report_error(event.worker.error)  # type: ignore[attr-defined]

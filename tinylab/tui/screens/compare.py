@@ -1,0 +1,120 @@
+"""Compare: two runs A/B, laid out from tinylab.analysis.compare.compare_runs (the CLI's numbers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.charts import BarChart
+from tinylab.tui.widgets.panes import Pane, Panes
+
+#: Metrics drawn in the A/B bar chart, as B relative to A.
+CHART_KEYS = ("samples_per_s", "step_ms_median", "fwd_ms_median", "bwd_ms_median", "opt_ms_median", "peak_mem_mb")
+
+
+class CompareScreen(BaseScreen):
+    TITLE = "Compare"
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("t", "next_pane", "Next panel"),
+        Binding("s", "swap", "Swap A/B"),
+    ]
+
+    def __init__(self, a_id: str, b_id: str) -> None:
+        super().__init__()
+        self.a_id, self.b_id = a_id, b_id
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="▲")
+        yield Static("Comparing…", id="cmp-head")
+        with Panes(id="cmp-panes"):
+            with Pane(title="Metrics", id="metrics-pane"):
+                yield DataTable(id="metrics", cursor_type="row", zebra_stripes=True)
+                yield Static(id="cmp-notes")
+            yield Pane(BarChart("B relative to A (A = 1)", id="cmp-chart"), title="Chart", id="chart-pane")
+            with Pane(title="Kernels", id="kernels-pane"):
+                yield DataTable(id="kernel-diff", cursor_type="row", zebra_stripes=True)
+                yield VerticalScroll(Static(id="kernel-notes"), id="kernel-notes-box")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "Compare A/B"
+        metrics = self.query_one("#metrics", DataTable)
+        metrics.add_columns("metric", "A", "B", "B/A", "")
+        kernels = self.query_one("#kernel-diff", DataTable)
+        kernels.add_columns("A time", "B time", "B/A", "calls A→B", "kernel")
+        self.load()
+
+    @background("compare")
+    def load(self) -> None:
+        result = self.backend.compare(self.a_id, self.b_id)
+        self.app.call_from_thread(self._show, result)
+
+    def _show(self, result: dict[str, Any]) -> None:
+        from tinylab.analysis.compare import metric_rows
+
+        a, b = result["a"], result["b"]
+        head = Text()
+        for side, info in (("A", a), ("B", b)):
+            head.append(f"{side} ", style="bold reverse")
+            head.append(f" {info['id']} ", style="bold")
+            head.append(f"{info['version']} {info['key_config']} {info['device'] or ''} {info['status']}\n")
+        diff = [d for d in result["config_diff"] if d["key"] != "label"]
+        if diff:
+            head.append("differs: " + ", ".join(f"{d['key']} {d['a']}→{d['b']}" for d in diff), style="dim")
+        self.query_one("#cmp-head", Static).update(head)
+
+        table = self.query_one("#metrics", DataTable)
+        table.clear()
+        for label, va, vb, ratio, verdict in metric_rows(result):
+            table.add_row(label, Text(va, justify="right"), Text(vb, justify="right"), Text(ratio, justify="right"),
+                          Text(verdict, style="bold" if verdict else ""))
+        notes = Text()
+        for note in result["notes"]:
+            notes.append(f"• {note}\n")
+        self.query_one("#cmp-notes", Static).update(notes)
+
+        ratios = {m["key"]: m for m in result["metrics"] if m["key"] in CHART_KEYS and m["ratio"] is not None}
+        labels = [ratios[k]["label"] for k in CHART_KEYS if k in ratios]
+        self.query_one("#cmp-chart", BarChart).set_bars(
+            labels, {"A": [1.0] * len(labels), "B": [ratios[k]["ratio"] for k in CHART_KEYS if k in ratios]},
+            empty="no metric is known for both runs")
+        self._show_kernels(result.get("kernel_diff"))
+
+    def _show_kernels(self, diff: dict[str, Any] | None) -> None:
+        from tinylab.analysis.compare import kernel_rows
+
+        table = self.query_one("#kernel-diff", DataTable)
+        table.clear()
+        notes = Text()
+        if diff is None:
+            table.display = False
+            notes.append("No kernel diff: both runs need a kernel table (launch them with a profiler, "
+                         "e.g. pytorch).")
+        else:
+            for name, ta, tb, ratio, calls in kernel_rows(diff):
+                table.add_row(Text(ta, justify="right"), Text(tb, justify="right"), Text(ratio, justify="right"),
+                              calls, name)
+            for title, key in (("only in B (appeared)", "appeared"), ("only in A (disappeared)", "disappeared")):
+                if diff[key]:
+                    notes.append(f"{title}: ", style="bold")
+                    notes.append(", ".join(k["name"] for k in diff[key][:8]) + "\n")
+        self.query_one("#kernel-notes", Static).update(notes)
+
+    def action_next_pane(self) -> None:
+        self.query_one("#cmp-panes", Panes).show_next()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_pane":
+            return self.screen.has_class("-narrow")
+        return True
+
+    def action_swap(self) -> None:
+        self.a_id, self.b_id = self.b_id, self.a_id
+        self.load()

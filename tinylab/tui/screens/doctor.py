@@ -1,0 +1,95 @@
+"""Doctor: the environment and which profilers work here, with the fix for each missing one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Static
+
+from tinylab.tui.screens.base import BaseScreen
+
+
+def _pairs(data: Any) -> str:
+    if isinstance(data, dict):
+        return ", ".join(f"{k} {v}" for k, v in data.items() if v not in (None, "", [], {}))
+    return str(data)
+
+
+class DoctorScreen(BaseScreen):
+    TITLE = "Doctor"
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="▲")
+        yield Static("Checking the environment and the profilers…", id="env")
+        yield DataTable(id="profilers", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="fix-box"):
+            yield Static(id="fix")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#profilers", DataTable)
+        table.add_column("profiler", key="name")
+        table.add_column("kind", key="kind")
+        table.add_column("status", key="status")
+        table.add_column("version", key="version")
+        table.add_column("why not", key="reason")
+        self.watch(self.app, "doctor_report", self._show)
+        self.watch(self.app, "doctor_error", self._show_error)
+
+    def _show_error(self, error: str | None) -> None:
+        if error is not None:
+            self.query_one("#env", Static).update(Text.assemble(("doctor failed: ", "bold"), error))
+
+    def _show(self, report: dict[str, Any] | None) -> None:
+        if report is None:
+            return
+        env = Text()
+        env.append("os ", style="bold")
+        env.append(f"{_pairs(report.get('os'))}   ")
+        env.append("python ", style="bold")
+        env.append(f"{_pairs(report.get('python'))}\n")
+        env.append("gpu ", style="bold")
+        env.append(_pairs(report["gpu"]) if report.get("gpu") else "none visible: CPU runs only (GPU profilers are unavailable)")
+        env.append("\npackages ", style="bold")
+        env.append(", ".join(f"{k} {v or 'missing'}" for k, v in (report.get("packages") or {}).items()))
+        self.query_one("#env", Static).update(env)
+        table = self.query_one("#profilers", DataTable)
+        table.clear()
+        for name, entry in (report.get("profilers") or {}).items():
+            ok = entry.get("available")
+            table.add_row(
+                Text(name, style="bold"),
+                entry.get("kind") or "",
+                Text("✓ available" if ok else "✗ missing", style="bold" if ok else "reverse"),
+                entry.get("version") or "",
+                entry.get("reason") or "",
+                key=name,
+            )
+        self._show_fix()
+
+    @on(DataTable.RowHighlighted, "#profilers")
+    def _show_fix(self) -> None:
+        report = self.app.doctor_report  # type: ignore[attr-defined]
+        table = self.query_one("#profilers", DataTable)
+        if not report or not table.row_count:
+            return
+        name = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        entry = (report.get("profilers") or {}).get(name) or {}
+        text = Text()
+        if entry.get("available"):
+            text.append(f"{name} is available", style="bold")
+            text.append(f" ({entry.get('kind')}): tick it in the Lab's profile row.")
+        else:
+            text.append(f"{name}: {entry.get('reason') or 'not available'}\n", style="bold")
+            text.append(f"fix: {entry.get('fix') or '-'}")
+        missing = [(n, e) for n, e in (report.get("profilers") or {}).items() if not e.get("available") and n != name]
+        if missing:
+            text.append("\n\nother missing profilers\n", style="bold")
+            for other, e in missing:
+                text.append(f"{other}: ", style="bold")
+                text.append(f"{e.get('fix') or '-'}\n")
+        self.query_one("#fix", Static).update(text)

@@ -1,0 +1,283 @@
+"""Hotspots: a run's normalized kernel table, sorted and filtered, by category, with its artifacts.
+
+The table is loaded and narrowed with pandas in a worker (tinylab.analysis.hotspots does the
+reading and the summary); the DataTable only ever holds the top N rows, because painting
+tens of thousands of rows takes seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.timer import Timer
+from textual.widgets import DataTable, Footer, Header, Input, Static
+
+from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.charts import BarChart
+from tinylab.tui.widgets.panes import Pane, Panes
+
+#: Sortable columns: key -> (header, descending first).
+SORTS = {
+    "total_ns": ("total", True),
+    "pct": ("share", True),
+    "calls": ("calls", True),
+    "avg_ns": ("avg", True),
+    "min_ns": ("min", True),
+    "max_ns": ("max", True),
+    "category": ("category", False),
+    "name": ("name", False),
+}
+NARROW_HIDDEN = ("min_ns", "max_ns")
+TOPS = (20, 50, 100, 500)
+
+#: How to look at an artifact, by the end of its file name.
+OPEN_WITH = (
+    ((".json.gz", ".json", ".pftrace", ".proto"), "timeline: open https://ui.perfetto.dev and drag the file in "
+                                                  "(copy it to your laptop first on a remote node)"),
+    ((".nsys-rep", ".qdrep"), "timeline: `nsys-ui FILE`, or `nsys stats FILE` in a terminal"),
+    ((".ncu-rep",), "kernel details: `ncu-ui FILE`, or `ncu --import FILE --page details`"),
+    ((".db", ".sqlite"), "rocpd database: `tinylab hotspots FILE`, or `rocpd` / sqlite3"),
+    ((".csv",), "table: `tinylab hotspots FILE` (any profiler output works)"),
+    ((".txt", ".md", ".log"), "text: `less FILE`"),
+    ((".html",), "report: open in a browser"),
+)
+
+
+def open_hint(path: str) -> str:
+    lowered = path.lower()
+    for suffixes, hint in OPEN_WITH:
+        if lowered.endswith(suffixes):
+            return hint
+    return "`tinylab hotspots FILE` reads most profiler outputs"
+
+
+class HotspotsScreen(BaseScreen):
+    TITLE = "Hotspots"
+    AUTO_FOCUS = "#kernels"
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="filter kernels by name"),
+        Binding("c", "category", "Category", tooltip="show one category at a time, then all again"),
+        Binding("s", "sort", "Sort", tooltip="sort by the next column (S: reverse)"),
+        Binding("S", "reverse", "Reverse", show=False),
+        Binding("n", "top", "Top N", tooltip="how many kernels to list"),
+        Binding("t", "next_pane", "Next panel"),
+    ]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.table: Any = None  # the full kernel table (a pandas DataFrame), once loaded
+        self.summary: dict[str, Any] | None = None
+        self.sort_key = "total_ns"
+        self.descending = True
+        self.category: str | None = None
+        self.top = TOPS[0]
+        self.needle = ""
+        self.shown: list[dict[str, Any]] = []
+        self._debounce: Timer | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="▲")
+        yield Static("Loading the kernel table…", id="hot-head")
+        with Horizontal(id="hot-controls"):
+            yield Input(placeholder="/ filter by name", compact=True, id="hot-filter")
+            yield Static(id="hot-state")
+        with Panes(id="hot-panes"):
+            with Pane(title="Kernels", id="kernels-pane"):
+                yield DataTable(id="kernels", cursor_type="row", zebra_stripes=True)
+                yield Static(id="kernel-name")
+            yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Categories",
+                       id="categories-pane")
+            yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"Hotspots {self.run_id}"
+        self.load()
+
+    # ------------------------------------------------------------------ data
+    @background("load")
+    def load(self) -> None:
+        info = self.backend.run(self.run_id).info()
+        self.app.call_from_thread(self._show_artifacts, info)
+        loaded = self.backend.kernel_table(self.run_id)
+        if loaded is None:
+            self.app.call_from_thread(self._no_table, info)
+            return
+        from tinylab.analysis.hotspots import summarize
+
+        table, fmt = loaded
+        self.table = table
+        summary = summarize(table, None, None, fmt=fmt)
+        self.app.call_from_thread(self._loaded, summary)
+        self._select()
+
+    def _select(self) -> None:
+        """Filter, sort and cut the table (in the worker that calls it)."""
+        table = self.table
+        if self.category:
+            table = table[table["category"] == self.category]
+        if self.needle:
+            table = table[table["name"].str.contains(self.needle, case=False, regex=False)]
+        matched = len(table)
+        table = table.sort_values(self.sort_key, ascending=not self.descending, na_position="last", kind="stable")
+        rows = table.head(self.top).to_dict("records")
+        self.app.call_from_thread(self._show_rows, rows, matched)
+
+    @background("select")
+    def reselect(self) -> None:
+        if self.table is not None:
+            self._select()
+
+    def _loaded(self, summary: dict[str, Any]) -> None:
+        from tinylab.analysis.hotspots import format_ns
+
+        self.summary = summary
+        head = Text()
+        head.append(f"{self.run_id} ", style="bold")
+        total = f", {format_ns(summary['total_ns'])} of kernel time" if summary["total_ns"] is not None else ""
+        head.append(f"[{summary['format']}] {summary['kernel_count']} kernels{total}")
+        if summary.get("note"):
+            head.append(f"\n{summary['note']}", style="dim")
+        self.query_one("#hot-head", Static).update(head)
+        cats = summary["categories"]
+        labels = [c for c in cats if cats[c]["pct"] is not None]
+        self.query_one("#categories", BarChart).set_bars(
+            labels, {"share %": [round(cats[c]["pct"], 1) for c in labels]}, empty="no durations in this table")
+
+    def _no_table(self, info: dict[str, Any]) -> None:
+        profilers = ", ".join(info["config"].get("profilers") or []) or "none"
+        self.query_one("#hot-head", Static).update(Text.assemble(
+            (f"{self.run_id}: no kernel table. ", "bold"),
+            f"Profilers of this run: {profilers}. Launch a run with a profiler ticked in the Lab "
+            "(pytorch works on any machine) to get one."))
+
+    def _show_rows(self, rows: list[dict[str, Any]], matched: int) -> None:
+        from tinylab.analysis.hotspots import display_name, format_ns
+
+        narrow = self.screen.has_class("-narrow")
+        columns = [k for k in ("total_ns", "pct", "calls", "avg_ns", "min_ns", "max_ns", "category", "name")
+                   if not (narrow and k in NARROW_HIDDEN)]
+        table = self.query_one("#kernels", DataTable)
+        table.clear(columns=True)
+        for key in columns:
+            label, _ = SORTS[key]
+            if key == self.sort_key:
+                label += " ▼" if self.descending else " ▲"
+            table.add_column(label, key=key)
+        for i, row in enumerate(rows):
+            cells = []
+            for key in columns:
+                value = row[key]
+                if key.endswith("_ns"):
+                    cells.append(Text(format_ns(value), justify="right"))
+                elif key == "pct":
+                    cells.append(Text("-" if value != value else f"{value:.1f}%", justify="right"))
+                elif key == "calls":
+                    cells.append(Text(f"{value:,}", justify="right"))
+                elif key == "name":
+                    cells.append(display_name(value))
+                else:
+                    cells.append(value)
+            table.add_row(*cells, key=str(i))
+        self.shown = rows
+        state = f"{len(rows)} of {matched}" + (f" matching" if self.needle or self.category else "")
+        state += f" · top {self.top} · category {self.category or 'all'} · sort {SORTS[self.sort_key][0]}"
+        self.query_one("#hot-state", Static).update(state)
+        self._show_name()
+
+    @on(DataTable.RowHighlighted, "#kernels")
+    def _show_name(self) -> None:
+        table = self.query_one("#kernels", DataTable)
+        widget = self.query_one("#kernel-name", Static)
+        if not self.shown or not table.row_count:
+            widget.update(Text("no kernels match", style="dim") if self.table is not None else "")
+            return
+        row = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        widget.update(Text.assemble((f"{row['category']}: ", "bold"), row["name"]))
+
+    @on(DataTable.HeaderSelected, "#kernels")
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        key = event.column_key.value
+        if key == self.sort_key:
+            self.descending = not self.descending
+        else:
+            self.sort_key, self.descending = key, SORTS[key][1]
+        self.reselect()
+
+    def _show_artifacts(self, info: dict[str, Any]) -> None:
+        text = Text()
+        if not info["profiles"]:
+            text.append("No profiler artifacts: this run was not profiled.", style="dim")
+        for prof in info["profiles"]:
+            text.append(f"{prof.get('tool')}", style="bold")
+            if prof.get("note"):
+                text.append(f"  {prof['note']}", style="dim")
+            text.append("\n")
+            for name, rel in (prof.get("artifacts") or {}).items():
+                path = Path(rel) if Path(rel).is_absolute() else Path(info["dir"]) / rel
+                text.append(f"  {name}\n", style="bold")
+                text.append(f"    {path}\n")
+                text.append(f"    {open_hint(str(path)).replace('FILE', str(path))}\n", style="dim")
+        self.query_one("#artifacts", Static).update(text)
+
+    # ---------------------------------------------------------------- actions
+    def action_back(self) -> None:
+        if self.focused is self.query_one("#hot-filter", Input):
+            self.query_one("#kernels", DataTable).focus()
+        else:
+            self.app.pop_screen()
+
+    def action_filter(self) -> None:
+        self.query_one("#hot-panes", Panes).show("kernels-pane")
+        self.query_one("#hot-filter", Input).focus()
+
+    @on(Input.Changed, "#hot-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value.strip()
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(0.2, self.reselect)
+
+    @on(Input.Submitted, "#hot-filter")
+    def _filter_done(self) -> None:
+        self.query_one("#kernels", DataTable).focus()
+
+    def action_category(self) -> None:
+        cats = list((self.summary or {}).get("categories") or {})
+        if not cats:
+            return
+        order = [None, *cats]
+        self.category = order[(order.index(self.category) + 1) % len(order)] if self.category in order else None
+        self.reselect()
+
+    def action_sort(self) -> None:
+        keys = list(SORTS)
+        if self.screen.has_class("-narrow"):
+            keys = [k for k in keys if k not in NARROW_HIDDEN]
+        self.sort_key = keys[(keys.index(self.sort_key) + 1) % len(keys)] if self.sort_key in keys else keys[0]
+        self.descending = SORTS[self.sort_key][1]
+        self.reselect()
+
+    def action_reverse(self) -> None:
+        self.descending = not self.descending
+        self.reselect()
+
+    def action_top(self) -> None:
+        self.top = TOPS[(TOPS.index(self.top) + 1) % len(TOPS)] if self.top in TOPS else TOPS[0]
+        self.reselect()
+
+    def action_next_pane(self) -> None:
+        self.query_one("#hot-panes", Panes).show_next()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_pane":
+            return self.screen.has_class("-narrow")
+        return True

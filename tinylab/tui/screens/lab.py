@@ -1,0 +1,345 @@
+"""Lab (home): pick a version, set the config, toggles and profilers, and launch with one key.
+
+The form builds a RunConfig and validates it with RunConfig.validate() on every change: the
+flags its one-line message names are the fields flagged red, so the form never re-implements
+a rule. Toggles a version does not support, and profilers `doctor` finds missing, stay focusable
+so that focusing one says why it is off.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.actions import SkipAction
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Header, Label, OptionList, Select, Static
+from textual.widgets._select import SelectOverlay
+from textual.widgets.option_list import Option as ListOption
+
+from tinylab.config import DEVICES, PRECISIONS, PROFILERS, TOGGLE_HELP, TOGGLES, VERSIONS, ConfigError, RunConfig
+from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.form import NumberInput, Option
+
+#: Form fields: RunConfig attribute -> label.
+NUMBERS = {
+    "batch_size": "batch",
+    "seq_len": "seq",
+    "hidden_dim": "hidden",
+    "num_layers": "layers",
+    "num_heads": "heads",
+    "num_kv_heads": "kv",
+    "num_steps": "steps",
+    "warmup_steps": "warm-up",
+}
+NUMBER_HELP = {
+    "batch_size": "sequences per step",
+    "seq_len": "tokens per sequence",
+    "hidden_dim": "model width; heads must divide it",
+    "num_layers": "transformer blocks",
+    "num_heads": "attention heads; must divide hidden",
+    "num_kv_heads": "key/value heads (grouped-query attention); must divide heads",
+    "num_steps": "training steps",
+    "warmup_steps": "steps left out of the summary's medians; fewer than steps",
+}
+TOGGLE_LABELS = {
+    "qkv_fusion": "QKV",
+    "sdpa": "SDPA",
+    "swiglu_fusion": "SwiGLU",
+    "torch_compile": "compile",
+    "cuda_graph": "graph",
+}
+_FLAG = re.compile(r"--([a-z][a-z-]*)")
+
+
+def flags_in(message: str) -> set[str]:
+    """RunConfig fields named as --flags in a ConfigError message."""
+    return {m.replace("-", "_") for m in _FLAG.findall(message)}
+
+
+class LabScreen(BaseScreen):
+    TITLE = "Lab"
+    BINDINGS = [
+        Binding("enter", "launch", "Launch", priority=True, tooltip="validate the form and start the run"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = "v1"
+        self.last_runs: dict[str, dict[str, Any]] = {}
+        self.prefilled = False
+
+    # ----------------------------------------------------------------- layout
+    def compose(self) -> ComposeResult:
+        yield Header(icon="▲")
+        with VerticalScroll(id="lab-body"):
+            with Vertical(id="versions-box") as box:
+                box.border_title = "Versions"
+                box.border_subtitle = "last samples/s here"
+                yield OptionList(*[ListOption(self._version_row(v), id=v) for v in VERSIONS], id="versions")
+                yield Static(id="version-about")
+            with Vertical(id="form-box") as box:
+                box.border_title = "Config"
+                with Horizontal(classes="form-row"):
+                    yield Label("model", classes="row-label")
+                    for name in ("batch_size", "seq_len", "hidden_dim", "num_layers", "num_heads", "num_kv_heads"):
+                        yield from self._number(name)
+                with Horizontal(classes="form-row"):
+                    yield Label("train", classes="row-label")
+                    for name in ("num_steps", "warmup_steps"):
+                        yield from self._number(name)
+                    yield Label("precision", classes="field-label")
+                    yield Select([(p, p) for p in PRECISIONS], value="fp32", allow_blank=False, compact=True,
+                                 id="precision")
+                    yield Label("device", classes="field-label")
+                    yield Select([(d, d) for d in DEVICES], value="auto", allow_blank=False, compact=True,
+                                 id="device")
+                with Horizontal(classes="form-row"):
+                    yield Label("fusions", classes="row-label")
+                    for name, label in TOGGLE_LABELS.items():
+                        yield Option(label, name=name, help=f"{label}: {TOGGLE_HELP[name]}", id=f"toggle-{name}")
+                for i, names in enumerate((PROFILERS[:4], PROFILERS[4:])):
+                    with Horizontal(classes="form-row"):
+                        yield Label("" if i else "profile", classes="row-label")
+                        for name in names:
+                            yield Option(name, name=name, help=f"{name}: checking availability…",
+                                         id=f"profiler-{name}")
+            yield Static(id="hint")
+            yield Static(id="check")
+            yield Static(id="live")
+        yield Footer()
+
+    def _number(self, name: str):
+        yield Label(NUMBERS[name], classes="field-label")
+        yield NumberInput(getattr(RunConfig(), name), field=name, id=f"num-{name}", classes="number")
+
+    def on_mount(self) -> None:
+        self.query_one("#versions", OptionList).highlighted = 0
+        self._apply_version("v1", reset=True)
+        self.watch(self.app, "doctor_report", self._apply_doctor)
+        self.watch(self.app, "doctor_error", self._apply_doctor_error)
+        self.watch(self.app, "live_runs", self._show_live)
+        self.load_history()
+
+    def on_screen_resume(self) -> None:
+        if self.is_mounted:
+            self.load_history()
+
+    # ------------------------------------------------------------- run store
+    @background("history")
+    def load_history(self) -> None:
+        infos = self.backend.infos()
+        last: dict[str, dict[str, Any]] = {}
+        for info in infos:
+            if info["status"] == "finished" and info["version"] in VERSIONS:
+                last[info["version"]] = info
+        self.app.call_from_thread(self._show_history, last, infos[-1] if infos else None)
+
+    def _show_history(self, last: dict[str, dict[str, Any]], newest: dict[str, Any] | None) -> None:
+        self.last_runs = last
+        versions = self.query_one("#versions", OptionList)
+        for v in VERSIONS:
+            versions.replace_option_prompt(v, self._version_row(v))
+        if newest and not self.prefilled:
+            self._prefill(newest["config"])
+        self.prefilled = True
+        self._describe_version()
+
+    def _prefill(self, cfg: dict[str, Any]) -> None:
+        """Start from the newest run's config: the next run is usually that one with one change."""
+        try:
+            previous = RunConfig.from_dict(cfg)
+        except (ConfigError, TypeError):
+            return
+        for name in NUMBERS:
+            self.query_one(f"#num-{name}", NumberInput).value = str(getattr(previous, name))
+        self.query_one("#precision", Select).value = previous.precision
+        self.query_one("#device", Select).value = previous.device if previous.device in DEVICES else "auto"
+        if previous.version in VERSIONS:
+            self.query_one("#versions", OptionList).highlighted = list(VERSIONS).index(previous.version)
+            self._apply_version(previous.version, reset=True)
+            for name in TOGGLES:
+                if previous.version in TOGGLES[name]:
+                    self.query_one(f"#toggle-{name}", Option).value = bool(getattr(previous, name))
+        for name in PROFILERS:
+            box = self.query_one(f"#profiler-{name}", Option)
+            box.value = name in previous.profilers and box.why_not is None
+        self._validate()
+
+    def _version_row(self, version: str) -> Table:
+        grid = Table.grid(expand=True, padding=(0, 1))
+        grid.add_column(width=2, style="bold")
+        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        grid.add_column(justify="right", no_wrap=True)
+        info = self.last_runs.get(version)
+        sps = ((info or {}).get("summary") or {}).get("samples_per_s")
+        speed = Text(f"{sps:,.1f} on {info['device']}") if sps else Text("not run yet", style="dim")
+        grid.add_row(version, VERSIONS[version], speed)
+        return grid
+
+    def _describe_version(self) -> None:
+        info = self.last_runs.get(self.version)
+        text = Text(VERSIONS[self.version])
+        if info:
+            from tinylab.commands.runs import key_config
+
+            text.append(f"\nlast: {info['id']}  {key_config(info['config'])}", style="dim")
+        self.query_one("#version-about", Static).update(text)
+
+    # --------------------------------------------------------------- doctor
+    def _apply_doctor(self, report: dict[str, Any] | None) -> None:
+        if report is None:
+            return
+        profilers = report.get("profilers") or {}
+        for name in PROFILERS:
+            box = self.query_one(f"#profiler-{name}", Option)
+            entry = profilers.get(name)
+            if entry is None:
+                box.help = f"{name}: doctor does not know this profiler"
+                box.set_unavailable(None)
+            elif entry.get("available"):
+                version = f" {entry['version']}" if entry.get("version") else ""
+                box.help = f"{name}{version}: available ({entry.get('kind', '')})"
+                box.set_unavailable(None)
+            else:
+                box.set_unavailable(f"{name} is unavailable: {entry.get('reason') or 'not found'}."
+                                    f" Fix: {entry.get('fix') or 'see the Doctor screen (d)'}")
+        self._validate()
+
+    def _apply_doctor_error(self, error: str | None) -> None:
+        if error is None:
+            return
+        for name in PROFILERS:
+            self.query_one(f"#profiler-{name}", Option).help = f"{name}: availability unknown ({error})"
+
+    def _show_live(self, live: list[dict[str, Any]]) -> None:
+        widget = self.query_one("#live", Static)
+        if not live:
+            widget.update("")
+            return
+        newest = live[-1]
+        step = (newest.get("last_step") or {}).get("step")
+        total = (newest.get("config") or {}).get("num_steps")
+        progress = f" step {step + 1}/{total}" if step is not None else ""
+        more = f" (+{len(live) - 1} more)" if len(live) > 1 else ""
+        widget.update(Text.assemble(("● ", "bold"), f"running: {newest['id']} {newest['version']}{progress}{more}",
+                                    ("  w watches it", "dim")))
+
+    # ------------------------------------------------------------------ form
+    @on(OptionList.OptionHighlighted, "#versions")
+    def _version_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id and event.option.id != self.version:
+            self._apply_version(event.option.id, reset=True)
+
+    def _apply_version(self, version: str, *, reset: bool) -> None:
+        self.version = version
+        self.query_one("#form-box").border_title = f"{version} config"
+        for name, supported in TOGGLES.items():
+            box = self.query_one(f"#toggle-{name}", Option)
+            if version in supported:
+                box.set_unavailable(None)
+                if reset:
+                    box.value = supported[version]
+            else:
+                box.set_unavailable(f"{TOGGLE_LABELS[name]} ({TOGGLE_HELP[name]}) is a toggle of "
+                                    f"{', '.join(supported)}, not {version}")
+        self._describe_version()
+        self._validate()
+
+    def config(self) -> RunConfig:
+        """The form as a RunConfig; raises ConfigError naming the first bad field."""
+        values: dict[str, Any] = {"version": self.version}
+        for name in NUMBERS:
+            raw = self.query_one(f"#num-{name}", NumberInput).value.strip()
+            try:
+                values[name] = int(raw)
+            except ValueError:
+                raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {raw!r}") from None
+        values["precision"] = self.query_one("#precision", Select).value
+        values["device"] = self.query_one("#device", Select).value
+        for name, supported in TOGGLES.items():
+            box = self.query_one(f"#toggle-{name}", Option)
+            # the version's default stays None, so the engine resolves it (e.g. graphs off on a CPU)
+            if self.version in supported and box.value != supported[self.version]:
+                values[name] = box.value
+        values["profilers"] = [n for n in PROFILERS if self.query_one(f"#profiler-{n}", Option).value]
+        return RunConfig(**values).validate()
+
+    def _validate(self) -> RunConfig | None:
+        check = self.query_one("#check", Static)
+        for widget in self.query(".number"):
+            widget.remove_class("-invalid")
+        try:
+            cfg = self.config()
+        except ConfigError as exc:
+            for name in flags_in(str(exc)):
+                for widget in self.query(f"#num-{name}"):
+                    widget.add_class("-invalid")
+            check.update(Text.assemble(("✗ ", "bold"), str(exc)))
+            check.set_class(True, "-error")
+            return None
+        from tinylab.commands.runs import key_config
+
+        check.set_class(False, "-error")
+        check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved().to_dict())}",
+                                   (" · enter launches", "dim")))
+        return cfg
+
+    @on(NumberInput.Changed)
+    @on(Select.Changed)
+    @on(Option.Changed)
+    def _form_changed(self) -> None:
+        self._validate()
+
+    @on(NumberInput.Submitted)
+    def _submitted(self) -> None:
+        self.action_launch()
+
+    @on(Option.Focused)
+    def _option_focused(self, event: Option.Focused) -> None:
+        self._hint(event.option.why_not or event.option.help, warn=event.option.why_not is not None)
+
+    def on_descendant_focus(self, event) -> None:
+        widget = event.widget
+        if isinstance(widget, NumberInput):
+            self._hint(f"{NUMBERS[widget.field]}: {NUMBER_HELP[widget.field]}")
+        elif isinstance(widget, OptionList):
+            self._hint("↑/↓ picks a version; tab moves through the form; enter launches")
+        elif isinstance(widget, Select):
+            self._hint("space opens the list")
+
+    def _hint(self, text: str, *, warn: bool = False) -> None:
+        hint = self.query_one("#hint", Static)
+        hint.update(text)
+        hint.set_class(warn, "-warn")
+
+    # ---------------------------------------------------------------- launch
+    def action_launch(self) -> None:
+        if isinstance(self.focused, SelectOverlay):
+            raise SkipAction()
+        cfg = self._validate()
+        if cfg is None:
+            bad = next(iter(self.query(".number.-invalid")), None)
+            if bad is not None:
+                bad.focus()
+            self.app.bell()
+            return
+        self.launch(cfg)
+
+    @background("launch")
+    def launch(self, cfg: RunConfig) -> None:
+        from tinylab.commands._common import require_device
+
+        require_device(cfg)
+        run = self.backend.launch(cfg)
+        self.app.call_from_thread(self._launched, run.id)
+
+    def _launched(self, run_id: str) -> None:
+        self.app.scan_live_runs(announce=False)  # type: ignore[attr-defined]
+        self.app.open_run(run_id)  # type: ignore[attr-defined]
+

@@ -1,0 +1,308 @@
+"""Run: the live log, progress with ETA, and charts of one run; its summary or error at the end.
+
+A thread worker polls the run's files (tinylab/tui/feed.py) and posts what is new; this screen
+only appends to the log in batches and stores points, and a timer redraws the visible charts a
+few times a second. Leaving the screen stops the polling, never the run: the run is a detached
+process that the lab only reads.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import Footer, Header, Log, ProgressBar, Static
+from textual.worker import get_current_worker
+
+from tinylab.commands.runs import key_config
+from tinylab.tui.feed import FeedUpdate, RunFeed
+from tinylab.tui.fmt import duration, number
+from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.charts import SeriesChart
+from tinylab.tui.widgets.panes import Pane, Panes
+
+LOG_LINES = 5000
+
+
+class Fed(Message):
+    def __init__(self, update: FeedUpdate) -> None:
+        super().__init__()
+        self.update = update
+
+
+class RunScreen(BaseScreen):
+    TITLE = "Run"
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("c", "cancel_run", "Cancel", tooltip="asks first; the run gets SIGINT, SIGTERM, SIGKILL"),
+        Binding("t", "next_pane", "Log/Charts"),
+        Binding("g", "next_chart", "Chart", tooltip="the next chart (narrow terminals show one at a time)"),
+        Binding("k", "hotspots", "Hotspots", tooltip="kernel table of this run's profile"),
+    ]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.status = "running"
+        self.info: dict[str, Any] = {}
+        self.start: dict[str, Any] | None = None
+        self.steps: list[dict[str, Any]] = []
+        self.telemetry: list[dict[str, Any]] = []
+        self.outcome: dict[str, Any] | None = None
+        self.has_profile = False
+        self.chart_index = 0
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="▲")
+        yield Static(id="run-head")
+        with Horizontal(id="progress-row"):
+            yield ProgressBar(total=1, show_eta=False, id="progress")
+            yield Static(id="progress-text")
+        yield Static(id="outcome")
+        with Panes(id="run-panes"):
+            yield Pane(Log(max_lines=LOG_LINES, highlight=False, id="log"), title="Log", id="log-pane")
+            with Pane(title="Charts", id="charts-pane"):
+                with Container(id="charts"):
+                    yield SeriesChart("samples/s", id="chart-speed")
+                    yield SeriesChart("memory MB", empty="no device memory on a CPU run", id="chart-memory")
+                    yield SeriesChart("loss", id="chart-loss")
+                    yield SeriesChart("GPU telemetry", xlabel="seconds", empty="none recorded",
+                                      id="chart-telemetry")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"Run {self.run_id}"
+        self._show_chart()
+        self.follow()
+        self.set_interval(0.25, self._redraw_charts)
+        self.set_interval(1.0, self._tick)
+
+    # ------------------------------------------------------------------ feed
+    @background("feed")
+    def follow(self) -> None:
+        worker = get_current_worker()
+        feed = RunFeed(self.backend.run(self.run_id))
+        while not worker.is_cancelled:
+            update = feed.poll()
+            if update or update.ended:
+                self.post_message(Fed(update))
+            if update.ended:
+                return
+            deadline = time.monotonic() + self.backend.poll_s
+            while time.monotonic() < deadline and not worker.is_cancelled:
+                time.sleep(0.05)
+
+    @on(Fed)
+    def _fed(self, message: Fed) -> None:
+        update = message.update
+        if update.lines:
+            self.query_one("#log", Log).write_lines(update.lines)
+        if update.info is not None:
+            self.info = update.info
+            self.has_profile = self.has_profile or bool(update.info.get("profiles"))
+        for event in update.events:
+            kind = event.get("event")
+            if kind == "step":
+                self.steps.append(event)
+            elif kind == "telemetry":
+                self.telemetry.append(event)
+            elif kind == "start":
+                self.start = event
+            elif kind == "profile":
+                self.has_profile = True
+        if update.events:
+            self._update_series()
+        self.status = update.status
+        if update.ended:
+            self._show_outcome()
+        self._show_head()
+        self._show_progress()
+        self.refresh_bindings()
+
+    # ------------------------------------------------------------- rendering
+    def _config(self) -> dict[str, Any]:
+        return (self.start or {}).get("config") or self.info.get("config") or {}
+
+    def _show_head(self) -> None:
+        cfg = self._config()
+        device = (self.start or {}).get("device") or self.info.get("device") or cfg.get("device", "?")
+        name = (self.start or {}).get("device_name") or self.info.get("device_name")
+        self.query_one("#run-head", Static).update(Content.assemble(
+            (f"{self.run_id} ", "bold"),
+            f"{cfg.get('version', '?')}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
+            (f"● {self.status}", status_style(self.status)),
+        ))
+
+    def _tick(self) -> None:
+        if self.status == "running":
+            self._show_progress()
+
+    def _show_progress(self) -> None:
+        total = self._config().get("num_steps")
+        bar = self.query_one("#progress", ProgressBar)
+        done = self.steps[-1]["step"] + 1 if self.steps else 0
+        if isinstance(total, int) and total > 0:
+            bar.update(total=total, progress=done)
+        started = self.info.get("started") or (self.start or {}).get("time")
+        end = (self.outcome or {}).get("time") if self.status != "running" else None
+        now = end or self.backend.clock()
+        parts = [f"step {done}/{total if total else '?'}"]
+        recent = [s["step_ms"] for s in self.steps[-10:] if isinstance(s.get("step_ms"), (int, float))]
+        if recent:
+            per_step = statistics.median(recent)
+            parts.append(f"{per_step:,.1f} ms/step")
+            if self.status == "running" and isinstance(total, int):
+                parts.append(f"ETA {duration((total - done) * per_step / 1000)}")
+        if started:
+            parts.append(f"{'took' if self.status != 'running' else 'elapsed'} {duration(now - started)}")
+        if self.status == "running" and not self.start:
+            parts.append("starting (loading torch and the model)")
+        self.query_one("#progress-text", Static).update(" · ".join(parts))
+
+    def _update_series(self) -> None:
+        xs = [s["step"] + 1 for s in self.steps]
+        on_cpu = str((self.start or {}).get("device", "")).startswith("cpu")
+        self.query_one("#chart-speed", SeriesChart).set_data(xs, {"samples/s": [s.get("samples_per_s") for s in self.steps]})
+        self.query_one("#chart-memory", SeriesChart).set_data(
+            xs,
+            {"allocated": [s.get("mem_alloc_mb") for s in self.steps], "peak": [s.get("mem_peak_mb") for s in self.steps]},
+            empty="no device memory on a CPU run" if on_cpu else "not recorded",
+        )
+        self.query_one("#chart-loss", SeriesChart).set_data(xs, {"loss": [s.get("loss") for s in self.steps]})
+        if self.telemetry:
+            t0 = self.telemetry[0].get("time") or 0.0
+            ts = [round((t.get("time") or t0) - t0, 1) for t in self.telemetry]
+            self.query_one("#chart-telemetry", SeriesChart).set_data(ts, {
+                "util %": [t.get("gpu_util_pct") for t in self.telemetry],
+                "power W": [t.get("power_w") for t in self.telemetry],
+                "mem GB": [_gb(t.get("mem_used_mb")) for t in self.telemetry],
+            })
+
+    def _redraw_charts(self) -> None:
+        panes = self.query_one("#run-panes", Panes)
+        if not panes.is_showing(self.query_one("#charts-pane", Pane)):
+            return
+        for chart in self.query(SeriesChart):
+            if chart.dirty and chart.display:
+                chart.redraw()
+
+    def _show_outcome(self) -> None:
+        info = self.info
+        self.outcome = info.get("summary") or info.get("error") or info.get("exit") or info.get("cancel")
+        widget = self.query_one("#outcome", Static)
+        widget.set_class(True, "-shown")
+        widget.set_class(self.status == "finished", "-finished")
+        widget.set_class(self.status != "finished", "-failed")
+        widget.update(outcome_text(info, self.status))
+        if self.status == "failed":
+            self.query_one("#run-panes", Panes).show("log-pane")
+        elif self.status == "finished" and self.steps:
+            self.query_one("#run-panes", Panes).show("charts-pane")
+
+    # ---------------------------------------------------------------- actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_run":
+            return self.status == "running"
+        if action == "next_chart":
+            return self.screen.has_class("-narrow")
+        if action == "hotspots":
+            return True if self.has_profile else None
+        if action == "next_pane":
+            return self.screen.has_class("-narrow")
+        return True
+
+    def action_next_pane(self) -> None:
+        self.query_one("#run-panes", Panes).show_next()
+
+    def action_next_chart(self) -> None:
+        self.query_one("#run-panes", Panes).show("charts-pane")
+        self.chart_index = (self.chart_index + 1) % len(self.query(SeriesChart))
+        self._show_chart()
+
+    def _show_chart(self) -> None:
+        for i, chart in enumerate(self.query(SeriesChart)):
+            chart.set_class(i == self.chart_index, "-current")
+
+    def action_hotspots(self) -> None:
+        self.app.open_hotspots(self.run_id)  # type: ignore[attr-defined]
+
+    def action_cancel_run(self) -> None:
+        from tinylab.tui.screens.confirm import ConfirmScreen
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.notify(f"Cancelling {self.run_id}…")
+                self.cancel_run()
+
+        self.app.push_screen(
+            ConfirmScreen(f"Cancel run {self.run_id}?",
+                          "It gets SIGINT, then SIGTERM, then SIGKILL; its files stay in the run store.",
+                          yes="Cancel run", no="Keep running"),
+            answered,
+        )
+
+    @background("cancel")
+    def cancel_run(self) -> None:
+        if self.backend.cancel(self.run_id):
+            self.app.call_from_thread(self.notify, f"{self.run_id} cancelled")
+        else:
+            self.app.call_from_thread(self.notify, f"{self.run_id} had already stopped")
+
+
+def _gb(mb: Any) -> float | None:
+    return mb / 1024 if isinstance(mb, (int, float)) else None
+
+
+def status_style(status: str) -> str:
+    return {"running": "bold $accent", "finished": "bold $success", "failed": "bold $error"}.get(status, "bold $warning")
+
+
+def outcome_text(info: dict[str, Any], status: str) -> Text:
+    """The end of a run in a few wrapped lines: its summary, or why it did not finish."""
+    summary, error = info.get("summary"), info.get("error")
+    text = Text()
+    if status == "finished" and summary:
+        s = summary
+        peak = f"{number(s.get('peak_mem_mb'))} MB" if s.get("peak_mem_mb") is not None else "n/a (CPU)"
+        mfu = f"{100 * s['mfu']:.1f}%" if isinstance(s.get("mfu"), (int, float)) else "n/a"
+        phases = "/".join(number(s.get(k), ".2f") for k in ("fwd_ms_median", "bwd_ms_median", "opt_ms_median"))
+        text.append("✓ finished  ", style="bold")
+        text.append(f"{number(s.get('samples_per_s'))} samples/s", style="bold")
+        parts = [
+            f"{number(s.get('tokens_per_s'), ',.0f')} tokens/s",
+            f"step {number(s.get('step_ms_median'), '.2f')} ms (p10 {number(s.get('step_ms_p10'), '.2f')},"
+            f" p90 {number(s.get('step_ms_p90'), '.2f')})",
+            f"fwd/bwd/opt {phases} ms",
+            f"loss {number(s.get('initial_loss'), '.4f')} → {number(s.get('final_loss'), '.4f')}",
+            f"peak mem {peak}",
+            f"trained {s.get('params_trained')}/{s.get('params_total')} tensors",
+            f"MFU {mfu}",
+        ]
+        text.append(" · " + " · ".join(parts))
+        trained, total = s.get("params_trained"), s.get("params_total")
+        if isinstance(trained, int) and isinstance(total, int) and trained < total:
+            text.append(f"\n! only {trained} of {total} parameter tensors trained: this speed is not a real "
+                        "training step", style="bold")
+        return text
+    if error:
+        text.append(f"✗ {status}: {error.get('type')}: {error.get('message')}\n", style="bold")
+        tail = [line for line in (error.get("traceback") or "").rstrip().splitlines() if line.strip()][-3:]
+        text.append("\n".join(tail), style="dim")
+    elif status == "cancelled":
+        steps = info.get("steps_done", 0)
+        text.append(f"■ cancelled after {steps} step{'s' if steps != 1 else ''}", style="bold")
+    elif status == "failed":
+        code = (info.get("exit") or {}).get("returncode")
+        text.append(f"✗ failed with exit code {code}: see the log for why", style="bold")
+    else:
+        text.append(f"? {status}: the process is gone without a summary, an error or an exit record "
+                    "(killed, or the machine restarted)", style="bold")
+    return text

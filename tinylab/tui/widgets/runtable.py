@@ -1,0 +1,71 @@
+"""The run store as a table, updated in place by run id (a rescan never rebuilds it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from tinylab.commands.runs import run_row
+from tinylab.tui.fmt import age, number, short_id
+
+COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), ("version", "ver"),
+           ("sps", "samples/s"), ("peak", "peak MB"), ("loss", "loss"), ("config", "config"))
+STATUS_STYLE = {"running": "bold", "failed": "bold reverse", "lost": "dim", "cancelled": "dim"}
+
+
+def cells(info: dict[str, Any], mark: str, now: float) -> dict[str, Any]:
+    row = run_row(info)
+    label = f" [{row['label']}]" if row["label"] else ""
+    return {
+        "mark": Text(mark, style="bold reverse") if mark else "",
+        "run": short_id(row["id"]),
+        "age": age(row["started"], now),
+        "status": Text(row["status"], style=STATUS_STYLE.get(row["status"], "")),
+        "version": row["version"] or "?",
+        "sps": Text(number(row["samples_per_s"]), justify="right"),
+        "peak": Text(number(row["peak_mem_mb"], ",.0f"), justify="right"),
+        "loss": Text(number(row["final_loss"], ".3f"), justify="right"),
+        "config": row["config"] + label,
+    }
+
+
+class RunTable(DataTable):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.infos: dict[str, dict[str, Any]] = {}
+        self._cells: dict[str, dict[str, Any]] = {}
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    def show(self, infos: list[dict[str, Any]], marks: dict[str, str], now: float) -> None:
+        """Newest first; rows are added, updated cell by cell, or removed by run id."""
+        wanted = {info["id"]: info for info in reversed(infos)}
+        for run_id in [k for k in self._cells if k not in wanted]:
+            self.remove_row(run_id)
+            del self._cells[run_id]
+        added = False
+        for run_id, info in wanted.items():
+            new = cells(info, marks.get(run_id, ""), now)
+            old = self._cells.get(run_id)
+            if old is None:
+                self.add_row(*new.values(), key=run_id)
+                added = True
+            else:
+                for column, value in new.items():
+                    if str(value) != str(old[column]):
+                        self.update_cell(run_id, column, value)
+            self._cells[run_id] = new
+        if added and len(wanted) > 1:
+            rank = {short_id(run_id): i for i, run_id in enumerate(wanted)}
+            self.sort("run", key=lambda sid: rank.get(sid, len(rank)))
+        self.infos = wanted
+
+    @property
+    def current_id(self) -> str | None:
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
