@@ -7,6 +7,8 @@ reason, never a stuck suite.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 import subprocess
@@ -121,3 +123,22 @@ def clone_run(run: Run, root: Path, config: dict | None = None, drop: tuple[str,
             edit(e)
     write_events(dst, events)
     return Run(dst)
+
+
+def kernels_csv(rows: list[tuple[str, int, float]]) -> str:
+    out = io.StringIO()
+    csv.writer(out).writerows([("name", "calls", "total_ns"), *rows])
+    return out.getvalue()
+
+
+def with_kernels(run, root, rows, raw: str | None = None):
+    """A copy of `run` with a tinylab kernels.csv recorded by a profile event."""
+    clone = clone_run(run, root)
+    table = clone.dir / "profiles" / "pytorch" / "kernels.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text(raw if raw is not None else kernels_csv(rows))
+    events = clone.events().events
+    events.insert(-2, {"event": "profile", "tool": "pytorch", "artifacts": {}, "format": "tinylab",
+                       "kernel_table": "profiles/pytorch/kernels.csv", "note": None})
+    write_events(clone.dir, events)
+    return clone

@@ -9,7 +9,7 @@ import pytest
 
 from tinylab.analysis.compare import METRICS, SAME_WITHIN, UNDER_TEST, compare_runs, format_compare
 
-from .helpers import clone_run, cli, write_events
+from .helpers import clone_run, cli, with_kernels
 
 KEYS = [m[0] for m in METRICS]
 
@@ -104,27 +104,18 @@ def test_failed_and_running_runs_are_noted(finished_pair, tmp_path, own_process_
     assert any("is still running" in n for n in notes)
 
 
+def test_unreadable_config_is_noted(finished_pair, tmp_path):
+    b = clone_run(finished_pair.v2, tmp_path, drop=("start",))
+    (b.dir / "config.json").write_text("{")
+    result = compare_runs(finished_pair.v1, b)
+    assert "run B's config.json is missing or unreadable: its settings are unknown" in result["notes"]
+    assert not any("configs differ" in n for n in result["notes"]), "unknown is not different"
+
+
 def test_untrained_parameters_are_called_out(finished_pair, tmp_path):
     b = clone_run(finished_pair.v2, tmp_path,
                   edit=lambda e: e.update(params_trained=1) if e["event"] == "summary" else None)
     assert any("trained only 1 of" in n for n in compare_runs(finished_pair.v1, b)["notes"])
-
-
-def kernels_csv(rows: list[tuple[str, int, float]]) -> str:
-    return "name,calls,total_ns\n" + "".join(f"{n},{c},{t}\n" for n, c, t in rows)
-
-
-def with_kernels(run, root, rows, raw: str | None = None):
-    """A copy of `run` with a tinylab kernels.csv recorded by a profile event."""
-    clone = clone_run(run, root)
-    table = clone.dir / "profiles" / "pytorch" / "kernels.csv"
-    table.parent.mkdir(parents=True)
-    table.write_text(raw if raw is not None else kernels_csv(rows))
-    events = clone.events().events
-    events.insert(-2, {"event": "profile", "tool": "pytorch", "artifacts": {}, "format": "tinylab",
-                       "kernel_table": "profiles/pytorch/kernels.csv", "note": None})
-    write_events(clone.dir, events)
-    return clone
 
 
 def test_kernel_diff_when_both_runs_have_kernel_tables(finished_pair, tmp_path):
@@ -153,6 +144,7 @@ def test_kernel_table_on_one_side_or_unreadable_is_a_note(finished_pair, tmp_pat
     result = compare_runs(a, broken)
     assert result["kernel_diff"] is None
     assert any("could not read the kernel table of run B" in n for n in result["notes"])
+    assert not any("only run A has a kernel table" in n for n in result["notes"]), "B has one, broken"
 
 
 def test_without_the_analysis_stack_there_is_no_kernel_diff(finished_pair, tmp_path, monkeypatch):

@@ -130,7 +130,7 @@ def test_killing_the_launching_process_does_not_stop_the_run(tmp_path):
     runs_dir = tmp_path / "runs"
     launcher_proc = subprocess.Popen(
         [sys.executable, "-m", "tinylab", "run", "--runs-dir", str(runs_dir), *TINY_FLAGS,
-         "--num-steps", "20", "--warmup-steps", "2"],
+         "--num-steps", "12", "--warmup-steps", "2"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         first = launcher_proc.stdout.readline()  # "run <id>  (<dir>)", printed right after the launch
@@ -144,10 +144,10 @@ def test_killing_the_launching_process_does_not_stop_the_run(tmp_path):
     assert run.status() == "running", "the launcher's death must not reach the run"
     followed = cli("follow", "last", "--runs-dir", str(runs_dir), timeout=120)
     assert followed.returncode == 0, followed.stderr
-    assert "step   20/20" in followed.stdout and "summary (medians after warm-up)" in followed.stdout
+    assert "step   12/12" in followed.stdout and "summary (medians after warm-up)" in followed.stdout
     assert f"run {run.id} finished" in followed.stderr
     assert run.status() == "finished"
-    assert len(run.events().of("step")) == 20
+    assert len(run.events().of("step")) == 12
 
 
 def test_follow_returns_the_final_status_of_a_finished_run(finished_pair):

@@ -7,7 +7,7 @@ plain dict, so the CLI prints it, `--json` dumps it and the TUI lays it out with
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from tinylab.errors import UserError
 from tinylab.runs.store import Run
@@ -47,6 +47,9 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         for key in sorted(set(cfg_a) | set(cfg_b))
         if cfg_a.get(key) != cfg_b.get(key)
     ]
+    for side, cfg in (("A", cfg_a), ("B", cfg_b)):
+        if not cfg:
+            notes.append(f"run {side}'s config.json is missing or unreadable: its settings are unknown")
     outside = [d for d in config_diff if not d["under_test"]]
     if outside and cfg_a and cfg_b:
         listed = ", ".join(f"{d['key']} ({d['a']} vs {d['b']})" for d in outside)
@@ -55,7 +58,7 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
     _device_note(info_a, info_b, notes)
     for side, info in (("A", info_a), ("B", info_b)):
         _status_notes(side, info, notes)
-    result = {
+    return {
         "a": _side(info_a, cfg_a),
         "b": _side(info_b, cfg_b),
         "metrics": [_metric(key, label, unit, direction, info_a["summary"], info_b["summary"])
@@ -64,7 +67,6 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         "notes": notes,
         "kernel_diff": _kernel_diff(a, b, notes),
     }
-    return result
 
 
 def _ran_config(info: dict[str, Any]) -> dict[str, Any]:
@@ -134,6 +136,8 @@ def _status_notes(side: str, info: dict[str, Any], notes: list[str]) -> None:
 
 def load_kernels(run: Run, notes: list[str], who: str) -> tuple[Any, str] | None:
     """The run's kernel table and its format, or None; an unreadable table is a note, not a crash."""
+    if not any(p.get("kernel_table") for p in run.events().of("profile")):
+        return None  # spares the common unprofiled run the pandas import
     try:
         from tinylab.analysis.hotspots import load_run_kernel_table
 
@@ -146,9 +150,10 @@ def load_kernels(run: Run, notes: list[str], who: str) -> tuple[Any, str] | None
 
 
 def _kernel_diff(a: Run, b: Run, notes: list[str]) -> dict[str, Any] | None:
+    noted = len(notes)
     tables = {side: load_kernels(run, notes, f"run {side}") for side, run in (("A", a), ("B", b))}
     present = [side for side, table in tables.items() if table is not None]
-    if len(present) == 1:
+    if len(present) == 1 and len(notes) == noted:  # the other run has none (rather than a broken one)
         missing = "B" if present == ["A"] else "A"
         notes.append(f"only run {present[0]} has a kernel table: profile run {missing} too "
                      "(e.g. --profile pytorch) for a kernel diff")
@@ -189,21 +194,22 @@ def metric_rows(result: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def kernel_rows(diff: dict[str, Any]) -> list[list[str]]:
+def kernel_rows(diff: dict[str, Any], name: Callable[[str], str] = str) -> list[list[str]]:
     """[kernel, A time, B time, B/A, calls A -> B] for the kernels whose time changed most."""
     from tinylab.analysis.hotspots import format_ns
 
     return [
-        [k["name"], format_ns(k["a_total_ns"]), format_ns(k["b_total_ns"]),
+        [name(k["name"]), format_ns(k["a_total_ns"]), format_ns(k["b_total_ns"]),
          f"{k['ratio']:.2f}x" if k["ratio"] is not None else "-", f"{k['a_calls']} -> {k['b_calls']}"]
         for k in diff["changed"]
     ]
 
 
-def kernel_list(items: list[dict[str, Any]]) -> str:
+def kernel_list(items: list[dict[str, Any]], name: Callable[[str], str] = str) -> str:
+    """Appeared or disappeared kernels on one line, biggest first."""
     from tinylab.analysis.hotspots import format_ns
 
-    return ", ".join(f"{k['name']} ({format_ns(k['total_ns'])}, {k['calls']} calls)" for k in items) or "none"
+    return ", ".join(f"{name(k['name'])} ({format_ns(k['total_ns'])}, {k['calls']} calls)" for k in items) or "none"
 
 
 def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
@@ -225,10 +231,13 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
     diff = result["kernel_diff"]
     if diff is not None:
         lines += ["", "kernel diff (B vs A): biggest changes in total time"]
-        rows = [[_cut(r[0], name_width)] + r[1:] for r in kernel_rows(diff)]
+        def cut(text: str) -> str:
+            return text if len(text) <= name_width else text[: name_width - 1] + "…"
+
+        rows = kernel_rows(diff, cut)
         lines += _table(["kernel", "A", "B", "B/A", "calls"], rows, right=(1, 2, 3)) if rows else ["  (no kernel in both)"]
-        lines.append(f"  appeared in B: {kernel_list(diff['appeared'])}")
-        lines.append(f"  gone from A:   {kernel_list(diff['disappeared'])}")
+        lines.append(f"  appeared in B: {kernel_list(diff['appeared'], cut)}")
+        lines.append(f"  gone from A:   {kernel_list(diff['disappeared'], cut)}")
     return "\n".join(lines)
 
 
@@ -236,10 +245,6 @@ def _show(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(map(str, value)) or "-"
     return "-" if value is None or value == "" else str(value)
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _table(header: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:

@@ -11,7 +11,7 @@ import html
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tinylab import __version__
 from tinylab.analysis.compare import (
@@ -77,18 +77,18 @@ def build_report(runs: list[Run], fmt: str = "md") -> str:
         raise UserError("a report needs at least one run")
     data = [collect(run) for run in runs]
     comparisons = [compare_runs(runs[0], other) for other in runs[1:]]
-    overlays = _overlay_charts(runs, data) if len(runs) > 1 else []
+    overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html
     return render(data, comparisons, overlays)
 
 
 def collect(run: Run) -> RunData:
     info = run.info()
-    steps = [e for e in run.events().of("step") if number(e.get("step")) is not None]
+    steps = run.events().of("step")
     warmup = sum(1 for e in steps if e.get("warmup") is True)
     charts = []
     for key, title, unit in CHARTS:
-        points = [(number(e["step"]) + 1, number(e.get(key))) for e in steps]
+        points = [(e["step"] + 1, number(e.get(key))) for e in steps]
         points = [(x, y) for x, y in points if y is not None]
         reason = "no steps recorded" if not steps else (
             "not recorded: device memory is tracked on GPUs only" if key == "mem_peak_mb" else "not recorded")
@@ -104,7 +104,7 @@ def collect(run: Run) -> RunData:
     return data
 
 
-def _overlay_charts(runs: list[Run], data: list[RunData]) -> list[Chart]:
+def _overlay_charts(data: list[RunData]) -> list[Chart]:
     """Each chart with every run on it, labelled A, B, C... as in the comparison tables."""
     overlays = []
     for i, (_, title, unit) in enumerate(CHARTS):
@@ -156,10 +156,10 @@ def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _kernel_table_rows(kernels: dict[str, Any]) -> list[list[str]]:
+def _kernel_table_rows(kernels: dict[str, Any], name: Callable[[str], str] = str) -> list[list[str]]:
     from tinylab.analysis.hotspots import format_ns
 
-    return [[str(i), k["name"], format_ns(k["total_ns"]), f"{k['pct']:.1f}%" if k["pct"] is not None else "-",
+    return [[str(i), name(k["name"]), format_ns(k["total_ns"]), f"{k['pct']:.1f}%" if k["pct"] is not None else "-",
              str(k["calls"]), format_ns(k["avg_ns"]), k["category"]] for i, k in enumerate(kernels["kernels"], 1)]
 
 
@@ -247,7 +247,7 @@ def _md_kernels(d: RunData) -> list[str]:
         k = d.kernels
         out += [f"{k['kernel_count']} kernels from {_md_text(k['format'])}"
                 + (f"; note: {_md_text(k['note'])}" if k.get("note") else ""), ""]
-        out += _md_table(KERNEL_HEADER, _kernel_table_rows(k)) + [""]
+        out += _md_table(KERNEL_HEADER, _kernel_table_rows(k, _md_code)) + [""]
     out += [f"- {_md_text(n)}" for n in d.notes] + ([""] if d.notes else [])
     return out
 
@@ -267,15 +267,20 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
     diff = result["kernel_diff"]
     if diff is not None:
         out += ["Kernel diff, biggest changes in total time:", ""]
-        out += _md_table(["kernel", "A", letter, f"{letter}/A", "calls"], kernel_rows(diff)) + [""]
-        out += [f"- appeared in {letter}: {_md_text(kernel_list(diff['appeared']))}",
-                f"- gone from A: {_md_text(kernel_list(diff['disappeared']))}", ""]
+        out += _md_table(["kernel", "A", letter, f"{letter}/A", "calls"], kernel_rows(diff, _md_code)) + [""]
+        out += [f"- appeared in {letter}: {_md_text(kernel_list(diff['appeared'], _md_code))}",
+                f"- gone from A: {_md_text(kernel_list(diff['disappeared'], _md_code))}", ""]
     return out
 
 
 def _md_text(value: Any) -> str:
     """One table cell or line: pipes would split cells and newlines would end the row."""
-    return str(value).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_code(name: str) -> str:
+    """Kernel names as code: their <template arguments> would otherwise be read as HTML tags."""
+    return "`" + name.replace("`", "'") + "`"
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:

@@ -1,0 +1,163 @@
+"""`build_report` / `tinylab report`: self-contained markdown and HTML with metrics and charts."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from tinylab.analysis.compare import compare_runs, format_value
+from tinylab.analysis.report import build_report
+from tinylab.errors import UserError
+
+from .helpers import clone_run, cli, with_kernels
+
+VOID = {"meta", "br", "hr", "img", "input", "link"}
+SVG_SHAPES = {"rect", "line", "polyline", "circle", "path"}
+
+
+class StrictHTML(HTMLParser):
+    """Checks nesting (every element closed, in order) and collects tags, attributes and text."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack: list[str] = []
+        self.tags: list[str] = []
+        self.attrs: list[tuple[str, str | None]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += attrs
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += attrs
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse_html(text: str) -> StrictHTML:
+    parser = StrictHTML()
+    parser.feed(text)
+    parser.close()
+    assert parser.stack == [], f"unclosed: {parser.stack}"
+    return parser
+
+
+def summary_values(run) -> list[str]:
+    s = run.events().last("summary")
+    return [format_value(k, s[k]) for k in ("samples_per_s", "step_ms_median", "final_loss")]
+
+
+def test_markdown_one_run(finished_pair):
+    run = finished_pair.v1
+    text = build_report([run], "md")
+    assert text.startswith("# tinylab report: 1 run\n")
+    assert f"## Run {run.id} (v1, finished)" in text
+    for value in summary_values(run):
+        assert value in text
+    assert "| trained parameter tensors | 20 of 20 |" in text
+    charts = re.findall(r"```text\n(.*?)```", text, re.S)
+    assert len(charts) == 2, "loss and throughput (CPU runs have no device memory)"
+    assert all("┤" in chart and "step" in chart for chart in charts)
+    assert "\x1b[" not in text, "no terminal colour codes in a file"
+    assert "peak memory per step** (MB): not recorded" in text
+    assert "## Comparison" not in text
+
+
+def test_markdown_two_runs_compares_them(finished_pair):
+    a, b = finished_pair.v1, finished_pair.v2
+    text = build_report([a, b], "md")
+    assert f"## Run {a.id}" in text and f"## Run {b.id}" in text and "## Comparison" in text
+    for m in compare_runs(a, b)["metrics"]:
+        if m["ratio"] is not None:
+            assert f"| {m['ratio']:.2f}x |" in text
+    overlay = re.findall(r"```text\n(.*?)```", text.split("## Comparison")[1], re.S)[0]
+    assert f"A {a.id}" in overlay and f"B {b.id}" in overlay, "overlaid series are labelled"
+
+
+def test_html_one_and_two_runs_are_self_contained(finished_pair):
+    for runs in ([finished_pair.v1], [finished_pair.v1, finished_pair.v2]):
+        text = build_report(runs, "html")
+        doc = parse_html(text)
+        assert doc.tags.count("svg") == 2 * len(runs) + (2 if len(runs) > 1 else 0)
+        assert "polyline" in doc.tags and "style" in doc.tags
+        assert not {"script", "link", "img", "iframe", "object"} & set(doc.tags)
+        assert not [a for a in doc.attrs if a[0] in ("src", "href")], "no external assets"
+        assert "url(" not in text and "@import" not in text
+        body = " ".join(doc.text)
+        for run in runs:
+            for value in summary_values(run):
+                assert value in body
+    assert "Comparison" in body and "B/A" in body
+
+
+def test_html_escapes_run_text(finished_pair, tmp_path):
+    evil = "<script>alert('x')</script> & <b>"
+    run = clone_run(finished_pair.v1, tmp_path, config={"label": evil},
+                    edit=lambda e: e.update(event="error", type="Boom<i>", message=evil, traceback="<tb>")
+                    if e["event"] == "summary" else None)
+    text = build_report([run, finished_pair.v2], "html")
+    doc = parse_html(text)
+    assert "script" not in doc.tags and "i" not in doc.tags
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert evil in " ".join(doc.text), "escaped, the text still reads as written"
+
+
+def test_top_kernels_and_kernel_diff(finished_pair, tmp_path):
+    template = "void gemm<float, 128>(Params<float> | p)"  # <...> and a pipe: HTML and table syntax
+    a = with_kernels(finished_pair.v1, tmp_path / "a", [(template, 30, 3e6), ("rmsnorm", 20, 1e6)])
+    b = with_kernels(finished_pair.v2, tmp_path / "b", [("gemm_qkv", 10, 2e6), ("rmsnorm", 20, 0.5e6)])
+    md = build_report([a, b], "md")
+    assert "### Top kernels" in md and "| 1 | `void gemm<float, 128>(Params<float> \\| p)` | 3 ms | 75.0% | 30 |" in md
+    assert "| `rmsnorm` | 1 ms | 500 us | 0.50x | 20 -> 20 |" in md
+    assert "- appeared in B: `gemm_qkv` (2 ms, 10 calls)" in md
+    doc = parse_html(build_report([a, b], "html"))
+    body = " ".join(doc.text)
+    assert template in body and "Kernel diff" in body and "gemm_qkv" in body
+
+
+def test_failed_and_running_runs(finished_pair, tmp_path, own_process_record):
+    failed = clone_run(finished_pair.v1, tmp_path / "f", drop=("summary",),
+                       edit=lambda e: e.update(returncode=1) if e["event"] == "exit" else None)
+    with open(failed.dir / "events.jsonl", "a") as fh:
+        fh.write(json.dumps({"event": "error", "type": "FloatingPointError", "message": "loss became nan",
+                             "traceback": "Traceback (most recent call last):\n  boom"}) + "\n")
+    running = clone_run(finished_pair.v2, tmp_path / "r", drop=("summary", "exit"))
+    (running.dir / "process.json").write_text(json.dumps(own_process_record))
+    md = build_report([failed, running], "md")
+    assert "### Error" in md and "**FloatingPointError**: loss became nan" in md and "  boom" in md
+    assert "No summary: the run is failed." in md
+    assert "still running" in md
+    assert "```text" in md, "steps so far are still charted"
+    parse_html(build_report([failed, running], "html"))
+
+
+def test_cli_writes_files_and_picks_the_format_from_the_suffix(finished_pair, tmp_path):
+    root = str(finished_pair.store.root)
+    out = tmp_path / "report.html"
+    proc = cli("report", finished_pair.v1.id, "last", "-o", str(out), "--runs-dir", root)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and f"wrote {out} (html, 2 runs)" in proc.stderr
+    parse_html(out.read_text())
+    md = cli("report", "last", "--runs-dir", root)
+    assert md.returncode == 0 and md.stdout.startswith("# tinylab report: 1 run")
+    bad = cli("report", "last", "-o", str(tmp_path / "no" / "such" / "dir.md"), "--runs-dir", root)
+    assert bad.returncode == 2 and bad.stderr.startswith("tinylab: error: cannot write") and "Traceback" not in bad.stderr
+
+
+def test_unknown_format_and_no_runs_are_user_errors(finished_pair):
+    with pytest.raises(UserError, match="unknown report format 'pdf'"):
+        build_report([finished_pair.v1], "pdf")
+    with pytest.raises(UserError, match="at least one run"):
+        build_report([], "md")
