@@ -1,0 +1,230 @@
+"""Bad input gives a one-line UserError naming the file (exit 2 from the CLI), never a traceback.
+
+Property-based tests fuzz every reader: arbitrary bytes, real files cut at any byte, real files
+with bytes overwritten, columns shuffled (which must not change the table at all), and random
+JSON traces and rocpd databases.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tinylab.analysis import formats
+from tinylab.analysis.hotspots import load_kernel_table
+from tinylab.cli import main
+from tinylab.errors import UserError
+
+from . import samples
+from .conftest import FIX
+from .rocpd_db import write_rocpd
+
+DISPATCHES = samples.rocm7_dispatches()
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: One real (or documented-format) file per reader.
+TEXT_SAMPLES: dict[str, bytes] = {
+    "rocprofv3-kernel-trace": (FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv").read_bytes(),
+    "rocprofv3-kernel-stats": (FIX / "rocprofv3/hpctraining-pytorch-resnet/pid_kernels_kernel_stats.mpi_rank.csv").read_bytes(),
+    "rocprofv3-counter-collection": (FIX / "rocprofv3/rocm7-docs-data/counter_collection.csv").read_bytes(),
+    "rocprofv3-summary": (FIX / "rocprofv3/rocm7-docs-data/summary.txt").read_bytes(),
+    "rocprof-v1-stats": (FIX / "rocprof-v1/results.stats.batched_gemm.csv").read_bytes(),
+    "rocpd-csv": samples.rocpd_convert_csv(DISPATCHES).encode(),
+    "rocpd-summary": samples.rocpd_summary_csv(DISPATCHES).encode(),
+    "rocpd-summary-console": (FIX / "rocpd/hpctraining-rocm7.1.1/rocpd_summary_by_rank_console.txt").read_bytes(),
+    "rocprof-compute": (FIX / "rocprof-compute/vcopy_MI200/timestamps.csv").read_bytes(),
+    "rocprof-compute-top": samples.rocprof_compute_top(DISPATCHES).encode(),
+    "rocprof-sys-wall-clock": (FIX / "rocprof-sys/docs/wall_clock.example.txt").read_bytes(),
+    "rocprof-sys-json": samples.wall_clock_json(DISPATCHES).encode(),
+    "ncu": (FIX / "ncu/h100_ncu2025.3/ncu_raw.csv").read_bytes(),
+    "ncu-details": (FIX / "ncu/h100_ncu2025.3/ncu_details_metrics.csv").read_bytes(),
+    "nsys-kern-sum": samples.nsys_kern_sum(DISPATCHES).encode(),
+    "nsys-gpu-trace": samples.nsys_gpu_trace(DISPATCHES).encode(),
+    "pytorch-trace": gzip.decompress((FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz").read_bytes()),
+    "pytorch-operators": (FIX / "pytorch-profiler/cuda_h100/torchprof_key_averages.csv").read_bytes(),
+}
+
+
+def load_bytes(data: bytes, suffix: str = ".out"):
+    """Parse bytes written to a temporary file: a Parsed, or the UserError it raised."""
+    fd, name = tempfile.mkstemp(suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            return formats.load(Path(name))
+        except UserError as exc:
+            message = str(exc)
+            assert message.startswith(name + ": "), message
+            assert "\n" not in message
+            return exc
+    finally:
+        os.unlink(name)
+
+
+def check_table(result) -> None:
+    if isinstance(result, UserError):
+        return
+    table = result.table
+    assert not table.empty
+    assert (table["calls"] >= 0).all()
+    assert table["category"].isin(["gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other"]).all()
+
+
+# ----------------------------------------------------------------------------- fixed bad inputs
+@pytest.mark.parametrize("content,message", [
+    (b"", "file is empty"),
+    (b"  \n\n\t ", "file is empty"),
+    (b"\x00\x01\x02garbage\xff\xfe" * 50, "binary data"),
+    (b"a,b,c\n1,2,3\n", "no kernel-table header found (expected rocprofv3 kernel_stats/kernel_trace"),
+    (b'"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev"\n', "holds no kernel rows"),
+    (b'"Kind","Agent_Id","Kernel_Name","Start_Timestamp","End_Timestamp"\n', "kernel_trace.csv holds no kernel rows"),
+    (b'{"traceEvents": [{"ph": "X", "cat": "kern', "not valid JSON (truncated?)"),
+    (b'{"traceEvents": []}', "trace has no kernel or cpu_op events"),
+    (b"SQLite format 3\x00" + b"\x13" * 200, "SQLite database"),
+    (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xab\xae", "corrupt or truncated gzip data"),
+    (b'"Name","Calls","TotalDurationNs","AverageNs","Percentage","MinNs","MaxNs","StdDev"\n"k",lots,3,3,1,1,1,0\n"j",2,3,3,1,1,1,0\n',
+     "line 2: Calls is not a number: 'lots'"),
+])
+def test_bad_files_give_one_line_errors(content, message):
+    result = load_bytes(content)
+    assert isinstance(result, UserError)
+    assert message in str(result)
+
+
+def test_cli_exit_code_and_message(tmp_path, capsys):
+    bad = tmp_path / "out.csv"
+    bad.write_text("x,y\n1,2\n")
+    assert main(["hotspots", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tinylab: error: {bad}: no kernel-table header found") and err.count("\n") == 1
+
+
+def test_truncated_last_row_is_skipped_with_a_note(tmp_path):
+    text = (FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv").read_text()
+    cut = text[: text.rindex(",1550151853148397") + 8]  # inside the last row's Start_Timestamp
+    path = tmp_path / "cut.csv"
+    path.write_text(cut)
+    table, _ = load_kernel_table(path)
+    assert int(table["calls"].sum()) == 8 and "truncated" in table.attrs["note"]
+
+
+def test_corrupt_rocpd_database_from_a_real_one(tmp_path):
+    db = tmp_path / "good.db"
+    write_rocpd(db, DISPATCHES)
+    data = bytearray(db.read_bytes())
+    data[100:4096] = b"\xa5" * (4096 - 100)  # smash the schema page, keep the magic header
+    result = load_bytes(bytes(data))
+    assert isinstance(result, UserError) and "SQLite database" in str(result)
+
+
+# ----------------------------------------------------------------------------- fuzzing
+@FUZZ
+@given(st.binary(max_size=3000))
+def test_arbitrary_bytes(data):
+    check_table(load_bytes(data))
+
+
+@FUZZ
+@given(st.sampled_from(sorted(TEXT_SAMPLES)), st.floats(0, 1))
+def test_real_files_cut_anywhere(fmt, fraction):
+    data = TEXT_SAMPLES[fmt]
+    check_table(load_bytes(data[: int(len(data) * fraction)]))
+
+
+@FUZZ
+@given(st.sampled_from(sorted(TEXT_SAMPLES)), st.data())
+def test_real_files_with_bytes_overwritten(fmt, data):
+    blob = bytearray(TEXT_SAMPLES[fmt])
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(blob) - 1))
+        patch = data.draw(st.binary(min_size=1, max_size=12))
+        blob[at : at + len(patch)] = patch
+    check_table(load_bytes(bytes(blob)))
+
+
+#: CSV formats whose header is one line: shuffling columns must not change the table.
+SHUFFLABLE = ["rocprofv3-kernel-trace", "rocprofv3-kernel-stats", "rocprof-v1-stats", "rocpd-csv", "rocpd-summary",
+              "rocprof-compute", "rocprof-compute-top", "nsys-gpu-trace", "pytorch-operators", "ncu-details"]
+
+
+@FUZZ
+@given(st.sampled_from(SHUFFLABLE), st.randoms(use_true_random=False))
+def test_shuffled_columns_give_the_same_table(fmt, rng):
+    text = TEXT_SAMPLES[fmt].decode()
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if formats.classify_line(line))
+    preamble, body = lines[:start], [r for r in csv.reader(lines[start:]) if r]
+    order = list(range(len(body[0])))
+    rng.shuffle(order)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([[r[i] for i in order] for r in body])
+    original = load_bytes(text.encode())
+    shuffled = load_bytes(("\n".join(preamble + [""]) if preamble else "").encode() + out.getvalue().encode())
+    assert not isinstance(original, UserError)
+    assert not isinstance(shuffled, UserError), shuffled
+    assert original.format == shuffled.format
+    assert original.table.equals(shuffled.table)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=12,
+)
+events = st.lists(
+    st.fixed_dictionaries(
+        {"ph": st.sampled_from(["X", "i", "B", None]), "cat": st.sampled_from(["kernel", "cpu_op", "Kernel", "x"]) | json_values},
+        optional={"name": st.text(max_size=10) | json_values, "ts": json_values | st.floats(0, 1e6),
+                  "dur": json_values | st.floats(-5, 1e4), "pid": json_values, "tid": json_values},
+    ) | json_values,
+    max_size=30,
+)
+
+
+@FUZZ
+@given(events)
+def test_random_trace_events(evts):
+    check_table(load_bytes(json.dumps({"traceEvents": evts}).encode(), ".json"))
+
+
+@FUZZ
+@given(json_values)
+def test_random_timemory_json(value):
+    check_table(load_bytes(json.dumps({"timemory": {"wall_clock": value}}).encode(), ".json"))
+
+
+sql_values = st.none() | st.integers(-(2**62), 2**62) | st.floats(allow_nan=False) | st.text(max_size=6) | st.binary(max_size=4)
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.text(max_size=6), sql_values, sql_values), max_size=12), st.sampled_from(["working", "empty", "none"]))
+def test_random_rocpd_rows(rows, kernels_view):
+    """Kernel names are text; start/end may be anything SQLite stores (NULL, text, blobs, floats)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "x.db"
+        write_rocpd(db, rows, kernels_view=kernels_view)
+        try:
+            check_table(formats.load(db))
+        except UserError as exc:
+            assert str(exc).startswith(str(db))
+
+
+def test_sqlite_file_that_is_not_rocpd_but_valid(tmp_path):
+    db = tmp_path / "kernels.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE kernels (name TEXT, duration TEXT)")
+    con.execute("INSERT INTO kernels VALUES ('k', 'fast')")
+    con.commit()
+    con.close()
+    check_table(load_bytes(db.read_bytes()))
