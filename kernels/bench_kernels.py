@@ -5,7 +5,12 @@
 times in the same row, and the bandwidth as a share of a plain device-to-device copy measured
 in the same run (the practical ceiling for memory-bound kernels). Peers: the eager PyTorch
 formulas of ``kernels.reference`` (what the v1 model runs), ``F.cross_entropy``, and SDPA's
-flash backend for attention. Times are medians of ``triton.testing.do_bench`` (CUDA events).
+flash backend for attention.
+
+Times are medians over CUDA-graph replays (``triton.testing.do_bench_cudagraph``), i.e. GPU
+time: at these sizes a Python-launched forward+backward costs about 0.2-0.4 ms of CPU time
+(autograd, Triton's launcher, allocations), which can exceed the GPU time of a memory-bound
+kernel. ``ms_fwd_bwd_launched`` shows what an eager (ungraphed) loop sees, overhead included.
 
 Run: ``python -m kernels.bench_kernels [--dtype bf16]``; used by ``tinylab bench``. Needs a GPU.
 """
@@ -18,12 +23,19 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import kernels
 from kernels import reference
 
 
 def _ms(fn: Callable[[], object]) -> float:
+    from triton.testing import do_bench_cudagraph
+
+    return float(do_bench_cudagraph(fn, rep=100, return_mode="median"))
+
+
+def _ms_launched(fn: Callable[[], object]) -> float:
     from triton.testing import do_bench
 
     return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
@@ -44,12 +56,14 @@ def _fwd_bwd(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tenso
     return step
 
 
-def _measure(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> tuple[float, float]:
-    return _ms(lambda: fn(*inputs)), _ms(_fwd_bwd(fn, inputs, grad_inputs))
+def _measure(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> tuple[float, float, float]:
+    """(ms forward, ms forward+backward, ms forward+backward launched without a graph)."""
+    step = _fwd_bwd(fn, inputs, grad_inputs)
+    return _ms(lambda: fn(*inputs)), _ms(step), _ms_launched(step)
 
 
 def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_fwd_bwd=None, copy_gbs=None):
-    ms_fwd, ms_fwd_bwd = ours
+    ms_fwd, ms_fwd_bwd, ms_launched = ours
     gbs = bytes_fwd_bwd / ms_fwd_bwd / 1e6 if bytes_fwd_bwd else None
     return {
         "kernel": kernel,
@@ -57,12 +71,14 @@ def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_
         "dtype": str(dtype).replace("torch.", ""),
         "ms_fwd": round(ms_fwd, 4),
         "ms_fwd_bwd": round(ms_fwd_bwd, 4),
+        "ms_fwd_bwd_launched": round(ms_launched, 4),
         "gb_per_s": round(gbs, 1) if gbs else None,
         "pct_of_copy_bw": round(100 * gbs / copy_gbs, 1) if gbs and copy_gbs else None,
         "tflop_s": round(flops_fwd_bwd / ms_fwd_bwd / 1e9, 1) if flops_fwd_bwd else None,
         "peer": peer_name,
         "peer_ms_fwd": round(peer[0], 4),
         "peer_ms_fwd_bwd": round(peer[1], 4),
+        "peer_ms_fwd_bwd_launched": round(peer[2], 4),
         "speedup_fwd_bwd": round(peer[1] / ms_fwd_bwd, 2),
     }
 
@@ -86,9 +102,10 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
     copy_ms = _ms(lambda: dst.copy_(src))
     copy_gbs = 2 * src.numel() * es / copy_ms / 1e6
     rows.append({"kernel": "copy (ceiling)", "shape": f"{M}x{N}", "dtype": str(dtype).replace("torch.", ""),
-                 "ms_fwd": round(copy_ms, 4), "ms_fwd_bwd": None, "gb_per_s": round(copy_gbs, 1),
-                 "pct_of_copy_bw": 100.0, "tflop_s": None, "peer": None, "peer_ms_fwd": None,
-                 "peer_ms_fwd_bwd": None, "speedup_fwd_bwd": None})
+                 "ms_fwd": round(copy_ms, 4), "ms_fwd_bwd": None, "ms_fwd_bwd_launched": None,
+                 "gb_per_s": round(copy_gbs, 1), "pct_of_copy_bw": 100.0, "tflop_s": None,
+                 "peer": None, "peer_ms_fwd": None, "peer_ms_fwd_bwd": None,
+                 "peer_ms_fwd_bwd_launched": None, "speedup_fwd_bwd": None})
     del src, dst
 
     x, w = _randn(M, N, dtype=dtype, device=device), _randn(N, dtype=dtype, device=device)
@@ -140,7 +157,7 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
         flops = 3.5 * 4 * B * H * S * S * D * 0.5
 
         def sdpa(q, k, v, gqa=H != KVH):
-            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                 return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
 
         rows.append(_row(
@@ -162,8 +179,9 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
 
 
 def format_rows(rows: list[dict]) -> str:
-    cols = ["kernel", "shape", "ms_fwd", "ms_fwd_bwd", "gb_per_s", "pct_of_copy_bw", "tflop_s",
-            "peer", "peer_ms_fwd", "peer_ms_fwd_bwd", "speedup_fwd_bwd"]
+    cols = ["kernel", "shape", "ms_fwd", "ms_fwd_bwd", "ms_fwd_bwd_launched", "gb_per_s",
+            "pct_of_copy_bw", "tflop_s", "peer", "peer_ms_fwd", "peer_ms_fwd_bwd",
+            "peer_ms_fwd_bwd_launched", "speedup_fwd_bwd"]
     table = [cols] + [["" if row.get(c) is None else str(row[c]) for c in cols] for row in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(cols))]
     return "\n".join("  ".join(v.ljust(wd) for v, wd in zip(r, widths)) for r in table)

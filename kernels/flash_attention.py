@@ -352,21 +352,24 @@ def _stages(n: int) -> int:
     return min(n, 2) if torch.version.hip else n
 
 
+# GPU configs from a sweep on an H200 (bf16, B*H=64 or 32, S=2048, causal; see bench_kernels):
+# 64x64 forward blocks beat the tutorial's 128x64 by 10-40%, and a 32x64 dK/dV block beat 32x128.
 def _fwd_config(head_dim: int) -> dict:
     if interpreting():
         return dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1)
-    if head_dim <= 64:
-        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
-    return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
+    return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
 
 
-def _bwd_config(head_dim: int) -> dict:
-    # dK/dV: a wide key block stays resident while narrow query blocks stream past it; dQ the
-    # other way round (the tutorial's 32/128 and 128/32 split).
+def _bwd_config(head_dim: int) -> tuple[dict, dict]:
+    """(dK/dV config, dQ config). dK/dV keeps a key block resident while query blocks stream
+    past it; dQ the other way round."""
     if interpreting():
-        return dict(BLOCK_M1=16, BLOCK_N1=32, BLOCK_M2=32, BLOCK_N2=16, num_warps=4, num_stages=1)
-    stages = _stages(5 if head_dim <= 64 else 3)
-    return dict(BLOCK_M1=32, BLOCK_N1=128, BLOCK_M2=128, BLOCK_N2=32, num_warps=4, num_stages=stages)
+        return (dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=1),
+                dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1))
+    dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    if head_dim <= 64:
+        return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
 
 
 class _FlashAttention(torch.autograd.Function):
@@ -394,28 +397,25 @@ class _FlashAttention(torch.autograd.Function):
         q, k, v, o, lse = ctx.saved_tensors
         B, H, S, D = q.shape
         KVH = k.shape[1]
-        cfg = _bwd_config(D)
-        warps, stages = cfg["num_warps"], cfg["num_stages"]
+        dkdv_cfg, dq_cfg = _bwd_config(D)
         delta = torch.empty_like(lse)
-        _attn_bwd_preprocess[(triton.cdiv(S, cfg["BLOCK_M2"]), B * H)](
+        _attn_bwd_preprocess[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
             o, do, delta, *o.stride(), *do.stride(), H, S,
-            BLOCK_M=cfg["BLOCK_M2"], HEAD_DIM=D, num_warps=warps,
+            BLOCK_M=dq_cfg["BLOCK_M"], HEAD_DIM=D, num_warps=dq_cfg["num_warps"],
         )
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         qk_scale = ctx.sm_scale * _LOG2E
-        _attn_bwd_dkdv_kernel[(triton.cdiv(S, cfg["BLOCK_N1"]), B * KVH)](
+        _attn_bwd_dkdv_kernel[(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
             q, k, v, do, dk, dv, lse, delta,
             *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
             H, KVH, H // KVH, S, qk_scale, ctx.sm_scale,
-            CAUSAL=ctx.causal, BLOCK_M=cfg["BLOCK_M1"], BLOCK_N=cfg["BLOCK_N1"], HEAD_DIM=D,
-            FP32_DOT=interpreting(), num_warps=warps, num_stages=stages,
+            CAUSAL=ctx.causal, HEAD_DIM=D, FP32_DOT=interpreting(), **dkdv_cfg,
         )
-        _attn_bwd_dq_kernel[(triton.cdiv(S, cfg["BLOCK_M2"]), B * H)](
+        _attn_bwd_dq_kernel[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
             q, k, v, do, dq, lse, delta,
             *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
             H, H // KVH, S, qk_scale, ctx.sm_scale,
-            CAUSAL=ctx.causal, BLOCK_M=cfg["BLOCK_M2"], BLOCK_N=cfg["BLOCK_N2"], HEAD_DIM=D,
-            FP32_DOT=interpreting(), num_warps=warps, num_stages=stages,
+            CAUSAL=ctx.causal, HEAD_DIM=D, FP32_DOT=interpreting(), **dq_cfg,
         )
         return dq, dk, dv, None, None
 

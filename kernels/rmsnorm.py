@@ -20,8 +20,10 @@ from kernels._utils import as_rows, check_tensors, row_num_warps, sm_count
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192
-# Backward programs per SM: enough rows in flight to hide latency, small partial buffer.
-BWD_PROGRAMS_PER_SM = 4
+# Backward programs per SM. Measured on an H200 at 16384 x 4096 bf16 (8 warps, with the
+# prefetch in the kernel): 2 per SM ran the backward at 83% of copy bandwidth (97% at 65536
+# rows), against 68-80% for 1, 4 or 8.
+BWD_PROGRAMS_PER_SM = 2
 
 
 @triton.jit
@@ -110,27 +112,34 @@ def _rmsnorm_bwd_kernel(
     RSTD += first
     dw_row = DW_PARTIAL + pid.to(tl.int64) * N
     if SINGLE_BLOCK:
+        # Software pipelining by hand: the next row's loads are issued before this row's
+        # reduction and stores, so every program keeps two rows of loads in flight.
         cols = tl.arange(0, BLOCK_N)
         mask = cols < N
         w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
         dw = tl.zeros([BLOCK_N], dtype=tl.float32)
-        for _ in range(row_start, row_end):
-            x = tl.load(X + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-            dy = tl.load(DY + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+        x = tl.load(X + cols * stride_xn, mask=mask & (row_start < row_end), other=0.0)
+        dy = tl.load(DY + cols * stride_dyn, mask=mask & (row_start < row_end), other=0.0)
+        for row in range(row_start, row_end):
+            X += stride_xm
+            DY += stride_dym
+            has_next = row + 1 < row_end
+            x_next = tl.load(X + cols * stride_xn, mask=mask & has_next, other=0.0)
+            dy_next = tl.load(DY + cols * stride_dyn, mask=mask & has_next, other=0.0)
             rstd = tl.load(RSTD)
-            xhat = x * rstd
-            wdy = w * dy
+            xhat = x.to(tl.float32) * rstd
+            wdy = w * dy.to(tl.float32)
             c = tl.sum(xhat * wdy, axis=0) / N
             dx = (wdy - xhat * c) * rstd
             if HAS_DRESIDUAL:
                 dx += tl.load(DH + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
             tl.store(DX + cols, dx.to(DX.dtype.element_ty), mask=mask)
-            dw += dy * xhat
-            X += stride_xm
-            DY += stride_dym
+            dw += dy.to(tl.float32) * xhat
             DH += stride_dhm
             DX += N
             RSTD += 1
+            x = x_next
+            dy = dy_next
         tl.store(dw_row + cols, dw, mask=mask)
     else:
         # DW_PARTIAL starts zeroed; each element is read and written only by the thread that
