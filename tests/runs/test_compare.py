@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -131,7 +132,9 @@ def test_kernel_diff_when_both_runs_have_kernel_tables(finished_pair, tmp_path):
     assert changed["name"] == "rmsnorm" and changed["ratio"] == pytest.approx(0.5)
     assert (changed["a_calls"], changed["b_calls"]) == (20, 20)
     text = format_compare(result)
-    assert "kernel diff" in text and "appeared in B: gemm_qkv" in text and "0.50x" in text
+    section = text.split("kernel diff (B vs A)")[1]
+    assert re.search(r"only in B \(appeared\)\n\s+kernel\s+total\s+calls\n\s+gemm_qkv\s+6 ms\s+10\n", section)
+    assert re.search(r"rmsnorm\s+1 ms\s+500 us\s+0.50x\s+20 -> 20", section)
     assert json.loads(json.dumps(result))["kernel_diff"] == diff, "the --json output must carry it unchanged"
 
 

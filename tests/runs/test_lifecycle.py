@@ -1,23 +1,25 @@
 """Real detached runs reaching every status: running, finished, failed, cancelled, lost.
 
-Long-running runs are started together once for the module (their torch imports overlap), each
-test then ends its own run a different way and checks the status and the processes left.
+The module's runs start together once (their torch imports overlap); each test then ends its
+own run a different way and checks the status and the processes left.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
 
 from tinylab.config import RunConfig
 from tinylab.runs.follow import follow
 from tinylab.runs.launcher import cancel, launch
-from tinylab.runs.store import TERMINAL, Run
+from tinylab.runs.store import TERMINAL, Run, RunStore
 
 from .helpers import (
     FOREVER_STEPS,
@@ -35,23 +37,64 @@ from .helpers import (
 )
 
 LIVE = ("cancel", "kill_all", "kill_trainer", "kill_supervisor")
+ATTACHED_STEPS = 20
+
+
+@dataclass
+class Attached:
+    """A run started by an attached `tinylab run` that was SIGKILLed after the run's first step,
+    with a `tinylab follow last` started from "another terminal" while the run was starting up."""
+
+    run: Run
+    killed_at: float
+    launcher: subprocess.Popen
+    follower: subprocess.Popen
+
+
+@dataclass
+class ModuleRuns:
+    live: dict[str, Run]
+    attached: Attached
 
 
 @pytest.fixture(scope="module")
-def live_runs(tmp_path_factory):
-    """One endless run per test below, each already inside its training loop."""
-    from tinylab.runs.store import RunStore
-
-    store = RunStore(tmp_path_factory.mktemp("live_runs"))
-    runs = {name: launch(store, tiny_config(num_steps=FOREVER_STEPS, label=name)) for name in LIVE}
+def runs(tmp_path_factory):
+    """Every real run of this module, started together so that their torch imports overlap: one
+    endless run per live-run test, each already inside its training loop, and the attached one."""
+    root = tmp_path_factory.mktemp("lifecycle")
+    attached_dir = root / "attached"
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "tinylab", "run", "--runs-dir", str(attached_dir), *TINY_FLAGS,
+         "--num-steps", str(ATTACHED_STEPS), "--warmup-steps", "2"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    store = RunStore(root / "live")
+    live = {name: launch(store, tiny_config(num_steps=FOREVER_STEPS, label=name)) for name in LIVE}
+    follower = None
     try:
-        for run in runs.values():
+        first = launcher.stdout.readline()  # "run <id>  (<dir>)", printed right after the launch
+        assert first.startswith("run "), first
+        attached = Run(attached_dir / first.split()[1])
+        follower = subprocess.Popen([sys.executable, "-m", "tinylab", "follow", "last", "--runs-dir", str(attached_dir)],
+                                    cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_for_step(attached, timeout=120)
+        launcher.kill()
+        killed_at = time.time()
+        launcher.wait(timeout=10)
+        for run in live.values():
             wait_for_step(run, timeout=120)
-        yield runs
+        yield ModuleRuns(live, Attached(attached, killed_at, launcher, follower))
     finally:  # whatever a failed test left behind
-        for run in runs.values():
+        launcher.kill()
+        if follower is not None:
+            follower.kill()
+        for run in live.values():
             if run.is_alive():
                 cancel(run, grace_s=(0.5, 0.5))
+
+
+@pytest.fixture
+def live_runs(runs) -> dict[str, Run]:
+    return runs.live
 
 
 def test_live_runs_are_running_with_their_own_process_group(live_runs):
@@ -68,8 +111,9 @@ def test_cancel_stops_the_whole_group_and_records_cancelled(live_runs):
     run = live_runs["cancel"]
     supervisor, trainer = run_pids(run)
     t0 = time.monotonic()
-    assert cancel(run) is True
-    print(f"cancel took {time.monotonic() - t0:.1f} s")
+    proc = cli("cancel", run.id, "--runs-dir", str(run.dir.parent))
+    print(f"tinylab cancel took {time.monotonic() - t0:.1f} s")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"run {run.id} cancelled", proc.stderr
     assert run.status() == "cancelled"
     assert process_gone(supervisor) and process_gone(trainer)
     log = run.events()
@@ -107,7 +151,7 @@ def test_killing_only_the_supervisor_leaves_the_run_running_and_cancellable(live
     steps = len(run.events().of("step"))
     wait_for(lambda: len(run.events().of("step")) > steps, 30, "another step after the supervisor died", run)
     assert run.status() == "running"
-    assert cancel(run, grace_s=(3.0, 2.0)) is True
+    assert cancel(run) is True
     assert run.status() == "cancelled"
     assert process_gone(trainer)
 
@@ -124,35 +168,7 @@ def test_trainer_failure_is_failed_with_its_error(store, monkeypatch):
     assert "error: ConfigError" in output_tail(run)
 
 
-def test_killing_the_launching_process_does_not_stop_the_run(tmp_path):
-    """`tinylab run` (attached) is SIGKILLed mid-run, like a dropped SSH session; the run carries on
-    to `finished`, and `tinylab follow last` from another terminal streams it to its end."""
-    runs_dir = tmp_path / "runs"
-    launcher_proc = subprocess.Popen(
-        [sys.executable, "-m", "tinylab", "run", "--runs-dir", str(runs_dir), *TINY_FLAGS,
-         "--num-steps", "12", "--warmup-steps", "2"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        first = launcher_proc.stdout.readline()  # "run <id>  (<dir>)", printed right after the launch
-        assert first.startswith("run "), first
-        run = Run(runs_dir / first.split()[1])
-        wait_for_step(run, timeout=90)
-    finally:
-        launcher_proc.kill()
-        launcher_proc.wait(timeout=10)
-    assert launcher_proc.returncode == -signal.SIGKILL
-    assert run.status() == "running", "the launcher's death must not reach the run"
-    followed = cli("follow", "last", "--runs-dir", str(runs_dir), timeout=120)
-    assert followed.returncode == 0, followed.stderr
-    assert "step   12/12" in followed.stdout and "summary (medians after warm-up)" in followed.stdout
-    assert f"run {run.id} finished" in followed.stderr
-    assert run.status() == "finished"
-    assert len(run.events().of("step")) == 12
-
-
 def test_follow_returns_the_final_status_of_a_finished_run(finished_pair):
-    import io
-
     out = io.StringIO()
     assert follow(finished_pair.v1, out=out) == "finished"
     assert out.getvalue() == finished_pair.v1.output_log.read_text()
@@ -176,3 +192,18 @@ def test_two_concurrent_runs_both_finish_intact(finished_pair):
     overlap = min(v1.events().last("exit")["time"], v2.events().last("exit")["time"]) - max(
         v1.events().last("start")["time"], v2.events().last("start")["time"])
     assert overlap > 0, "the two runs did not actually run at the same time"
+
+
+def test_killing_the_launching_process_does_not_stop_the_run(runs):
+    """`tinylab run` (attached) was SIGKILLed mid-run, like a dropped SSH session: the run carries
+    on to `finished`, and `tinylab follow last` streams it to its end. (Last in the module: the
+    live runs above are gone by now, so this run has the CPU.)"""
+    att = runs.attached
+    assert att.launcher.returncode == -signal.SIGKILL
+    out, err = att.follower.communicate(timeout=120)
+    assert att.follower.returncode == 0, err
+    assert f"following run {att.run.id} (running)" in err and f"run {att.run.id} finished" in err
+    assert f"step   {ATTACHED_STEPS}/{ATTACHED_STEPS}" in out and "summary (medians after warm-up)" in out
+    assert att.run.status() == "finished"
+    assert len(att.run.events().of("step")) == ATTACHED_STEPS
+    assert att.run.events().last("summary")["time"] > att.killed_at, "the launcher must die before the run ends"
