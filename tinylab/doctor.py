@@ -162,7 +162,9 @@ def render_text(report: dict[str, Any]) -> str:
             details.insert(0, f"{gpu['memory_gb']} GB")
         if not gpu.get("torch_sees_gpu"):
             details.append("torch cannot use it (CPU-only torch build?)")
-        lines.append(f"GPU       {gpu['vendor'].upper()} {gpu['name']}{count}" + (f" ({', '.join(details)})" if details else ""))
+        vendor = gpu["vendor"].upper()
+        name = gpu["name"] if gpu["name"].upper().startswith(vendor) else f"{vendor} {gpu['name']}"
+        lines.append(f"GPU       {name}{count}" + (f" ({', '.join(details)})" if details else ""))
     packages = " · ".join(f"{name} {version or '-'}" for name, version in report["packages"].items())
     lines.append(f"packages  {packages}")
     lines.append("profilers")

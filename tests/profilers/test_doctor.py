@@ -1,0 +1,76 @@
+"""`tinylab doctor` tells the truth: on this machine, and with stand-in tools on PATH."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+
+import pytest
+
+from tinylab import doctor
+from tinylab.cli import main
+from tinylab.config import PROFILERS
+from tinylab.profilers import base
+from tinylab.profilers.deepspeed import DeepSpeedAdapter
+
+WRAPPERS = ("rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")
+
+
+@pytest.fixture(autouse=True)
+def fast_deepspeed_check(monkeypatch):
+    """DeepSpeed's real check imports it in a child (seconds); test_inprocess covers that path."""
+    monkeypatch.setattr(DeepSpeedAdapter, "available", lambda self: base.Availability(False, "deepspeed is not installed", None))
+
+
+def test_report_shape_and_packages():
+    report = doctor.collect_doctor()
+    assert set(report) == {"os", "python", "gpu", "packages", "profilers"}
+    assert list(report["profilers"]) == list(PROFILERS)
+    for name, p in report["profilers"].items():
+        assert isinstance(p["available"], bool) and p["kind"] in ("in-process", "wrapper")
+        assert (p["reason"] is None) == p["available"] and (p["fix"] is None) == p["available"]
+    assert report["packages"]["torch"] == importlib.metadata.version("torch")
+    assert report["profilers"]["pytorch"] == {
+        "available": True, "reason": None, "version": importlib.metadata.version("torch"), "kind": "in-process",
+        "description": report["profilers"]["pytorch"]["description"], "fix": None}
+
+
+def test_cpu_machine_without_tools(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(base, "gpu_vendors", lambda: set())
+    monkeypatch.setattr(doctor, "gpu_info", lambda: None)
+    report = doctor.collect_doctor()
+    assert report["gpu"] is None
+    for name in WRAPPERS:
+        p = report["profilers"][name]
+        assert p["available"] is False and p["reason"].endswith("not found on PATH") and p["fix"]
+
+
+def test_gpu_machine_with_tools(standins, monkeypatch):
+    monkeypatch.setattr(base, "gpu_vendors", lambda: {"nvidia"})
+    report = doctor.collect_doctor()
+    profilers = report["profilers"]
+    assert profilers["ncu"]["available"] and profilers["ncu"]["version"] == "2025.3.1.0"
+    assert profilers["nsys"]["available"]
+    for name in ("rocprofv3", "rocprof-sys", "rocprof-compute"):
+        assert not profilers[name]["available"] and "no AMD GPU is visible" in profilers[name]["reason"]
+
+
+def test_gpu_info_matches_torch():
+    import torch
+
+    info = doctor.gpu_info()
+    if torch.cuda.is_available():
+        assert info["name"] == torch.cuda.get_device_name(0) and info["torch_sees_gpu"]
+    elif not base.gpu_vendors():
+        assert info is None
+
+
+def test_cli_json_and_text(capsys, standins):
+    assert main(["doctor", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"gpu", "packages", "profilers"} <= set(data)
+    assert set(data["profilers"]["rocprofv3"]) >= {"available", "reason", "version"}
+    assert main(["doctor"]) == 0
+    text = capsys.readouterr().out
+    assert "profilers" in text and "ok rocprofv3" in text and "-- deepspeed" in text and "fix: pip install deepspeed" in text
