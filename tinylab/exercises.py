@@ -1,0 +1,884 @@
+"""Guided exercises: scenario files, their validation, checks over real runs, and progress.
+
+A scenario is `exercises/<id>.toml` (data only: TOML parsed by tomllib, step texts in markdown
+files beside it, checks in the small language of tinylab/checks.py), documented in
+exercises/README.md. Everything a scenario says is validated when it is loaded, with the file
+and line of the problem, so a broken scenario fails in CI, not in front of a learner.
+
+Headless on purpose: `tinylab exercises` and the TUI's exercise screen both call this module.
+pandas (for kernel tables) and torch (to resolve `--device auto`) are imported only when needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import re
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from tinylab import checks
+from tinylab.config import FAULTS, TOGGLES, ConfigError, RunConfig
+from tinylab.errors import UserError
+
+LEVELS = ("beginner", "intermediate", "advanced")
+PROGRESS_ENV = "TINYLAB_PROGRESS_FILE"
+STATUSES = ("pass", "fail", "skip")
+
+
+# ----------------------------------------------------------------------------- data model
+@dataclass
+class Question:
+    prompt: str
+    answer: str
+    explanation: str
+
+
+@dataclass
+class CheckSpec:
+    name: str
+    expr: str
+    description: str
+    needs_gpu: bool
+    gpu_reason: str = ""  # why a GPU is needed: shown when the check is skipped on a CPU
+
+
+@dataclass
+class Step:
+    number: int  # 1-based
+    title: str
+    text: str  # markdown
+    preset: dict  # the scenario's default preset merged with the step's own
+    cpu_preset: dict  # applied on top when the run's device is a CPU
+    baseline: dict | None  # preset of the comparison run (None: the step has one run)
+    checks: list[CheckSpec]
+    hints: list[str]
+    questions: list[Question]
+
+
+@dataclass
+class Scenario:
+    id: str
+    title: str
+    level: str
+    minutes: int
+    summary: str
+    steps: list[Step]
+    path: Path
+    notes: str  # instructor notes (markdown), including figures measured on GPUs
+    order: int = 100  # place in the course; ties go by id
+
+
+@dataclass
+class CheckResult:
+    name: str
+    expr: str
+    description: str
+    status: str  # "pass" | "fail" | "skip"
+    value: object
+    detail: str
+
+
+class ScenarioError(UserError):
+    """A scenario file that does not validate; the message is "FILE:LINE: problem"."""
+
+
+# ----------------------------------------------------------------------------- measured names
+_SUMMARY_NAMES: dict[str, tuple[str, str]] = {
+    # check name: (summary key, description)
+    "samples_per_s": ("samples_per_s", "training throughput, median after warm-up"),
+    "tokens_per_s": ("tokens_per_s", "tokens per second, median after warm-up"),
+    "step_ms": ("step_ms_median", "median step time (ms)"),
+    "step_ms_p10": ("step_ms_p10", "10th percentile step time (ms)"),
+    "step_ms_p90": ("step_ms_p90", "90th percentile step time (ms)"),
+    "fwd_ms": ("fwd_ms_median", "median forward time (ms)"),
+    "bwd_ms": ("bwd_ms_median", "median backward time (ms)"),
+    "opt_ms": ("opt_ms_median", "median optimizer time (ms)"),
+    "peak_mem_mb": ("peak_mem_mb", "peak device memory allocated (MiB; GPU runs only)"),
+    "initial_loss": ("initial_loss", "loss of the first step"),
+    "final_loss": ("final_loss", "loss of the last step"),
+    "params_trained": ("params_trained", "parameter tensors that changed during training"),
+    "params_total": ("params_total", "parameter tensors in the model"),
+    "mfu": ("mfu", "model FLOPs utilization, 0..1 (known GPUs only)"),
+    "model_flops_per_step": ("model_flops_per_step", "analytic training FLOPs of one step"),
+    "steps": ("steps", "steps run"),
+    "measured_steps": ("measured_steps", "steps after warm-up"),
+}
+_START_NAMES: dict[str, tuple[str, str, str]] = {
+    "param_elements": ("param_elements", checks.NUM, "number of parameters (elements)"),
+    "device": ("device", checks.STR, 'where the run ran: "cpu", "cuda:0", ...'),
+    "device_name": ("device_name", checks.STR, "the device's name"),
+}
+_KERNEL_NAMES: dict[str, tuple[str, str]] = {
+    "top_kernel_name": (checks.STR, "name of the kernel (CPU: operator) with the most time"),
+    "top_kernel_category": (checks.STR, "its category: gemm, attention, norm, elementwise, ..."),
+    "top_kernel_pct": (checks.NUM, "its share of all kernel time (%)"),
+    "kernel_count": (checks.NUM, "distinct kernels in the table"),
+    "kernel_launches": (checks.NUM, "kernel launches (calls) in the profiled steps"),
+    "kernel_total_ms": (checks.NUM, "total kernel time in the profiled steps (ms)"),
+}
+_DEEPSPEED_NAMES: dict[str, tuple[str, str]] = {
+    # check name: (flops.json key, description)
+    "deepspeed_fwd_flops": ("flops", "FLOPs of one forward pass, counted by the DeepSpeed FLOPS profiler"),
+    "deepspeed_fwd_ms": ("fwd_latency_s", "that forward pass's time under the FLOPS profiler (ms)"),
+}
+_CATEGORY_SUFFIXES = {"_ms": "total time (ms)", "_pct": "share of kernel time (%)", "_calls": "launches"}
+_CONFIG_SKIPPED = ("device", "profilers")  # `device` is the start event's; lists are not values
+
+
+def _config_types() -> dict[str, str]:
+    defaults = RunConfig()
+    types = {}
+    for f in dataclasses.fields(RunConfig):
+        if f.name in _CONFIG_SKIPPED:
+            continue
+        value = getattr(defaults, f.name)
+        if f.name in TOGGLES or isinstance(value, bool):
+            types[f.name] = checks.BOOL
+        elif isinstance(value, (int, float)):
+            types[f.name] = checks.NUM
+        else:  # str, and `fault` (None = no fault, measured as "")
+            types[f.name] = checks.STR
+    return types
+
+
+def _category_names() -> dict[str, str]:
+    """<category>_ms/_pct/_calls for every kernel category -> description."""
+    from tinylab.analysis.hotspots import CATEGORIES
+
+    return {cat + suffix: f"{cat} kernels: {desc}" for cat in CATEGORIES for suffix, desc in _CATEGORY_SUFFIXES.items()}
+
+
+@lru_cache(maxsize=1)
+def names() -> dict[str, tuple[str, str]]:
+    """Every name a check may read: name -> (type, description)."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, (_, desc) in _SUMMARY_NAMES.items():
+        out[name] = (checks.NUM, desc)
+    for name, (_, kind, desc) in _START_NAMES.items():
+        out[name] = (kind, desc)
+    for name, kind in _config_types().items():
+        out[name] = (kind, f"config: {name}")
+    for name, (kind, desc) in _KERNEL_NAMES.items():
+        out[name] = (kind, desc)
+    for name, (_, desc) in _DEEPSPEED_NAMES.items():
+        out[name] = (checks.NUM, desc)
+    for name, desc in _category_names().items():
+        out[name] = (checks.NUM, desc)
+    return out
+
+
+def _name_types() -> dict[str, str]:
+    return {name: kind for name, (kind, _) in names().items()}
+
+
+# ----------------------------------------------------------------------------- TOML
+def _toml_loads(text: str) -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ImportError:
+            raise UserError(
+                "the exercises need Python 3.11 or newer (for tomllib), or the tomli package: pip install tomli"
+            ) from None
+    return tomllib.loads(text)
+
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)|\s*\(at end of document\)")
+
+
+class _Locator:
+    """Finds the line of a key path such as ("steps", 2, "checks", 0, "expr") in TOML text.
+
+    tomllib reports lines only for syntax errors; schema errors (a wrong type, an unknown key)
+    are found here by following table headers ([a], [[a.b]]) and key lines, which covers how
+    scenario files are written. When the exact key is not found, the nearest enclosing key or
+    table is given instead: a line near the problem beats no line.
+    """
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\- ]+?)\s*\]\]?\s*(?:#.*)?$")
+    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-]+(?:\s*\.\s*[A-Za-z0-9_\-]+)*)\s*=")
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+        self.headers: list[tuple[int, tuple]] = []  # (line, path) of each table header
+        self.keys: list[tuple[int, tuple]] = []  # (line, path) of each key at a line start
+        counts: dict[tuple, int] = {}
+        current: tuple = ()
+        in_multiline = False
+        for lineno, line in enumerate(self.lines, 1):
+            was_multiline = in_multiline
+            if (line.count('"""') + line.count("'''")) % 2:
+                in_multiline = not in_multiline
+            if was_multiline:
+                continue
+            header = self._HEADER.match(line)
+            if header:
+                current = self._header_path(header, counts)
+                self.headers.append((lineno, current))
+                continue
+            key = self._KEY.match(line)
+            if key:
+                self.keys.append((lineno, current + tuple(p.strip() for p in key.group(1).split("."))))
+
+    @staticmethod
+    def _header_path(header: re.Match, counts: dict[tuple, int]) -> tuple:
+        """[a.b] or [[a.b]] as a concrete path, e.g. ("steps", 2, "checks", 0) for the third step's first check."""
+        parts = [p.strip() for p in header.group(2).split(".")]
+        path: tuple = ()
+        for i, part in enumerate(parts):
+            path = path + (part,)
+            if i == len(parts) - 1 and header.group(1) == "[[":
+                index = counts.get(path, -1) + 1
+                for key in [k for k in counts if len(k) > len(path) and k[: len(path)] == path]:
+                    del counts[key]  # a new element starts its nested arrays afresh
+                counts[path] = index
+                path = path + (index,)
+            elif counts.get(path) is not None:
+                path = path + (counts[path],)
+        return path
+
+    def line_of(self, path: tuple) -> int:
+        for length in range(len(path), 0, -1):
+            prefix = path[:length]
+            for lineno, key_path in self.keys:
+                if key_path == prefix:
+                    return self._inner(lineno, path[length:])
+            for lineno, header_path in self.headers:
+                if header_path == prefix:
+                    return lineno
+        return 1
+
+    def _inner(self, lineno: int, rest: tuple) -> int:
+        """Inside an inline table or array that starts at `lineno`, the line of `rest`'s last key."""
+        keys = [k for k in rest if isinstance(k, str)]
+        if not keys:
+            return lineno
+        index = next((k for k in rest if isinstance(k, int)), 0)
+        pattern = re.compile(r"(?:^|[\s{,])" + re.escape(keys[-1]) + r"\s*=")
+        seen = 0
+        for i in range(lineno - 1, len(self.lines)):
+            line = self.lines[i]
+            if i >= lineno and (self._HEADER.match(line) or self._KEY.match(line)):
+                break
+            if pattern.search(line):
+                if seen == index:
+                    return i + 1
+                seen += 1
+        return lineno
+
+
+# ----------------------------------------------------------------------------- schema
+_SCENARIO_KEYS = {"id", "title", "level", "minutes", "summary", "order", "notes_file", "defaults", "steps"}
+_SCENARIO_REQUIRED = ("id", "title", "level", "minutes", "summary", "steps")
+_DEFAULTS_KEYS = {"preset", "cpu_preset"}
+_STEP_KEYS = {"title", "text", "text_file", "preset", "cpu_preset", "baseline", "checks", "hints", "questions"}
+_CHECK_KEYS = {"name", "expr", "description", "needs_gpu", "gpu_reason"}
+_QUESTION_KEYS = {"prompt", "answer", "explanation"}
+#: Keys a CPU override may not change: they decide what the step is about, not how big it is.
+_CPU_FIXED = ("version", "fault")
+#: Keys no preset sets: the learner's machine decides.
+_PRESET_FORBIDDEN = ("device",)
+_CHECK_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+class _Validator:
+    def __init__(self, path: Path, text: str, display: str, root: Path):
+        self.path = path
+        self.display = display
+        self.root = root
+        self.locator = _Locator(text)
+
+    def error(self, where: tuple, problem: str) -> ScenarioError:
+        return ScenarioError(f"{self.display}:{self.locator.line_of(where)}: {problem}")
+
+    # -- typed getters
+    def table(self, data: dict, where: tuple, allowed: set[str], required: tuple[str, ...] = ()) -> None:
+        for key in data:
+            if key not in allowed:
+                hint = _close(key, allowed)
+                raise self.error(where + (key,), f"unknown key {_dotted(where + (key,))!r}"
+                                 + (f" (did you mean {hint!r}?)" if hint else f"; allowed: {', '.join(sorted(allowed))}"))
+        for key in required:
+            if key not in data:
+                raise self.error(where, f"missing required key {_dotted(where + (key,))!r}")
+
+    def get(self, data: dict, key: str, where: tuple, kind: type | tuple, default: Any = None, what: str = "") -> Any:
+        if key not in data:
+            return default
+        value = data[key]
+        ok = isinstance(value, kind) and not (kind in (int, (int, float)) and isinstance(value, bool))
+        if not ok:
+            raise self.error(where + (key,), f"{_dotted(where + (key,))} must be {what or _kind_name(kind)}, "
+                             f"got {_kind_name(type(value))} {value!r}"[:200])
+        if isinstance(value, str) and not value.strip() and key not in ("gpu_reason",):
+            raise self.error(where + (key,), f"{_dotted(where + (key,))} must not be empty")
+        return value
+
+    def string_list(self, data: dict, key: str, where: tuple) -> list[str]:
+        values = self.get(data, key, where, list, [], "a list of strings")
+        for i, value in enumerate(values):
+            if not isinstance(value, str) or not value.strip():
+                raise self.error(where + (key, i), f"{_dotted(where + (key,))}[{i}] must be a non-empty string")
+        return values
+
+    def table_list(self, data: dict, key: str, where: tuple) -> list[dict]:
+        values = self.get(data, key, where, list, [], "an array of tables")
+        for i, value in enumerate(values):
+            if not isinstance(value, dict):
+                raise self.error(where + (key, i), f"{_dotted(where + (key,))}[{i}] must be a table")
+        return values
+
+    def markdown(self, name: str, where: tuple) -> str:
+        target = (self.path.parent / name).resolve()
+        if target.suffix != ".md":
+            raise self.error(where, f"{_dotted(where)} must name a .md file, got {name!r}")
+        if not target.is_relative_to(self.root.resolve()):
+            raise self.error(where, f"{_dotted(where)} {name!r} points outside the exercises folder")
+        try:
+            return target.read_text(encoding="utf-8")
+        except (FileNotFoundError, IsADirectoryError):
+            raise self.error(where, f"{_dotted(where)}: file {name!r} not found next to {self.path.name}") from None
+        except UnicodeDecodeError:
+            raise self.error(where, f"{_dotted(where)}: file {name!r} is not UTF-8 text") from None
+
+    # -- presets
+    def preset(self, data: dict, key: str, where: tuple, cpu: bool = False) -> dict:
+        preset = self.get(data, key, where, dict, {}, "a table of run settings")
+        fields = {f.name for f in dataclasses.fields(RunConfig)}
+        defaults = RunConfig()
+        for name, value in preset.items():
+            at = where + (key, name)
+            if name not in fields:
+                hint = _close(name, fields)
+                raise self.error(at, f"unknown run setting {name!r} in {key}" + (f" (did you mean {hint!r}?)" if hint else ""))
+            if name in _PRESET_FORBIDDEN:
+                raise self.error(at, f"{key} may not set {name!r}: the learner's flags choose it")
+            if cpu and name in _CPU_FIXED:
+                raise self.error(at, f"cpu_preset may not change {name!r}: the CPU run must be the same experiment")
+            expected = _setting_type(name, getattr(defaults, name))
+            if not _is_type(value, expected):
+                raise self.error(at, f"{key}.{name} must be {_kind_name(expected)}, got {value!r}")
+        return preset
+
+    def config(self, values: dict, where: tuple, what: str) -> None:
+        try:
+            RunConfig.from_dict(dict(values)).validate()
+        except ConfigError as exc:
+            raise self.error(where, f"{what}: {exc}") from None
+        fault = values.get("fault")
+        if fault is not None and fault not in FAULTS:  # pragma: no cover - validate() says it first
+            raise self.error(where, f"{what}: unknown fault {fault!r}")
+
+    # -- expressions
+    def expression(self, expr: str, where: tuple, check_name: str, has_baseline: bool) -> None:
+        try:
+            tree = checks.parse(expr)
+            kind = checks.check_types(tree, _name_types(), has_baseline)
+        except checks.ExprError as exc:
+            raise self.error(where, f"check {check_name!r}: {exc}") from None
+        if kind != checks.BOOL:
+            raise self.error(where, f"check {check_name!r}: the expression gives a {kind}, not true/false")
+
+
+def _setting_type(name: str, default: Any) -> type | tuple:
+    if name in TOGGLES or isinstance(default, bool):
+        return bool
+    if name == "fault":
+        return str
+    if isinstance(default, float):
+        return (int, float)
+    if isinstance(default, list):
+        return list
+    return type(default)
+
+
+def _is_type(value: Any, expected: type | tuple) -> bool:
+    if expected is list:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if expected in (int, (int, float)) and isinstance(value, bool):
+        return False
+    return isinstance(value, expected)
+
+
+def _kind_name(kind: type | tuple) -> str:
+    names_ = {str: "a string", int: "an integer", bool: "true or false", float: "a number", dict: "a table",
+              list: "a list", (int, float): "a number"}
+    return names_.get(kind, getattr(kind, "__name__", str(kind)))  # type: ignore[arg-type]
+
+
+def _dotted(path: tuple) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part + 1}]" if isinstance(part, int) else (("." if out else "") + part)
+    return out
+
+
+def _close(name: str, choices) -> str | None:
+    import difflib
+
+    found = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.7)
+    return found[0] if found else None
+
+
+# ----------------------------------------------------------------------------- loading
+def default_root() -> Path:
+    """The installed `exercises` package folder (works for editable and regular installs)."""
+    import exercises
+
+    return Path(next(iter(exercises.__path__)))
+
+
+def load_scenario_file(path: Path, root: Path | None = None) -> Scenario:
+    """Parse and validate one scenario file; ScenarioError("FILE:LINE: problem") when it is bad."""
+    path = Path(path)
+    root = Path(root) if root is not None else path.parent
+    try:
+        display = f"{root.name}/{path.relative_to(root).as_posix()}"
+    except ValueError:
+        display = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ScenarioError(f"{display}:1: not UTF-8 text") from None
+    try:
+        data = _toml_loads(text)
+    except UserError:
+        raise
+    except Exception as exc:  # tomllib.TOMLDecodeError (and tomli's) carry the position in the text
+        message = str(exc)
+        m = _TOML_POSITION.search(message)
+        line = m.group(1) if m and m.group(1) else str(max(1, len(text.splitlines())))
+        problem = _TOML_POSITION.sub("", message)
+        column = f" (column {m.group(2)})" if m and m.group(2) else ""
+        raise ScenarioError(f"{display}:{line}: invalid TOML: {problem}{column}") from None
+    return _build(data, path, text, display, root)
+
+
+def _build(data: dict, path: Path, text: str, display: str, root: Path) -> Scenario:
+    v = _Validator(path, text, display, root)
+    v.table(data, (), _SCENARIO_KEYS, _SCENARIO_REQUIRED)
+    sid = v.get(data, "id", (), str)
+    if sid != path.stem:
+        raise v.error(("id",), f"id {sid!r} must match the file name {path.stem!r}")
+    title = v.get(data, "title", (), str)
+    level = v.get(data, "level", (), str)
+    if level not in LEVELS:
+        raise v.error(("level",), f"level {level!r} must be one of {', '.join(LEVELS)}")
+    minutes = v.get(data, "minutes", (), int)
+    if minutes < 1:
+        raise v.error(("minutes",), f"minutes must be >= 1, got {minutes}")
+    summary = v.get(data, "summary", (), str).strip()
+    order = v.get(data, "order", (), int, 100)
+    notes_file = v.get(data, "notes_file", (), str)
+    notes = v.markdown(notes_file, ("notes_file",)) if notes_file else ""
+    defaults = v.get(data, "defaults", (), dict, {}, "a table")
+    v.table(defaults, ("defaults",), _DEFAULTS_KEYS)
+    base_preset = v.preset(defaults, "preset", ("defaults",))
+    base_cpu = v.preset(defaults, "cpu_preset", ("defaults",), cpu=True)
+    raw_steps = v.table_list(data, "steps", ())
+    if not raw_steps:
+        raise v.error(("steps",), "a scenario needs at least one [[steps]]")
+    steps = [_build_step(v, raw, i, sid, base_preset, base_cpu) for i, raw in enumerate(raw_steps)]
+    return Scenario(sid, title, level, minutes, summary, steps, path, notes, order)
+
+
+def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dict, base_cpu: dict) -> Step:
+    at = ("steps", index)
+    number = index + 1
+    v.table(raw, at, _STEP_KEYS, ("title",))
+    title = v.get(raw, "title", at, str)
+    if ("text" in raw) == ("text_file" in raw):
+        raise v.error(at, f"step {number} needs exactly one of `text` (markdown) or `text_file` (a .md file)")
+    text = v.get(raw, "text", at, str) or v.markdown(v.get(raw, "text_file", at, str), at + ("text_file",))
+    preset = {**base_preset, **v.preset(raw, "preset", at), "label": f"exercise {sid} step {number}"}
+    cpu_preset = {**base_cpu, **v.preset(raw, "cpu_preset", at, cpu=True)}
+    baseline = None
+    if "baseline" in raw:
+        baseline = {**base_preset, **v.preset(raw, "baseline", at), "label": f"exercise {sid} step {number} baseline"}
+    for what, values, where in (
+        ("preset", preset, at + ("preset",)),
+        ("preset with cpu_preset", {**preset, **cpu_preset}, at + ("cpu_preset",)),
+        ("baseline", baseline, at + ("baseline",)),
+        ("baseline with cpu_preset", {**baseline, **cpu_preset} if baseline else None, at + ("cpu_preset",)),
+    ):
+        if values is not None:
+            v.config(values, where, f"step {number} {what}")
+    step_checks = []
+    seen: set[str] = set()
+    for j, rc in enumerate(v.table_list(raw, "checks", at)):
+        where = at + ("checks", j)
+        v.table(rc, where, _CHECK_KEYS, ("name", "expr", "description"))
+        name = v.get(rc, "name", where, str)
+        if not _CHECK_NAME.match(name):
+            raise v.error(where + ("name",), f"check name {name!r} must be lower-case letters, digits, '-' or '_'")
+        if name in seen:
+            raise v.error(where + ("name",), f"step {number} has two checks named {name!r}")
+        seen.add(name)
+        expr = v.get(rc, "expr", where, str)
+        v.expression(expr, where + ("expr",), name, baseline is not None)
+        needs_gpu = v.get(rc, "needs_gpu", where, bool, False)
+        gpu_reason = v.get(rc, "gpu_reason", where, str, "").strip()
+        if needs_gpu and not gpu_reason:
+            raise v.error(where + ("needs_gpu",), f"check {name!r} needs a GPU: say why in `gpu_reason`")
+        if gpu_reason and not needs_gpu:
+            raise v.error(where + ("gpu_reason",), f"check {name!r} has a gpu_reason but needs_gpu is false")
+        step_checks.append(CheckSpec(name, expr, v.get(rc, "description", where, str).strip(), needs_gpu, gpu_reason))
+    if not step_checks:
+        raise v.error(at, f"step {number} has no checks: every step is checked on a real run")
+    questions = []
+    for j, rq in enumerate(v.table_list(raw, "questions", at)):
+        where = at + ("questions", j)
+        v.table(rq, where, _QUESTION_KEYS, ("prompt", "answer"))
+        questions.append(Question(
+            v.get(rq, "prompt", where, str).strip(),
+            v.get(rq, "answer", where, str).strip(),
+            v.get(rq, "explanation", where, str, "").strip(),
+        ))
+    hints = [h.strip() for h in v.string_list(raw, "hints", at)]
+    return Step(number, title, text.strip() + "\n", preset, cpu_preset, baseline, step_checks, hints, questions)
+
+
+def load_scenarios(root: Path | None = None) -> list[Scenario]:
+    """Every scenario under `root` (default: the installed exercises), validated, in course order."""
+    root = Path(root) if root is not None else default_root()
+    scenarios = [load_scenario_file(path, root) for path in sorted(root.glob("*.toml"))]
+    return sorted(scenarios, key=lambda s: (s.order, s.id))
+
+
+def get_scenario(scenario_id: str, root: Path | None = None) -> Scenario:
+    scenarios = load_scenarios(root)
+    for scenario in scenarios:
+        if scenario.id == scenario_id:
+            return scenario
+    known = ", ".join(s.id for s in scenarios) or "(none)"
+    raise UserError(f"unknown exercise {scenario_id!r}: choose one of {known}")
+
+
+def get_step(scenario: Scenario, number: int) -> Step:
+    if not 1 <= number <= len(scenario.steps):
+        raise UserError(f"{scenario.id} has steps 1..{len(scenario.steps)}, not {number}")
+    return scenario.steps[number - 1]
+
+
+# ----------------------------------------------------------------------------- configs
+def resolve_device(device: str) -> str:
+    """"auto" becomes "cuda" or "cpu" here, so the CPU override is chosen for the device that runs."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def step_config(step: Step, device: str, overrides: dict) -> RunConfig:
+    """The step's run: preset (+ cpu_preset on a CPU) + overrides; validated (ConfigError)."""
+    return _config(step.preset, step, device, overrides)
+
+
+def baseline_config(step: Step, device: str, overrides: dict) -> RunConfig | None:
+    """The step's comparison run, built like step_config; overrides never add a fault to it."""
+    if step.baseline is None:
+        return None
+    return _config(step.baseline, step, device, {k: v for k, v in overrides.items() if k != "fault"})
+
+
+def _config(preset: dict, step: Step, device: str, overrides: dict) -> RunConfig:
+    device = resolve_device(device)
+    values = dict(preset)
+    if device == "cpu":
+        values.update(step.cpu_preset)
+    values.update({k: v for k, v in overrides.items() if k not in ("device", "profilers")})
+    # Profilers add up: a step that reads a kernel table keeps its profiler when the learner adds one.
+    values["profilers"] = list(dict.fromkeys([*values.get("profilers", []), *overrides.get("profilers", [])]))
+    values["device"] = device
+    return RunConfig.from_dict(values).validate()
+
+
+# ----------------------------------------------------------------------------- measurements
+class _Measured:
+    """The values of one run that checks can read, gathered lazily (kernel tables need pandas)."""
+
+    def __init__(self, run: Any, role: str):
+        self.run = run
+        self.role = role  # "run" or "baseline", for messages
+        log = run.events()
+        self.summary = log.last("summary")
+        self.start = log.last("start") or {}
+        self.error = log.last("error")
+        self.profiles = log.of("profile")
+        self.config = run.config_dict or self.start.get("config") or {}
+        self._table: Any = None
+        self._table_loaded = False
+
+    def _no_summary(self) -> str:
+        if self.error:
+            return f"the {self.role} failed: {self.error.get('type')}: {self.error.get('message')}"
+        return f"the {self.role} has no summary yet (status: {self.run.status()})"
+
+    def value(self, name: str) -> Any:
+        if name in _SUMMARY_NAMES:
+            if self.summary is None:
+                raise checks.Missing(name, self._no_summary())
+            value = self.summary.get(_SUMMARY_NAMES[name][0])
+            if value is None:
+                raise checks.Missing(name, self._why_none(name))
+            return value
+        if name in _START_NAMES:
+            value = self.start.get(_START_NAMES[name][0])
+            if value is None:
+                raise checks.Missing(name, f"the {self.role} has no start record")
+            return value
+        if name in _KERNEL_NAMES or name in _category_names():
+            return self._kernel_value(name)
+        if name in _DEEPSPEED_NAMES:
+            return self._deepspeed_value(name)
+        if name in self.config or name == "fault":
+            value = self.config.get(name)
+            if name == "fault":
+                return value or ""
+            if value is None:
+                raise checks.Missing(name, f"the {self.role}'s config has no value for {name}")
+            return value
+        raise checks.Missing(name, f"the {self.role}'s config has no value for {name}")
+
+    def _why_none(self, name: str) -> str:
+        on_cpu = str(self.start.get("device", "")).startswith("cpu")
+        if name == "peak_mem_mb" and on_cpu:
+            return "CPU runs track no device memory"
+        if name in ("fwd_ms", "bwd_ms", "opt_ms") and self.config.get("cuda_graph"):
+            return "a whole-step graph replay cannot be split into phases (run with --no-cuda-graph)"
+        if name == "mfu":
+            return "no peak rate is known for this device and precision"
+        return f"the {self.role} did not record it"
+
+    # -- kernel table
+    def table(self):
+        if not self._table_loaded:
+            self._table_loaded = True
+            from tinylab.analysis.hotspots import load_run_kernel_table
+
+            loaded = load_run_kernel_table(self.run.dir)
+            self._table = loaded[0] if loaded else None
+        if self._table is None:
+            raise checks.Missing("kernel table", self._why_no_table())
+        return self._table
+
+    def _why_no_table(self) -> str:
+        notes = [p.get("note") for p in self.profiles if p.get("note")]
+        if self.profiles:
+            return f"the {self.role}'s profiler gave no kernel table" + (f" ({notes[-1]})" if notes else "")
+        if self.summary is None:
+            return self._no_summary()
+        return f"the {self.role} was not profiled (add --profile pytorch)"
+
+    def _timed_table(self, name: str):
+        table = self.table()
+        if not table["total_ns"].notna().any():
+            raise checks.Missing(name, f"the {self.role}'s kernel table has no durations, only call counts")
+        return table
+
+    def _kernel_value(self, name: str) -> Any:
+        table = self.table()
+        if name == "kernel_count":
+            return len(table)
+        if name == "kernel_launches":
+            return int(table["calls"].sum())
+        if name.endswith("_calls"):
+            return int(table.loc[table["category"] == name[: -len("_calls")], "calls"].sum())
+        table = self._timed_table(name)
+        if not len(table):
+            raise checks.Missing(name, f"the {self.role}'s kernel table is empty")
+        top = table.iloc[0]
+        if name == "top_kernel_name":
+            return str(top["name"])
+        if name == "top_kernel_category":
+            return str(top["category"])
+        if name == "top_kernel_pct":
+            return float(top["pct"])
+        if name == "kernel_total_ms":
+            return float(table["total_ns"].sum()) / 1e6
+        category = name.rsplit("_", 1)[0]
+        rows = table[table["category"] == category]
+        if name.endswith("_ms"):
+            return float(rows["total_ns"].sum()) / 1e6
+        return float(rows["pct"].sum())
+
+    def _deepspeed_value(self, name: str) -> float:
+        event = next((p for p in reversed(self.profiles) if p.get("tool") == "deepspeed"), None)
+        if event is None:
+            raise checks.Missing(name, f"the {self.role} was not profiled with --profile deepspeed")
+        relative = (event.get("artifacts") or {}).get("flops.json")
+        try:
+            report = json.loads((Path(self.run.dir) / relative).read_text(encoding="utf-8"))
+            value = report[_DEEPSPEED_NAMES[name][0]]
+        except (TypeError, OSError, ValueError, KeyError):
+            raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile has no flops.json value"
+                                 + (f" ({event['note']})" if event.get("note") else "")) from None
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile recorded {value!r}")
+        return value * 1e3 if name == "deepspeed_fwd_ms" else value
+
+    def kernel_function(self, fname: str, part: str) -> float:
+        table = self.table()
+        rows = table[table["name"].str.lower().str.contains(part.lower(), regex=False)]
+        if fname == "kernel_calls":
+            return int(rows["calls"].sum())
+        self._timed_table(f"{fname}({part!r})")
+        if fname == "kernel_ms":
+            return float(rows["total_ns"].sum()) / 1e6
+        return float(rows["pct"].sum())
+
+
+def evaluate_checks(step: Step, run: Any, baseline: Any | None, on_gpu: bool) -> list[CheckResult]:
+    """Each check of `step` over a run (and its baseline): pass, fail or skip, never an exception.
+
+    A value the run did not measure fails the check with "not measured: ...", a GPU-only check
+    on a CPU is skipped with its reason, and arithmetic problems fail with their message.
+    """
+    measured = {"run": _Measured(run, "run")}
+    if baseline is not None:
+        measured["baseline"] = _Measured(baseline, "baseline run")
+
+    def source(name: str) -> tuple[_Measured, str]:
+        if name.startswith(checks.BASELINE):
+            if "baseline" not in measured:
+                raise checks.Missing(name, "this step's baseline run has not been run")
+            return measured["baseline"], name[len(checks.BASELINE):]
+        return measured["run"], name
+
+    def lookup(name: str) -> Any:
+        where, base = source(name)
+        return where.value(base)
+
+    def kernels(fname: str, part: str) -> float:
+        where, base = source(fname)
+        return where.kernel_function(base, part)
+
+    results = []
+    for spec in step.checks:
+        results.append(_evaluate_one(spec, lookup, kernels, on_gpu))
+    return results
+
+
+def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool) -> CheckResult:
+    def result(status: str, value: Any, detail: str) -> CheckResult:
+        return CheckResult(spec.name, spec.expr, spec.description, status, value, detail)
+
+    if spec.needs_gpu and not on_gpu:
+        return result("skip", None, f"GPU-only: {spec.gpu_reason}")
+    try:
+        tree = _parsed(spec.expr)
+        outcome = checks.evaluate(tree, lookup, kernels)
+        shown = checks.display_operand(tree)
+        value = checks.evaluate(shown, lookup, kernels) if shown is not None else outcome
+        detail = _values_detail(tree, lookup, kernels)
+    except checks.Missing as missing:
+        return result("fail", None, f"not measured: {missing.name} ({missing.reason})")
+    except checks.ExprError as exc:
+        return result("fail", None, f"cannot evaluate: {exc}")
+    if not isinstance(outcome, bool):  # pragma: no cover - loading rejects non-boolean checks
+        return result("fail", outcome, "the expression is not a true/false test")
+    return result("pass" if outcome else "fail", _rounded(value), detail)
+
+
+@lru_cache(maxsize=512)
+def _parsed(expr: str) -> checks.Node:
+    return checks.parse(expr)
+
+
+def _values_detail(tree: checks.Node, lookup: Callable, kernels: Callable) -> str:
+    """name=value for every value the check reads ("?" where `or` never needed one)."""
+    parts: dict[str, str] = {}
+    for leaf in checks.measured_leaves(tree):
+        text = checks.leaf_text(leaf)
+        try:
+            parts[text] = format_value(checks.evaluate(leaf, lookup, kernels))
+        except (checks.Missing, checks.ExprError):
+            parts[text] = "?"
+    return ", ".join(f"{k}={v}" for k, v in parts.items())
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.4g}")
+    return value
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, str):
+        return json.dumps(value)
+    return str(value)
+
+
+def step_passed(results: list[CheckResult]) -> bool:
+    """All checks that ran passed, and at least one ran: skipped checks prove nothing."""
+    ran = [r for r in results if r.status != "skip"]
+    return bool(ran) and all(r.status == "pass" for r in ran)
+
+
+# ----------------------------------------------------------------------------- progress
+def progress_path() -> Path:
+    override = os.environ.get(PROGRESS_ENV)
+    if override:
+        return Path(override)
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "tinylab" / "progress.json"
+
+
+def load_progress() -> dict:
+    """{"scenarios": {id: {"steps": {"N": attempt}}}}; a missing or unreadable file is empty progress.
+
+    An attempt is {"time", "passed", "passed_at" (first time every check passed, kept), "checks":
+    {name: {"status", "value", "detail"}}, "passed_checks": [...], "run_ids": [...]}.
+    """
+    try:
+        data = json.loads(progress_path().read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, UnicodeDecodeError, IsADirectoryError):
+        return {"scenarios": {}}
+    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):
+        return {"scenarios": {}}
+    return data
+
+
+def record_progress(scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:
+    """Save this attempt of a step (write-then-rename, so a crash never leaves half a file)."""
+    data = load_progress()
+    steps = data["scenarios"].setdefault(scenario_id, {}).setdefault("steps", {})
+    previous = steps.get(str(step)) or {}
+    now = time.time()
+    passed = step_passed(results)
+    steps[str(step)] = {
+        "time": now,
+        "passed": passed,
+        "passed_at": previous.get("passed_at") or (now if passed else None),
+        "checks": {r.name: {"status": r.status, "value": _jsonable(r.value), "detail": r.detail} for r in results},
+        "passed_checks": [r.name for r in results if r.status == "pass"],
+        "run_ids": list(run_ids),
+    }
+    path = progress_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _jsonable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def steps_done(progress: dict, scenario: Scenario) -> int:
+    """Steps of `scenario` whose checks have all passed at least once."""
+    steps = progress.get("scenarios", {}).get(scenario.id, {}).get("steps", {})
+    return sum(1 for s in scenario.steps if (steps.get(str(s.number)) or {}).get("passed_at"))
