@@ -365,3 +365,39 @@ def test_folder_with_nothing_readable(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     with pytest.raises(UserError, match="no supported profiler output found in this folder"):
         load_kernel_table(tmp_path)
+
+
+def test_rocprof_sys_perfetto_trace_through_the_trace_processor(tmp_path, monkeypatch):
+    """A .proto is read with the optional `perfetto` package; kernel slices have category
+    rocm_kernel_dispatch. Without the package the error says how to get a table instead."""
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    proto = tmp_path / "perfetto-trace-4242.proto"
+    proto.write_bytes(b"\x0a\x8c\x01\x12\x00\xff\xfe\x80binary perfetto")
+    monkeypatch.setitem(sys.modules, "perfetto", None)
+    with pytest.raises(UserError, match=r"perfetto-trace-4242.proto: a Perfetto protobuf trace; .*pip install perfetto"):
+        load_kernel_table(proto)
+
+    queries = []
+
+    class TraceProcessor:
+        def __init__(self, trace):
+            assert trace == str(proto)
+
+        def query(self, sql):
+            queries.append(sql)
+            return [SimpleNamespace(name=n, calls=c, total_ns=t, min_ns=lo, max_ns=hi) for n, (c, t, lo, hi) in EXPECTED.items()]
+
+        def close(self):
+            queries.append("closed")
+
+    module = types.ModuleType("perfetto.trace_processor")
+    module.TraceProcessor = TraceProcessor
+    monkeypatch.setitem(sys.modules, "perfetto", types.ModuleType("perfetto"))
+    monkeypatch.setitem(sys.modules, "perfetto.trace_processor", module)
+    table, fmt = load_kernel_table(proto)
+    assert fmt == "rocprof-sys-perfetto"
+    assert_matches(table, EXPECTED)
+    assert "category = 'rocm_kernel_dispatch'" in queries[0] and queries[-1] == "closed"

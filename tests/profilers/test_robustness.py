@@ -177,6 +177,42 @@ def test_shuffled_columns_give_the_same_table(fmt, rng):
     assert original.table.equals(shuffled.table)
 
 
+TEXT_TABLES = {"rocprofv3-summary", "rocpd-summary-console", "rocprof-sys-wall-clock"}
+CSV_FORMATS = [f for f in sorted(TEXT_SAMPLES) if f not in TEXT_TABLES | {"pytorch-trace", "rocprof-sys-json"}]
+cells = st.text(alphabet="0123456789.,-eE+ ()<>:_|\"xKn/a", max_size=12) | st.sampled_from(["", "n/a", "nan", "1e400", "-5"])
+
+
+@FUZZ
+@given(st.sampled_from(CSV_FORMATS), st.lists(st.lists(cells, max_size=30), max_size=8), st.randoms(use_true_random=False))
+def test_ragged_random_rows_under_every_csv_header(fmt, body, rng):
+    """Each reader's real header, its columns in any order, over rows of any length and content."""
+    lines = TEXT_SAMPLES[fmt].decode().split("\n")
+    start = next(i for i, line in enumerate(lines) if formats.classify_line(line))
+    header = next(csv.reader([lines[start]]))
+    rng.shuffle(header)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *body])
+    check_table(load_bytes(("\n".join(lines[:start]) + "\n" + out.getvalue()).encode()))
+
+
+TABLE_HEADS = {
+    "rocprofv3-summary": "ROCPROFV3 KERNEL_DISPATCH SUMMARY:\n\n| NAME | DOMAIN | CALLS | DURATION (nsec) | AVERAGE (nsec) "
+                         "| PERCENT (INC) | MIN (nsec) | MAX (nsec) | STDDEV |\n|----|----|----|----|----|----|----|----|----|",
+    "rocprof-sys-wall-clock": "| LABEL | COUNT | DEPTH | METRIC | UNITS | SUM | MEAN | MIN | MAX | VAR | STDDEV | % SELF |",
+    "rocpd-summary-console": "KERNELS_SUMMARY:\n Name  Calls  DURATION (nsec)  AVERAGE (nsec)  PERCENT (INC)  MIN (nsec)  MAX (nsec)  STD_DEV",
+}
+
+
+@FUZZ
+@given(st.sampled_from(sorted(TABLE_HEADS)), st.lists(st.lists(cells, max_size=16), max_size=8))
+def test_random_rows_in_text_tables(fmt, body):
+    if fmt == "rocpd-summary-console":
+        rows = [" ".join(row) for row in body]
+    else:
+        rows = ["| " + " | ".join(row) + " |" for row in body]
+    check_table(load_bytes(("\n".join([TABLE_HEADS[fmt], *rows]) + "\n").encode()))
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True) | st.text(max_size=8),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),

@@ -145,20 +145,12 @@ class Head:
         if b"\x00" in self.raw:
             raise UserError(f"{path}: binary data, not a profiler output I can read ({EXPECTED})")
         try:
-            # the head may end inside a multi-byte character: drop at most 3 trailing bytes
-            return self.raw.decode("utf-8") if len(self.raw) < SNIFF_BYTES else _decode_prefix(self.raw)
-        except UnicodeDecodeError:
+            return self.raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # a full head may end inside a multi-byte character: that is not binary data
+            if len(self.raw) == SNIFF_BYTES and exc.start >= len(self.raw) - 3:
+                return self.raw[: exc.start].decode("utf-8", errors="replace")
             raise UserError(f"{path}: binary data, not a profiler output I can read ({EXPECTED})") from None
-
-
-def _decode_prefix(raw: bytes) -> str:
-    for cut in range(4):
-        try:
-            return raw[: len(raw) - cut].decode("utf-8")
-        except UnicodeDecodeError:
-            if cut == 3:
-                raise
-    raise AssertionError("unreachable")
 
 
 def _looks_like_perfetto(raw: bytes) -> bool:
@@ -249,17 +241,13 @@ def _parse_as(path: Path, fmt: str, head: Head) -> Parsed:
     except UserError:
         raise
     except (ValueError, OverflowError, UnicodeError, csv.Error, sqlite3.Error, EOFError, zlib.error, RecursionError) as exc:
-        label = FORMATS.get(parsed_format_hint(fmt), fmt)
+        label = FORMATS.get(fmt, "JSON (PyTorch trace or rocprof-sys timemory)")
         raise UserError(f"{path}: cannot read as {label}: {_one_line(exc)}") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {_one_line(exc)}") from None
     if parsed.table.empty:
         raise UserError(f"{path}: {FORMATS.get(parsed.format, parsed.format)} holds no kernel rows")
     return parsed
-
-
-def parsed_format_hint(fmt: str) -> str:
-    return "pytorch-trace" if fmt == "json" else fmt
 
 
 def _one_line(exc: BaseException) -> str:
@@ -333,7 +321,7 @@ _JSON_FORMATS = {"pytorch-trace", "rocprof-sys-json"}
 
 def _json_kind(path: Path, head: Head) -> str | None:
     """Cheap JSON kind from the head, for folder scans (the full parse decides for single files)."""
-    text = head.raw[:SNIFF_BYTES].decode("utf-8", errors="replace")
+    text = head.raw.decode("utf-8", errors="replace")
     if '"traceEvents"' in text or '"ph"' in text:
         return "pytorch-trace"
     if '"timemory"' in text:
@@ -611,7 +599,7 @@ def _parse_ncu(path: Path, head: Head) -> Parsed:
     else:
         i_dur = columns.find(*_NCU_DURATION_METRICS[:3], required=False)
         unit = "ns"
-        if rows and not rows[0][1][i_id].strip():  # the raw page's second row holds the units
+        if rows and (len(rows[0][1]) <= i_id or not rows[0][1][i_id].strip()):  # raw page: row 2 holds the units
             units_row = rows.pop(0)[1]
             if i_dur is not None and i_dur < len(units_row) and units_row[i_dur].strip():
                 unit = units_row[i_dur]
