@@ -25,7 +25,6 @@ from tinylab.errors import UserError
 from tinylab.tui.backend import Backend
 from tinylab.tui.screens.base import background
 
-SECTIONS = {"lab": "Lab", "runs": "Runs", "exercises": "Exercises", "doctor": "Doctor"}
 
 
 def _lab() -> Screen:
@@ -50,6 +49,10 @@ def _doctor() -> Screen:
     from tinylab.tui.screens.doctor import DoctorScreen
 
     return DoctorScreen()
+
+
+#: The doctor child imports torch; started this long after the first frame so it does not compete with it.
+DOCTOR_DELAY_S = 1.0
 
 
 class TinyLabApp(App):
@@ -84,8 +87,9 @@ class TinyLabApp(App):
 
     # ------------------------------------------------------------------ start-up
     def on_mount(self) -> None:
-        self.scan_live_runs()
-        self.collect_doctor()
+        # after the first frame: on a 2-core machine these would otherwise delay it
+        self.call_after_refresh(self.scan_live_runs)
+        self.set_timer(DOCTOR_DELAY_S, self.collect_doctor)
 
     @background("live-scan")
     def scan_live_runs(self, announce: bool = True) -> None:
@@ -207,13 +211,13 @@ def create_app(
     *,
     clock: Callable[[], float] | None = None,
     doctor: dict[str, Any] | None = None,
-    scenarios: list[Any] | None = None,
+    exercises: Any = None,
     poll_s: float = 0.3,
     animate: bool = True,
 ) -> TinyLabApp:
-    """The app for a run store; tests pass a frozen clock, a fake doctor report and scenarios."""
-    backend = Backend(runs_dir, clock=clock or time.time, doctor_result=doctor,
-                      scenarios_override=scenarios, poll_s=poll_s)
+    """The app for a run store; tests pass a frozen clock, a fake doctor report and exercises."""
+    backend = Backend(runs_dir, clock=clock or time.time, doctor_result=doctor, exercises_api=exercises,
+                      poll_s=poll_s)
     return TinyLabApp(backend, animate=animate)
 
 

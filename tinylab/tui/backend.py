@@ -2,7 +2,7 @@
 
 Every method blocks (file scans, psutil, pandas, subprocesses), so screens call them from thread
 workers and only render the results. The app and the tests build one Backend each; tests inject a
-fake doctor result, fixed scenarios and a frozen clock here instead of patching modules.
+fake doctor report, fake exercises and a frozen clock here instead of patching modules.
 
 Modules written alongside the lab (doctor, hotspots, compare, exercises) are imported when first
 used: a missing one becomes a `Missing` error that the screen shows in place, never a crash.
@@ -39,7 +39,7 @@ class Backend:
     runs_dir: Path | str | None = None
     clock: Callable[[], float] = time.time
     doctor_result: dict[str, Any] | None = None
-    scenarios_override: list[Any] | None = None
+    exercises_api: Any = None
     poll_s: float = 0.3
     _doctor_cache: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
@@ -101,11 +101,12 @@ class Backend:
 
     # ------------------------------------------------------------- exercises
     def exercises(self):
+        """tinylab.exercises (load_scenarios, step_config, evaluate_checks, record_progress), or a fake."""
+        if self.exercises_api is not None:
+            return self.exercises_api
         return optional_module("tinylab.exercises", "the guided exercises")
 
     def scenarios(self) -> list[Any]:
-        if self.scenarios_override is not None:
-            return self.scenarios_override
         return self.exercises().load_scenarios()
 
     def scenario(self, scenario_id: str):

@@ -47,8 +47,6 @@ class CompareScreen(BaseScreen):
         self.sub_title = "Compare A/B"
         metrics = self.query_one("#metrics", DataTable)
         metrics.add_columns("metric", "A", "B", "B/A", "")
-        kernels = self.query_one("#kernel-diff", DataTable)
-        kernels.add_columns("A time", "B time", "B/A", "calls A→B", "kernel")
         self.load()
 
     @background("compare")
@@ -88,23 +86,28 @@ class CompareScreen(BaseScreen):
         self._show_kernels(result.get("kernel_diff"))
 
     def _show_kernels(self, diff: dict[str, Any] | None) -> None:
-        from tinylab.analysis.compare import kernel_rows
+        from tinylab.analysis.compare import kernel_sections
+        from tinylab.analysis.hotspots import display_name
 
         table = self.query_one("#kernel-diff", DataTable)
-        table.clear()
+        table.clear(columns=True)
         notes = Text()
         if diff is None:
             table.display = False
             notes.append("No kernel diff: both runs need a kernel table (launch them with a profiler, "
                          "e.g. pytorch).")
-        else:
-            for name, ta, tb, ratio, calls in kernel_rows(diff):
-                table.add_row(Text(ta, justify="right"), Text(tb, justify="right"), Text(ratio, justify="right"),
-                              calls, name)
-            for title, key in (("only in B (appeared)", "appeared"), ("only in A (disappeared)", "disappeared")):
-                if diff[key]:
-                    notes.append(f"{title}: ", style="bold")
-                    notes.append(", ".join(k["name"] for k in diff[key][:8]) + "\n")
+            self.query_one("#kernel-notes", Static).update(notes)
+            return
+        (title, header, rows), *others = kernel_sections(diff, display_name)
+        table.border_title = title
+        for label in header[1:] + header[:1]:  # the long kernel name goes last
+            table.add_column(label)
+        for kernel, *values in rows:
+            table.add_row(*[Text(v, justify="right") for v in values[:-1]], values[-1], kernel)
+        for title, _, listed in others:
+            notes.append(f"{title}: ", style="bold")
+            notes.append(", ".join(f"{name} ({total}, {calls} calls)" for name, total, calls in listed) or "none")
+            notes.append("\n")
         self.query_one("#kernel-notes", Static).update(notes)
 
     def action_next_pane(self) -> None:

@@ -27,7 +27,8 @@ RECHECK_S = 1.5
 
 class ExercisesScreen(BaseScreen):
     TITLE = "Exercises"
-    BINDINGS = [Binding("enter", "start", "Start", tooltip="open the selected scenario at its first step")]
+    BINDINGS = [Binding("enter", "start", "Start", priority=True,
+                        tooltip="open the selected scenario at its first step")]
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
@@ -71,7 +72,6 @@ class ExercisesScreen(BaseScreen):
             text.append("\n" + "  ".join(f"{st.number}. {st.title}" for st in scenario.steps), style="dim")
             self.query_one("#scenario-about", Static).update(text)
 
-    @on(OptionList.OptionSelected, "#scenarios")
     def action_start(self) -> None:
         options = self.query_one("#scenarios", OptionList)
         if options.highlighted is not None and self.scenarios:
@@ -174,7 +174,7 @@ class StepScreen(BaseScreen):
             text.append("\n")
         if not step.checks:
             text.append(" (this step has no automatic checks)\n", style="dim")
-        if self.results and all(r.status != "fail" for r in self.results):
+        if self.passed:
             text.append(" all checks pass: n goes to the next step\n", style="bold")
         self.query_one("#checks", Static).update(text)
 
@@ -219,8 +219,14 @@ class StepScreen(BaseScreen):
         self.results, self.run_status = results, status
         self._show_checks()
         self._show_run()
-        if status in TERMINAL and results and all(r.status != "fail" for r in results):
+        if self.passed:
             self.record(number)
+
+    @property
+    def passed(self) -> bool:
+        """The step's run has ended, no check failed and at least one passed (others may not apply here)."""
+        return (self.run_status in TERMINAL and any(r.status == "pass" for r in self.results)
+                and all(r.status != "fail" for r in self.results))
 
     @background("progress")
     def record(self, number: int) -> None:

@@ -124,7 +124,7 @@ class LabScreen(BaseScreen):
         self.watch(self.app, "doctor_report", self._apply_doctor)
         self.watch(self.app, "doctor_error", self._apply_doctor_error)
         self.watch(self.app, "live_runs", self._show_live)
-        self.load_history()
+        self.call_after_refresh(self.load_history)
 
     def on_screen_resume(self) -> None:
         if self.is_mounted:

@@ -59,6 +59,7 @@ class RunScreen(BaseScreen):
         self.outcome: dict[str, Any] | None = None
         self.has_profile = False
         self.chart_index = 0
+        self._head: tuple[str, str] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
@@ -103,6 +104,7 @@ class RunScreen(BaseScreen):
     @on(Fed)
     def _fed(self, message: Fed) -> None:
         update = message.update
+        keys_before = (self.status, self.has_profile)
         if update.lines:
             self.query_one("#log", Log).write_lines(update.lines)
         if update.info is not None:
@@ -125,7 +127,8 @@ class RunScreen(BaseScreen):
             self._show_outcome()
         self._show_head()
         self._show_progress()
-        self.refresh_bindings()
+        if (self.status, self.has_profile) != keys_before:  # the footer rebuilds on every refresh
+            self.refresh_bindings()
 
     # ------------------------------------------------------------- rendering
     def _config(self) -> dict[str, Any]:
@@ -135,11 +138,12 @@ class RunScreen(BaseScreen):
         cfg = self._config()
         device = (self.start or {}).get("device") or self.info.get("device") or cfg.get("device", "?")
         name = (self.start or {}).get("device_name") or self.info.get("device_name")
-        self.query_one("#run-head", Static).update(Content.assemble(
-            (f"{self.run_id} ", "bold"),
-            f"{cfg.get('version', '?')}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
-            (f"● {self.status}", status_style(self.status)),
-        ))
+        head = (f"{cfg.get('version', '?')}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
+                self.status)
+        if head != self._head:  # a changed Static re-lays out the screen: skip the no-op updates
+            self._head = head
+            self.query_one("#run-head", Static).update(Content.assemble(
+                (f"{self.run_id} ", "bold"), head[0], (f"● {self.status}", status_style(self.status))))
 
     def _tick(self) -> None:
         if self.status == "running":
@@ -165,7 +169,7 @@ class RunScreen(BaseScreen):
             parts.append(f"{'took' if self.status != 'running' else 'elapsed'} {duration(now - started)}")
         if self.status == "running" and not self.start:
             parts.append("starting (loading torch and the model)")
-        self.query_one("#progress-text", Static).update(" · ".join(parts))
+        self.query_one("#progress-text", Static).update(" · ".join(parts), layout=False)  # fixed size
 
     def _update_series(self) -> None:
         xs = [s["step"] + 1 for s in self.steps]

@@ -30,6 +30,7 @@ class RunsScreen(BaseScreen):
     def __init__(self) -> None:
         super().__init__()
         self.marked: list[str] = []
+        self._key_state: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
@@ -62,7 +63,6 @@ class RunsScreen(BaseScreen):
                 f"No runs in {self.backend.store.root} yet. Press l for the Lab, then enter to launch one.")
         else:
             self._show_detail()
-        self.refresh_bindings()
 
     def _marks(self) -> dict[str, str]:
         return {run_id: "AB"[i] for i, run_id in enumerate(self.marked)}
@@ -89,7 +89,15 @@ class RunsScreen(BaseScreen):
         elif info.get("label"):
             text.append(f"\nlabel: {info['label']}")
         self.query_one("#run-detail", Static).update(text)
-        self.refresh_bindings()
+        self._refresh_keys()
+
+    def _refresh_keys(self) -> None:
+        """Refresh the footer only when what it offers changed: rebuilding it is not free."""
+        info = self.current or {}
+        state = (info.get("status"), bool(info.get("profiles")), len(self.marked))
+        if state != self._key_state:
+            self._key_state = state
+            self.refresh_bindings()
 
     def _show_marks(self) -> None:
         marks = self.query_one("#marks", Static)
@@ -136,7 +144,7 @@ class RunsScreen(BaseScreen):
         self.query_one(RunTable).show(list(reversed(self.query_one(RunTable).infos.values())), self._marks(),
                                       self.backend.clock())
         self._show_marks()
-        self.refresh_bindings()
+        self._refresh_keys()
 
     def action_compare(self) -> None:
         if len(self.marked) == 2:

@@ -1,0 +1,273 @@
+"""Pilot tests of the lab's flows, at 80x24: launch, watch, cancel, hotspots, compare, exercises, errors."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tinylab.runs.launcher import group_alive
+from tinylab.runs.store import RunStore
+
+from .conftest import make_app, wait_for
+from .fakes import FakeExercises, make_run
+
+pytestmark = pytest.mark.asyncio
+
+SIZE = (80, 24)
+V1, V2, V3 = "20261126-020000-a1a1", "20261126-021000-b2b2", "20261126-022000-c3c3"
+TINY_FORM = {"batch_size": "2", "seq_len": "16", "hidden_dim": "64", "num_layers": "2", "num_heads": "4",
+             "num_kv_heads": "2", "num_steps": "6", "warmup_steps": "1"}
+
+
+def screen_name(pilot) -> str:
+    return type(pilot.app.screen).__name__
+
+
+def fill_form(pilot, values: dict[str, str], device: str = "cpu") -> None:
+    screen = pilot.app.screen
+    for name, value in values.items():
+        screen.query_one(f"#num-{name}").value = value
+    screen.query_one("#device").value = device
+
+
+def text_of(pilot, selector: str) -> str:
+    return str(pilot.app.screen.query_one(selector).render())
+
+
+async def test_launch_tiny_cpu_run_from_lab_and_watch_it_finish(tmp_path: Path):
+    app = make_app(tmp_path / "runs", clock=None)
+    async with app.run_test(size=SIZE) as pilot:
+        fill_form(pilot, TINY_FORM)
+        await pilot.pause()
+        assert "ready: v1" in text_of(pilot, "#check")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen", what="the Run screen")
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.status != "running", timeout=150, what="the run to end")
+        assert screen.status == "finished", text_of(pilot, "#outcome")
+        outcome = text_of(pilot, "#outcome")
+        assert "finished" in outcome and "samples/s" in outcome
+        assert len(screen.steps) == 6
+        assert "step 6/6" in text_of(pilot, "#progress-text")
+        log = "\n".join(str(line) for line in screen.query_one("#log").lines)
+        assert "summary (medians after warm-up)" in log
+
+
+async def test_cancel_asks_then_stops_the_run(tmp_path: Path):
+    app = make_app(tmp_path / "runs", clock=None)
+    async with app.run_test(size=SIZE) as pilot:
+        fill_form(pilot, {**TINY_FORM, "num_steps": "100000"})
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen", what="the Run screen")
+        screen = pilot.app.screen
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen_name(pilot) == "ConfirmScreen", what="the confirmation")
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        assert screen.status == "running"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen_name(pilot) == "ConfirmScreen", what="the confirmation")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: screen.status == "cancelled", timeout=30, what="cancelled status")
+        assert "cancelled" in text_of(pilot, "#outcome")
+    run = RunStore(tmp_path / "runs").list()[0]
+    assert run.status() == "cancelled"
+    assert not group_alive(run.process["pgid"])
+
+
+async def test_hotspots_sort_filter_category_and_artifacts(store: Path):
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#runs") and
+                       pilot.app.screen.query_one("#runs").row_count == 3, what="runs")
+        await pilot.press("down", "down")  # the oldest: v1
+        await pilot.press("k")
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        screen = pilot.app.screen
+        table = screen.query_one("#kernels")
+        await wait_for(pilot, lambda: table.row_count == 10, what="kernel rows")
+        assert "ampere_sgemm_128x64_tn" in text_of(pilot, "#kernel-name")
+        await pilot.press("down")
+        assert "cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_16x3_nt_align4>(Params)" in text_of(
+            pilot, "#kernel-name")
+        await pilot.press("s")  # total -> share
+        await pilot.press("s")  # share -> calls
+        await wait_for(pilot, lambda: screen.sort_key == "calls" and screen.shown[0]["calls"] == 960,
+                       what="sorted by calls")
+        await pilot.press("S")
+        await wait_for(pilot, lambda: screen.shown[0]["calls"] == 24, what="reverse sort")
+        await pilot.press("slash")
+        await pilot.press(*"gemm")
+        await wait_for(pilot, lambda: table.row_count == 2, what="name filter")
+        await pilot.press("enter")
+        for _ in screen.summary["categories"]:
+            await pilot.press("c")
+            await pilot.pause(0.05)
+            if screen.category == "attention":
+                break
+        pilot.app.screen.query_one("#hot-filter").value = ""
+        await wait_for(pilot, lambda: table.row_count == 1 and screen.shown[0]["category"] == "attention",
+                       what="category filter")
+        await pilot.press("t", "t")
+        assert screen.query_one("#hot-panes").current.id == "artifacts-pane"
+        artifacts = text_of(pilot, "#artifacts")
+        assert "trace.json.gz" in artifacts and "ui.perfetto.dev" in artifacts
+
+
+async def test_compare_two_marked_runs(store: Path):
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#runs") and
+                       pilot.app.screen.query_one("#runs").row_count == 3, what="runs")
+        await pilot.press("down", "down", "m", "up", "m", "v")
+        await wait_for(pilot, lambda: screen_name(pilot) == "CompareScreen", what="compare")
+        metrics = pilot.app.screen.query_one("#metrics")
+        await wait_for(pilot, lambda: metrics.row_count > 0, what="metrics")
+        first = [str(c) for c in metrics.get_row_at(0)]
+        assert first[0] == "samples/s" and first[3] == "1.56x" and "B better" in first[4]
+        kernels = pilot.app.screen.query_one("#kernel-diff")
+        assert kernels.row_count > 0
+        await pilot.press("s")
+        await wait_for(pilot, lambda: [str(c) for c in metrics.get_row_at(0)][3] == "0.64x", what="swap")
+
+
+async def test_step_through_an_exercise_with_live_checks(store: Path):
+    """The step's run is launched through the backend; here it "launches" a finished run (the Lab
+    test covers a real launch), so the live checks can be seen to pass."""
+    exercises = FakeExercises()
+    app = make_app(store, exercises=exercises)
+    launched = []
+
+    def launch(cfg):
+        launched.append(cfg)
+        return app.backend.run(V1)
+
+    app.backend.launch = launch
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#scenarios") and
+                       pilot.app.screen.query_one("#scenarios").option_count == 2, what="scenarios")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(pilot) == "StepScreen" and pilot.app.screen.scenario,
+                       what="the step view")
+        screen = pilot.app.screen
+        assert "step 1/2: Baseline" in text_of(pilot, "#step-head")
+        await pilot.press("i")
+        assert "Press enter to launch." in text_of(pilot, "#hints")
+        await pilot.press("a")
+        assert "The backward pass" in text_of(pilot, "#questions")
+        await pilot.press("n")
+        assert "step 2/2: Fused" in text_of(pilot, "#step-head")
+        await pilot.press("p")
+        assert "step 1/2" in text_of(pilot, "#step-head")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: 1 in screen.step_runs, what="the step's run")
+        assert launched[0].version == "v1" and launched[0].device == "cpu" and launched[0].hidden_dim == 64
+        await wait_for(pilot, lambda: "all checks pass" in text_of(pilot, "#checks"), what="the checks to pass")
+        assert "✓ every parameter tensor trains  (20/20)" in text_of(pilot, "#checks")
+        await wait_for(pilot, lambda: exercises.recorded, what="recorded progress")
+        assert exercises.recorded[0] == ("fusion-basics", 1, V1)
+
+
+async def test_failed_run_shows_its_error(store: Path):
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_run(V3)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "failed", what="failed status")
+        outcome = text_of(pilot, "#outcome")
+        assert "FloatingPointError: loss became nan at step 3" in outcome
+        assert pilot.app.screen.query_one("#run-panes").current.id == "log-pane"
+        assert pilot.app.is_running
+
+
+async def test_invalid_config_is_flagged_and_not_launched(tmp_path: Path):
+    async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
+        fill_form(pilot, {**TINY_FORM, "num_heads": "5"})
+        await pilot.pause()
+        assert pilot.app.screen.query_one("#num-num_heads").has_class("-invalid")
+        assert pilot.app.screen.query_one("#num-hidden_dim").has_class("-invalid")
+        assert "--num-heads 5 must divide --hidden-dim 64" in text_of(pilot, "#check")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert screen_name(pilot) == "LabScreen"
+        assert not (tmp_path / "runs").exists()
+        assert pilot.app.focused.id in ("num-hidden_dim", "num-num_heads")
+
+
+async def test_unsupported_toggle_and_missing_profiler_say_why(tmp_path: Path):
+    async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
+        ncu = pilot.app.screen.query_one("#profiler-ncu")
+        ncu.focus()
+        await pilot.press("space")
+        assert ncu.value is False
+        assert "ncu not found on PATH" in text_of(pilot, "#hint")
+        graph = pilot.app.screen.query_one("#toggle-qkv_fusion")
+        graph.focus()
+        await pilot.pause()
+        assert "is a toggle of v2, not v1" in text_of(pilot, "#hint")
+
+
+async def test_letters_pass_through_number_fields(tmp_path: Path):
+    async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
+        field = pilot.app.screen.query_one("#num-batch_size")
+        field.focus()
+        await pilot.press("1")
+        assert field.value.endswith("1")
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunsScreen", what="the Runs screen")
+
+
+async def test_reopening_lists_live_runs_and_reattaches(store: Path):
+    make_run(store, "20261126-023000-d4d4", version="v2", status="running", steps=40, alive_pid=os.getpid())
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pilot.app.live_runs, what="the live-run scan")
+        assert any("20261126-023000-d4d4" in str(n.message) for n in pilot.app._notifications)
+        assert "20261126-023000-d4d4" in text_of(pilot, "#live")
+        await pilot.press("w")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen", what="the Run screen")
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: len(screen.steps) == 20, what="the live steps")
+        assert screen.status == "running" and "ETA" in text_of(pilot, "#progress-text")
+        await pilot.press("escape")
+        assert screen_name(pilot) == "LabScreen"
+
+
+async def test_corrupt_run_folder_does_not_break_the_lab(store: Path):
+    bad = store / "20261126-024000-e5e5"
+    bad.mkdir()
+    (bad / "config.json").write_text("{not json", encoding="utf-8")
+    (bad / "events.jsonl").write_text('{"event": "start"}\n{broken\n', encoding="utf-8")
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await pilot.press("r")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#runs") and
+                       pilot.app.screen.query_one("#runs").row_count == 4, what="runs")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "running") != "running",
+                       what="the corrupt run's status")
+        assert pilot.app.screen.status == "lost"
+        await pilot.press("k")
+        await pilot.pause(0.5)
+        assert pilot.app.is_running
+
+
+async def test_palette_reaches_every_bound_action(store: Path):
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        titles = {c.title for c in pilot.app.get_system_commands(pilot.app.screen)}
+        assert {"Launch", "Runs", "Exercises", "Doctor", "Help", "Quit"} <= titles
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        titles = {c.title for c in pilot.app.get_system_commands(pilot.app.screen)}
+        assert {"Filter", "Category", "Sort", "Top N", "Back"} <= titles
+        await pilot.press("colon")
+        await wait_for(pilot, lambda: screen_name(pilot) == "CommandPalette", what="the palette")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+async def test_every_screen_opens_at_both_sizes(store: Path, size):
+    async with make_app(store).run_test(size=size) as pilot:
+        for key, name in (("r", "RunsScreen"), ("x", "ExercisesScreen"), ("d", "DoctorScreen"),
+                          ("question_mark", "HelpScreen"), ("escape", "DoctorScreen"), ("l", "LabScreen")):
+            await pilot.press(key)
+            await wait_for(pilot, lambda: screen_name(pilot) == name, what=name)
+        assert pilot.app.screen.has_class("-narrow" if size[0] < 120 else "-wide")

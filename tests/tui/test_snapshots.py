@@ -1,0 +1,172 @@
+"""Snapshots of every screen at 80x24 and 120x40, over fake runs with frozen time.
+
+Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the SVGs in
+__snapshots__/ before committing them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .conftest import make_app, wait_for
+from .fakes import make_run
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+V1, V2, V3 = "20261126-020000-a1a1", "20261126-021000-b2b2", "20261126-022000-c3c3"
+
+
+def rows(pilot, selector: str) -> int:
+    """Rows of a table on the current screen (0 until the screen has composed it)."""
+    found = pilot.app.screen.query(selector)
+    return found.first().row_count if found else 0
+
+
+async def settle(pilot) -> None:
+    await pilot.pause(0.1)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause(0.1)
+
+
+async def charts_drawn(pilot) -> None:
+    from tinylab.tui.widgets.charts import SeriesChart
+
+    await pilot.pause(0.3)
+    await wait_for(pilot, lambda: all(not c.dirty for c in pilot.app.screen.query(SeriesChart) if c.display
+                                      and c.region.area), what="charts drawn")
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_lab(snap_compare, store, size):
+    async def run_before(pilot):
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+def test_lab_invalid_input_and_unavailable_profiler(snap_compare, store):
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.screen.query_one("#num-num_heads").value = "5"
+        pilot.app.screen.query_one("#profiler-ncu").focus()
+        await pilot.pause(0.1)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_run_finished(snap_compare, store, size):
+    async def run_before(pilot):
+        pilot.app.open_run(V2)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        await charts_drawn(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_run_failed(snap_compare, store, size):
+    async def run_before(pilot):
+        pilot.app.open_run(V3)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "failed", what="failed")
+        await charts_drawn(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+def test_run_live_cancel_confirm(snap_compare, store):
+    make_run(store, "20261126-023000-d4d4", version="v2", status="running", steps=40, alive_pid=os.getpid())
+
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.clear_notifications()
+        await pilot.press("w")
+        await wait_for(pilot, lambda: len(getattr(pilot.app.screen, "steps", [])) == 20, what="live steps")
+        await charts_drawn(pilot)
+        await pilot.press("c")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_hotspots(snap_compare, store, size):
+    async def run_before(pilot):
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: rows(pilot, "#kernels") == 10, what="kernel rows")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+def test_hotspots_categories_panel(snap_compare, store):
+    async def run_before(pilot):
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: rows(pilot, "#kernels") == 10, what="kernel rows")
+        await pilot.press("t")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_runs_marked(snap_compare, store, size):
+    async def run_before(pilot):
+        await pilot.press("r")
+        await wait_for(pilot, lambda: rows(pilot, "#runs") == 3, what="run rows")
+        await pilot.press("down", "m", "down", "m")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_compare(snap_compare, store, size):
+    async def run_before(pilot):
+        pilot.app.open_compare(V1, V2)
+        await wait_for(pilot, lambda: rows(pilot, "#metrics") > 0, what="metrics")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_exercises(snap_compare, store, size):
+    async def run_before(pilot):
+        await pilot.press("x")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_exercise_step(snap_compare, store, size):
+    async def run_before(pilot):
+        await pilot.press("x")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("i")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_doctor(snap_compare, store, size):
+    async def run_before(pilot):
+        await pilot.press("d")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare, store, size):
+    async def run_before(pilot):
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
