@@ -185,6 +185,29 @@ def test_telemetry_samples_through_nvml(monkeypatch):
     assert len(events) == count  # stopped
 
 
+def test_telemetry_samples_through_amdsmi(monkeypatch):
+    mod = types.ModuleType("amdsmi")
+    mod.AmdSmiClkType = SimpleNamespace(GFX="gfx")
+    mod.amdsmi_init = lambda: None
+    mod.amdsmi_shut_down = lambda: None
+    mod.amdsmi_get_processor_handles = lambda: ["gpu0", "gpu1"]
+    mod.amdsmi_get_gpu_activity = lambda h: {"gfx_activity": 88, "umc_activity": 10}
+    mod.amdsmi_get_gpu_vram_usage = lambda h: {"vram_used": 4096, "vram_total": 196592}
+    mod.amdsmi_get_power_info = lambda h: {"current_socket_power": "N/A", "average_socket_power": 512}
+    mod.amdsmi_get_clock_info = lambda h, kind: {"cur_clk": 2100, "min_clk": 500}  # older amdsmi key
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setitem(sys.modules, "amdsmi", mod)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    events = []
+    stop = telemetry.start_sampler(lambda kind, **f: events.append(f), interval_s=10)
+    deadline = time.monotonic() + 5
+    while not events and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert events[0] == {"gpu_util_pct": 88.0, "mem_used_mb": 4096.0, "power_w": 512.0, "sm_clock_mhz": 2100.0}
+
+
 def test_telemetry_absent_or_broken_gives_none(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
     monkeypatch.setitem(sys.modules, "amdsmi", None)

@@ -129,11 +129,9 @@ class WrapperAdapter(ProfilerAdapter):
         if not ok:
             return Availability(False, f"{path} {' '.join(self.version_args)} failed: {detail}", None)
         if self.vendor not in gpu_vendors():
-            label = _VENDOR_LABEL[self.vendor]
-            return Availability(
-                False, f"{self.executable} {version or ''} found, but no {label} GPU is visible "
-                f"({_VENDOR_EVIDENCE[self.vendor]} missing)".replace("  ", " "), version
-            )
+            found = " ".join(part for part in (self.executable, version) if part)
+            reason = f"{found} found, but no {_VENDOR_LABEL[self.vendor]} GPU is visible ({_VENDOR_EVIDENCE[self.vendor]} missing)"
+            return Availability(False, reason, version)
         return Availability(True, None, version)
 
     def argv0(self) -> str:
