@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 import importlib.util
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,7 +134,9 @@ class PyTorchHook(InProcessHook):
         (self.out_dir / OPERATORS_TXT).write_text(averages.table(sort_by=sort_by, row_limit=60) + "\n", encoding="utf-8")
         if self.memory:
             try:
-                prof.export_memory_timeline(str(self.out_dir / MEMORY_TIMELINE), device=str(self.device))
+                with warnings.catch_warnings():  # deprecated (FutureWarning), yet the one timeline for CPU and GPU
+                    warnings.simplefilter("ignore", FutureWarning)
+                    prof.export_memory_timeline(str(self.out_dir / MEMORY_TIMELINE), device=str(self.device))
             except Exception as exc:  # torch raises assorted types from its memory-profile analysis
                 self.notes.append(f"memory timeline failed: {type(exc).__name__}: {exc}")
         self.saved = True
