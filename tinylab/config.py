@@ -138,9 +138,15 @@ class RunConfig:
         return None
 
     def resolved(self) -> "RunConfig":
-        """A copy with every toggle made explicit, as stored in config.json."""
+        """A copy with every toggle made explicit, as stored in config.json.
+
+        An unset `cuda_graph` stays unset: its default depends on the device the trainer finds
+        (graphs on GPUs only), and the trainer records the value it used in its start event.
+        """
         out = dataclasses.replace(self, profilers=list(self.profilers))
         for name in TOGGLES:
+            if name == "cuda_graph" and self.cuda_graph is None and self.version in TOGGLES[name]:
+                continue
             setattr(out, name, self.toggle(name))
         return out
 

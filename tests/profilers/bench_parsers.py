@@ -3,7 +3,7 @@
 Writes synthetic files in the real formats (rocprofv3 7.x kernel_trace CSV, rocpd SQLite,
 PyTorch Chrome trace) into a temporary folder and times `load_kernel_table` on each. Run:
 
-    python benchmarks/bench_parsers.py [--rows 1000000]
+    python tests/profilers/bench_parsers.py [--rows 1000000]
 
 This is a benchmark, not a test: CI machines vary too much for a timed assertion.
 """
