@@ -488,7 +488,8 @@ def _text(value: Any, node: Node) -> str:
 
 
 def display_operand(node: Node) -> Node | None:
-    """The left side of a top-level comparison: the number a learner wants to see next to a check."""
-    if node.op == "cmp":
-        return node.args[1][0]
-    return None
+    """The measured side of a top-level comparison (the x of `0.5 < x < 2`): the value to show."""
+    if node.op != "cmp":
+        return None
+    operands = node.args[1]
+    return next((o for o in operands if o.op not in ("num", "str", "bool")), operands[0])

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tinylab import checks
-from tinylab.config import FAULTS, TOGGLES, ConfigError, RunConfig
+from tinylab.config import TOGGLES, ConfigError, RunConfig
 from tinylab.errors import UserError
 
 LEVELS = ("beginner", "intermediate", "advanced")
@@ -368,14 +368,24 @@ class _Validator:
                 raise self.error(at, f"{key}.{name} must be {_kind_name(expected)}, got {value!r}")
         return preset
 
-    def config(self, values: dict, where: tuple, what: str) -> None:
+    def config(self, layers: list[tuple[tuple, dict]], what: str) -> None:
+        """Validate merged presets as a RunConfig; blame the line of the setting the error names.
+
+        `layers` are (where, preset) from first to last applied; the last layer that sets a key
+        named in the error ("--num-heads 5 ...", "unknown fault 'x'") is the one to fix.
+        """
+        values: dict = {}
+        for _, preset in layers:
+            values.update(preset)
         try:
-            RunConfig.from_dict(dict(values)).validate()
+            RunConfig.from_dict(values).validate()
         except ConfigError as exc:
-            raise self.error(where, f"{what}: {exc}") from None
-        fault = values.get("fault")
-        if fault is not None and fault not in FAULTS:  # pragma: no cover - validate() says it first
-            raise self.error(where, f"{what}: unknown fault {fault!r}")
+            message = str(exc)
+            for where, preset in reversed(layers):
+                for key, value in preset.items():
+                    if f"--{key.replace('_', '-')}" in message or (isinstance(value, str) and repr(value) in message):
+                        raise self.error(where + (key,), f"{what}: {message}") from None
+            raise self.error(layers[-1][0], f"{what}: {message}") from None
 
     # -- expressions
     def expression(self, expr: str, where: tuple, check_name: str, has_baseline: bool) -> None:
@@ -496,21 +506,23 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
     v.table(raw, at, _STEP_KEYS, ("title",))
     title = v.get(raw, "title", at, str)
     if ("text" in raw) == ("text_file" in raw):
-        raise v.error(at, f"step {number} needs exactly one of `text` (markdown) or `text_file` (a .md file)")
+        raise v.error(at + ("text",), f"step {number} needs exactly one of `text` (markdown) or `text_file` (a .md file)")
     text = v.get(raw, "text", at, str) or v.markdown(v.get(raw, "text_file", at, str), at + ("text_file",))
-    preset = {**base_preset, **v.preset(raw, "preset", at), "label": f"exercise {sid} step {number}"}
-    cpu_preset = {**base_cpu, **v.preset(raw, "cpu_preset", at, cpu=True)}
+    own = v.preset(raw, "preset", at)
+    own_cpu = v.preset(raw, "cpu_preset", at, cpu=True)
+    preset = {**base_preset, **own, "label": f"exercise {sid} step {number}"}
+    cpu_preset = {**base_cpu, **own_cpu}
+    run_layers = [(("defaults", "preset"), base_preset), (at + ("preset",), own)]
+    cpu_layers = [(("defaults", "cpu_preset"), base_cpu), (at + ("cpu_preset",), own_cpu)]
+    v.config(run_layers, f"step {number} preset")
+    v.config(run_layers + cpu_layers, f"step {number} preset with cpu_preset")
     baseline = None
     if "baseline" in raw:
-        baseline = {**base_preset, **v.preset(raw, "baseline", at), "label": f"exercise {sid} step {number} baseline"}
-    for what, values, where in (
-        ("preset", preset, at + ("preset",)),
-        ("preset with cpu_preset", {**preset, **cpu_preset}, at + ("cpu_preset",)),
-        ("baseline", baseline, at + ("baseline",)),
-        ("baseline with cpu_preset", {**baseline, **cpu_preset} if baseline else None, at + ("cpu_preset",)),
-    ):
-        if values is not None:
-            v.config(values, where, f"step {number} {what}")
+        own_base = v.preset(raw, "baseline", at)
+        baseline = {**base_preset, **own_base, "label": f"exercise {sid} step {number} baseline"}
+        base_layers = [(("defaults", "preset"), base_preset), (at + ("baseline",), own_base)]
+        v.config(base_layers, f"step {number} baseline")
+        v.config(base_layers + cpu_layers, f"step {number} baseline with cpu_preset")
     step_checks = []
     seen: set[str] = set()
     for j, rc in enumerate(v.table_list(raw, "checks", at)):
@@ -614,7 +626,8 @@ class _Measured:
         self.start = log.last("start") or {}
         self.error = log.last("error")
         self.profiles = log.of("profile")
-        self.config = run.config_dict or self.start.get("config") or {}
+        # The start record has the config as it ran (e.g. v4's graph toggle resolved for the device).
+        self.config = self.start.get("config") or run.config_dict or {}
         self._table: Any = None
         self._table_loaded = False
 

@@ -1,0 +1,204 @@
+"""The check language: parsing, typing and evaluation, and that nothing but ExprError escapes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tinylab import checks
+from tinylab.checks import BOOL, NUM, STR, ExprError, Missing
+
+NAMES = {"initial_loss": NUM, "vocab_size": NUM, "fwd_ms": NUM, "step_ms": NUM, "top_kernel_category": STR,
+         "sdpa": BOOL, "zero": NUM}  # fmt: skip
+VALUES = {"initial_loss": 62.5, "vocab_size": 1000, "fwd_ms": 3.0, "step_ms": 10.0, "top_kernel_category": "gemm",
+          "sdpa": True, "zero": 0, "baseline.fwd_ms": 1.0, "baseline.initial_loss": 6.9}  # fmt: skip
+
+
+def lookup(name):
+    if name not in VALUES:
+        raise Missing(name, "not in this test")
+    return VALUES[name]
+
+
+def kernels(fname, part):
+    return {"kernel_calls": 7, "kernel_ms": 1.5, "kernel_pct": 12.0}[checks._base(fname)] + (1 if fname.startswith("baseline.") else 0)
+
+
+def run(expr, allow_baseline=True):
+    tree = checks.parse(expr)
+    kind = checks.check_types(tree, NAMES, allow_baseline)
+    return kind, checks.evaluate(tree, lookup, kernels)
+
+
+@pytest.mark.parametrize(
+    "expr, expected",
+    [
+        ("initial_loss > 5 * ln(vocab_size)", True),
+        ("initial_loss > 10 * ln(vocab_size)", False),
+        ("abs(fwd_ms - step_ms) / step_ms > 0.3", True),
+        ("1 + 2 * 3 == 7 and (1 + 2) * 3 == 9", True),
+        ("-fwd_ms + 3 == 0", True),
+        ("0.5 < fwd_ms / step_ms < 0.4", False),
+        ("0.1 < fwd_ms / step_ms < 0.4", True),
+        ('top_kernel_category == "gemm"', True),
+        ("top_kernel_category != 'gemm'", False),
+        ('contains(top_kernel_category, "EM")', True),
+        ("sdpa == true and not false", True),
+        ("min(1, 2, fwd_ms) == 1 and max(1, 2, fwd_ms) == 3", True),
+        ("sqrt(16) == 4 and 1e3 == 1000 and .5 == 0.5", True),
+        ("fwd_ms > 2 * baseline.fwd_ms", True),
+        ('kernel_calls("copy") > baseline.kernel_calls("copy")', False),
+        ('kernel_ms("x") == 1.5 and kernel_pct("x") == 12', True),
+        ("false or initial_loss > 1", True),
+        ("not sdpa or fwd_ms > 100", False),
+    ],
+)
+def test_evaluates(expr, expected):
+    kind, value = run(expr)
+    assert kind == BOOL
+    assert value is expected
+
+
+@pytest.mark.parametrize(
+    "expr, fragment",
+    [
+        ("initial_loss >", "expected a value"),
+        ("(initial_loss > 1", "expected ')'"),
+        ("initial_loss > 1)", "unexpected ')'"),
+        ("initial_loss = 1", "unexpected character '='"),
+        ("initial_loss ** 2 > 1", "expected a value"),
+        ("fwd > 1", "unknown name 'fwd'"),
+        ("fwd_mss > 1", "did you mean 'fwd_ms'"),
+        ("initial_loss.__class__ > 1", "unknown name 'initial_loss.__class__'"),
+        ("__import__('os') == 1", "unknown function '__import__'"),
+        ("__import__('os').system('true')", "unexpected character '.'"),
+        ("eval('1') == 1", "unknown function 'eval'"),
+        ("ln(1, 2) > 0", "ln() takes 1 argument(s), got 2"),
+        ("min() > 0", "min() needs at least one argument"),
+        ('"gemm" + 1 > 0', "'+' needs a number, got a text"),
+        ('top_kernel_category > 1', "'>' needs a number, got a text"),
+        ('top_kernel_category == 1', "'==' compares a text with a number"),
+        ("sdpa and 1", "'and' needs a boolean, got a number"),
+        ("not 1", "'not' needs a boolean, got a number"),
+        ('kernel_calls(1) > 0', "kernel_calls() needs a text, got a number"),
+        ("1e999 > 0", "too large"),
+        ("and", "needs an operand"),
+        ("", "expected a value"),
+        ("x" * 600, "longer than"),
+        ("(" * 100 + "1" + ")" * 100, "nested deeper"),
+        ("-" * 100 + "1 > 0", "nested deeper"),
+        ("not " * 100 + "true", "nested deeper"),
+    ],
+)
+def test_rejects_with_a_message(expr, fragment):
+    with pytest.raises(ExprError) as info:
+        checks.check_types(checks.parse(expr), NAMES, True)
+    assert fragment in str(info.value)
+
+
+def test_error_column_points_at_the_problem():
+    with pytest.raises(ExprError) as info:
+        checks.check_types(checks.parse("initial_loss > 3 * lnn(vocab_size)"), NAMES, True)
+    assert info.value.column == 20
+    assert str(info.value).startswith("column 20: unknown function 'lnn'")
+
+
+def test_baseline_names_need_a_baseline():
+    with pytest.raises(ExprError, match="needs a baseline run"):
+        checks.check_types(checks.parse("fwd_ms > baseline.fwd_ms"), NAMES, False)
+    with pytest.raises(ExprError, match="needs a baseline run"):
+        checks.check_types(checks.parse('baseline.kernel_calls("x") > 0'), NAMES, False)
+
+
+@pytest.mark.parametrize(
+    "expr, fragment",
+    [
+        ("fwd_ms / zero > 1", "division by zero"),
+        ("ln(zero) > 1", "ln(0) is undefined"),
+        ("sqrt(-fwd_ms) > 1", "sqrt(-3) is undefined"),
+        ("1e300 * 1e300 > 1", "overflowed"),
+    ],
+)
+def test_arithmetic_problems_are_expr_errors(expr, fragment):
+    with pytest.raises(ExprError, match=fragment.replace("(", r"\(").replace(")", r"\)")):
+        run(expr)
+
+
+def test_missing_values_propagate_as_missing():
+    tree = checks.parse("initial_loss > 1 and peak_mem_mb > 1")
+    with pytest.raises(Missing) as info:
+        checks.evaluate(tree, lookup, kernels)
+    assert info.value.name == "peak_mem_mb"
+
+
+def test_wrong_runtime_types_are_expr_errors():
+    """A value of an unexpected type (a corrupt record) is an error message, not a TypeError."""
+    tree = checks.parse("fwd_ms > 1")
+    with pytest.raises(ExprError, match="expected a number, got a text"):
+        checks.evaluate(tree, lambda name: "3", kernels)
+
+
+def test_display_operand_and_leaves():
+    tree = checks.parse('abs(fwd_ms - step_ms) / step_ms > 0.3 and kernel_calls("copy") > 1')
+    assert checks.display_operand(tree) is None
+    leaves = [checks.leaf_text(n) for n in checks.measured_leaves(tree)]
+    assert leaves == ["fwd_ms", "step_ms", "step_ms", 'kernel_calls("copy")']
+    left = checks.display_operand(checks.parse("fwd_ms / step_ms > 0.3"))
+    assert checks.evaluate(left, lookup, kernels) == pytest.approx(0.3)
+
+
+# ----------------------------------------------------------------------------- fuzzing
+ALPHABET = st.sampled_from(
+    ["initial_loss", "fwd_ms", "baseline.fwd_ms", "zero", "sdpa", "top_kernel_category", "peak_mem_mb", "ln", "abs",
+     "min", "max", "sqrt", "contains", "kernel_calls", "baseline.kernel_ms", "__import__", "os.system", "and", "or",
+     "not", "true", "false", "(", ")", ",", "+", "-", "*", "/", "<", "<=", ">", ">=", "==", "!=", "0", "1", "2.5",
+     "1e308", '"gemm"', "'x'", ".", "=", "[", "]", "{", "lambda", ":"]
+)  # fmt: skip
+
+
+def _only_documented_errors(text: str) -> None:
+    try:
+        tree = checks.parse(text)
+        checks.check_types(tree, NAMES, allow_baseline=True)
+        value = checks.evaluate(tree, lookup, kernels)
+    except (ExprError, Missing):
+        return
+    assert isinstance(value, (bool, int, float, str))
+    if isinstance(value, float):
+        assert math.isfinite(value)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ALPHABET, max_size=14).map(" ".join))
+def test_fuzz_token_soup_raises_only_documented_errors(text):
+    _only_documented_errors(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80))
+def test_fuzz_any_text_raises_only_documented_errors(text):
+    _only_documented_errors(text)
+
+
+def _expr(depth: int):
+    leaf = st.sampled_from(["fwd_ms", "zero", "initial_loss", "1", "0", "2.5", "1e300", "baseline.fwd_ms",
+                            'kernel_calls("a")', "peak_mem_mb"])  # fmt: skip
+    if depth == 0:
+        return leaf
+    sub = _expr(depth - 1)
+    return st.one_of(
+        leaf,
+        st.tuples(sub, st.sampled_from(["+", "-", "*", "/"]), sub).map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(st.sampled_from(["abs", "ln", "sqrt", "-"]), sub).map(lambda t: f"{t[0]}({t[1]})"),
+        st.tuples(sub, sub).map(lambda t: f"min({t[0]}, {t[1]})"),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(_expr(3), st.sampled_from(["<", "<=", ">", ">=", "==", "!="]), _expr(3))
+def test_fuzz_well_formed_arithmetic_evaluates_or_explains(left, op, right):
+    """Typed, well-formed comparisons never raise anything but ExprError (math) or Missing."""
+    _only_documented_errors(f"{left} {op} {right}")

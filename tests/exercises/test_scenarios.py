@@ -1,0 +1,81 @@
+"""The shipped scenarios: all load and validate, cover the course, and build valid run configs."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tinylab import exercises as ex
+from tinylab.config import FAULTS, RunConfig
+from tinylab.faults import CATALOGUE
+
+SCENARIOS = ex.load_scenarios()
+BY_ID = {s.id: s for s in SCENARIOS}
+REQUIRED = ["performance-debugging", "v1-baseline", "v1-memory", "v1-bottlenecks", "v2-fusion",
+            "v2-flash-attention", "profiler-tour", "v3-triton-basics", "v4-fusion"]  # fmt: skip
+
+
+def test_every_required_scenario_ships():
+    assert sorted(BY_ID) == sorted(REQUIRED)
+    assert [s.id for s in SCENARIOS][0] == "v1-baseline"  # course order, not alphabetical
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.id)
+def test_scenario_is_complete(scenario):
+    assert scenario.path.name == f"{scenario.id}.toml" and scenario.summary and scenario.notes
+    assert scenario.path.parent == ex.default_root()
+    for step in scenario.steps:
+        assert step.text.strip() and step.checks and step.hints, (scenario.id, step.number)
+        for check in step.checks:
+            assert check.description and (check.gpu_reason != "") == check.needs_gpu
+        for device in ("cpu", "cuda"):  # both shapes validate, with the preset's own fault
+            cfg = ex.step_config(step, device, {})
+            assert isinstance(cfg, RunConfig) and cfg.device == device and cfg.fault == step.preset.get("fault")
+            base = ex.baseline_config(step, device, {})
+            assert (base is None) == (step.baseline is None) and (base is None or base.fault is None)
+
+
+def test_cpu_shapes_stay_small():
+    """CPU presets keep the Triton interpreter (v3/v4) and eager CPU runs to seconds per step."""
+    for scenario in SCENARIOS:
+        for step in scenario.steps:
+            cfg = ex.step_config(step, "cpu", {})
+            assert cfg.hidden_dim <= 64 and cfg.num_layers <= 2, (scenario.id, step.number)
+            if cfg.version in ("v3", "v4"):
+                assert cfg.batch_size * cfg.seq_len <= 32 and cfg.num_steps <= 3, (scenario.id, step.number)
+
+
+def test_performance_debugging_diagnoses_each_fault_then_the_fixed_model():
+    steps = BY_ID["performance-debugging"].steps
+    assert len(steps) >= 6
+    faults = [s.preset.get("fault") for s in steps]
+    assert sorted(f for f in faults if f) == sorted(FAULTS) and faults[-1] is None
+    for s in steps:
+        fault = s.preset.get("fault")
+        assert "fault" in s.hints[-1].lower() or fault is None  # only the last hint names it
+        if fault:
+            assert all(fault not in hint for hint in s.hints[:-1]), (fault, "named before the last hint")
+            assert fault not in s.title and fault not in s.text
+        cpu_checks = [c for c in s.checks if not c.needs_gpu]
+        if fault and CATALOGUE[fault].observable_on == "cpu":
+            assert cpu_checks, f"{fault} is CPU-observable: its step needs checks that run on a CPU"
+
+
+def test_readme_documents_every_name():
+    readme = (ex.default_root() / "README.md").read_text(encoding="utf-8")
+    config_fields = {f for f in RunConfig.__dataclass_fields__}
+    for name in ex.names():
+        if name in config_fields or re.search(r"_(ms|pct|calls)$", name):
+            continue  # documented as "every RunConfig field" and "<category>_ms/_pct/_calls"
+        assert f"`{name}`" in readme, name
+    for category in ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other"):
+        assert f"`{category}`" in readme
+
+
+def test_package_data_covers_the_files():
+    """pyproject ships *.toml and *.md of exercises/ and its subfolders: nothing lives elsewhere."""
+    root = ex.default_root()
+    for path in root.rglob("*"):
+        if path.is_file() and "__pycache__" not in path.parts:
+            assert path.suffix in (".toml", ".md", ".py"), path
