@@ -135,6 +135,8 @@ class RunConfig:
             return "--cuda-graph supports fp32 and bf16, not fp16 (its loss scaler syncs the host)"
         if self.fault == "unsynced-timing":
             return "fault 'unsynced-timing' times phases, which a graph replay does not have: add --no-cuda-graph"
+        if "deepspeed" in self.profilers:
+            return "the DeepSpeed FLOPS profiler hooks an eager forward, which a graph replay skips: add --no-cuda-graph"
         return None
 
     def resolved(self) -> "RunConfig":
@@ -145,7 +147,7 @@ class RunConfig:
         """
         out = dataclasses.replace(self, profilers=list(self.profilers))
         for name in TOGGLES:
-            if name == "cuda_graph" and self.cuda_graph is None and self.version in TOGGLES[name]:
+            if name == "cuda_graph" and self.cuda_graph is None and TOGGLES[name].get(self.version):
                 continue
             setattr(out, name, self.toggle(name))
         return out

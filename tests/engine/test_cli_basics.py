@@ -47,3 +47,13 @@ def test_cuda_requested_but_absent(tmp_path):
     assert res.returncode == 2
     assert "no CUDA/ROCm GPU is visible" in res.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_missing_profiler_is_refused_before_launch(tmp_path):
+    env = {"PATH": str(tmp_path / "empty-bin"), "HOME": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "tinylab", "train", "--profile", "nsys", "--device", "cpu",
+                          "--runs-dir", str(tmp_path / "runs")], capture_output=True, text=True, timeout=120, env=env)
+    assert res.returncode == 2
+    assert "profiler 'nsys' is not available here" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
