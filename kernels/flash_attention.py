@@ -33,13 +33,15 @@ SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
 
 @triton.jit
 def _dot(a, b, FP32_DOT: tl.constexpr):
-    """tl.dot, with operands upcast to fp32 in the interpreter.
+    """tl.dot, in exact fp32 (IEEE) when FP32_DOT is set.
 
-    Triton 3.x's interpreter multiplies bf16 operands as their raw uint16 bit patterns; fp32
-    operands give exactly what the GPU computes for bf16 (exact products, fp32 accumulation).
+    Set for fp32 inputs when TF32 is not allowed: Triton's default for an fp32 dot is TF32,
+    which would quietly make a "strict fp32" run use 10-bit mantissas here only. Also set in
+    the interpreter, where Triton 3.x multiplies bf16 operands as their raw uint16 bit patterns;
+    fp32 operands give exactly what the GPU computes for bf16 (exact products, fp32 accumulation).
     """
     if FP32_DOT:
-        out = tl.dot(a.to(tl.float32), b.to(tl.float32))
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
     else:
         out = tl.dot(a, b)
     return out
@@ -372,20 +374,34 @@ def _bwd_config(head_dim: int) -> tuple[dict, dict]:
     return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
 
 
+def _exact_fp32(t: Tensor) -> bool:
+    return interpreting() or (t.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32)
+
+
+def _bshd_like(t: Tensor) -> Tensor:
+    """An empty [B, H, S, D] tensor laid out as [B, S, H, D] in memory.
+
+    Attention inputs are views of a [B, S, heads*D] projection; outputs and gradients in that
+    layout turn back into [B, S, heads*D] without a copy.
+    """
+    B, H, S, D = t.shape
+    return torch.empty((B, S, H, D), dtype=t.dtype, device=t.device).transpose(1, 2)
+
+
 class _FlashAttention(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: float) -> Tensor:
         B, H, S, D = q.shape
         KVH = k.shape[1]
         cfg = _fwd_config(D)
-        o = torch.empty_like(q)
+        o = _bshd_like(q)
         lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
         grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
         _attn_fwd_kernel[grid](
             q, k, v, o, lse,
             *q.stride(), *k.stride(), *v.stride(), *o.stride(),
             H, H // KVH, S, sm_scale * _LOG2E,
-            CAUSAL=causal, HEAD_DIM=D, FP32_DOT=interpreting(), **cfg,
+            CAUSAL=causal, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **cfg,
         )
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal = causal
@@ -403,19 +419,19 @@ class _FlashAttention(torch.autograd.Function):
             o, do, delta, *o.stride(), *do.stride(), H, S,
             BLOCK_M=dq_cfg["BLOCK_M"], HEAD_DIM=D, num_warps=dq_cfg["num_warps"],
         )
-        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        dq, dk, dv = _bshd_like(q), _bshd_like(k), _bshd_like(v)
         qk_scale = ctx.sm_scale * _LOG2E
         _attn_bwd_dkdv_kernel[(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
             q, k, v, do, dk, dv, lse, delta,
             *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
             H, KVH, H // KVH, S, qk_scale, ctx.sm_scale,
-            CAUSAL=ctx.causal, HEAD_DIM=D, FP32_DOT=interpreting(), **dkdv_cfg,
+            CAUSAL=ctx.causal, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dkdv_cfg,
         )
         _attn_bwd_dq_kernel[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
             q, k, v, do, dq, lse, delta,
             *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
             H, H // KVH, S, qk_scale, ctx.sm_scale,
-            CAUSAL=ctx.causal, HEAD_DIM=D, FP32_DOT=interpreting(), **dq_cfg,
+            CAUSAL=ctx.causal, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dq_cfg,
         )
         return dq, dk, dv, None, None
 
