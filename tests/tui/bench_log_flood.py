@@ -69,7 +69,8 @@ async def measure(rate: int, seconds: float) -> dict:
     try:
         run_id = fake_running_run(root, writer.pid)
         log_path = root / run_id / "output.log"
-        flood = subprocess.Popen([sys.executable, "-c", WRITER, str(log_path), str(rate)])
+        flood = subprocess.Popen([sys.executable, "-c", WRITER if rate else "import time; time.sleep(3600)",
+                                  str(log_path), str(rate)])
         handled: list[float] = []
         original = RunScreen.action_next_pane
 
@@ -112,7 +113,7 @@ async def measure(rate: int, seconds: float) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rate", type=int, default=10_000, help="log lines per second")
+    parser.add_argument("--rate", type=int, default=10_000, help="log lines per second (0: a quiet baseline)")
     parser.add_argument("--seconds", type=float, default=10.0)
     args = parser.parse_args()
     result = asyncio.run(measure(args.rate, args.seconds))

@@ -19,37 +19,37 @@ NOW = 1795662000.0
 TINY = dict(device="cpu", hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=16, batch_size=2,
             num_steps=6, warmup_steps=1)
 
+#: name, calls, total_ns, category (as tinylab.analysis.hotspots.categorize names them)
 KERNELS = [
-    # name, calls, total_ns
-    ("ampere_sgemm_128x64_tn", 240, 41_200_000),
-    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_16x3_nt_align4>(Params)", 120, 22_500_000),
-    ("flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4, false, false, float>, true>", 48, 9_800_000),
+    ("ampere_sgemm_128x64_tn", 240, 41_200_000, "gemm"),
+    ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_16x3_nt_align4>(Params)", 120, 22_500_000, "gemm"),
+    ("flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 64, 4, false, false, float>, true>", 48, 9_800_000,
+     "attention"),
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
      "at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
-     960, 7_400_000),
+     960, 7_400_000, "elementwise"),
     ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
-     "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", 24, 3_100_000),
-    ("rms_norm_kernel<float>", 408, 2_900_000),
-    ("triton_poi_fused_mul_silu_0", 192, 2_200_000),
+     "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)", 24, 3_100_000,
+     "reduction"),
+    ("rms_norm_kernel<float>", 408, 2_900_000, "norm"),
+    ("triton_poi_fused_mul_silu_0", 192, 2_200_000, "triton"),
     ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
-     "at::native::sum_functor<float, float, float> > > >", 96, 1_300_000),
-    ("Memcpy DtoD (Device -> Device)", 72, 600_000),
+     "at::native::sum_functor<float, float, float> > > >", 96, 1_300_000, "reduction"),
+    ("Memcpy DtoD (Device -> Device)", 72, 600_000, "memcpy"),
     ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::FillFunctor<float> > >",
-     300, 450_000),
+     300, 450_000, "elementwise"),
 ]
 
 
-def write_kernels(path: Path, kernels: list[tuple[str, int, int]], scale: float = 1.0) -> None:
-    """A kernels.csv in the normalized columns (categories left to the reader)."""
-    from tinylab.analysis.hotspots import categorize
-
-    total = sum(t for _, _, t in kernels) * scale
+def write_kernels(path: Path, kernels: list[tuple[str, int, int, str]], scale: float = 1.0) -> None:
+    """A kernels.csv in the normalized columns."""
+    total = sum(k[2] for k in kernels) * scale
     lines = ["name,calls,total_ns,avg_ns,min_ns,max_ns,pct,category"]
-    for name, calls, t in kernels:
+    for name, calls, t, category in kernels:
         t = t * scale
         avg = t / calls
         lines.append(",".join([json.dumps(name), str(calls), f"{t:.0f}", f"{avg:.1f}", f"{avg * 0.8:.1f}",
-                               f"{avg * 1.5:.1f}", f"{100 * t / total:.4f}", categorize(name)]))
+                               f"{avg * 1.5:.1f}", f"{100 * t / total:.4f}", category]))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 

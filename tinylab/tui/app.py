@@ -89,7 +89,10 @@ class TinyLabApp(App):
     def on_mount(self) -> None:
         # after the first frame: on a 2-core machine these would otherwise delay it
         self.call_after_refresh(self.scan_live_runs)
-        self.set_timer(DOCTOR_DELAY_S, self.collect_doctor)
+        if self.backend.doctor_result is not None:
+            self.doctor_report = self.backend.doctor_result
+        else:
+            self.set_timer(DOCTOR_DELAY_S, self.collect_doctor)
 
     @background("live-scan")
     def scan_live_runs(self, announce: bool = True) -> None:

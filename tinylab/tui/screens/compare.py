@@ -14,7 +14,7 @@ from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
 from tinylab.tui.widgets.panes import Pane, Panes
 
-#: Metrics drawn in the A/B bar chart, as B relative to A.
+#: Metrics drawn in the A/B bar chart, as the ratio B/A.
 CHART_KEYS = ("samples_per_s", "step_ms_median", "fwd_ms_median", "bwd_ms_median", "opt_ms_median", "peak_mem_mb")
 
 
@@ -37,7 +37,7 @@ class CompareScreen(BaseScreen):
             with Pane(title="Metrics", id="metrics-pane"):
                 yield DataTable(id="metrics", cursor_type="row", zebra_stripes=True)
                 yield Static(id="cmp-notes")
-            yield Pane(BarChart("B relative to A (A = 1)", id="cmp-chart"), title="Chart", id="chart-pane")
+            yield Pane(BarChart("B / A (1.00 = same)", id="cmp-chart"), title="Chart", id="chart-pane")
             with Pane(title="Kernels", id="kernels-pane"):
                 yield DataTable(id="kernel-diff", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(Static(id="kernel-notes"), id="kernel-notes-box")
@@ -81,7 +81,7 @@ class CompareScreen(BaseScreen):
         ratios = {m["key"]: m for m in result["metrics"] if m["key"] in CHART_KEYS and m["ratio"] is not None}
         labels = [ratios[k]["label"] for k in CHART_KEYS if k in ratios]
         self.query_one("#cmp-chart", BarChart).set_bars(
-            labels, {"A": [1.0] * len(labels), "B": [ratios[k]["ratio"] for k in CHART_KEYS if k in ratios]},
+            labels, [round(ratios[k]["ratio"], 3) for k in CHART_KEYS if k in ratios],
             empty="no metric is known for both runs")
         self._show_kernels(result.get("kernel_diff"))
 

@@ -150,7 +150,7 @@ class HotspotsScreen(BaseScreen):
         cats = summary["categories"]
         labels = [c for c in cats if cats[c]["pct"] is not None]
         self.query_one("#categories", BarChart).set_bars(
-            labels, {"share %": [round(cats[c]["pct"], 1) for c in labels]}, empty="no durations in this table")
+            labels, [round(cats[c]["pct"], 1) for c in labels], empty="no durations in this table")
 
     def _no_table(self, info: dict[str, Any]) -> None:
         profilers = ", ".join(info["config"].get("profilers") or []) or "none"

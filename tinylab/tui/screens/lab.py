@@ -25,6 +25,10 @@ from textual.widgets.option_list import Option as ListOption
 from tinylab.config import DEVICES, PRECISIONS, PROFILERS, TOGGLE_HELP, TOGGLES, VERSIONS, ConfigError, RunConfig
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.form import NumberInput, Option
+from tinylab.tui.widgets.runtable import RunTable
+
+#: Runs listed under the form on a wide terminal.
+RECENT = 20
 
 #: Form fields: RunConfig attribute -> label.
 NUMBERS = {
@@ -64,6 +68,7 @@ def flags_in(message: str) -> set[str]:
 
 class LabScreen(BaseScreen):
     TITLE = "Lab"
+    AUTO_FOCUS = "#versions"
     BINDINGS = [
         Binding("enter", "launch", "Launch", priority=True, tooltip="validate the form and start the run"),
     ]
@@ -112,6 +117,10 @@ class LabScreen(BaseScreen):
             yield Static(id="hint")
             yield Static(id="check")
             yield Static(id="live")
+            recent = RunTable(id="recent")
+            recent.can_focus = False
+            recent.border_title = "Recent runs (r: all runs, mark, compare)"
+            yield recent
         yield Footer()
 
     def _number(self, name: str):
@@ -138,9 +147,11 @@ class LabScreen(BaseScreen):
         for info in infos:
             if info["status"] == "finished" and info["version"] in VERSIONS:
                 last[info["version"]] = info
-        self.app.call_from_thread(self._show_history, last, infos[-1] if infos else None)
+        self.app.call_from_thread(self._show_history, last, infos)
 
-    def _show_history(self, last: dict[str, dict[str, Any]], newest: dict[str, Any] | None) -> None:
+    def _show_history(self, last: dict[str, dict[str, Any]], infos: list[dict[str, Any]]) -> None:
+        newest = infos[-1] if infos else None
+        self.query_one("#recent", RunTable).show(infos[-RECENT:], {}, self.backend.clock())
         self.last_runs = last
         versions = self.query_one("#versions", OptionList)
         for v in VERSIONS:

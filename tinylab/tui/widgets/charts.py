@@ -61,21 +61,18 @@ class SeriesChart(PlotextPlot):
 
 
 class BarChart(PlotextPlot):
-    """Horizontal bars (one series) or grouped bars (several, e.g. run A and run B)."""
+    """Horizontal bars, one per label."""
 
     def __init__(self, title: str, **kwargs) -> None:
         super().__init__(**kwargs)
         self.chart_title = title
 
-    def set_bars(self, labels: list[str], values: dict[str, list[float]], *, empty: str = "no data") -> None:
+    def set_bars(self, labels: list[str], values: list[float], *, empty: str = "no data") -> None:
         plt = self.plt
         plt.clear_figure()
-        if not labels:
-            plt.title(f"{self.chart_title}: {empty}")
-        elif len(values) == 1:
-            plt.bar(labels, next(iter(values.values())), orientation="horizontal", width=0.6)
+        if labels:
+            plt.bar(labels, values, orientation="horizontal", width=0.6)
             plt.title(self.chart_title)
         else:
-            plt.multiple_bar(labels, list(values.values()), labels=list(values), orientation="horizontal", width=0.8)
-            plt.title(self.chart_title)
+            plt.title(f"{self.chart_title}: {empty}")
         self.refresh()
