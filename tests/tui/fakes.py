@@ -181,10 +181,12 @@ class Question:
 
 
 @dataclass
-class Check:
+class CheckSpec:
     name: str
     expr: str
     description: str
+    needs_gpu: bool = False
+    gpu_reason: str = ""
 
 
 @dataclass
@@ -194,8 +196,8 @@ class Step:
     text: str
     preset: dict[str, Any] = field(default_factory=dict)
     cpu_preset: dict[str, Any] = field(default_factory=dict)
-    baseline: int | None = None
-    checks: list[Check] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None
+    checks: list[CheckSpec] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
 
@@ -222,12 +224,20 @@ class CheckResult:
 
 
 class FakeExercises:
-    """The tinylab.exercises API over two fixed scenarios; checks pass once the run finished."""
+    """tinylab.exercises over two fixed scenarios, so that screens and snapshots do not change when
+    the course does. Configs, verdicts and formats are the real module's; the checks here only look
+    at the run's status and trained parameters; progress is kept in memory."""
 
     def __init__(self) -> None:
+        from tinylab import exercises as real
+
+        self.real = real
         self.recorded: list[tuple[Any, ...]] = []
-        finished = Check("finished", "status == 'finished'", "the run finishes")
-        trained = Check("all_trained", "params_trained == params_total", "every parameter tensor trains")
+        self.progress: dict[str, Any] = {"scenarios": {"fusion-basics": {"steps": {"1": {"passed_at": 1.0}}}}}
+        finished = CheckSpec("finished", "status == 'finished'", "the run finishes")
+        trained = CheckSpec("all-trained", "params_trained == params_total", "every parameter tensor trains")
+        faster = CheckSpec("faster", "samples_per_s > baseline.samples_per_s", "v2 is faster than v1",
+                           needs_gpu=True, gpu_reason="tiny CPU shapes time the Python overhead")
         self.scenarios = [
             Scenario("fusion-basics", "What does fusion buy?", "beginner", 15,
                      "Run v1, then v2 with its fusions, and read where the time went.",
@@ -236,26 +246,44 @@ class FakeExercises:
                            hints=["Press enter to launch.", "o opens the live view."],
                            questions=[Question("Which phase takes longest?", "The backward pass",
                                                "It does about twice the forward's FLOPs.")]),
-                      Step(2, "Fused", "# Fused\n\nNow **v2** with QKV and SwiGLU fusion.",
-                           preset={"version": "v2"}, cpu_preset={**TINY, "version": "v2"}, baseline=1,
-                           checks=[finished], hints=["Compare with r, m, m, v."])]),
+                      Step(2, "Fused", "# Fused\n\nNow **v2** with QKV and SwiGLU fusion, against v1.",
+                           preset={"version": "v2"}, cpu_preset=dict(TINY), baseline={"version": "v1"},
+                           checks=[finished, faster], hints=["Compare with r, m, m, v."])]),
             Scenario("broken-backward", "A speedup too good to be true", "intermediate", 25,
                      "A Triton kernel without a backward trains only the embedding.",
-                     [Step(1, "Spot it", "# Spot it\n\nRun v3 with the detached-backward fault.")]),
+                     [Step(1, "Spot it", "# Spot it\n\nRun v3 with the detached-backward fault.",
+                           preset={"version": "v3", "fault": "detached-backward"}, cpu_preset=dict(TINY))]),
         ]
 
     def load_scenarios(self) -> list[Scenario]:
         return self.scenarios
 
+    def load_progress(self) -> dict[str, Any]:
+        return self.progress
+
+    def steps_done(self, progress: dict[str, Any], scenario: Scenario) -> int:
+        return self.real.steps_done(progress, scenario)
+
     def step_config(self, step: Step, device: str, overrides: dict[str, Any]) -> RunConfig:
-        preset = step.cpu_preset if device == "cpu" else step.preset
-        return RunConfig(**{**preset, **overrides, "device": device}).validate()
+        return self.real.step_config(step, device, overrides)
+
+    def baseline_config(self, step: Step, device: str, overrides: dict[str, Any]) -> RunConfig | None:
+        return self.real.baseline_config(step, device, overrides)
+
+    def step_passed(self, results: list[CheckResult]) -> bool:
+        return self.real.step_passed(results)
+
+    def format_value(self, value: Any) -> str:
+        return self.real.format_value(value)
 
     def evaluate_checks(self, step: Step, run, baseline_run, on_gpu: bool) -> list[CheckResult]:
         info = run.info()
         summary = info["summary"] or {}
         out = []
         for check in step.checks:
+            if check.needs_gpu and not on_gpu:
+                out.append(CheckResult(check.name, check.expr, check.description, "skip", None, check.gpu_reason))
+                continue
             if check.name == "finished":
                 ok, value = info["status"] == "finished", info["status"]
             else:
@@ -265,5 +293,5 @@ class FakeExercises:
             out.append(CheckResult(check.name, check.expr, check.description, status, value))
         return out
 
-    def record_progress(self, *args: Any) -> None:
-        self.recorded.append(args)
+    def record_progress(self, scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:
+        self.recorded.append((scenario_id, step, [r.status for r in results], run_ids))

@@ -142,7 +142,7 @@ async def test_step_through_an_exercise_with_live_checks(store: Path):
 
     def launch(cfg):
         launched.append(cfg)
-        return app.backend.run(V1)
+        return app.backend.run({"v1": V1, "v2": V2}[cfg.version])
 
     app.backend.launch = launch
     async with app.run_test(size=SIZE) as pilot:
@@ -153,22 +153,27 @@ async def test_step_through_an_exercise_with_live_checks(store: Path):
         await wait_for(pilot, lambda: screen_name(pilot) == "StepScreen" and pilot.app.screen.scenario,
                        what="the step view")
         screen = pilot.app.screen
+        assert "step 2/2: Fused" in text_of(pilot, "#step-head")  # step 1 is done: it opens at step 2
+        assert "GPU only: tiny CPU shapes" in text_of(pilot, "#checks")
+        await pilot.press("p")
         assert "step 1/2: Baseline" in text_of(pilot, "#step-head")
         await pilot.press("i")
         assert "Press enter to launch." in text_of(pilot, "#hints")
         await pilot.press("a")
         assert "The backward pass" in text_of(pilot, "#questions")
-        await pilot.press("n")
-        assert "step 2/2: Fused" in text_of(pilot, "#step-head")
-        await pilot.press("p")
-        assert "step 1/2" in text_of(pilot, "#step-head")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: 1 in screen.step_runs, what="the step's run")
+        await wait_for(pilot, lambda: "run" in screen.step_runs.get(1, {}), what="the step's run")
         assert launched[0].version == "v1" and launched[0].device == "cpu" and launched[0].hidden_dim == 64
-        await wait_for(pilot, lambda: "all checks pass" in text_of(pilot, "#checks"), what="the checks to pass")
-        assert "✓ every parameter tensor trains  (20/20)" in text_of(pilot, "#checks")
+        await wait_for(pilot, lambda: "all checks passed" in text_of(pilot, "#checks"), what="the checks to pass")
+        assert '✓ every parameter tensor trains  = "20/20"' in text_of(pilot, "#checks")
         await wait_for(pilot, lambda: exercises.recorded, what="recorded progress")
-        assert exercises.recorded[0] == ("fusion-basics", 1, V1)
+        assert exercises.recorded[0] == ("fusion-basics", 1, ["pass", "pass"], [V1])
+        await pilot.press("n", "enter")  # step 2 compares: its baseline runs first, then the step's run
+        await wait_for(pilot, lambda: "run" in screen.step_runs.get(2, {}), what="step 2's runs")
+        assert [c.version for c in launched[1:]] == ["v1", "v2"]
+        assert screen.step_runs[2] == {"baseline": V1, "run": V2}
+        await wait_for(pilot, lambda: len(exercises.recorded) == 2, what="step 2's progress")
+        assert exercises.recorded[1] == ("fusion-basics", 2, ["pass", "skip"], [V1, V2])
 
 
 async def test_failed_run_shows_its_error(store: Path):

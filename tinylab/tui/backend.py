@@ -42,6 +42,7 @@ class Backend:
     exercises_api: Any = None
     poll_s: float = 0.3
     _doctor_cache: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _scenarios: list[Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.store = RunStore(self.runs_dir)
@@ -107,7 +108,10 @@ class Backend:
         return optional_module("tinylab.exercises", "the guided exercises")
 
     def scenarios(self) -> list[Any]:
-        return self.exercises().load_scenarios()
+        """Loaded and validated once per app: the files do not change under a learner."""
+        if self._scenarios is None:
+            self._scenarios = self.exercises().load_scenarios()
+        return self._scenarios
 
     def scenario(self, scenario_id: str):
         for scenario in self.scenarios():
