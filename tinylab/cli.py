@@ -60,10 +60,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
-    if command is None and not any(a in ("-h", "--help", "--version") for a in argv):
-        argv.insert(0, "lab")
-        command = "lab"
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "lab")  # `tinylab --runs-dir X` opens the lab with that option
+    command = None if argv[0].startswith("-") else argv[0]
     if command is not None and command not in COMMANDS:
         choices = ", ".join(COMMANDS)
         print(f"tinylab: error: unknown command {command!r}: choose one of {choices}", file=sys.stderr)

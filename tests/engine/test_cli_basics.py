@@ -57,3 +57,21 @@ def test_missing_profiler_is_refused_before_launch(tmp_path):
     assert "profiler 'nsys' is not available here" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+def test_options_without_a_command_go_to_the_lab(monkeypatch):
+    from tinylab import cli
+
+    seen = {}
+
+    def fake_build(command):
+        seen["command"] = command
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli, "build_parser", fake_build)
+    with pytest.raises(SystemExit):
+        cli.main(["--runs-dir", "/tmp/x"])
+    assert seen["command"] == "lab"
+    with pytest.raises(SystemExit):
+        cli.main(["runs", "--runs-dir", "/tmp/x"])
+    assert seen["command"] == "runs"
