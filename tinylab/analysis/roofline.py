@@ -1,0 +1,158 @@
+"""Roofline of a run: the step and its kernels against ceilings measured on this device.
+
+A point is (arithmetic intensity = FLOPs / bytes, achieved FLOP/s). The roof at an intensity
+is min(GEMM rate, intensity x copy bandwidth); a kernel left of the ridge is memory-bound and
+its distance to the roof says how much faster it could get. FLOPs and bytes come from an
+analytic model of each op at the run's shapes (the minimum bytes: every input read once, every
+output written once), so a kernel that re-reads memory shows up as far below its roof.
+Kernels whose work is not modelled (vendor GEMMs under anonymous names, PyTorch elementwise
+kernels) are aggregated by category where that is meaningful, and listed as unplaced otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from tinylab.config import RunConfig
+from tinylab.flops import forward_flops_per_token, training_flops_per_step
+
+ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+@dataclass
+class OpModel:
+    """FLOPs and minimum bytes of one call of an op."""
+
+    flops: float
+    bytes: float
+
+
+def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
+    """Per-call models of the lab's own Triton kernels at this config's shapes."""
+    eb = ELEMENT_BYTES.get(cfg.precision, 4)
+    t = cfg.batch_size * cfg.seq_len  # token rows
+    d, f, v, hd = cfg.hidden_dim, cfg.ffn_dim, cfg.vocab_size, cfg.head_dim
+    h, kv, s, b = cfg.num_heads, cfg.num_kv_heads, cfg.seq_len, cfg.batch_size
+    causal_pairs = b * h * s * (s + 1) / 2
+    attn_fwd = OpModel(4 * causal_pairs * hd, b * s * (2 * h + 2 * kv) * hd * eb)
+    return [
+        (re.compile(r"^_rmsnorm_fwd"), OpModel(4 * t * d, 2 * t * d * eb)),
+        (re.compile(r"^_rmsnorm_bwd"), OpModel(8 * t * d, 3 * t * d * eb)),
+        (re.compile(r"^_add_rmsnorm_fwd"), OpModel(5 * t * d, 4 * t * d * eb)),
+        (re.compile(r"^_add_rmsnorm_bwd"), OpModel(9 * t * d, 4 * t * d * eb)),
+        (re.compile(r"^_swiglu_fwd"), OpModel(5 * t * f, 3 * t * f * eb)),
+        (re.compile(r"^_swiglu_bwd"), OpModel(9 * t * f, 5 * t * f * eb)),
+        # one call rotates q or k; the model is the mean of the two
+        (re.compile(r"^_rope"), OpModel(3 * t * (h + kv) / 2 * hd, 2 * t * (h + kv) / 2 * hd * eb)),
+        (re.compile(r"^_attn_fwd"), attn_fwd),
+        (re.compile(r"^_attn_bwd_dkdv"), OpModel(2 * attn_fwd.flops, attn_fwd.bytes * 1.5)),
+        (re.compile(r"^_attn_bwd_dq"), OpModel(1.5 * attn_fwd.flops, attn_fwd.bytes)),
+        (re.compile(r"^_cross_entropy"), OpModel(5 * t * v, 2 * t * v * eb)),
+    ]
+
+
+def step_model(cfg: RunConfig, param_elements: int) -> OpModel:
+    """A whole training step: model FLOPs and a lower bound on its bytes.
+
+    Bytes: each weight read in the forward and twice in the backward at the compute precision,
+    its gradient written, and AdamW's fp32 read of weight, gradient and both moments plus the
+    write of weight and moments; plus one write and one read of each layer's saved activations
+    (about 10 hidden-sized and 3 ffn-sized tensors per token and layer).
+    """
+    eb = ELEMENT_BYTES.get(cfg.precision, 4)
+    weights = param_elements * (3 * eb + eb + 7 * 4)
+    t = cfg.batch_size * cfg.seq_len
+    acts = 2 * t * cfg.num_layers * (10 * cfg.hidden_dim + 3 * cfg.ffn_dim) * eb
+    return OpModel(training_flops_per_step(cfg), weights + acts)
+
+
+def gemm_flops_per_step(cfg: RunConfig) -> float:
+    """Matmul FLOPs outside attention: all of the model's FLOPs that vendor GEMMs do."""
+    t = cfg.batch_size * cfg.seq_len
+    attn = 2 * 2 * cfg.num_heads * cfg.head_dim * (cfg.seq_len + 1) / 2 * cfg.num_layers
+    return 3 * (forward_flops_per_token(cfg) - attn) * t
+
+
+def roof(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
+    """Attainable TFLOP/s at this arithmetic intensity (FLOP/byte)."""
+    return min(peak_tflops, intensity * bandwidth_gbps / 1e3)
+
+
+def place(cfg: RunConfig, table, step_ms: float | None, steps_profiled: int, param_elements: int,
+          peak_tflops: float, bandwidth_gbps: float) -> dict[str, Any]:
+    """Points for the step and each modelled kernel, with their roof and bound."""
+    points: list[dict[str, Any]] = []
+    unplaced: list[str] = []
+
+    def add(name: str, model: OpModel, seconds: float, calls: int = 1) -> None:
+        if seconds <= 0:
+            return
+        ai = model.flops / model.bytes
+        achieved = model.flops * calls / seconds / 1e12
+        ceiling = roof(ai, peak_tflops, bandwidth_gbps)
+        points.append({
+            "name": name,
+            "intensity": ai,
+            "achieved_tflops": achieved,
+            "achieved_gbps": model.bytes * calls / seconds / 1e9,
+            "roof_tflops": ceiling,
+            "pct_of_roof": 100 * achieved / ceiling,
+            "bound": "memory" if ai < peak_tflops * 1e3 / bandwidth_gbps else "compute",
+        })
+
+    if step_ms:
+        add("training step", step_model(cfg, param_elements), step_ms / 1e3)
+    if table is not None and len(table):
+        models = op_models(cfg)
+        per_step = max(steps_profiled, 1)
+        gemm_ns = table.loc[table["category"] == "gemm", "total_ns"].sum()
+        if gemm_ns > 0:
+            t = cfg.batch_size * cfg.seq_len
+            eb = ELEMENT_BYTES.get(cfg.precision, 4)
+            gemm_bytes = 3 * (param_elements * eb + 2 * t * cfg.num_layers * (4 * cfg.hidden_dim + 3 * cfg.ffn_dim) * eb)
+            add("all GEMMs (vendor BLAS)", OpModel(gemm_flops_per_step(cfg), gemm_bytes), gemm_ns / 1e9 / per_step)
+        for _, row in table.iterrows():
+            name = str(row["name"])
+            model = next((m for pattern, m in models if pattern.search(name)), None)
+            if model is None:
+                if row["category"] != "gemm":
+                    unplaced.append(name)
+                continue
+            if not math.isfinite(float(row["total_ns"])) or row["total_ns"] <= 0:
+                continue
+            add(name, model, float(row["total_ns"]) / 1e9, int(row["calls"]))
+    return {"points": points, "unplaced": unplaced, "peak_tflops": peak_tflops, "bandwidth_gbps": bandwidth_gbps,
+            "ridge_intensity": peak_tflops * 1e3 / bandwidth_gbps}
+
+
+def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20) -> str:
+    """The log-log roofline as text (plotext), then the table of points."""
+    import plotext as plt
+
+    peak, bw = result["peak_tflops"], result["bandwidth_gbps"]
+    xs = [10 ** (e / 10) for e in range(-20, 41)]
+    plt.clear_figure()
+    plt.theme("clear")
+    plt.plotsize(width, height)
+    plt.xscale("log")
+    plt.yscale("log")
+    plt.plot(xs, [roof(x, peak, bw) for x in xs], label="roof", marker="braille")
+    for i, p in enumerate(result["points"]):
+        plt.scatter([p["intensity"]], [p["achieved_tflops"]], marker=str(i % 10), label=f"{i % 10} {p['name'][:24]}")
+    plt.title(title)
+    plt.xlabel("FLOP / byte")
+    plt.ylabel("TFLOP/s")
+    chart = plt.build()
+    lines = [chart, "", f"ceilings: {peak:.1f} TFLOP/s, {bw:,.0f} GB/s; ridge at {result['ridge_intensity']:.1f} FLOP/byte",
+             f"{'#':>2} {'point':<42} {'FLOP/B':>8} {'TFLOP/s':>9} {'GB/s':>8} {'% roof':>7}  bound"]
+    for i, p in enumerate(result["points"]):
+        lines.append(f"{i % 10:>2} {p['name'][:42]:<42} {p['intensity']:>8.2f} {p['achieved_tflops']:>9.3f} "
+                     f"{p['achieved_gbps']:>8,.0f} {p['pct_of_roof']:>6.1f}%  {p['bound']}")
+    if result["unplaced"]:
+        shown = ", ".join(result["unplaced"][:6])
+        more = f" and {len(result['unplaced']) - 6} more" if len(result["unplaced"]) > 6 else ""
+        lines.append(f"not placed (no FLOP/byte model for these names): {shown}{more}")
+    return "\n".join(lines)
