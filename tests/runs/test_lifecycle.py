@@ -58,9 +58,10 @@ class ModuleRuns:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Every real run of this module, started together so that their torch imports overlap: one
-    endless run per live-run test, each already inside its training loop, and the attached one."""
+def runs(tmp_path_factory, launched_pair):
+    """Every real run of this module, started with the session pair so that their torch imports
+    overlap: one endless run per live-run test, each already inside its training loop (and then
+    paused), and the attached one."""
     root = tmp_path_factory.mktemp("lifecycle")
     attached_dir = root / "attached"
     launcher = subprocess.Popen(
@@ -80,8 +81,7 @@ def runs(tmp_path_factory):
         launcher.kill()
         killed_at = time.time()
         launcher.wait(timeout=10)
-        for run in live.values():
-            wait_for_step(run, timeout=120)
+        pause_when_training(list(live.values()))
         yield ModuleRuns(live, Attached(attached, killed_at, launcher, follower))
     finally:  # whatever a failed test left behind
         launcher.kill()
@@ -89,7 +89,26 @@ def runs(tmp_path_factory):
             follower.kill()
         for run in live.values():
             if run.is_alive():
+                resume(run)
                 cancel(run, grace_s=(0.5, 0.5))
+
+
+def pause_when_training(waiting: list[Run]) -> None:
+    """SIGSTOP each run's process group once it is inside its training loop: runs that are done
+    starting then leave the two CPUs to those still importing torch. Tests resume their own."""
+    def pause_ready() -> bool:
+        for run in list(waiting):
+            if run.events().last("step"):
+                os.killpg(run.process["pgid"], signal.SIGSTOP)
+                waiting.remove(run)
+        return not waiting
+
+    wait_for(pause_ready, 120, "a step event of every live run")
+
+
+def resume(run: Run) -> Run:
+    os.killpg(run.process["pgid"], signal.SIGCONT)
+    return run
 
 
 @pytest.fixture
@@ -99,7 +118,7 @@ def live_runs(runs) -> dict[str, Run]:
 
 def test_live_runs_are_running_with_their_own_process_group(live_runs):
     for run in live_runs.values():
-        assert run.status() == "running"
+        assert run.status() == "running"  # paused (SIGSTOP) between tests, and alive
         supervisor, trainer = run_pids(run)
         assert os.getpgid(supervisor) == supervisor == run.process["pgid"]
         assert os.getpgid(trainer) == supervisor, "the trainer must be in the group that cancel signals"
@@ -108,7 +127,7 @@ def test_live_runs_are_running_with_their_own_process_group(live_runs):
 
 
 def test_cancel_stops_the_whole_group_and_records_cancelled(live_runs):
-    run = live_runs["cancel"]
+    run = resume(live_runs["cancel"])
     supervisor, trainer = run_pids(run)
     t0 = time.monotonic()
     proc = cli("cancel", run.id, "--runs-dir", str(run.dir.parent))
@@ -123,7 +142,7 @@ def test_cancel_stops_the_whole_group_and_records_cancelled(live_runs):
 
 
 def test_killing_supervisor_and_trainer_is_lost(live_runs):
-    run = live_runs["kill_all"]
+    run = resume(live_runs["kill_all"])
     supervisor, trainer = run_pids(run)
     os.kill(supervisor, signal.SIGKILL)
     os.kill(trainer, signal.SIGKILL)
@@ -132,7 +151,7 @@ def test_killing_supervisor_and_trainer_is_lost(live_runs):
 
 
 def test_killing_the_trainer_is_failed_with_the_signal_recorded(live_runs):
-    run = live_runs["kill_trainer"]
+    run = resume(live_runs["kill_trainer"])
     supervisor, trainer = run_pids(run)
     os.kill(trainer, signal.SIGKILL)
     assert wait_for_status(run, TERMINAL, timeout=20) == "failed"
@@ -144,7 +163,7 @@ def test_killing_the_trainer_is_failed_with_the_signal_recorded(live_runs):
 def test_killing_only_the_supervisor_leaves_the_run_running_and_cancellable(live_runs):
     """The trainer keeps training when its supervisor dies; the run must not look lost, and
     cancel must still reach it (it shares the process group)."""
-    run = live_runs["kill_supervisor"]
+    run = resume(live_runs["kill_supervisor"])
     supervisor, trainer = run_pids(run)
     os.kill(supervisor, signal.SIGKILL)
     wait_for(lambda: process_gone(supervisor), 10, "the supervisor to die")

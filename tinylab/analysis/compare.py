@@ -178,38 +178,39 @@ def metric_label(label: str, unit: str) -> str:
     return label + (f" ({unit})" if unit and unit != "fraction" and unit not in label else "")
 
 
-def metric_rows(result: dict[str, Any]) -> list[list[str]]:
-    """[label (unit), A, B, B/A, verdict] per metric, as text; the report's tables use them too."""
+def metric_rows(result: dict[str, Any], b: str = "B") -> list[list[str]]:
+    """[label (unit), A, B, B/A, verdict] per metric, as text; the report's tables use them too.
+    The arrow is the direction of B's number against A's; `b` names run B (C, D... in reports)."""
     rows = []
     for m in result["metrics"]:
         ratio = f"{m['ratio']:.2f}x" if m["ratio"] is not None else "-"
         if m["better"]:
-            side = m["better"].upper()
-            verdict = f"{'▲' if m['ratio'] > 1 else '▼'} {side} better"
-        elif m["ratio"] is not None and abs(m["ratio"] - 1) < SAME_WITHIN:
+            verdict = f"{'▲' if m['ratio'] > 1 else '▼'} {b if m['better'] == 'b' else 'A'} better"
+        elif m["ratio"] is not None:
             verdict = "= same"
         else:
             verdict = ""
-        rows.append([metric_label(m["label"], m["unit"]), format_value(m["key"], m["a"]), format_value(m["key"], m["b"]), ratio, verdict])
+        rows.append([metric_label(m["label"], m["unit"]), format_value(m["key"], m["a"]),
+                     format_value(m["key"], m["b"]), ratio, verdict])
     return rows
 
 
-def kernel_rows(diff: dict[str, Any], name: Callable[[str], str] = str) -> list[list[str]]:
-    """[kernel, A time, B time, B/A, calls A -> B] for the kernels whose time changed most."""
+def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,
+                    b: str = "B") -> list[tuple[str, list[str], list[list[str]]]]:
+    """The kernel diff as (title, header, rows) tables, the same three in every output format."""
     from tinylab.analysis.hotspots import format_ns
 
+    def listed(items: list[dict[str, Any]]) -> list[list[str]]:
+        return [[name(k["name"]), format_ns(k["total_ns"]), str(k["calls"])] for k in items]
+
+    changed = [[name(k["name"]), format_ns(k["a_total_ns"]), format_ns(k["b_total_ns"]),
+                f"{k['ratio']:.2f}x" if k["ratio"] is not None else "-", f"{k['a_calls']} -> {k['b_calls']}"]
+               for k in diff["changed"]]
     return [
-        [name(k["name"]), format_ns(k["a_total_ns"]), format_ns(k["b_total_ns"]),
-         f"{k['ratio']:.2f}x" if k["ratio"] is not None else "-", f"{k['a_calls']} -> {k['b_calls']}"]
-        for k in diff["changed"]
+        ("in both, biggest changes in total time", ["kernel", "A", b, f"{b}/A", f"calls A -> {b}"], changed),
+        (f"only in {b} (appeared)", ["kernel", "total", "calls"], listed(diff["appeared"])),
+        ("only in A (gone)", ["kernel", "total", "calls"], listed(diff["disappeared"])),
     ]
-
-
-def kernel_list(items: list[dict[str, Any]], name: Callable[[str], str] = str) -> str:
-    """Appeared or disappeared kernels on one line, biggest first."""
-    from tinylab.analysis.hotspots import format_ns
-
-    return ", ".join(f"{name(k['name'])} ({format_ns(k['total_ns'])}, {k['calls']} calls)" for k in items) or "none"
 
 
 def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
@@ -230,14 +231,10 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         lines += ["", "notes"] + [f"  - {n}" for n in result["notes"]]
     diff = result["kernel_diff"]
     if diff is not None:
-        lines += ["", "kernel diff (B vs A): biggest changes in total time"]
-        def cut(text: str) -> str:
-            return text if len(text) <= name_width else text[: name_width - 1] + "…"
-
-        rows = kernel_rows(diff, cut)
-        lines += _table(["kernel", "A", "B", "B/A", "calls"], rows, right=(1, 2, 3)) if rows else ["  (no kernel in both)"]
-        lines.append(f"  appeared in B: {kernel_list(diff['appeared'], cut)}")
-        lines.append(f"  gone from A:   {kernel_list(diff['disappeared'], cut)}")
+        lines += ["", "kernel diff (B vs A)"]
+        for title, header, rows in kernel_sections(diff, lambda n: _cut(n, name_width)):
+            lines.append(f"  {title}")
+            lines += ["  " + line for line in _table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
     return "\n".join(lines)
 
 
@@ -245,6 +242,10 @@ def _show(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(map(str, value)) or "-"
     return "-" if value is None or value == "" else str(value)
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _table(header: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:

@@ -18,8 +18,7 @@ from tinylab.analysis.compare import (
     METRICS,
     compare_runs,
     format_value,
-    kernel_list,
-    kernel_rows,
+    kernel_sections,
     load_kernels,
     metric_label,
     metric_rows,
@@ -256,8 +255,7 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
     a, b = result["a"], result["b"]
     out = [f"### {letter} vs A: {b['id']} ({b['version']}) vs {a['id']} ({a['version']})", "",
            f"A = {_md_text(a['key_config'])}; {letter} = {_md_text(b['key_config'])}. Ratios are {letter}/A.", ""]
-    rows = [r[:4] + [r[4].replace("B better", f"{letter} better")] for r in metric_rows(result)]
-    out += _md_table(["metric", "A", letter, f"{letter}/A", ""], rows) + [""]
+    out += _md_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter)) + [""]
     if result["config_diff"]:
         out += ["Config differences:", ""]
         out += _md_table(["key", "A", letter, "under test"],
@@ -266,10 +264,8 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
     out += [f"- {_md_text(n)}" for n in result["notes"]] + ([""] if result["notes"] else [])
     diff = result["kernel_diff"]
     if diff is not None:
-        out += ["Kernel diff, biggest changes in total time:", ""]
-        out += _md_table(["kernel", "A", letter, f"{letter}/A", "calls"], kernel_rows(diff, _md_code)) + [""]
-        out += [f"- appeared in {letter}: {_md_text(kernel_list(diff['appeared'], _md_code))}",
-                f"- gone from A: {_md_text(kernel_list(diff['disappeared'], _md_code))}", ""]
+        for title, header, rows in kernel_sections(diff, _md_code, letter):
+            out += [f"Kernels {title}:", ""] + (_md_table(header, rows) if rows else ["none"]) + [""]
     return out
 
 
@@ -356,8 +352,8 @@ def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
     a, b = result["a"], result["b"]
     out = [f"<h3>{letter} vs A: {e(b['id'])} ({e(str(b['version']))}) vs {e(a['id'])} ({e(str(a['version']))})</h3>",
            f"<p>A = {e(a['key_config'])}; {letter} = {e(b['key_config'])}. Ratios are {letter}/A.</p>"]
-    rows = [r[:4] + [r[4].replace("B better", f"{letter} better")] for r in metric_rows(result)]
-    out += _html_table(["metric", "A", letter, f"{letter}/A", ""], rows, numeric=(1, 2, 3), marked=4)
+    out += _html_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter),
+                       numeric=(1, 2, 3), marked=4)
     if result["config_diff"]:
         out.append("<p>Config differences:</p>")
         out += _html_table(["key", "A", letter, "under test"],
@@ -367,11 +363,9 @@ def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
         out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in result["notes"]) + "</ul>")
     diff = result["kernel_diff"]
     if diff is not None:
-        out.append("<p>Kernel diff, biggest changes in total time:</p>")
-        out += _html_table(["kernel", "A", letter, f"{letter}/A", "calls"], kernel_rows(diff),
-                           numeric=(1, 2, 3), mono=(0,))
-        out.append(f"<p>Appeared in {letter}: <span class=\"kernel\">{e(kernel_list(diff['appeared']))}</span><br>"
-                   f"Gone from A: <span class=\"kernel\">{e(kernel_list(diff['disappeared']))}</span></p>")
+        for title, header, rows in kernel_sections(diff, b=letter):
+            out.append(f"<p>Kernels {e(title)}:</p>")
+            out += _html_table(header, rows, numeric=tuple(range(1, len(header))), mono=(0,)) if rows else ["<p>none</p>"]
     return out
 
 
@@ -384,7 +378,7 @@ def _html_table(header: list[str] | None, rows: list[list[str]], numeric: tuple[
     for row in rows:
         cells = []
         for i, cell in enumerate(row):
-            cls = "num" if i in numeric else "kernel" if i in mono else "better" if i == marked and cell else ""
+            cls = "num" if i in numeric else "kernel" if i in mono else "better" if i == marked and "better" in cell else ""
             tag = "th" if header is None and i == 0 else "td"
             cells.append(f"<{tag}{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>{e(str(cell))}</{tag}>")
         out.append("<tr>" + "".join(cells) + "</tr>")
