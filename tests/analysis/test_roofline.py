@@ -66,6 +66,7 @@ def test_roofline_command_places_step_gemms_and_kernels(tmp_path):
     text = subprocess.run([sys.executable, "-m", "tinylab", "roofline", run.id, "--runs-dir", str(tmp_path / "runs"),
                            "--ceilings", str(ceilings)], capture_output=True, text=True, timeout=120)
     assert text.returncode == 0 and "ridge at 12.5 FLOP/byte" in text.stdout and "memory" in text.stdout
+    assert "\x1b[" not in text.stdout
 
 
 def test_roofline_refuses_unfinished_runs_and_missing_ceilings(tmp_path):

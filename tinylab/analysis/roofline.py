@@ -145,7 +145,7 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
     plt.title(title)
     plt.xlabel("FLOP / byte")
     plt.ylabel("TFLOP/s")
-    chart = plt.build()
+    chart = re.sub(r"\x1b\[[0-9;]*m", "", plt.build())  # plotext resets colours even in the clear theme
     lines = [chart, "", f"ceilings: {peak:.1f} TFLOP/s, {bw:,.0f} GB/s; ridge at {result['ridge_intensity']:.1f} FLOP/byte",
              f"{'#':>2} {'point':<42} {'FLOP/B':>8} {'TFLOP/s':>9} {'GB/s':>8} {'% roof':>7}  bound"]
     for i, p in enumerate(result["points"]):
