@@ -64,10 +64,11 @@ class Attention(nn.Module):
         mc = self.mc
         B, S, _ = x.shape
         with record_function("qkv_projection"):
-            q, k, v = self.qkv_proj(x).split([mc.q_dim, mc.kv_dim, mc.kv_dim], dim=-1)
+            qk, v = self.qkv_proj(x).split([mc.q_dim + mc.kv_dim, mc.kv_dim], dim=-1)
         with record_function("triton_rope"):
-            q = kernels.rope(q.view(B, S, mc.num_heads, mc.head_dim), cos, sin)
-            k = kernels.rope(k.view(B, S, mc.num_kv_heads, mc.head_dim), cos, sin)
+            # q and k heads sit side by side in the projection: one launch rotates both
+            qk = kernels.rope(qk.view(B, S, mc.num_heads + mc.num_kv_heads, mc.head_dim), cos, sin)
+        q, k = qk.split([mc.num_heads, mc.num_kv_heads], dim=2)
         v = v.view(B, S, mc.num_kv_heads, mc.head_dim)
         with record_function("flash_attention"):
             out = self.attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))

@@ -45,8 +45,8 @@ def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
         (re.compile(r"^_add_rmsnorm_bwd"), OpModel(9 * t * d, 4 * t * d * eb)),
         (re.compile(r"^_swiglu_fwd"), OpModel(5 * t * f, 3 * t * f * eb)),
         (re.compile(r"^_swiglu_bwd"), OpModel(9 * t * f, 5 * t * f * eb)),
-        # one call rotates q or k; the model is the mean of the two
-        (re.compile(r"^_rope"), OpModel(3 * t * (h + kv) / 2 * hd, 2 * t * (h + kv) / 2 * hd * eb)),
+        # one call rotates the q and k heads together (models/v3_triton.py)
+        (re.compile(r"^_rope"), OpModel(3 * t * (h + kv) * hd, 2 * t * (h + kv) * hd * eb)),
         (re.compile(r"^_attn_fwd"), attn_fwd),
         (re.compile(r"^_attn_bwd_dkdv"), OpModel(2 * attn_fwd.flops, attn_fwd.bytes * 1.5)),
         (re.compile(r"^_attn_bwd_dq"), OpModel(1.5 * attn_fwd.flops, attn_fwd.bytes)),
