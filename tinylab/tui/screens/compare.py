@@ -41,7 +41,7 @@ class CompareScreen(BaseScreen):
             with Pane(title="Kernels", id="kernels-pane"):
                 yield DataTable(id="kernel-diff", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(Static(id="kernel-notes"), id="kernel-notes-box")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = "Compare A/B"

@@ -28,7 +28,7 @@ class DoctorScreen(BaseScreen):
         yield DataTable(id="profilers", cursor_type="row", zebra_stripes=True)
         with VerticalScroll(id="fix-box"):
             yield Static(id="fix")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one("#profilers", DataTable)

@@ -46,7 +46,7 @@ class ExercisesScreen(BaseScreen):
         yield Header(icon="▲")
         yield OptionList(id="scenarios")
         yield Static(id="scenario-about")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load()
@@ -139,7 +139,7 @@ class StepScreen(BaseScreen):
             yield Pane(VerticalScroll(Markdown(id="step-text")), title="Step", id="text-pane")
             yield Pane(VerticalScroll(Static(id="checks"), Static(id="hints"), Static(id="questions")),
                        title="Checks", id="checks-pane")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.load()

@@ -96,7 +96,7 @@ class HotspotsScreen(BaseScreen):
             yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Categories",
                        id="categories-pane")
             yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = f"Hotspots {self.run_id}"

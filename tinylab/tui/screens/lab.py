@@ -121,7 +121,7 @@ class LabScreen(BaseScreen):
             recent.can_focus = False
             recent.border_title = "Recent runs (r: all runs, mark, compare)"
             yield recent
-        yield Footer()
+        yield Footer(compact=True)
 
     def _number(self, name: str):
         yield Label(NUMBERS[name], classes="field-label")

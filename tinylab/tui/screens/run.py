@@ -77,7 +77,7 @@ class RunScreen(BaseScreen):
                     yield SeriesChart("loss", id="chart-loss")
                     yield SeriesChart("GPU telemetry", xlabel="seconds", empty="none recorded",
                                       id="chart-telemetry")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = f"Run {self.run_id}"
@@ -181,6 +181,11 @@ class RunScreen(BaseScreen):
             empty="no device memory on a CPU run" if on_cpu else "not recorded",
         )
         self.query_one("#chart-loss", SeriesChart).set_data(xs, {"loss": [s.get("loss") for s in self.steps]})
+        # a chart that has nothing to show (memory on a CPU, telemetry not recorded) gives its space away
+        self.query_one("#chart-memory").set_class(
+            bool(self.steps) and all(s.get("mem_peak_mb") is None for s in self.steps), "-empty")
+        self.query_one("#chart-telemetry").set_class(bool(self.steps) and not self.telemetry, "-empty")
+        self._show_chart()
         if self.telemetry:
             t0 = self.telemetry[0].get("time") or 0.0
             ts = [round((t.get("time") or t0) - t0, 1) for t in self.telemetry]
@@ -228,12 +233,15 @@ class RunScreen(BaseScreen):
 
     def action_next_chart(self) -> None:
         self.query_one("#run-panes", Panes).show("charts-pane")
-        self.chart_index = (self.chart_index + 1) % len(self.query(SeriesChart))
+        self.chart_index += 1
         self._show_chart()
 
     def _show_chart(self) -> None:
-        for i, chart in enumerate(self.query(SeriesChart)):
-            chart.set_class(i == self.chart_index, "-current")
+        """On a narrow terminal one chart shows at a time: the chart_index-th of those with data."""
+        charts = [c for c in self.query(SeriesChart) if not c.has_class("-empty")]
+        current = charts[self.chart_index % len(charts)] if charts else None
+        for chart in self.query(SeriesChart):
+            chart.set_class(chart is current, "-current")
 
     def action_hotspots(self) -> None:
         self.app.open_hotspots(self.run_id)  # type: ignore[attr-defined]

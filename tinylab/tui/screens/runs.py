@@ -37,7 +37,7 @@ class RunsScreen(BaseScreen):
         yield RunTable(id="runs")
         yield Static(id="run-detail")
         yield Static(id="marks")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.rescan()
