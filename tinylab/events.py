@@ -138,6 +138,8 @@ def parse_lines(data: bytes, first_line_no: int = 1) -> tuple[list[dict[str, Any
 
 
 def _well_typed(record: dict[str, Any]) -> bool:
+    if not isinstance(record.get("time", 0.0), (int, float)):  # every writer stamps it
+        return False
     for name, (types, required) in FIELD_TYPES.get(record["event"], {}).items():
         if name in record:
             if not isinstance(record[name], types):

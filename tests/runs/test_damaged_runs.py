@@ -56,14 +56,22 @@ def read_everything(run: Run, other: Run) -> None:
     build_report([run, other], "html")
 
 
+PROCESS = st.one_of(st.binary(max_size=20), st.builds(
+    lambda r: json.dumps(r).encode(),
+    st.dictionaries(st.sampled_from(["pid", "pgid", "start_time", "launched_at"]), VALUES, max_size=4)))
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(lines=st.lists(LINES, max_size=12), tail=st.binary(max_size=30), config=st.sampled_from(["ok", "bad"]))
-def test_readers_never_crash(lines, tail, config):
+@given(lines=st.lists(LINES, max_size=12), tail=st.binary(max_size=30), config=st.sampled_from(["ok", "bad"]),
+       process=st.none() | PROCESS)
+def test_readers_never_crash(lines, tail, config, process):
     """(A folder without config.json is not a run at all: `RunStore.list` skips it.)"""
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "20260101-000000-aaaa"
         run_dir.mkdir()
         (run_dir / "events.jsonl").write_bytes(b"\n".join(lines) + b"\n" + tail)
+        if process is not None:
+            (run_dir / "process.json").write_bytes(process)
         (run_dir / "config.json").write_bytes(json.dumps(CONFIG).encode() if config == "ok" else b'{"version": "v1", "ba')
         other = Path(tmp) / "20260101-000000-bbbb"
         other.mkdir()

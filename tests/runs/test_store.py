@@ -65,6 +65,7 @@ def test_running_needs_pid_and_start_time_to_match(tmp_path, own_process_record,
 
 @pytest.mark.parametrize("record", [
     {"pid": 2**22 + 12345, "start_time": 1.0},  # above pid_max: no such process
+    {"pid": -1, "start_time": 1.0},
     {"pid": "1", "start_time": 1.0},
     {"pid": os.getpid(), "start_time": "yesterday"},
     {"pid": os.getpid()},
@@ -74,6 +75,13 @@ def test_bad_or_dead_process_records_are_not_running(tmp_path, record):
     run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP])
     (run.dir / "process.json").write_text(json.dumps(record))
     assert run.status() == "lost"
+
+
+@pytest.mark.parametrize("launched_at, started", [(1.5e9, 1.5e9), (1e300, 1.6e9), ("soon", 1.6e9), (None, 1.6e9)])
+def test_start_time_shown_is_one_the_clock_can_show(tmp_path, launched_at, started):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [{**START, "time": 1.6e9}])
+    (run.dir / "process.json").write_text(json.dumps({"launched_at": launched_at}))
+    assert run.info()["started"] == started
 
 
 def test_process_json_that_is_not_json(tmp_path):

@@ -122,7 +122,7 @@ def _header_rows(info: dict[str, Any]) -> list[list[str]]:
     from tinylab.commands.runs import key_config
 
     start = info["start"] or {}
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"])) if number(info["started"]) else "-"
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"])) if info["started"] else "-"
     cfg = info["config"]
     rows = [
         ["status", info["status"]],

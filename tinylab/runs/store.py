@@ -141,7 +141,7 @@ class Run:
             "id": self.id,
             "dir": str(self.dir),
             "status": self.status(log),
-            "started": (self.process or {}).get("launched_at") or start.get("time"),
+            "started": _clock_time((self.process or {}).get("launched_at")) or _clock_time(start.get("time")),
             "version": cfg.get("version"),
             "label": cfg.get("label") or "",
             "config": cfg,
@@ -160,12 +160,24 @@ class Run:
         }
 
 
+def _clock_time(value: Any) -> float | None:
+    """A timestamp the local clock can show, or None: a damaged record must not break a listing."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        time.localtime(value)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return float(value)
+
+
 def _record_alive(record: dict[str, Any] | None) -> bool:
     """The process of a {pid, start_time} record is alive and is still that same process."""
-    if not record or not isinstance(record.get("pid"), int) or not isinstance(record.get("start_time"), (int, float)):
+    pid, started_then = (record or {}).get("pid"), (record or {}).get("start_time")
+    if not isinstance(pid, int) or pid <= 0 or not isinstance(started_then, (int, float)):
         return False
-    started = process_start_time(record["pid"])
-    return started is not None and abs(started - record["start_time"]) < 1.0
+    started = process_start_time(pid)
+    return started is not None and abs(started - started_then) < 1.0
 
 
 class RunStore:
