@@ -22,8 +22,8 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 #: The Lab's number fields in tab order after the version list (as their focus hint names them),
 #: with a tiny CPU config.
-TINY = [("batch", "2"), ("seq", "16"), ("hidden", "64"), ("layers", "2"), ("heads", "4"), ("kv", "2"),
-        ("steps", "6"), ("warm-up", "1")]
+TINY = [("batch", "2"), ("seq", "16"), ("steps", "6"), ("warm-up", "1"), ("hidden", "64"), ("layers", "2"),
+        ("heads", "4"), ("kv", "2")]
 
 
 def tmux(*args: str) -> str:

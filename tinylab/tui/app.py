@@ -53,6 +53,8 @@ def _doctor() -> Screen:
 
 #: The doctor child imports torch; started this long after the first frame so it does not compete with it.
 DOCTOR_DELAY_S = 1.0
+#: How often the live runs are re-read while there are any (the Lab shows their progress).
+LIVE_RESCAN_S = 5.0
 
 
 class TinyLabApp(App):
@@ -89,6 +91,7 @@ class TinyLabApp(App):
     def on_mount(self) -> None:
         # after the first frame: on a 2-core machine these would otherwise delay it
         self.call_after_refresh(self.scan_live_runs)
+        self.set_interval(LIVE_RESCAN_S, self._rescan_live)
         if self.backend.doctor_result is not None:
             self.doctor_report = self.backend.doctor_result
         else:
@@ -98,6 +101,10 @@ class TinyLabApp(App):
     def scan_live_runs(self, announce: bool = True) -> None:
         live = [info for info in self.backend.infos() if info["status"] == "running"]
         self.call_from_thread(self._set_live, live, announce)
+
+    def _rescan_live(self) -> None:
+        if self.live_runs:
+            self.scan_live_runs(announce=False)
 
     def _set_live(self, live: list[dict[str, Any]], announce: bool) -> None:
         self.live_runs = live

@@ -91,13 +91,15 @@ class LabScreen(BaseScreen):
             with Vertical(id="form-box") as box:
                 box.border_title = "Config"
                 with Horizontal(classes="form-row"):
-                    yield Label("model", classes="row-label")
-                    for name in ("batch_size", "seq_len", "hidden_dim", "num_layers", "num_heads", "num_kv_heads"):
+                    yield Label("train", classes="row-label")
+                    for name in ("batch_size", "seq_len", "num_steps", "warmup_steps"):
                         yield from self._number(name)
                 with Horizontal(classes="form-row"):
-                    yield Label("train", classes="row-label")
-                    for name in ("num_steps", "warmup_steps"):
+                    yield Label("model", classes="row-label")
+                    for name in ("hidden_dim", "num_layers", "num_heads", "num_kv_heads"):
                         yield from self._number(name)
+                with Horizontal(classes="form-row"):
+                    yield Label("run", classes="row-label")
                     yield Label("precision", classes="field-label")
                     yield Select([(p, p) for p in PRECISIONS], value="fp32", allow_blank=False, compact=True,
                                  id="precision")
