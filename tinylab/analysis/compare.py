@@ -224,23 +224,26 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
     lines += _table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if result["config_diff"]:
         lines += ["", "config differences"]
-        lines += _table(["key", "A", "B", ""], [[d["key"], _show(d["a"]), _show(d["b"]),
+        lines += _table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),
                                                  "under test" if d["under_test"] else "NOT under test"]
                                                 for d in result["config_diff"]])
     if result["notes"]:
         lines += ["", "notes"] + [f"  - {n}" for n in result["notes"]]
     diff = result["kernel_diff"]
     if diff is not None:
+        from tinylab.analysis.hotspots import display_name  # the terminal's short kernel names
+
         lines += ["", "kernel diff (B vs A)"]
-        for title, header, rows in kernel_sections(diff, lambda n: _cut(n, name_width)):
+        for title, header, rows in kernel_sections(diff, lambda n: _cut(display_name(n), name_width)):
             lines.append(f"  {title}")
             lines += ["  " + line for line in _table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
     return "\n".join(lines)
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
+    """A config value as text: lists joined, nothing as "-"."""
     if isinstance(value, list):
-        return ",".join(map(str, value)) or "-"
+        return ", ".join(map(str, value)) or "-"
     return "-" if value is None or value == "" else str(value)
 
 

@@ -23,6 +23,7 @@ from tinylab.analysis.compare import (
     metric_label,
     metric_rows,
     number,
+    show_value,
 )
 from tinylab.errors import UserError
 from tinylab.runs.store import Run
@@ -167,13 +168,7 @@ METRIC_HEADER = ["metric", "A", "B", "B/A", ""]
 
 
 def _config_rows(cfg: dict[str, Any]) -> list[list[str]]:
-    return [[key, _plain(value)] for key, value in sorted(cfg.items())]
-
-
-def _plain(value: Any) -> str:
-    if isinstance(value, list):
-        return ", ".join(map(str, value)) or "-"
-    return "-" if value is None or value == "" else str(value)
+    return [[key, show_value(value)] for key, value in sorted(cfg.items())]
 
 
 def _not_finished(info: dict[str, Any]) -> str:
@@ -259,7 +254,7 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
     if result["config_diff"]:
         out += ["Config differences:", ""]
         out += _md_table(["key", "A", letter, "under test"],
-                         [[d["key"], _plain(d["a"]), _plain(d["b"]), "yes" if d["under_test"] else "**no**"]
+                         [[d["key"], show_value(d["a"]), show_value(d["b"]), "yes" if d["under_test"] else "**no**"]
                           for d in result["config_diff"]]) + [""]
     out += [f"- {_md_text(n)}" for n in result["notes"]] + ([""] if result["notes"] else [])
     diff = result["kernel_diff"]
@@ -298,7 +293,7 @@ th { background: #f4f4f6; }
 .better { color: #1a7f37; font-weight: 600; } .note { color: #555; }
 pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: 12px; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: 12px; }
-svg text { font: 11px system-ui, sans-serif; fill: #333; }
+svg { max-width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #333; }
 .kernel { font-family: ui-monospace, monospace; font-size: 12px; word-break: break-all; }
 """
 
@@ -357,7 +352,7 @@ def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
     if result["config_diff"]:
         out.append("<p>Config differences:</p>")
         out += _html_table(["key", "A", letter, "under test"],
-                           [[d["key"], _plain(d["a"]), _plain(d["b"]), "yes" if d["under_test"] else "NO"]
+                           [[d["key"], show_value(d["a"]), show_value(d["b"]), "yes" if d["under_test"] else "NO"]
                             for d in result["config_diff"]])
     if result["notes"]:
         out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in result["notes"]) + "</ul>")
@@ -380,7 +375,8 @@ def _html_table(header: list[str] | None, rows: list[list[str]], numeric: tuple[
         for i, cell in enumerate(row):
             cls = "num" if i in numeric else "kernel" if i in mono else "better" if i == marked and "better" in cell else ""
             tag = "th" if header is None and i == 0 else "td"
-            cells.append(f"<{tag}{f' class={chr(34)}{cls}{chr(34)}' if cls else ''}>{e(str(cell))}</{tag}>")
+            attr = f' class="{cls}"' if cls else ""
+            cells.append(f"<{tag}{attr}>{e(str(cell))}</{tag}>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return out
