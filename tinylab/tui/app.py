@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import var
 from textual.screen import Screen
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinylab.errors import UserError
 from tinylab.tui.backend import Backend
@@ -64,7 +64,6 @@ class TinyLabApp(App):
     MODES = {"lab": _lab, "runs": _runs, "exercises": _exercises, "doctor": _doctor}
     DEFAULT_MODE = "lab"
     COMMAND_PALETTE_BINDING = "colon"
-    ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("l", "section('lab')", "Lab", tooltip="the versions and the config form"),
         Binding("r", "section('runs')", "Runs", tooltip="the run store; mark two runs to compare"),
@@ -116,10 +115,12 @@ class TinyLabApp(App):
 
     @background("doctor")
     def collect_doctor(self) -> None:
+        worker = get_current_worker()
         try:
-            report = self.backend.doctor()
+            report = self.backend.doctor(lambda: worker.is_cancelled)
         except Exception as exc:  # a broken probe must not take the lab down; the screens say why
-            self.call_from_thread(setattr, self, "doctor_error", _describe(exc))
+            if not worker.is_cancelled:
+                self.call_from_thread(setattr, self, "doctor_error", _describe(exc))
             return
         self.call_from_thread(setattr, self, "doctor_report", report)
 

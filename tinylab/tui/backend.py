@@ -72,22 +72,31 @@ class Backend:
         return cancel(self.run(run_id))
 
     # ---------------------------------------------------------------- doctor
-    def doctor(self) -> dict[str, Any]:
+    def doctor(self, stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
         """`tinylab doctor --json`, once per app.
 
         In a child process: doctor imports torch and deepspeed to probe them, which would cost
-        the lab seconds of GIL time and hundreds of MB for the rest of its life.
+        the lab seconds of GIL time and hundreds of MB for the rest of its life. `stop` is polled
+        so that quitting the lab does not wait for the probes (the child is killed).
         """
         if self.doctor_result is not None:
             return self.doctor_result
         if self._doctor_cache is None:
             optional_module("tinylab.doctor", "doctor")
-            proc = subprocess.run([sys.executable, "-m", "tinylab", "doctor", "--json"], capture_output=True,
-                                  text=True, timeout=300, stdin=subprocess.DEVNULL)
+            with subprocess.Popen([sys.executable, "-m", "tinylab", "doctor", "--json"], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+                while True:
+                    try:
+                        out, err = proc.communicate(timeout=0.1)
+                        break
+                    except subprocess.TimeoutExpired:
+                        if stop():
+                            proc.kill()
+                            raise Missing("doctor was stopped") from None
             if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+                last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
                 raise UserError(f"tinylab doctor failed: {last}")
-            self._doctor_cache = json.loads(proc.stdout)
+            self._doctor_cache = json.loads(out)
         return self._doctor_cache
 
     # -------------------------------------------------------------- analysis
