@@ -45,7 +45,7 @@ def test_open_launch_watch_quit_in_tmux(tmp_path: Path):
     runs = tmp_path / "runs"
     session = f"tinylab-e2e-{uuid.uuid4().hex[:8]}"
     exe = shutil.which("tinylab", path=os.path.dirname(sys.executable)) or f"{sys.executable} -m tinylab"
-    command = f"TINYLAB_RUNS_DIR={runs} {exe}; echo LAB-EXITED-$?; sleep 60"
+    command = f"{exe} --runs-dir {runs}; echo LAB-EXITED-$?; sleep 60"
     tmux("new-session", "-d", "-x", "80", "-y", "24", "-s", session, command)
     try:
         wait_screen(session, "Versions", 30)
