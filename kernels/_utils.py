@@ -11,12 +11,41 @@ import functools
 import os
 
 import torch
+import triton
+import triton.language as tl
 from torch import Tensor
+
+# Elements of one program's tile in the interpreter (see tile_rows).
+INTERPRETER_TILE = 1 << 16
+
+# True makes the interpreter launch exactly what a GPU launches (one row per program, GPU block
+# sizes), so tests on a CPU-only machine cover the GPU path too (tests/kernels/conftest.py).
+GPU_CONFIG_IN_INTERPRETER = False
 
 
 def interpreting() -> bool:
-    """True when Triton runs kernels in its CPU interpreter: small blocks keep tests fast there."""
+    """True when Triton runs kernels in its CPU interpreter (also the default launch config)."""
     return os.environ.get("TRITON_INTERPRET") == "1"
+
+
+def interpreter_config() -> bool:
+    """True when launches use the interpreter's config: few programs, large tiles.
+
+    The interpreter runs program instances one after another in Python, a few milliseconds each
+    whatever their size, while a tile op is one numpy call that costs about the same for 64 or
+    64K elements. So the fewer the programs the better, the opposite of a GPU, which wants many
+    small programs in flight.
+    """
+    return interpreting() and not GPU_CONFIG_IN_INTERPRETER
+
+
+def tile_rows(n_rows: int, row_block: int) -> int:
+    """Rows of ``row_block`` elements per program: 1 on a GPU (the layout the kernels were tuned
+    with); in the interpreter as many as fit INTERPRETER_TILE elements (a power of two), so a
+    small model's call runs in one or a few programs."""
+    if not interpreter_config():
+        return 1
+    return max(1, min(triton.next_power_of_2(max(n_rows, 1)), INTERPRETER_TILE // row_block))
 
 
 def check_tensors(*tensors: Tensor) -> None:
@@ -32,13 +61,42 @@ def check_tensors(*tensors: Tensor) -> None:
         )
 
 
+@triton.jit
+def program_rows(M, ROWS: tl.constexpr):
+    """(rows, in_bounds) of this program's tile of ROWS rows (grid axis 0), shaped [ROWS, 1].
+
+    With ROWS == 1, what every GPU launch uses, both are scalars and in_bounds is a constant
+    True (the grid has one program per row), and ``row_sum`` reduces to a scalar: a kernel
+    written for [ROWS, BLOCK] tiles then compiles to the same machine code as one written for a
+    single row, whereas [1, 1] tensors would bring layouts and conversions of their own.
+    """
+    if ROWS == 1:
+        rows = tl.program_id(0).to(tl.int64)
+        in_bounds = tl.full([], 1, tl.int1)
+    else:
+        rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+        in_bounds = (rows < M)[:, None]
+        rows = rows.to(tl.int64)[:, None]
+    return rows, in_bounds
+
+
+@triton.jit
+def row_sum(x, ROWS: tl.constexpr):
+    """Sum of a [ROWS, BLOCK] tile along its rows, as [ROWS, 1]; a scalar when ROWS == 1."""
+    if ROWS == 1:
+        out = tl.sum(x)
+    else:
+        out = tl.sum(x, axis=1)[:, None]
+    return out
+
+
 @functools.lru_cache(maxsize=None)
 def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def sm_count(device: torch.device) -> int:
-    """Number of SMs (CUs on ROCm); 4 in the interpreter so persistent grids stay tiny."""
+    """Number of SMs (CUs on ROCm); 4 in the interpreter so persistent grids stay small."""
     if device.type != "cuda":
         return 4
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())

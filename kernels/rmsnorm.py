@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, row_num_warps, sm_count
+from kernels._utils import as_rows, check_tensors, program_rows, row_num_warps, row_sum, sm_count, tile_rows
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192
@@ -31,57 +31,58 @@ def _rmsnorm_fwd_kernel(
     X, stride_xm, stride_xn,
     R, stride_rm, stride_rn,
     Y, H, W, RSTD,
-    N, eps,
+    M, N, eps,
     HAS_RESIDUAL: tl.constexpr,
+    ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_BLOCK: tl.constexpr,
 ):
-    """Y = norm(X [+ R]) * W for one row; with a residual, also writes H = X + R (input dtype).
+    """Y = norm(X [+ R]) * W for ROWS rows; with a residual, also writes H = X + R (input dtype).
 
     H is rounded to the input dtype before the norm, exactly like the unfused eager code
     ``h = x + r; y = norm(h)``, so the backward (which reads the stored H) sees the same input.
     """
-    row = tl.program_id(0).to(tl.int64)
-    x_row = X + row * stride_xm
-    r_row = R + row * stride_rm
-    out_off = row * N
+    rows, row_ok = program_rows(M, ROWS)
+    x_rows = X + rows * stride_xm
+    r_rows = R + rows * stride_rm
+    out_off = rows * N
     if SINGLE_BLOCK:
-        cols = tl.arange(0, BLOCK_N)
-        mask = cols < N
-        x = tl.load(x_row + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+        cols = tl.arange(0, BLOCK_N)[None, :]
+        mask = row_ok & (cols < N)
+        x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
         if HAS_RESIDUAL:
-            x += tl.load(r_row + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
+            x += tl.load(r_rows + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
             h = x.to(H.dtype.element_ty)
             tl.store(H + out_off + cols, h, mask=mask)
             x = h.to(tl.float32)
-        rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=0) / N + eps)
-        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        rstd = 1.0 / tl.sqrt(row_sum(x * x, ROWS) / N + eps)
+        w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
         tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
     else:
-        sum_sq = tl.zeros([BLOCK_N], dtype=tl.float32)
+        sum_sq = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
         for start in range(0, N, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            mask = cols < N
-            x = tl.load(x_row + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+            cols = start + tl.arange(0, BLOCK_N)[None, :]
+            mask = row_ok & (cols < N)
+            x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
             if HAS_RESIDUAL:
-                x += tl.load(r_row + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
+                x += tl.load(r_rows + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
                 h = x.to(H.dtype.element_ty)
                 tl.store(H + out_off + cols, h, mask=mask)
                 x = h.to(tl.float32)
             sum_sq += x * x
-        rstd = 1.0 / tl.sqrt(tl.sum(sum_sq, axis=0) / N + eps)
+        rstd = 1.0 / tl.sqrt(row_sum(sum_sq, ROWS) / N + eps)
         for start in range(0, N, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            mask = cols < N
+            cols = start + tl.arange(0, BLOCK_N)[None, :]
+            mask = row_ok & (cols < N)
             # Reading back H is safe without a barrier: the same thread stored these elements
             # (same shape, same layout) in the first loop.
             if HAS_RESIDUAL:
                 x = tl.load(H + out_off + cols, mask=mask, other=0.0).to(tl.float32)
             else:
-                x = tl.load(x_row + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-            w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+                x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+            w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
             tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
-    tl.store(RSTD + row, rstd)
+    tl.store(RSTD + rows, rstd, mask=row_ok)
 
 
 @triton.jit
@@ -92,13 +93,14 @@ def _rmsnorm_bwd_kernel(
     W, RSTD, DX, DW_PARTIAL,
     M, N, rows_per_program,
     HAS_DRESIDUAL: tl.constexpr,
+    ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_BLOCK: tl.constexpr,
 ):
     """dx = rstd * (w*dy - xhat * mean(w*dy*xhat)) [+ dh]; partial dw = sum_rows dy*xhat.
 
-    With DH (add_rmsnorm), the gradient reaching h directly is added to dx, since h feeds both
-    the norm and the residual stream.
+    Each program walks its chunk of rows ROWS at a time. With DH (add_rmsnorm), the gradient
+    reaching h directly is added to dx, since h feeds both the norm and the residual stream.
     """
     pid = tl.program_id(0)
     row_start = pid * rows_per_program
@@ -111,68 +113,78 @@ def _rmsnorm_bwd_kernel(
     DX += first * N
     RSTD += first
     dw_row = DW_PARTIAL + pid.to(tl.int64) * N
+    # Offsets of a tile's rows from the pointers above.
+    tile = tl.arange(0, ROWS)[:, None]
+    x_tile = tile * stride_xm
+    dy_tile = tile * stride_dym
+    dh_tile = tile * stride_dhm
+    dx_tile = tile * N
     if SINGLE_BLOCK:
-        # Software pipelining by hand: the next row's loads are issued before this row's
-        # reduction and stores, so every program keeps two rows of loads in flight.
-        cols = tl.arange(0, BLOCK_N)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
-        dw = tl.zeros([BLOCK_N], dtype=tl.float32)
-        x = tl.load(X + cols * stride_xn, mask=mask & (row_start < row_end), other=0.0)
-        dy = tl.load(DY + cols * stride_dyn, mask=mask & (row_start < row_end), other=0.0)
-        for row in range(row_start, row_end):
-            X += stride_xm
-            DY += stride_dym
-            has_next = row + 1 < row_end
-            x_next = tl.load(X + cols * stride_xn, mask=mask & has_next, other=0.0)
-            dy_next = tl.load(DY + cols * stride_dyn, mask=mask & has_next, other=0.0)
-            rstd = tl.load(RSTD)
+        # Software pipelining by hand: the next tile's loads are issued before this tile's
+        # reduction and stores, so every program keeps two tiles of loads in flight.
+        cols = tl.arange(0, BLOCK_N)[None, :]
+        col_ok = cols < N
+        w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
+        dw = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+        mask = (row_start + tile < row_end) & col_ok
+        x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0)
+        dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0)
+        for start in range(row_start, row_end, ROWS):
+            X += ROWS * stride_xm
+            DY += ROWS * stride_dym
+            next_mask = (start + ROWS + tile < row_end) & col_ok
+            x_next = tl.load(X + x_tile + cols * stride_xn, mask=next_mask, other=0.0)
+            dy_next = tl.load(DY + dy_tile + cols * stride_dyn, mask=next_mask, other=0.0)
+            row_ok = start + tile < row_end
+            mask = row_ok & col_ok
+            rstd = tl.load(RSTD + tile, mask=row_ok, other=0.0)
             xhat = x.to(tl.float32) * rstd
             wdy = w * dy.to(tl.float32)
-            c = tl.sum(xhat * wdy, axis=0) / N
+            c = row_sum(xhat * wdy, ROWS) / N
             dx = (wdy - xhat * c) * rstd
             if HAS_DRESIDUAL:
-                dx += tl.load(DH + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
-            tl.store(DX + cols, dx.to(DX.dtype.element_ty), mask=mask)
+                dx += tl.load(DH + dh_tile + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
+            tl.store(DX + dx_tile + cols, dx.to(DX.dtype.element_ty), mask=mask)
             dw += dy.to(tl.float32) * xhat
-            DH += stride_dhm
-            DX += N
-            RSTD += 1
+            DH += ROWS * stride_dhm
+            DX += ROWS * N
+            RSTD += ROWS
             x = x_next
             dy = dy_next
-        tl.store(dw_row + cols, dw, mask=mask)
+        tl.store(dw_row + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok)
     else:
         # DW_PARTIAL starts zeroed; each element is read and written only by the thread that
         # owns it (same shape, same layout as every other access), so it needs no barrier.
-        for _ in range(row_start, row_end):
-            rstd = tl.load(RSTD)
-            dot = tl.zeros([BLOCK_N], dtype=tl.float32)
-            for start in range(0, N, BLOCK_N):
-                cols = start + tl.arange(0, BLOCK_N)
-                mask = cols < N
-                x = tl.load(X + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-                dy = tl.load(DY + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
-                w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+        for start in range(row_start, row_end, ROWS):
+            row_ok = start + tile < row_end
+            rstd = tl.load(RSTD + tile, mask=row_ok, other=0.0)
+            dot = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
+            for col_start in range(0, N, BLOCK_N):
+                cols = col_start + tl.arange(0, BLOCK_N)[None, :]
+                mask = row_ok & (cols < N)
+                x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+                w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
                 dot += x * w * dy
-            c = tl.sum(dot, axis=0) * rstd / N
-            for start in range(0, N, BLOCK_N):
-                cols = start + tl.arange(0, BLOCK_N)
-                mask = cols < N
-                x = tl.load(X + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-                dy = tl.load(DY + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
-                w = tl.load(W + cols, mask=mask, other=0.0).to(tl.float32)
+            c = row_sum(dot, ROWS) * rstd / N
+            for col_start in range(0, N, BLOCK_N):
+                cols = col_start + tl.arange(0, BLOCK_N)[None, :]
+                mask = row_ok & (cols < N)
+                x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+                dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+                w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
                 xhat = x * rstd
                 dx = (w * dy - xhat * c) * rstd
                 if HAS_DRESIDUAL:
-                    dx += tl.load(DH + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
-                tl.store(DX + cols, dx.to(DX.dtype.element_ty), mask=mask)
-                dw = tl.load(dw_row + cols, mask=mask, other=0.0)
-                tl.store(dw_row + cols, dw + dy * xhat, mask=mask)
-            X += stride_xm
-            DY += stride_dym
-            DH += stride_dhm
-            DX += N
-            RSTD += 1
+                    dx += tl.load(DH + dh_tile + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
+                tl.store(DX + dx_tile + cols, dx.to(DX.dtype.element_ty), mask=mask)
+                dw = tl.load(dw_row + cols, mask=cols < N, other=0.0)
+                tl.store(dw_row + cols, dw + tl.sum(dy * xhat, axis=0)[None, :], mask=cols < N)
+            X += ROWS * stride_xm
+            DY += ROWS * stride_dym
+            DH += ROWS * stride_dhm
+            DX += ROWS * N
+            RSTD += ROWS
 
 
 def _block_n(n: int) -> tuple[int, bool]:
@@ -190,17 +202,19 @@ def rmsnorm_forward(
     """
     M, N = x2d.shape
     block_n, single = _block_n(N)
+    rows = tile_rows(M, block_n)
     y = torch.empty((M, N), dtype=out_dtype or x2d.dtype, device=x2d.device)
     rstd = torch.empty(M, dtype=torch.float32, device=x2d.device)
     h = torch.empty_like(y) if residual2d is not None else None
     r = residual2d if residual2d is not None else x2d
     if M > 0:
-        _rmsnorm_fwd_kernel[(M,)](
+        _rmsnorm_fwd_kernel[(triton.cdiv(M, rows),)](
             x2d, x2d.stride(0), x2d.stride(1),
             r, r.stride(0), r.stride(1),
             y, h if h is not None else y, weight, rstd,
-            N, eps,
+            M, N, eps,
             HAS_RESIDUAL=residual2d is not None,
+            ROWS=rows,
             BLOCK_N=block_n,
             SINGLE_BLOCK=single,
             num_warps=row_num_warps(block_n),
@@ -214,8 +228,9 @@ def rmsnorm_backward(
     """Launch the backward on [M, N] views; returns (dx [M, N] in x's dtype, dweight)."""
     M, N = x2d.shape
     block_n, single = _block_n(N)
+    rows = tile_rows(M, block_n)
     dx = torch.empty((M, N), dtype=x2d.dtype, device=x2d.device)
-    programs = max(1, min(M, sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
+    programs = max(1, min(triton.cdiv(M, rows), sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
     rows_per_program = triton.cdiv(M, programs) if M > 0 else 0
     alloc = torch.empty if single else torch.zeros
     dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
@@ -228,6 +243,7 @@ def rmsnorm_backward(
             weight, rstd, dx, dw_partial,
             M, N, rows_per_program,
             HAS_DRESIDUAL=dh2d is not None,
+            ROWS=rows,
             BLOCK_N=block_n,
             SINGLE_BLOCK=single,
             num_warps=row_num_warps(block_n),
