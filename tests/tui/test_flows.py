@@ -116,6 +116,28 @@ async def test_hotspots_sort_filter_category_and_artifacts(store: Path):
         assert "trace.json.gz" in artifacts and "ui.perfetto.dev" in artifacts
 
 
+async def test_hotspots_roofline_panel(store: Path):
+    """Without ceilings the panel says how to get them; with ceilings of the run's card it draws."""
+    import json
+
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#roofline"), what="roofline pane")
+        await wait_for(pilot, lambda: "No ceilings measured" in text_of(pilot, "#roofline"), what="hint")
+        assert f"tinylab roofline {V1}" in text_of(pilot, "#roofline")
+    ceilings = {"copy_gbps": 3000.0, "gemm_tflops": {"fp32": {"large": 50.0}, "bf16": {"large": 700.0}}}
+    (store / "ceilings-NVIDIA_H100_80GB_HBM3.json").write_text(json.dumps(ceilings))
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#roofline"), what="roofline pane")
+        await wait_for(pilot, lambda: "ridge at" in text_of(pilot, "#roofline"), what="roofline")
+        assert "training step" in text_of(pilot, "#roofline")
+        await pilot.press("t", "t", "t")
+        assert pilot.app.screen.query_one("#hot-panes").current.id == "roofline-pane"
+
+
 async def test_compare_two_marked_runs(store: Path):
     async with make_app(store).run_test(size=SIZE) as pilot:
         await pilot.press("r")

@@ -11,9 +11,11 @@ kernels) are aggregated by category where that is meaningful, and listed as unpl
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tinylab.config import RunConfig
@@ -156,3 +158,37 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
         more = f" and {len(result['unplaced']) - 6} more" if len(result["unplaced"]) > 6 else ""
         lines.append(f"not placed (no FLOP/byte model for these names): {shown}{more}")
     return "\n".join(lines)
+
+
+def ceilings_cache(runs_root: Path, device_name: str | None) -> Path:
+    """Where measured ceilings of a card are kept, beside the runs measured on it."""
+    return Path(runs_root) / f"ceilings-{(device_name or 'unknown').replace(' ', '_')}.json"
+
+
+def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] | None:
+    try:
+        return json.loads(ceilings_cache(runs_root, device_name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def for_run(run, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
+    """(placement, title, has_kernel_table) for a finished run; UserError when it cannot be placed."""
+    from tinylab.analysis.hotspots import load_run_kernel_table
+    from tinylab.errors import UserError
+
+    info = run.info()
+    if not info["summary"]:
+        raise UserError(f"run {run.id} has no summary ({info['status']}): a roofline needs a finished run")
+    cfg = run.config()
+    gemm = ceilings.get("gemm_tflops", {})
+    key = "tf32" if cfg.precision == "fp32" and cfg.tf32 else ("bf16" if cfg.precision != "fp32" else "fp32")
+    if key not in gemm or not ceilings.get("copy_gbps"):
+        raise UserError(f"the ceilings have no {key} GEMM rate or copy bandwidth")
+    loaded = load_run_kernel_table(run.dir)
+    table = loaded[0] if loaded else None
+    start = info.get("start") or {}
+    result = place(cfg, table, info["summary"]["step_ms_median"], cfg.profile_steps,
+                   int(start.get("param_elements") or 0), gemm[key]["large"], ceilings["copy_gbps"])
+    title = f"{run.id} {cfg.version} {cfg.precision} on {info['device_name']}"
+    return result, title, table is not None

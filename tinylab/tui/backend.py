@@ -105,6 +105,26 @@ class Backend:
         hotspots = optional_module("tinylab.analysis.hotspots", "the hotspot table")
         return hotspots.load_run_kernel_table(self.run(run_id).dir)
 
+    def roofline_text(self, run_id: str, width: int) -> str:
+        """The run's roofline as text, from ceilings already measured on its card (never measures:
+        that needs torch and the GPU, which the lab does not load)."""
+        from tinylab.analysis import roofline
+        from tinylab.errors import UserError
+
+        run = self.run(run_id)
+        device = run.info()["device_name"]
+        ceilings = roofline.cached_ceilings(self.store.root, device)
+        if ceilings is None:
+            return (f"No ceilings measured for {device or 'this device'} yet. On that GPU run "
+                    f"`tinylab roofline {run_id}` once: it measures copy bandwidth and GEMM rates and keeps "
+                    "them beside the runs, and this panel draws the roofline from then on.")
+        try:
+            result, title, has_table = roofline.for_run(run, ceilings)
+        except UserError as exc:
+            return str(exc)
+        text = roofline.render(result, title, width=max(40, width), height=16)
+        return text if has_table else text + "\nProfile the run to place its kernels too."
+
     def compare(self, a_id: str, b_id: str) -> dict[str, Any]:
         compare = optional_module("tinylab.analysis.compare", "run comparison")
         return compare.compare_runs(self.run(a_id), self.run(b_id))

@@ -96,6 +96,7 @@ class HotspotsScreen(BaseScreen):
             yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Categories",
                        id="categories-pane")
             yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane")
+            yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -107,6 +108,8 @@ class HotspotsScreen(BaseScreen):
     def load(self) -> None:
         info = self.backend.run(self.run_id).info()
         self.app.call_from_thread(self._show_artifacts, info)
+        roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
+        self.app.call_from_thread(self.query_one("#roofline", Static).update, Text(roofline))
         loaded = self.backend.kernel_table(self.run_id)
         if loaded is None:
             self.app.call_from_thread(self._no_table, info)
