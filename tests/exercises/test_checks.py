@@ -171,13 +171,13 @@ def _only_documented_errors(text: str) -> None:
         assert math.isfinite(value)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ALPHABET, max_size=14).map(" ".join))
 def test_fuzz_token_soup_raises_only_documented_errors(text):
     _only_documented_errors(text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.text(max_size=80))
 def test_fuzz_any_text_raises_only_documented_errors(text):
     _only_documented_errors(text)
@@ -197,7 +197,7 @@ def _expr(depth: int):
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_expr(3), st.sampled_from(["<", "<=", ">", ">=", "==", "!="]), _expr(3))
 def test_fuzz_well_formed_arithmetic_evaluates_or_explains(left, op, right):
     """Typed, well-formed comparisons never raise anything but ExprError (math) or Missing."""
