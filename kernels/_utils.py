@@ -62,21 +62,27 @@ def check_tensors(*tensors: Tensor) -> None:
 
 
 @triton.jit
-def program_rows(M, ROWS: tl.constexpr):
-    """(rows, in_bounds) of this program's tile of ROWS rows (grid axis 0), shaped [ROWS, 1].
+def program_rows(M, ROWS: tl.constexpr, RANK: tl.constexpr = 2):
+    """(rows, in_bounds) of this program's ROWS rows (grid axis 0): int32 row indices and their
+    mask, shaped [ROWS, 1] (or [ROWS, 1, 1] for RANK 3) to broadcast against the tile.
 
     With ROWS == 1, what every GPU launch uses, both are scalars and in_bounds is a constant
-    True (the grid has one program per row), and ``row_sum`` reduces to a scalar: a kernel
-    written for [ROWS, BLOCK] tiles then compiles to the same machine code as one written for a
-    single row, whereas [1, 1] tensors would bring layouts and conversions of their own.
+    True (the grid has one program per row), and the row_* reductions below return scalars: a
+    kernel written for tiles then compiles to the same machine code as one written for a single
+    row, whereas [1, 1] tensors would bring layouts and conversions of their own.
     """
     if ROWS == 1:
-        rows = tl.program_id(0).to(tl.int64)
+        rows = tl.program_id(0)
         in_bounds = tl.full([], 1, tl.int1)
     else:
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
-        in_bounds = (rows < M)[:, None]
-        rows = rows.to(tl.int64)[:, None]
+        in_bounds = rows < M
+        if RANK == 3:
+            rows = rows[:, None, None]
+            in_bounds = in_bounds[:, None, None]
+        else:
+            rows = rows[:, None]
+            in_bounds = in_bounds[:, None]
     return rows, in_bounds
 
 
@@ -87,6 +93,36 @@ def row_sum(x, ROWS: tl.constexpr):
         out = tl.sum(x)
     else:
         out = tl.sum(x, axis=1)[:, None]
+    return out
+
+
+@triton.jit
+def row_max(x, ROWS: tl.constexpr):
+    """Max of a [ROWS, BLOCK] tile along its rows, as [ROWS, 1]; a scalar when ROWS == 1."""
+    if ROWS == 1:
+        out = tl.max(x)
+    else:
+        out = tl.max(x, axis=1)[:, None]
+    return out
+
+
+@triton.jit
+def row_full(value, ROWS: tl.constexpr):
+    """An fp32 [ROWS, 1] tensor of ``value`` (a scalar when ROWS == 1): row-shaped loop state."""
+    if ROWS == 1:
+        out = tl.full([], value, tl.float32)
+    else:
+        out = tl.full([ROWS, 1], value, tl.float32)
+    return out
+
+
+@triton.jit
+def row_any(flags, ROWS: tl.constexpr):
+    """Whether any of a tile's per-row flags ([ROWS, 1] int1, or a scalar when ROWS == 1) is set."""
+    if ROWS == 1:
+        out = flags
+    else:
+        out = tl.max(flags.to(tl.int32)) > 0
     return out
 
 

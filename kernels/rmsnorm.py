@@ -31,7 +31,7 @@ def _rmsnorm_fwd_kernel(
     X, stride_xm, stride_xn,
     R, stride_rm, stride_rn,
     Y, H, W, RSTD,
-    M, N, eps,
+    N, eps, M,
     HAS_RESIDUAL: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -43,6 +43,7 @@ def _rmsnorm_fwd_kernel(
     ``h = x + r; y = norm(h)``, so the backward (which reads the stored H) sees the same input.
     """
     rows, row_ok = program_rows(M, ROWS)
+    rows = rows.to(tl.int64)
     x_rows = X + rows * stride_xm
     r_rows = R + rows * stride_rm
     out_off = rows * N
@@ -212,7 +213,7 @@ def rmsnorm_forward(
             x2d, x2d.stride(0), x2d.stride(1),
             r, r.stride(0), r.stride(1),
             y, h if h is not None else y, weight, rstd,
-            M, N, eps,
+            N, eps, M,
             HAS_RESIDUAL=residual2d is not None,
             ROWS=rows,
             BLOCK_N=block_n,

@@ -1,8 +1,8 @@
 """Rotary position embedding (half-split / rotate_half convention, as HF LLaMA and Liger).
 
-One program handles one (batch, position) pair and a block of heads: cos/sin for that position
-are loaded once and reused across the heads, and each of x1 = x[..., :D/2], x2 = x[..., D/2:]
-is read once. The backward is the same kernel with sin negated: a rotation's inverse is its
+One program handles one (batch, position) pair (many in the interpreter) and a block of heads:
+cos/sin for that position are loaded once and reused across the heads, and each of
+x1 = x[..., :D/2], x2 = x[..., D/2:] is read once. The backward is the same kernel with sin negated: a rotation's inverse is its
 transpose. x is addressed through its four strides, so the [B, H, S, D] -> [B, S, H, D]
 transposed view that attention code produces runs without a copy, and the output keeps x's
 memory layout when x is dense (so transposing it back is free).
@@ -15,7 +15,11 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreting
+from kernels._utils import check_tensors, interpreter_config, program_rows, tile_rows
+
+# Elements of x1 (half of each head) per program on a GPU, so about 4K of x: enough bytes in
+# flight per program while leaving many programs.
+MAX_BLOCK_ELEMS = 2048
 
 
 @triton.jit
@@ -23,14 +27,16 @@ def _rope_kernel(
     X, sxb, sxs, sxh, sxd,
     Y, syb, sys_, syh, syd,
     COS, SIN, stride_cs, stride_cd,
-    S, H, HALF,
+    S, H, HALF, n_pos,
     INVERSE: tl.constexpr,
+    ROWS: tl.constexpr,
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    pid_bs = tl.program_id(0)
-    b = (pid_bs // S).to(tl.int64)
-    s = pid_bs % S
+    """Rotates ROWS (batch, position) pairs by a block of heads; tiles are [ROWS, BLOCK_H, BLOCK_D]."""
+    pos, pos_ok = program_rows(n_pos, ROWS, RANK=3)
+    b = (pos // S).to(tl.int64)
+    s = pos % S  # in range even for out-of-bounds pos, so cos/sin loads need no row mask
     heads = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     d = tl.arange(0, BLOCK_D)
     d_mask = d < HALF
@@ -38,15 +44,25 @@ def _rope_kernel(
     sin = tl.load(SIN + s * stride_cs + d * stride_cd, mask=d_mask, other=0.0).to(tl.float32)
     if INVERSE:
         sin = -sin
-    mask = (heads < H)[:, None] & d_mask[None, :]
+    mask = pos_ok & (heads < H)[:, None] & d_mask[None, :]
     x_ptrs = X + b * sxb + s * sxs + heads[:, None] * sxh + d[None, :] * sxd
     y_ptrs = Y + b * syb + s * sys_ + heads[:, None] * syh + d[None, :] * syd
     x1 = tl.load(x_ptrs, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(x_ptrs + HALF * sxd, mask=mask, other=0.0).to(tl.float32)
-    y1 = x1 * cos[None, :] - x2 * sin[None, :]
-    y2 = x2 * cos[None, :] + x1 * sin[None, :]
+    y1 = x1 * cos - x2 * sin
+    y2 = x2 * cos + x1 * sin
     tl.store(y_ptrs, y1.to(Y.dtype.element_ty), mask=mask)
     tl.store(y_ptrs + HALF * syd, y2.to(Y.dtype.element_ty), mask=mask)
+
+
+def _config(n_pos: int, heads: int, half: int) -> tuple[int, int, int]:
+    """(ROWS, BLOCK_H, BLOCK_D): one position per program on a GPU; every head and many
+    positions per program in the interpreter."""
+    block_d = triton.next_power_of_2(half)
+    if interpreter_config():
+        block_h = triton.next_power_of_2(heads)
+        return tile_rows(n_pos, block_h * block_d), block_h, block_d
+    return 1, min(triton.next_power_of_2(heads), max(1, MAX_BLOCK_ELEMS // block_d)), block_d
 
 
 def _apply_rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
@@ -55,18 +71,15 @@ def _apply_rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
     if x.numel() == 0:
         return y
     half = D // 2
-    block_d = triton.next_power_of_2(half)
-    # About 4K elements (two halves of 2K) per program on a GPU: enough bytes in flight per
-    # program while leaving many programs; tiny blocks in the interpreter.
-    max_elems = 256 if interpreting() else 2048
-    block_h = min(triton.next_power_of_2(H), max(1, max_elems // block_d))
-    grid = (B * S, triton.cdiv(H, block_h))
+    rows, block_h, block_d = _config(B * S, H, half)
+    grid = (triton.cdiv(B * S, rows), triton.cdiv(H, block_h))
     _rope_kernel[grid](
         x, *x.stride(),
         y, *y.stride(),
         cos, sin, cos.stride(0), cos.stride(1),
-        S, H, half,
+        S, H, half, B * S,
         INVERSE=inverse,
+        ROWS=rows,
         BLOCK_H=block_h,
         BLOCK_D=block_d,
         num_warps=4,

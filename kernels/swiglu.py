@@ -19,8 +19,9 @@ from kernels._utils import as_rows, check_tensors, interpreter_config, program_r
 
 
 @triton.jit
-def _swiglu_fwd_kernel(GU, stride_gu, Y, M, F, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     rows, row_ok = program_rows(M, ROWS)
+    rows = rows.to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
     mask = row_ok & (cols < F)
     gu = GU + rows * stride_gu + cols
@@ -31,8 +32,9 @@ def _swiglu_fwd_kernel(GU, stride_gu, Y, M, F, ROWS: tl.constexpr, BLOCK: tl.con
 
 
 @triton.jit
-def _swiglu_bwd_kernel(GU, stride_gu, DY, stride_dy, DGU, M, F, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def _swiglu_bwd_kernel(GU, stride_gu, DY, stride_dy, DGU, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     rows, row_ok = program_rows(M, ROWS)
+    rows = rows.to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
     mask = row_ok & (cols < F)
     gu = GU + rows * stride_gu + cols
@@ -73,7 +75,7 @@ class _SwiGLU(torch.autograd.Function):
         rows_pp, block, warps = _config(rows, f)
         if y.numel():
             _swiglu_fwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
-                gu, gu.stride(0), y, rows, f, ROWS=rows_pp, BLOCK=block, num_warps=warps
+                gu, gu.stride(0), y, f, rows, ROWS=rows_pp, BLOCK=block, num_warps=warps
             )
         ctx.save_for_backward(gu)
         ctx.shape = gate_up.shape
@@ -88,7 +90,7 @@ class _SwiGLU(torch.autograd.Function):
         rows_pp, block, warps = _config(rows, f)
         if dgu.numel():
             _swiglu_bwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
-                gu, gu.stride(0), dy2d, dy2d.stride(0), dgu, rows, f,
+                gu, gu.stride(0), dy2d, dy2d.stride(0), dgu, f, rows,
                 ROWS=rows_pp, BLOCK=block, num_warps=warps,
             )
         return dgu.view(ctx.shape)
