@@ -28,7 +28,6 @@ from tinylab.errors import UserError
 
 LEVELS = ("beginner", "intermediate", "advanced")
 PROGRESS_ENV = "TINYLAB_PROGRESS_FILE"
-STATUSES = ("pass", "fail", "skip")
 
 
 # ----------------------------------------------------------------------------- data model

@@ -9,6 +9,7 @@ could run passed (and at least one ran), 1 when one failed or none could run, 2 
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import textwrap
 import time
@@ -34,8 +35,8 @@ def add_arguments(p) -> None:
         "check",
         help="run a step's preset and evaluate its checks",
         description="Run a step's preset (and its baseline run first, if it has one) and evaluate the step's "
-        "checks on the results. Run flags given here override the preset; on a CPU the step's small "
-        "CPU shapes apply automatically.",
+        "checks on the results. Run flags given here override the preset (unset ones keep it; --profile "
+        "adds a profiler); on a CPU the step's small CPU shapes apply automatically.",
     )
     check.add_argument("id", help="scenario id")
     check.add_argument("--step", type=int, required=True, help="step number (1-based)")
@@ -43,8 +44,12 @@ def add_arguments(p) -> None:
     check.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     add_runs_dir(check)
     add_run_arguments(check, with_version=False)
-    # Every run flag defaults to None here, so that only the flags the learner typed override the preset.
+    # Every run flag defaults to None here, so that only the flags the learner typed override the
+    # preset; the shared flags' "(default ...)" notes would then read "None", so they go.
     check.set_defaults(**{name: None for name in _override_names()}, use_amp=None, amp_dtype=None)
+    for action in check._actions:
+        if action.help:
+            action.help = re.sub(r" \(default:? %\(default\)s\)", "", action.help)
 
 
 def _override_names() -> list[str]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.exercises.conftest import make_run
+from exercise_helpers import make_run
 from tinylab import exercises as ex
 from tinylab.exercises import CheckSpec, Step
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.exercises.conftest import REPO
+from exercise_helpers import REPO
 from tinylab import exercises as ex
 from tinylab.runs.store import RunStore
 
