@@ -47,13 +47,24 @@ class Attention(nn.Module):
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         if mc.sdpa:
             with record_function("flash_attention"):
-                out = F.scaled_dot_product_attention(
-                    q, k, v, is_causal=True, enable_gqa=mc.num_heads != mc.num_kv_heads
-                )
+                out = sdpa_causal(q, k, v)
         else:
             out = eager_causal_attention(q, k, v)
         with record_function("attention_output"):
             return self.o_proj(out.transpose(1, 2).reshape(B, S, mc.q_dim))
+
+
+def sdpa_causal(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Causal SDPA with k/v repeated to the query heads.
+
+    Passing enable_gqa=True instead makes fp32 SDPA fall back to its math backend, which
+    materializes the scores and loses the memory saving (measured: same peak as eager attention
+    at seq 1024 with 4 kv heads); repeated k/v keep the memory-efficient and flash kernels.
+    """
+    groups = q.shape[1] // k.shape[1]
+    if groups > 1:
+        k, v = k.repeat_interleave(groups, dim=1), v.repeat_interleave(groups, dim=1)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
 class FusedSwiGLU(nn.Module):

@@ -20,13 +20,13 @@ from torch.profiler import record_function
 
 import kernels
 from models.common import ModelConfig
+from models.v2_fused import sdpa_causal
 from models.v3_triton import Attention, Block, TinyLlamaV3, _call, column_major
 
 
 class SdpaAttention(Attention):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        mc = self.mc
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=mc.num_heads != mc.num_kv_heads)
+        return sdpa_causal(q, k, v)
 
 
 class UltraBlock(Block):
