@@ -69,14 +69,28 @@ class CaseResult:
         }
 
 
-def make_case(version: str, precision: str, seq_len: int, base: RunConfig) -> Case:
-    name = version
+#: "+token" suffixes of a case name and the toggles they set.
+CASE_TOKENS = {
+    "sdpa": {"sdpa": True},
+    "nosdpa": {"sdpa": False},
+    "compile": {"torch_compile": True},
+    "graph": {"cuda_graph": True},
+    "nograph": {"cuda_graph": False},
+    "unfused": {"qkv_fusion": False, "sdpa": False, "swiglu_fusion": False},
+}
+
+
+def make_case(name: str, precision: str, seq_len: int, base: RunConfig) -> Case:
+    """A case is a version plus toggle tokens, e.g. v4, v4+sdpa, v2+compile+graph (the peer)."""
+    version, *tokens = name.split("+")
+    if version not in ("v1", "v2", "v3", "v4"):
+        raise UserError(f"unknown bench case {name!r}: a version (v1..v4) optionally followed by "
+                        f"+{'/+'.join(CASE_TOKENS)}, e.g. {PEER}")
     overrides: dict[str, Any] = {"version": version, "precision": precision, "seq_len": seq_len}
-    if version == PEER:
-        overrides.update(version="v2", qkv_fusion=True, sdpa=True, swiglu_fusion=True,
-                         torch_compile=True, cuda_graph=True)
-    elif version not in ("v1", "v2", "v3", "v4"):
-        raise UserError(f"unknown bench case {version!r}: choose from v1, v2, v3, v4, {PEER}")
+    for token in tokens:
+        if token not in CASE_TOKENS:
+            raise UserError(f"unknown token {token!r} in bench case {name!r}: choose from {', '.join(CASE_TOKENS)}")
+        overrides.update(CASE_TOKENS[token])
     cfg = dataclasses.replace(base, **overrides)
     cfg.validate()
     return Case(name, cfg)

@@ -33,9 +33,13 @@ def test_matrix_builds_the_peer_with_every_fusion():
     assert len(cases) == 8
     peer = next(c for c in cases if c.name == bench.PEER)
     cfg = peer.config
-    assert cfg.version == "v2" and cfg.torch_compile and cfg.cuda_graph and cfg.sdpa and cfg.qkv_fusion
+    assert cfg.version == "v2" and cfg.torch_compile and cfg.cuda_graph
+    assert all(cfg.toggle(t) for t in ("sdpa", "qkv_fusion", "swiglu_fusion"))
     with pytest.raises(UserError, match="unknown bench case 'v9'"):
         bench.make_case("v9", "fp32", 128, RunConfig())
+    with pytest.raises(UserError, match="unknown token 'turbo'"):
+        bench.make_case("v4+turbo", "fp32", 128, RunConfig())
+    assert bench.make_case("v4+sdpa", "bf16", 128, RunConfig()).config.sdpa is True
 
 
 def write_baseline(path, device, sps):

@@ -25,7 +25,8 @@ def add_arguments(p) -> None:
     from tinylab.runflags import add_run_arguments
 
     p.add_argument("--cases", type=_csv(str), default=["v1", "v2", "v2+compile+graph", "v3", "v4"],
-                   help="comma-separated: v1,v2,v3,v4,v2+compile+graph (default: all five)")
+                   help="comma-separated cases: a version plus +toggles, e.g. v1,v2,v3,v4,v4+sdpa,v2+compile+graph "
+                        "(default: v1,v2,v2+compile+graph,v3,v4)")
     p.add_argument("--precisions", type=_csv(str), default=["fp32"], help="comma-separated: fp32,bf16,fp16")
     p.add_argument("--seq-lens", type=_csv(int), default=None, help="comma-separated (default: --seq-len)")
     p.add_argument("--repeats", type=int, default=2, help="rounds over all cases (default %(default)s)")
