@@ -64,7 +64,9 @@ def check_tensors(*tensors: Tensor) -> None:
 @triton.jit
 def program_rows(M, ROWS: tl.constexpr, RANK: tl.constexpr = 2):
     """(rows, in_bounds) of this program's ROWS rows (grid axis 0): int32 row indices and their
-    mask, shaped [ROWS, 1] (or [ROWS, 1, 1] for RANK 3) to broadcast against the tile.
+    mask, shaped [ROWS, 1] (or [ROWS, 1, 1] for RANK 3) to broadcast against the tile. Rows
+    past M (in the last tile) repeat row M - 1: their loads stay in bounds and see real values
+    even without a row mask (no all -inf rows in a max), and in_bounds keeps them from storing.
 
     With ROWS == 1, what every GPU launch uses, both are scalars and in_bounds is a constant
     True (the grid has one program per row), and the row_* reductions below return scalars: a
@@ -77,6 +79,7 @@ def program_rows(M, ROWS: tl.constexpr, RANK: tl.constexpr = 2):
     else:
         rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
         in_bounds = rows < M
+        rows = tl.minimum(rows, M - 1)
         if RANK == 3:
             rows = rows[:, None, None]
             in_bounds = in_bounds[:, None, None]
@@ -117,12 +120,12 @@ def row_full(value, ROWS: tl.constexpr):
 
 
 @triton.jit
-def row_any(flags, ROWS: tl.constexpr):
-    """Whether any of a tile's per-row flags ([ROWS, 1] int1, or a scalar when ROWS == 1) is set."""
+def row_all(flags, ROWS: tl.constexpr):
+    """Whether all of a tile's per-row flags ([ROWS, 1] int1, or a scalar when ROWS == 1) are set."""
     if ROWS == 1:
         out = flags
     else:
-        out = tl.max(flags.to(tl.int32)) > 0
+        out = tl.min(flags.to(tl.int32)) > 0
     return out
 
 

@@ -2,10 +2,10 @@
 
 At LLM vocabulary sizes the logits are the largest activation in the model. The eager path
 reads them for log_softmax, writes log-probs, reads those for the loss, and in the backward
-reads and writes the same size again. Here one program per row makes an online-softmax pass
-over V in blocks (running max and sum), then a second pass writes the finished gradient
-(softmax - onehot) / n_valid straight into a buffer, so no [N, V] probability tensor is ever
-stored and the logits need not be kept for the backward. The backward only scales that buffer
+reads and writes the same size again. Here one program per row (many rows in the interpreter)
+makes an online-softmax pass over V in blocks (running max and sum), then a second pass writes
+the finished gradient (softmax - onehot) / n_valid straight into a buffer, so no [N, V]
+probability tensor is ever stored and the logits need not be kept for the backward. The backward only scales that buffer
 by the incoming scalar gradient.
 
 The count of non-ignored rows stays on the device (read inside the kernel), so there is no
@@ -19,48 +19,57 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreting
+from kernels._utils import check_tensors, program_rows, row_all, row_full, row_max, row_sum, tile_rows
+
+# Widest block of a row per loop step.
+MAX_BLOCK_V = 4096
 
 
 @triton.jit
 def _cross_entropy_kernel(
     LOGITS, stride_n, stride_v,
     TARGETS, LOSS, GRAD, N_VALID,
-    V, ignore_index,
+    V, ignore_index, N,
     COMPUTE_GRAD: tl.constexpr,
+    ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
 ):
-    row = tl.program_id(0).to(tl.int64)
-    logits_row = LOGITS + row * stride_n
-    grad_row = GRAD + row * V
-    target = tl.load(TARGETS + row).to(tl.int64)
-    if target == ignore_index:
+    rows, row_ok = program_rows(N, ROWS)
+    rows = rows.to(tl.int64)
+    logits_rows = LOGITS + rows * stride_n
+    grad_rows = GRAD + rows * V
+    target = tl.load(TARGETS + rows, mask=row_ok, other=ignore_index).to(tl.int64)
+    ignored = target == ignore_index
+    # Where ROWS == 1, `ignored` is known false in the else branch, so its masks and where()s
+    # fold away; in a tile, ignored rows run along on their real logits and are zeroed at the end.
+    if row_all(ignored, ROWS):
         if COMPUTE_GRAD:
             for start in range(0, V, BLOCK_V):
-                cols = start + tl.arange(0, BLOCK_V)
-                tl.store(grad_row + cols, tl.zeros([BLOCK_V], dtype=GRAD.dtype.element_ty), mask=cols < V)
-        tl.store(LOSS + row, 0.0)
+                cols = start + tl.arange(0, BLOCK_V)[None, :]
+                zeros = tl.zeros([ROWS, BLOCK_V], dtype=GRAD.dtype.element_ty)
+                tl.store(grad_rows + cols, zeros, mask=row_ok & (cols < V))
+        tl.store(LOSS + rows, 0.0, mask=row_ok)
     else:
-        m = float("-inf")
-        d = 0.0
+        m = row_full(float("-inf"), ROWS)
+        d = row_full(0.0, ROWS)
         for start in range(0, V, BLOCK_V):
-            cols = start + tl.arange(0, BLOCK_V)
-            x = tl.load(logits_row + cols * stride_v, mask=cols < V, other=float("-inf")).to(tl.float32)
-            m_new = tl.maximum(m, tl.max(x, axis=0))
-            d = d * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+            cols = start + tl.arange(0, BLOCK_V)[None, :]
+            # No row mask: rows past N repeat row N - 1, so every row of a tile sees real logits.
+            x = tl.load(logits_rows + cols * stride_v, mask=cols < V, other=float("-inf")).to(tl.float32)
+            m_new = tl.maximum(m, row_max(x, ROWS))
+            d = d * tl.exp(m - m_new) + row_sum(tl.exp(x - m_new), ROWS)
             m = m_new
         lse = m + tl.log(d)
-        target_logit = tl.load(logits_row + target * stride_v).to(tl.float32)
-        tl.store(LOSS + row, lse - target_logit)
+        target_logit = tl.load(logits_rows + target * stride_v, mask=~ignored, other=0.0).to(tl.float32)
+        tl.store(LOSS + rows, tl.where(ignored, 0.0, lse - target_logit), mask=row_ok)
         if COMPUTE_GRAD:
             inv_n = 1.0 / tl.load(N_VALID).to(tl.float32)
             for start in range(0, V, BLOCK_V):
-                cols = start + tl.arange(0, BLOCK_V)
-                mask = cols < V
-                x = tl.load(logits_row + cols * stride_v, mask=mask, other=0.0).to(tl.float32)
+                cols = start + tl.arange(0, BLOCK_V)[None, :]
+                x = tl.load(logits_rows + cols * stride_v, mask=cols < V, other=0.0).to(tl.float32)
                 p = tl.exp(x - lse)
-                grad = tl.where(cols == target, p - 1.0, p) * inv_n
-                tl.store(grad_row + cols, grad.to(GRAD.dtype.element_ty), mask=mask)
+                grad = tl.where(ignored, 0.0, tl.where(cols == target, p - 1.0, p) * inv_n)
+                tl.store(grad_rows + cols, grad.to(GRAD.dtype.element_ty), mask=row_ok & (cols < V))
 
 
 class _CrossEntropy(torch.autograd.Function):
@@ -71,13 +80,15 @@ class _CrossEntropy(torch.autograd.Function):
         loss_rows = torch.empty(n, dtype=torch.float32, device=logits.device)
         n_valid = (targets != ignore_index).sum()
         grad = torch.empty_like(logits, memory_format=torch.contiguous_format) if compute_grad else loss_rows
-        block_v = min(triton.next_power_of_2(v), 256 if interpreting() else 4096)
+        block_v = min(triton.next_power_of_2(v), MAX_BLOCK_V)
+        rows = tile_rows(n, block_v)
         if n:
-            _cross_entropy_kernel[(n,)](
+            _cross_entropy_kernel[(triton.cdiv(n, rows),)](
                 logits, logits.stride(0), logits.stride(1),
                 targets, loss_rows, grad, n_valid,
-                v, ignore_index,
+                v, ignore_index, n,
                 COMPUTE_GRAD=compute_grad,
+                ROWS=rows,
                 BLOCK_V=block_v,
                 num_warps=8 if block_v >= 2048 else 4,
             )
