@@ -6,7 +6,9 @@ tl.dot. Every program re-reads a row of x and a row of each weight matrix from m
 no tiling and no reuse, and the tensor cores sit idle, so it is orders of magnitude slower than
 two cuBLAS/hipBLASLt GEMMs plus a fused activation. That gap is what the lab wants a learner to
 find in a profile. The backward is plain PyTorch (fp32 GEMMs), so every parameter still trains
-correctly while the forward stays the thing to profile.
+correctly while the forward stays the thing to profile. (In the Triton interpreter, where each
+program costs milliseconds of Python, a program computes a block of output elements instead,
+each still its own dot product: see the kernel.)
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, interpreting
+from kernels._utils import INTERPRETER_TILE, as_rows, check_tensors, interpreter_config, tile_rows
 
 
 @triton.jit
@@ -25,14 +27,36 @@ def _naive_swiglu_ffn_kernel(
     X, stride_xm, stride_xk,
     WG, stride_gf, stride_gk,
     WU, stride_uf, stride_uk,
-    Y, F, D,
+    Y, F, D, M,
+    ROWS: tl.constexpr,
+    COLS: tl.constexpr,
     BLOCK_K: tl.constexpr,
 ):
+    """Output elements (m, f) of a [ROWS, COLS] block, each its own two dot products over D.
+
+    A GPU launch has ROWS == COLS == 1: one program per output element, the point of the
+    kernel. The interpreter, where every program costs milliseconds of Python, takes blocks of
+    outputs; each element is still a separate multiply-and-reduce over D (no tl.dot, no reuse
+    beyond what broadcasting the loaded rows gives numpy).
+    """
     pid = tl.program_id(0)
-    m = (pid // F).to(tl.int64)
-    f = (pid % F).to(tl.int64)
-    acc_gate = tl.zeros([BLOCK_K], dtype=tl.float32)
-    acc_up = tl.zeros([BLOCK_K], dtype=tl.float32)
+    if ROWS * COLS == 1:
+        m = (pid // F).to(tl.int64)
+        f = (pid % F).to(tl.int64)
+        acc_gate = tl.zeros([BLOCK_K], dtype=tl.float32)
+        out = Y + pid
+        out_ok = tl.full([], 1, tl.int1)
+    else:
+        col_blocks = tl.cdiv(F, COLS)
+        m = (pid // col_blocks) * ROWS + tl.arange(0, ROWS)[:, None]
+        f = (pid % col_blocks) * COLS + tl.arange(0, COLS)[None, :]
+        out = Y + m.to(tl.int64) * F + f
+        out_ok = (m < M) & (f < F)
+        # Out-of-range rows and columns repeat the last one, so their loads need no mask.
+        m = tl.minimum(m, M - 1).to(tl.int64)[:, :, None]
+        f = tl.minimum(f, F - 1).to(tl.int64)[:, :, None]
+        acc_gate = tl.zeros([ROWS, COLS, BLOCK_K], dtype=tl.float32)
+    acc_up = acc_gate
     for start in range(0, D, BLOCK_K):
         k = start + tl.arange(0, BLOCK_K)
         mask = k < D
@@ -41,9 +65,9 @@ def _naive_swiglu_ffn_kernel(
         wu = tl.load(WU + f * stride_uf + k * stride_uk, mask=mask, other=0.0).to(tl.float32)
         acc_gate += x * wg
         acc_up += x * wu
-    gate = tl.sum(acc_gate, axis=0)
-    up = tl.sum(acc_up, axis=0)
-    tl.store(Y + pid, (gate * tl.sigmoid(gate) * up).to(Y.dtype.element_ty))
+    gate = tl.sum(acc_gate, axis=-1)
+    up = tl.sum(acc_up, axis=-1)
+    tl.store(out, (gate * tl.sigmoid(gate) * up).to(Y.dtype.element_ty), mask=out_ok)
 
 
 class _NaiveSwiGLUFFN(torch.autograd.Function):
@@ -55,12 +79,19 @@ class _NaiveSwiGLUFFN(torch.autograd.Function):
         f = w_gate.shape[0]
         y = torch.empty((rows, f), dtype=x.dtype, device=x.device)
         if y.numel():
-            block_k = min(triton.next_power_of_2(d), 32 if interpreting() else 128)
-            _naive_swiglu_ffn_kernel[(rows * f,)](
+            block_k = min(triton.next_power_of_2(d), 128)
+            block_rows, block_cols = 1, 1
+            if interpreter_config():
+                block_cols = min(triton.next_power_of_2(f), max(1, INTERPRETER_TILE // block_k))
+                block_rows = tile_rows(rows, block_cols * block_k)
+            grid = (triton.cdiv(rows, block_rows) * triton.cdiv(f, block_cols),)
+            _naive_swiglu_ffn_kernel[grid](
                 x2d, *x2d.stride(),
                 w_gate, *w_gate.stride(),
                 w_up, *w_up.stride(),
-                y, f, d,
+                y, f, d, rows,
+                ROWS=block_rows,
+                COLS=block_cols,
                 BLOCK_K=block_k,
                 num_warps=1,
             )
