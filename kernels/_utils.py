@@ -16,7 +16,7 @@ import triton.language as tl
 from torch import Tensor
 
 # Elements of one program's tile in the interpreter (see tile_rows).
-INTERPRETER_TILE = 1 << 16
+INTERPRETER_TILE = 1 << 17
 
 # True makes the interpreter launch exactly what a GPU launches (one row per program, GPU block
 # sizes), so tests on a CPU-only machine cover the GPU path too (tests/kernels/conftest.py).

@@ -25,7 +25,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreting
+from kernels._utils import check_tensors, interpreter_config, interpreting
 
 _LOG2E = 1.4426950408889634
 SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
@@ -354,20 +354,26 @@ def _stages(n: int) -> int:
     return min(n, 2) if torch.version.hip else n
 
 
+def _interpreter_config(seq_len: int) -> dict:
+    # The interpreter pays for every op a program runs, whatever the block size: one block over
+    # the whole sequence (up to 64) means fewer programs and fewer loop steps.
+    block = min(triton.next_power_of_2(seq_len), 64)
+    return dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, num_stages=1)
+
+
 # GPU configs from a sweep on an H200 (bf16, B*H=64 or 32, S=2048, causal; see bench_kernels):
 # 64x64 forward blocks beat the tutorial's 128x64 by 10-40%, and a 32x64 dK/dV block beat 32x128.
-def _fwd_config(head_dim: int) -> dict:
-    if interpreting():
-        return dict(BLOCK_M=16, BLOCK_N=16, num_warps=4, num_stages=1)
+def _fwd_config(head_dim: int, seq_len: int) -> dict:
+    if interpreter_config():
+        return _interpreter_config(seq_len)
     return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
 
 
-def _bwd_config(head_dim: int) -> tuple[dict, dict]:
+def _bwd_config(head_dim: int, seq_len: int) -> tuple[dict, dict]:
     """(dK/dV config, dQ config). dK/dV keeps a key block resident while query blocks stream
     past it; dQ the other way round."""
-    if interpreting():
-        return (dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=1),
-                dict(BLOCK_M=32, BLOCK_N=16, num_warps=4, num_stages=1))
+    if interpreter_config():
+        return _interpreter_config(seq_len), _interpreter_config(seq_len)
     dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
     if head_dim <= 64:
         return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
@@ -393,7 +399,7 @@ class _FlashAttention(torch.autograd.Function):
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: float) -> Tensor:
         B, H, S, D = q.shape
         KVH = k.shape[1]
-        cfg = _fwd_config(D)
+        cfg = _fwd_config(D, S)
         o = _bshd_like(q)
         lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
         grid = (triton.cdiv(S, cfg["BLOCK_M"]), B * H)
@@ -413,7 +419,7 @@ class _FlashAttention(torch.autograd.Function):
         q, k, v, o, lse = ctx.saved_tensors
         B, H, S, D = q.shape
         KVH = k.shape[1]
-        dkdv_cfg, dq_cfg = _bwd_config(D)
+        dkdv_cfg, dq_cfg = _bwd_config(D, S)
         delta = torch.empty_like(lse)
         _attn_bwd_preprocess[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
             o, do, delta, *o.stride(), *do.stride(), H, S,
