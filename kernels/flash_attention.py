@@ -25,6 +25,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from kernels import _utils
 from kernels._utils import check_tensors, interpreter_config, interpreting
 
 _LOG2E = 1.4426950408889634
@@ -356,8 +357,11 @@ def _stages(n: int) -> int:
 
 def _interpreter_config(seq_len: int) -> dict:
     # The interpreter pays for every op a program runs, whatever the block size: one block over
-    # the whole sequence (up to 64) means fewer programs and fewer loop steps.
+    # the whole sequence (up to 64, and a score tile within the interpreter's tile budget)
+    # means fewer programs and fewer loop steps.
     block = min(triton.next_power_of_2(seq_len), 64)
+    while block > 16 and block * block > _utils.INTERPRETER_TILE:
+        block //= 2
     return dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, num_stages=1)
 
 

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, as_rows, check_tensors, interpreter_config, tile_rows
+from kernels._utils import as_rows, check_tensors, tile_rows
 
 
 @triton.jit
@@ -80,10 +80,9 @@ class _NaiveSwiGLUFFN(torch.autograd.Function):
         y = torch.empty((rows, f), dtype=x.dtype, device=x.device)
         if y.numel():
             block_k = min(triton.next_power_of_2(d), 128)
-            block_rows, block_cols = 1, 1
-            if interpreter_config():
-                block_cols = min(triton.next_power_of_2(f), max(1, INTERPRETER_TILE // block_k))
-                block_rows = tile_rows(rows, block_cols * block_k)
+            # Rows of the weights, then rows of x, per program: 1 and 1 on a GPU.
+            block_cols = tile_rows(f, block_k)
+            block_rows = tile_rows(rows, block_cols * block_k)
             grid = (triton.cdiv(rows, block_rows) * triton.cdiv(f, block_cols),)
             _naive_swiglu_ffn_kernel[grid](
                 x2d, *x2d.stride(),

@@ -3,6 +3,11 @@
 Kernels run on a GPU when there is one, else in the Triton interpreter, which must be switched
 on (TRITON_INTERPRET=1) before triton is first imported; without either, every test here skips
 with the reason instead of failing inside Triton.
+
+In the interpreter, tests that take the ``launch`` fixture run once per launch configuration:
+the interpreter's own (few programs, many rows per program), the same with small tiles (many
+programs, several tiles per persistent program, ragged last tiles), and the GPU's (one row per
+program, GPU block sizes), so a CPU-only CI covers the code path GPUs take too.
 """
 
 from __future__ import annotations
@@ -32,6 +37,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if here in item.path.parents:
             item.add_marker(skip)
+
+
+LAUNCHES = ["tiles", "small-tiles", "gpu"] if INTERPRETING and not HAS_GPU else ["gpu"]
+
+
+@pytest.fixture(params=LAUNCHES)
+def launch(request, monkeypatch) -> str:
+    from kernels import _utils
+
+    monkeypatch.setattr(_utils, "GPU_CONFIG_IN_INTERPRETER", request.param == "gpu")
+    if request.param == "small-tiles":
+        monkeypatch.setattr(_utils, "INTERPRETER_TILE", 512)
+    return request.param
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,248 @@
+"""Every kernel under every launch configuration, and the GPU launch parameters themselves.
+
+The interpreter's configuration (many rows per program) and the GPU's (one row per program,
+GPU block sizes) run different code paths of the same kernels; the ``launch`` fixture (see
+conftest) runs these tests in each, so the GPU's path is checked on CPU-only machines too.
+Shapes are small because the GPU configuration costs the interpreter one program per row.
+"""
+
+import importlib
+
+import pytest
+import torch
+import triton
+
+from kernels import _utils, add_rmsnorm, cross_entropy, flash_attention, naive_swiglu_ffn, rmsnorm, rope, rope_cos_sin, swiglu
+from kernels.reference import (
+    add_rmsnorm_reference,
+    attention_reference,
+    cross_entropy_reference,
+    rmsnorm_reference,
+    rope_reference,
+    swiglu_ffn_reference,
+    swiglu_reference,
+)
+
+# kernels re-exports functions under their modules' names: fetch the modules themselves.
+rmsnorm_mod, swiglu_mod, rope_mod, ce_mod, naive_mod, fa_mod = (
+    importlib.import_module(f"kernels.{name}")
+    for name in ("rmsnorm", "swiglu", "rope", "cross_entropy", "naive_swiglu", "flash_attention")
+)
+
+DTYPES = [torch.float32, torch.bfloat16]
+FP32_TOL = 3e-3 if torch.cuda.is_available() else 1e-4  # tf32 dots on NVIDIA GPUs
+
+
+def _randn(*shape, dtype=torch.float32, device="cpu", scale=1.0):
+    return (scale * torch.randn(*shape, device=device)).to(dtype).requires_grad_()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "column-major", "strided", "wide-rows"])
+def test_rmsnorm(check, device, launch, monkeypatch, dtype, layout):
+    w = (1 + 0.5 * torch.randn(200, device=device)).to(dtype).requires_grad_()
+    if layout == "contiguous":
+        x = _randn(2, 9, 200, dtype=dtype, device=device)
+    elif layout == "column-major":
+        x = _randn(200, 9, dtype=dtype, device=device).t()
+    elif layout == "strided":
+        x = _randn(2, 12, 256, dtype=dtype, device=device)[:, ::3, 16:216]
+    else:
+        monkeypatch.setattr(rmsnorm_mod, "MAX_FUSED_N", 64)
+        x = _randn(11, 200, dtype=dtype, device=device)
+    check(rmsnorm, rmsnorm_reference, [x, w], dtype=dtype, grad_inputs=[0, 1])
+
+
+@pytest.mark.parametrize("case", ["bf16", "fp32", "non-contiguous", "wide-rows", "bf16-into-fp32"])
+def test_add_rmsnorm(check, device, launch, monkeypatch, case):
+    dtype = torch.bfloat16 if case.startswith("bf16") else torch.float32
+    w = _randn(200, dtype=dtype, device=device)
+    x, r = (_randn(2, 9, 200, dtype=dtype, device=device) for _ in range(2))
+    if case == "non-contiguous":
+        x, r = _randn(200, 9, device=device).t(), _randn(9, 256, device=device)[:, 50:250]
+    elif case == "wide-rows":
+        monkeypatch.setattr(rmsnorm_mod, "MAX_FUSED_N", 64)
+    elif case == "bf16-into-fp32":
+        r, w = _randn(2, 9, 200, device=device), _randn(200, device=device)
+    check(add_rmsnorm, add_rmsnorm_reference, [x, r, w], dtype=dtype, grad_inputs=[0, 1, 2])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "column-major"])
+def test_swiglu(check, device, launch, dtype, layout):
+    if layout == "contiguous":
+        gu = _randn(2, 9, 400, dtype=dtype, device=device, scale=2.0)
+    elif layout == "strided":
+        gu = _randn(2, 18, 512, dtype=dtype, device=device, scale=2.0)[:, ::2, 100:500]
+    else:
+        gu = _randn(400, 9, dtype=dtype, device=device, scale=2.0).t()
+    check(swiglu, swiglu_reference, [gu], dtype=dtype, grad_inputs=[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "fused-qkv-slice", "head-blocks"])
+def test_rope(check, device, launch, monkeypatch, dtype, layout):
+    cos, sin = rope_cos_sin(16, 32, device=device)
+    if layout == "contiguous":
+        x = _randn(2, 9, 3, 32, dtype=dtype, device=device)
+    elif layout == "transposed":
+        x = _randn(2, 3, 9, 32, dtype=dtype, device=device).transpose(1, 2)
+    elif layout == "fused-qkv-slice":
+        x = _randn(2, 9, 3, 3, 32, dtype=dtype, device=device)[:, :, 1]
+    else:
+        # Two heads per program on a GPU: three head blocks, the last one ragged.
+        monkeypatch.setattr(rope_mod, "MAX_BLOCK_ELEMS", 32)
+        x = _randn(2, 9, 5, 32, dtype=dtype, device=device)
+    check(rope, rope_reference, [x, cos, sin], dtype=dtype, grad_inputs=[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ["one-block", "blocks", "strided-custom-ignore"])
+def test_cross_entropy(check, device, launch, monkeypatch, dtype, case):
+    n, v, ignore_index = 11, 300, -100
+    logits = _randn(n, v, dtype=dtype, device=device, scale=3.0)
+    if case == "blocks":
+        monkeypatch.setattr(ce_mod, "MAX_BLOCK_V", 64)
+    elif case == "strided-custom-ignore":
+        logits, ignore_index = _randn(v, n, dtype=dtype, device=device, scale=3.0).t(), 7
+    targets = torch.randint(0, v, (n,), device=device)
+    targets[targets == ignore_index] = 8
+    targets[1::4] = ignore_index
+    check(
+        lambda x, t: cross_entropy(x, t, ignore_index=ignore_index),
+        lambda x, t: cross_entropy_reference(x, t, ignore_index=ignore_index),
+        [logits, targets], dtype=dtype, grad_inputs=[0],
+    )
+    with torch.no_grad():
+        torch.testing.assert_close(
+            cross_entropy(logits, targets, ignore_index=ignore_index),
+            cross_entropy_reference(logits, targets, ignore_index=ignore_index).float(),
+            atol=1e-4, rtol=1e-4,
+        )
+
+
+def test_cross_entropy_all_ignored(device, launch):
+    logits = torch.randn(5, 20, device=device, requires_grad=True)
+    loss = cross_entropy(logits, torch.full((5,), -100, device=device))
+    assert loss.isnan()
+    g, = torch.autograd.grad(loss, logits)
+    assert torch.equal(g, torch.zeros_like(g))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_naive_swiglu_ffn(check, device, launch, dtype):
+    x = _randn(40, 5, dtype=dtype, device=device).t()
+    w_gate = _randn(24, 40, dtype=dtype, device=device, scale=0.2)
+    w_up = _randn(24, 80, dtype=dtype, device=device, scale=0.2)[:, ::2]
+    check(naive_swiglu_ffn, swiglu_ffn_reference, [x, w_gate, w_up], dtype=dtype, grad_inputs=[0, 1, 2])
+
+
+@pytest.mark.parametrize(
+    "b,h,kvh,s,d,causal,dtype",
+    [
+        # Several blocks in every configuration (16 wide with small tiles): masked and unmasked
+        # key ranges, a ragged end.
+        (1, 2, 1, 70, 16, True, torch.float32),
+        (1, 2, 2, 70, 32, False, torch.bfloat16),
+        (1, 4, 2, 37, 16, True, torch.bfloat16),
+    ],
+)
+def test_flash_attention(check, device, launch, b, h, kvh, s, d, causal, dtype):
+    q, k, v = (_randn(b, heads, s, d, dtype=dtype, device=device) for heads in (h, kvh, kvh))
+    check(
+        lambda q, k, v: flash_attention(q, k, v, causal=causal),
+        lambda q, k, v: attention_reference(q, k, v, causal=causal),
+        [q, k, v], dtype=dtype, grad_inputs=[0, 1, 2],
+        tol=FP32_TOL if dtype == torch.float32 else None,
+    )
+
+
+class _Recorder:
+    """Stands in for a Triton kernel: records each launch (grid, launch options), runs nothing."""
+
+    def __init__(self, name: str, log: list):
+        self.name, self.log = name, log
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            options = {k: v for k, v in kwargs.items() if k.isupper() or k.startswith("num_")}
+            options.pop("FP32_DOT", None)  # numerics, not launch shape
+            self.log.append((self.name, tuple(grid), options))
+
+        return launch
+
+
+KERNELS = {
+    rmsnorm_mod: ["_rmsnorm_fwd_kernel", "_rmsnorm_bwd_kernel"],
+    swiglu_mod: ["_swiglu_fwd_kernel", "_swiglu_bwd_kernel"],
+    rope_mod: ["_rope_kernel"],
+    ce_mod: ["_cross_entropy_kernel"],
+    naive_mod: ["_naive_swiglu_ffn_kernel"],
+    fa_mod: ["_attn_fwd_kernel", "_attn_bwd_preprocess", "_attn_bwd_dkdv_kernel", "_attn_bwd_dq_kernel"],
+}
+
+
+def _sm_programs(device):
+    return _utils.sm_count(device) * rmsnorm_mod.BWD_PROGRAMS_PER_SM
+
+
+def _gpu_launches(device):
+    """(name, forward+backward call, expected launches): the configurations the GPU path used
+    before the interpreter got row tiles, plus ROWS=1 (COLS=1) where a kernel now takes it."""
+    sm = _sm_programs(device)
+    norm = lambda n, warps, single=True: dict(BLOCK_N=n, SINGLE_BLOCK=single, num_warps=warps, ROWS=1)  # noqa: E731
+    fa = lambda bm, bn, warps: dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=3)  # noqa: E731
+    cases = []
+    for n, block, warps, single in [(200, 256, 4, True), (3000, 4096, 8, True), (9000, 8192, 16, False)]:
+        cases.append((f"rmsnorm N={n}", lambda n=n: rmsnorm(_randn(37, n, device=device), _randn(n, device=device)), [
+            ("_rmsnorm_fwd_kernel", (37,), dict(HAS_RESIDUAL=False, **norm(block, warps, single))),
+            ("_rmsnorm_bwd_kernel", (min(37, sm),), dict(HAS_DRESIDUAL=False, **norm(block, warps, single))),
+        ]))
+    cases.append(("add_rmsnorm", lambda: add_rmsnorm(*(_randn(5, 7, 200, device=device) for _ in range(2)), _randn(200, device=device)), [
+        ("_rmsnorm_fwd_kernel", (35,), dict(HAS_RESIDUAL=True, **norm(256, 4))),
+        ("_rmsnorm_bwd_kernel", (min(35, sm),), dict(HAS_DRESIDUAL=True, **norm(256, 4))),
+    ]))
+    for f, block, cols, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
+        cases.append((f"swiglu F={f}", lambda f=f: swiglu(_randn(37, 2 * f, device=device)), [
+            ("_swiglu_fwd_kernel", (37, cols), dict(ROWS=1, BLOCK=block, num_warps=warps)),
+            ("_swiglu_bwd_kernel", (37, cols), dict(ROWS=1, BLOCK=block, num_warps=warps)),
+        ]))
+    for shape, block_h, block_d, head_blocks in [((2, 37, 12, 64), 16, 32, 1), ((2, 5, 96, 128), 32, 64, 3)]:
+        rope_launch = dict(ROWS=1, BLOCK_H=block_h, BLOCK_D=block_d, num_warps=4)
+        cases.append((f"rope {shape}", lambda shape=shape: rope(_randn(*shape, device=device), *rope_cos_sin(shape[1], shape[3], device=device)), [
+            ("_rope_kernel", (shape[0] * shape[1], head_blocks), dict(INVERSE=False, **rope_launch)),
+            ("_rope_kernel", (shape[0] * shape[1], head_blocks), dict(INVERSE=True, **rope_launch)),
+        ]))
+    for v, block, warps in [(1000, 1024, 4), (32000, 4096, 8)]:
+        cases.append((f"cross_entropy V={v}", lambda v=v: cross_entropy(_randn(13, v, device=device), torch.randint(0, v, (13,), device=device)), [
+            ("_cross_entropy_kernel", (13,), dict(COMPUTE_GRAD=True, ROWS=1, BLOCK_V=block, num_warps=warps)),
+        ]))
+    for d, block_k in [(40, 64), (300, 128)]:
+        cases.append((f"naive_swiglu D={d}", lambda d=d: naive_swiglu_ffn(_randn(3, d, device=device), _randn(24, d, device=device), _randn(24, d, device=device)), [
+            ("_naive_swiglu_ffn_kernel", (72,), dict(ROWS=1, COLS=1, BLOCK_K=block_k, num_warps=1)),
+        ]))
+    for d, dq in [(64, fa(64, 64, 4)), (128, fa(128, 64, 8))]:
+        qkv = lambda d=d: (_randn(2, 4, 100, d, device=device), _randn(2, 2, 100, d, device=device), _randn(2, 2, 100, d, device=device))  # noqa: E731
+        cases.append((f"flash_attention D={d}", lambda qkv=qkv: flash_attention(*qkv()), [
+            ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, **fa(64, 64, 4))),
+            ("_attn_bwd_preprocess", (triton.cdiv(100, dq["BLOCK_M"]), 8), dict(BLOCK_M=dq["BLOCK_M"], HEAD_DIM=d, num_warps=dq["num_warps"])),
+            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, HEAD_DIM=d, **fa(32, 64, 4))),
+            ("_attn_bwd_dq_kernel", (triton.cdiv(100, dq["BLOCK_M"]), 8), dict(CAUSAL=True, HEAD_DIM=d, **dq)),
+        ]))
+    return cases
+
+
+@pytest.mark.skipif(torch.version.hip is not None, reason="expected stage counts are NVIDIA's")
+def test_gpu_launch_parameters_unchanged(device, monkeypatch):
+    """The GPU path launches exactly what it did before the interpreter's row tiles existed."""
+    monkeypatch.setattr(_utils, "GPU_CONFIG_IN_INTERPRETER", True)
+    log = []
+    for module, names in KERNELS.items():
+        for name in names:
+            monkeypatch.setattr(module, name, _Recorder(name, log))
+    for what, call, expected in _gpu_launches(device):
+        log.clear()
+        out = call()
+        out = out if isinstance(out, tuple) else (out,)
+        torch.autograd.backward(out, [torch.ones_like(o) for o in out])
+        assert log == expected, what
