@@ -135,7 +135,7 @@ def _sm_count(device_index: int) -> int:
 
 
 def sm_count(device: torch.device) -> int:
-    """Number of SMs (CUs on ROCm); 4 in the interpreter so persistent grids stay small."""
+    """Number of SMs (CUs on ROCm); 4 in the interpreter so persistent grids stay tiny."""
     if device.type != "cuda":
         return 4
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())

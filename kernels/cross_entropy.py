@@ -5,8 +5,8 @@ reads them for log_softmax, writes log-probs, reads those for the loss, and in t
 reads and writes the same size again. Here one program per row (many rows in the interpreter)
 makes an online-softmax pass over V in blocks (running max and sum), then a second pass writes
 the finished gradient (softmax - onehot) / n_valid straight into a buffer, so no [N, V]
-probability tensor is ever stored and the logits need not be kept for the backward. The backward only scales that buffer
-by the incoming scalar gradient.
+probability tensor is ever stored and the logits need not be kept for the backward. The
+backward only scales that buffer by the incoming scalar gradient.
 
 The count of non-ignored rows stays on the device (read inside the kernel), so there is no
 host synchronization. Targets outside [0, V) other than ignore_index are not checked.

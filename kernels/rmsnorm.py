@@ -1,8 +1,9 @@
 """RMSNorm with a Triton forward and backward (and the shared kernels of add_rmsnorm).
 
 RMSNorm is memory bound: the fast version reads x once and writes y once. One program owns a
-row and keeps it in registers while N <= MAX_FUSED_N, so the sum of squares and the scaling
-need no second read; rstd (fp32, one per row) is saved so the backward need not recompute it.
+row (a tile of many rows in the interpreter, see kernels._utils.interpreter_config) and keeps
+it in registers while N <= MAX_FUSED_N, so the sum of squares and the scaling need no second
+read; rstd (fp32, one per row) is saved so the backward need not recompute it.
 The weight gradient is a reduction over rows: as in the Triton layer-norm tutorial, a grid of
 about k * #SMs programs each walks a contiguous chunk of rows, keeps its partial dweight in
 registers, writes one row of a small [programs, N] fp32 buffer, and torch sums it (no atomics,

@@ -2,10 +2,10 @@
 
 One program handles one (batch, position) pair (many in the interpreter) and a block of heads:
 cos/sin for that position are loaded once and reused across the heads, and each of
-x1 = x[..., :D/2], x2 = x[..., D/2:] is read once. The backward is the same kernel with sin negated: a rotation's inverse is its
-transpose. x is addressed through its four strides, so the [B, H, S, D] -> [B, S, H, D]
-transposed view that attention code produces runs without a copy, and the output keeps x's
-memory layout when x is dense (so transposing it back is free).
+x1 = x[..., :D/2], x2 = x[..., D/2:] is read once. The backward is the same kernel with sin
+negated: a rotation's inverse is its transpose. x is addressed through its four strides, so
+the [B, H, S, D] -> [B, S, H, D] transposed view that attention code produces runs without a
+copy, and the output keeps x's memory layout when x is dense (so transposing it back is free).
 """
 
 from __future__ import annotations

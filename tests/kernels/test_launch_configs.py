@@ -182,59 +182,65 @@ KERNELS = {
 }
 
 
-def _sm_programs(device):
-    return _utils.sm_count(device) * rmsnorm_mod.BWD_PROGRAMS_PER_SM
-
-
 def _gpu_launches(device):
-    """(name, forward+backward call, expected launches): the configurations the GPU path used
-    before the interpreter got row tiles, plus ROWS=1 (COLS=1) where a kernel now takes it."""
-    sm = _sm_programs(device)
-    norm = lambda n, warps, single=True: dict(BLOCK_N=n, SINGLE_BLOCK=single, num_warps=warps, ROWS=1)  # noqa: E731
-    fa = lambda bm, bn, warps: dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=3)  # noqa: E731
+    """(what, forward call, expected launches of its forward and backward). The expected grids
+    and options are those of the GPU path before the interpreter got row tiles, plus ROWS=1
+    (and COLS=1) where a kernel takes it now."""
+    def t(*shape):
+        return _randn(*shape, device=device)
+
+    bwd_programs = _utils.sm_count(device) * rmsnorm_mod.BWD_PROGRAMS_PER_SM
+
+    def norm(block, warps, single=True):
+        return dict(ROWS=1, BLOCK_N=block, SINGLE_BLOCK=single, num_warps=warps)
+
+    def attn(block_m, block_n, warps):
+        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=3)
+
     cases = []
     for n, block, warps, single in [(200, 256, 4, True), (3000, 4096, 8, True), (9000, 8192, 16, False)]:
-        cases.append((f"rmsnorm N={n}", lambda n=n: rmsnorm(_randn(37, n, device=device), _randn(n, device=device)), [
+        cases.append((f"rmsnorm N={n}", lambda n=n: rmsnorm(t(37, n), t(n)), [
             ("_rmsnorm_fwd_kernel", (37,), dict(HAS_RESIDUAL=False, **norm(block, warps, single))),
-            ("_rmsnorm_bwd_kernel", (min(37, sm),), dict(HAS_DRESIDUAL=False, **norm(block, warps, single))),
+            ("_rmsnorm_bwd_kernel", (min(37, bwd_programs),), dict(HAS_DRESIDUAL=False, **norm(block, warps, single))),
         ]))
-    cases.append(("add_rmsnorm", lambda: add_rmsnorm(*(_randn(5, 7, 200, device=device) for _ in range(2)), _randn(200, device=device)), [
+    cases.append(("add_rmsnorm", lambda: add_rmsnorm(t(5, 7, 200), t(5, 7, 200), t(200)), [
         ("_rmsnorm_fwd_kernel", (35,), dict(HAS_RESIDUAL=True, **norm(256, 4))),
-        ("_rmsnorm_bwd_kernel", (min(35, sm),), dict(HAS_DRESIDUAL=True, **norm(256, 4))),
+        ("_rmsnorm_bwd_kernel", (min(35, bwd_programs),), dict(HAS_DRESIDUAL=True, **norm(256, 4))),
     ]))
-    for f, block, cols, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
-        cases.append((f"swiglu F={f}", lambda f=f: swiglu(_randn(37, 2 * f, device=device)), [
-            ("_swiglu_fwd_kernel", (37, cols), dict(ROWS=1, BLOCK=block, num_warps=warps)),
-            ("_swiglu_bwd_kernel", (37, cols), dict(ROWS=1, BLOCK=block, num_warps=warps)),
+    for f, block, col_blocks, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
+        cases.append((f"swiglu F={f}", lambda f=f: swiglu(t(37, 2 * f)), [
+            ("_swiglu_fwd_kernel", (37, col_blocks), dict(ROWS=1, BLOCK=block, num_warps=warps)),
+            ("_swiglu_bwd_kernel", (37, col_blocks), dict(ROWS=1, BLOCK=block, num_warps=warps)),
         ]))
-    for shape, block_h, block_d, head_blocks in [((2, 37, 12, 64), 16, 32, 1), ((2, 5, 96, 128), 32, 64, 3)]:
-        rope_launch = dict(ROWS=1, BLOCK_H=block_h, BLOCK_D=block_d, num_warps=4)
-        cases.append((f"rope {shape}", lambda shape=shape: rope(_randn(*shape, device=device), *rope_cos_sin(shape[1], shape[3], device=device)), [
-            ("_rope_kernel", (shape[0] * shape[1], head_blocks), dict(INVERSE=False, **rope_launch)),
-            ("_rope_kernel", (shape[0] * shape[1], head_blocks), dict(INVERSE=True, **rope_launch)),
+    for (b, s, h, d), block_h, head_blocks in [((2, 37, 12, 64), 16, 1), ((2, 5, 96, 128), 32, 3)]:
+        grid, options = (b * s, head_blocks), dict(ROWS=1, BLOCK_H=block_h, BLOCK_D=d // 2, num_warps=4)
+        cases.append((f"rope H={h} D={d}", lambda b=b, s=s, h=h, d=d: rope(t(b, s, h, d), *rope_cos_sin(s, d, device=device)), [
+            ("_rope_kernel", grid, dict(INVERSE=False, **options)),
+            ("_rope_kernel", grid, dict(INVERSE=True, **options)),
         ]))
     for v, block, warps in [(1000, 1024, 4), (32000, 4096, 8)]:
-        cases.append((f"cross_entropy V={v}", lambda v=v: cross_entropy(_randn(13, v, device=device), torch.randint(0, v, (13,), device=device)), [
+        cases.append((f"cross_entropy V={v}", lambda v=v: cross_entropy(t(13, v), torch.randint(0, v, (13,), device=device)), [
             ("_cross_entropy_kernel", (13,), dict(COMPUTE_GRAD=True, ROWS=1, BLOCK_V=block, num_warps=warps)),
         ]))
     for d, block_k in [(40, 64), (300, 128)]:
-        cases.append((f"naive_swiglu D={d}", lambda d=d: naive_swiglu_ffn(_randn(3, d, device=device), _randn(24, d, device=device), _randn(24, d, device=device)), [
+        cases.append((f"naive_swiglu D={d}", lambda d=d: naive_swiglu_ffn(t(3, d), t(24, d), t(24, d)), [
             ("_naive_swiglu_ffn_kernel", (72,), dict(ROWS=1, COLS=1, BLOCK_K=block_k, num_warps=1)),
         ]))
-    for d, dq in [(64, fa(64, 64, 4)), (128, fa(128, 64, 8))]:
-        qkv = lambda d=d: (_randn(2, 4, 100, d, device=device), _randn(2, 2, 100, d, device=device), _randn(2, 2, 100, d, device=device))  # noqa: E731
-        cases.append((f"flash_attention D={d}", lambda qkv=qkv: flash_attention(*qkv()), [
-            ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, **fa(64, 64, 4))),
-            ("_attn_bwd_preprocess", (triton.cdiv(100, dq["BLOCK_M"]), 8), dict(BLOCK_M=dq["BLOCK_M"], HEAD_DIM=d, num_warps=dq["num_warps"])),
-            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, HEAD_DIM=d, **fa(32, 64, 4))),
-            ("_attn_bwd_dq_kernel", (triton.cdiv(100, dq["BLOCK_M"]), 8), dict(CAUSAL=True, HEAD_DIM=d, **dq)),
+    for d, dq in [(64, attn(64, 64, 4)), (128, attn(128, 64, 8))]:
+        dq_grid = (triton.cdiv(100, dq["BLOCK_M"]), 8)
+        cases.append((f"flash_attention D={d}", lambda d=d: flash_attention(t(2, 4, 100, d), t(2, 2, 100, d), t(2, 2, 100, d)), [
+            ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, **attn(64, 64, 4))),
+            ("_attn_bwd_preprocess", dq_grid, dict(BLOCK_M=dq["BLOCK_M"], HEAD_DIM=d, num_warps=dq["num_warps"])),
+            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, HEAD_DIM=d, **attn(32, 64, 4))),
+            ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, HEAD_DIM=d, **dq)),
         ]))
     return cases
 
 
 @pytest.mark.skipif(torch.version.hip is not None, reason="expected stage counts are NVIDIA's")
 def test_gpu_launch_parameters_unchanged(device, monkeypatch):
-    """The GPU path launches exactly what it did before the interpreter's row tiles existed."""
+    """The GPU path launches what it did before the interpreter's row tiles existed (kernels
+    are replaced by recorders: nothing runs, so shapes can be GPU-sized)."""
     monkeypatch.setattr(_utils, "GPU_CONFIG_IN_INTERPRETER", True)
     log = []
     for module, names in KERNELS.items():
