@@ -228,3 +228,10 @@ def test_bin_folder_is_not_on_path_by_default():
     import os
 
     assert str(BIN) not in os.environ.get("PATH", "").split(os.pathsep)
+
+
+def test_gpu_vendor_override(monkeypatch):
+    monkeypatch.setenv("TINYLAB_GPU_VENDORS", "amd, nvidia")
+    assert base.gpu_vendors() == {"amd", "nvidia"}
+    monkeypatch.setenv("TINYLAB_GPU_VENDORS", "")
+    assert base.gpu_vendors() == set()

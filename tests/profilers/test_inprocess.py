@@ -243,7 +243,7 @@ def test_profiled_run_stores_its_kernel_tables(tmp_path, capsys):
     """`tinylab train --profile pytorch --profile rocprofv3` (the stand-in, wrapping the real
     trainer): each tool's table lands in profiles/<tool>/kernels.csv with a profile event, and
     `tinylab hotspots <run>` reads the newest one (the wrapper's, collected after the trainer exits)."""
-    env = {"PATH": str(BIN) + os.pathsep + os.environ["PATH"]}
+    env = {"PATH": str(BIN) + os.pathsep + os.environ["PATH"], "TINYLAB_GPU_VENDORS": "amd"}
     runs = str(tmp_path / "runs")
     proc = tinylab("train", *TINY, "--profile", "pytorch", "--profile", "rocprofv3", "--runs-dir", runs, "--json", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr

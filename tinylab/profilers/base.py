@@ -99,7 +99,14 @@ class InProcessAdapter(ProfilerAdapter):
 
 # ----------------------------------------------------------------------------- wrappers
 def gpu_vendors() -> set[str]:
-    """GPU vendors whose device nodes are visible here (cheap: no driver library is loaded)."""
+    """GPU vendors whose device nodes are visible here (cheap: no driver library is loaded).
+
+    TINYLAB_GPU_VENDORS (e.g. "amd,nvidia") overrides the detection, for containers that expose
+    GPUs under other paths and for tests that drive stand-in profilers on a machine without one.
+    """
+    override = os.environ.get("TINYLAB_GPU_VENDORS")
+    if override is not None:
+        return {v.strip() for v in override.split(",") if v.strip()}
     vendors = set()
     if Path("/dev/nvidiactl").exists() or Path("/proc/driver/nvidia/version").exists():
         vendors.add("nvidia")
