@@ -42,6 +42,11 @@ def test_toggle_defaults_per_version():
     assert RunConfig(version="v2", sdpa=False).toggle("sdpa") is False
     assert RunConfig(version="v4").toggle("cuda_graph") is True
     assert RunConfig(version="v4", fault="unsynced-timing").toggle("cuda_graph") is False
+    # v4 attends with torch's SDPA in strict fp32 (IEEE Triton dots are slow) and with ours otherwise
+    assert RunConfig(version="v4").toggle("sdpa") is True
+    assert RunConfig(version="v4", tf32=True).toggle("sdpa") is False
+    assert RunConfig(version="v4", precision="bf16").toggle("sdpa") is False
+    assert RunConfig(version="v4", precision="bf16", sdpa=True).toggle("sdpa") is True
     resolved = RunConfig(version="v2").resolved()
     assert resolved.qkv_fusion is True and resolved.torch_compile is False and resolved.cuda_graph is False
     # v4's graph default depends on the device the trainer finds, so it stays unset until then
