@@ -300,3 +300,20 @@ async def test_every_screen_opens_at_200x60(store: Path):
         assert pilot.app.screen.has_class("-wide")
         assert pilot.app.screen.query_one("#recent").display
 
+
+
+async def test_v4_attention_toggle_follows_precision(tmp_path: Path):
+    """v4's SDPA default depends on precision (SDPA in strict fp32); the form shows the real default."""
+    from textual.widgets import OptionList, Select
+
+    async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.query("#versions"), what="lab")
+        screen.query_one("#versions", OptionList).highlighted = 3
+        screen._apply_version("v4", reset=True)
+        await pilot.pause()
+        sdpa = screen.query_one("#toggle-sdpa")
+        assert sdpa.value is True
+        screen.query_one("#precision", Select).value = "bf16"
+        await wait_for(pilot, lambda: sdpa.value is False, what="bf16 default")
+        assert screen.config().toggle("sdpa") is False

@@ -78,6 +78,7 @@ class LabScreen(BaseScreen):
         self.version = "v1"
         self.last_runs: dict[str, dict[str, Any]] = {}
         self.prefilled = False
+        self._shown_precision: str | None = None
 
     # ----------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
@@ -257,7 +258,7 @@ class LabScreen(BaseScreen):
             if version in supported:
                 box.set_unavailable(None)
                 if reset:
-                    box.value = supported[version]
+                    box.value = self._toggle_default(name)
             else:
                 box.set_unavailable(f"{TOGGLE_LABELS[name]} ({TOGGLE_HELP[name]}) is a toggle of "
                                     f"{', '.join(supported)}, not {version}")
@@ -278,7 +279,7 @@ class LabScreen(BaseScreen):
         for name, supported in TOGGLES.items():
             box = self.query_one(f"#toggle-{name}", Option)
             # the version's default stays None, so the engine resolves it (e.g. graphs off on a CPU)
-            if self.version in supported and box.value != supported[self.version]:
+            if self.version in supported and box.value != self._toggle_default(name, values["precision"]):
                 values[name] = box.value
         values["profilers"] = [n for n in PROFILERS if self.query_one(f"#profiler-{n}", Option).value]
         return RunConfig(**values).validate()
@@ -302,6 +303,23 @@ class LabScreen(BaseScreen):
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved().to_dict())}",
                                    (" · enter launches", "dim")))
         return cfg
+
+    def _toggle_default(self, name: str, precision: str | None = None) -> bool:
+        """The engine's default for this toggle (some depend on precision, e.g. v4's attention)."""
+        precision = precision or self.query_one("#precision", Select).value
+        return RunConfig(version=self.version, precision=precision).toggle(name)
+
+    @on(Select.Changed, "#precision")
+    def _precision_changed(self, event: Select.Changed) -> None:
+        """Toggles left at their default follow it when the precision changes the default."""
+        old = self._shown_precision
+        self._shown_precision = event.value
+        if old is None or old == event.value:
+            return
+        for name, supported in TOGGLES.items():
+            box = self.query_one(f"#toggle-{name}", Option)
+            if self.version in supported and box.value == self._toggle_default(name, old):
+                box.value = self._toggle_default(name, event.value)
 
     @on(NumberInput.Changed)
     @on(Select.Changed)
