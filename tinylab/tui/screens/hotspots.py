@@ -34,6 +34,9 @@ SORTS = {
     "name": ("name", False),
 }
 NARROW_HIDDEN = ("min_ns", "max_ns")
+#: Fixed widths for the short columns (the name takes the rest): widths measured from content
+#: depended on when the rows arrived relative to layout, so the same table could come out squeezed.
+WIDTHS = {"total_ns": 8, "pct": 6, "calls": 6, "avg_ns": 8, "min_ns": 8, "max_ns": 8, "category": 11}
 TOPS = (20, 50, 100, 500)
 
 #: How to look at an artifact, by the end of its file name.
@@ -174,7 +177,7 @@ class HotspotsScreen(BaseScreen):
             label, _ = SORTS[key]
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
-            table.add_column(label, key=key)
+            table.add_column(label, key=key, width=WIDTHS.get(key))
         for i, row in enumerate(rows):
             cells = []
             for key in columns:
