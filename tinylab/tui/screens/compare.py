@@ -46,7 +46,9 @@ class CompareScreen(BaseScreen):
     def on_mount(self) -> None:
         self.sub_title = "Compare A/B"
         metrics = self.query_one("#metrics", DataTable)
-        metrics.add_columns("metric", "A", "B", "B/A", "")
+        # Fixed widths: widths measured from content raced the layout (a squeezed table in snapshots).
+        for label, width in (("metric", 16), ("A", 7), ("B", 7), ("B/A", 5), ("", 10)):
+            metrics.add_column(label, width=width)
         self.load()
 
     @background("compare")
