@@ -177,7 +177,11 @@ class HotspotsScreen(BaseScreen):
             label, _ = SORTS[key]
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
-            table.add_column(label, key=key, width=WIDTHS.get(key))
+            width = WIDTHS.get(key)
+            if key == "name":  # sized from the names themselves, for the same reason
+                width = max([len(label), *(len(display_name(r["name"])) for r in rows)])
+                width = min(width, 80)
+            table.add_column(label, key=key, width=width)
         for i, row in enumerate(rows):
             cells = []
             for key in columns:
