@@ -17,12 +17,12 @@ from kernels.rmsnorm import rmsnorm_backward, rmsnorm_forward
 
 class _AddRMSNorm(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float):
+    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float, out_dtype):
         check_tensors(x, residual, weight)
         weight = weight.contiguous()
-        out_dtype = torch.promote_types(x.dtype, residual.dtype)
+        h_dtype = torch.promote_types(x.dtype, residual.dtype)
         y, h, rstd = rmsnorm_forward(
-            as_rows(x), weight, eps, residual2d=as_rows(residual), out_dtype=out_dtype
+            as_rows(x), weight, eps, residual2d=as_rows(residual), out_dtype=out_dtype or h_dtype, h_dtype=h_dtype
         )
         ctx.save_for_backward(h, weight, rstd)
         ctx.dtypes = (x.dtype, residual.dtype)
@@ -31,23 +31,26 @@ class _AddRMSNorm(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: Tensor, dh: Tensor):
         h, weight, rstd = ctx.saved_tensors
-        dh_total, dw = rmsnorm_backward(as_rows(dy), h, weight, rstd, dh2d=as_rows(dh))
-        dh_total = dh_total.view(dy.shape)
         x_dtype, residual_dtype = ctx.dtypes
-        return dh_total.to(x_dtype), dh_total.to(residual_dtype), dw, None
+        # x and residual receive the same gradient; the kernel stores it in both dtypes at once.
+        dx2_dtype = x_dtype if x_dtype != h.dtype else None
+        dh_total, dh_total2, dw = rmsnorm_backward(as_rows(dy), h, weight, rstd, dh2d=as_rows(dh), dx2_dtype=dx2_dtype)
+        dh_total = dh_total.view(dy.shape)
+        dx = dh_total2.view(dy.shape) if dh_total2 is not None else dh_total
+        return dx, dh_total.to(residual_dtype), dw, None, None
 
 
 def add_rmsnorm(
-    x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6
+    x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6, out_dtype: torch.dtype | None = None
 ) -> tuple[Tensor, Tensor]:
     """Returns (rmsnorm(x + residual, weight, eps), x + residual).
 
-    Both come back in the promoted dtype of x and residual, as eager ``x + residual`` would
-    (so a bf16 branch output added to an fp32 residual stream under autocast stays fp32); with
-    equal dtypes that is simply the input dtype.
+    x + residual comes back in the promoted dtype of x and residual, as eager ``x + residual``
+    would (so a bf16 branch output added to an fp32 residual stream under autocast stays fp32);
+    the norm in ``out_dtype`` (default: that same dtype), e.g. bf16 for the GEMM it feeds.
     """
     if x.shape != residual.shape:
         raise ValueError(f"x {tuple(x.shape)} and residual {tuple(residual.shape)} must match")
     if x.shape[-1] != weight.numel():
         raise ValueError(f"weight has {weight.numel()} elements, x's last dim is {x.shape[-1]}")
-    return _AddRMSNorm.apply(x, residual, weight, eps)
+    return _AddRMSNorm.apply(x, residual, weight, eps, out_dtype)

@@ -40,11 +40,11 @@ class TritonRMSNorm(nn.Module):
         self.mc = mc
         self.weight = nn.Parameter(torch.ones(mc.hidden_dim))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
         if self.mc.fault == "non-contiguous":
             x = column_major(x)
         with record_function("triton_rmsnorm"):
-            return _call(kernels.rmsnorm, self.mc, x, self.weight, self.mc.norm_eps)
+            return _call(kernels.rmsnorm, self.mc, x, self.weight, self.mc.norm_eps, out_dtype)
 
 
 def column_major(x: torch.Tensor) -> torch.Tensor:
@@ -54,11 +54,13 @@ def column_major(x: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
+    linear: type[nn.Linear] = nn.Linear
+
     def __init__(self, mc: ModelConfig):
         super().__init__()
         self.mc = mc
-        self.qkv_proj = nn.Linear(mc.hidden_dim, mc.q_dim + 2 * mc.kv_dim, bias=False)
-        self.o_proj = nn.Linear(mc.q_dim, mc.hidden_dim, bias=False)
+        self.qkv_proj = self.linear(mc.hidden_dim, mc.q_dim + 2 * mc.kv_dim, bias=False)
+        self.o_proj = self.linear(mc.q_dim, mc.hidden_dim, bias=False)
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         mc = self.mc
@@ -80,11 +82,13 @@ class Attention(nn.Module):
 
 
 class SwiGLU(nn.Module):
+    linear: type[nn.Linear] = nn.Linear
+
     def __init__(self, mc: ModelConfig):
         super().__init__()
         self.mc = mc
-        self.gate_up_proj = nn.Linear(mc.hidden_dim, 2 * mc.ffn_dim, bias=False)
-        self.down_proj = nn.Linear(mc.ffn_dim, mc.hidden_dim, bias=False)
+        self.gate_up_proj = self.linear(mc.hidden_dim, 2 * mc.ffn_dim, bias=False)
+        self.down_proj = self.linear(mc.ffn_dim, mc.hidden_dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mc.fault == "naive-triton-swiglu":
@@ -98,12 +102,17 @@ class SwiGLU(nn.Module):
 
 
 class Block(nn.Module):
+    ffn_class: type[SwiGLU] = SwiGLU
+
     def __init__(self, mc: ModelConfig):
         super().__init__()
         self.attn_norm = TritonRMSNorm(mc)
-        self.attn = Attention(mc)
+        self.attn = self.attention_class(mc)(mc)
         self.ffn_norm = TritonRMSNorm(mc)
-        self.ffn = SwiGLU(mc)
+        self.ffn = self.ffn_class(mc)
+
+    def attention_class(self, mc: ModelConfig) -> type[Attention]:
+        return Attention
 
     def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), cos, sin)

@@ -9,54 +9,175 @@
   replays forward, backward and the fused AdamW, removing per-kernel launch overhead, which
   dominates at this model size. Done by the trainer.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
+- Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
+  use and casts each bf16 weight gradient back to fp32: 66 small kernels a step at the default
+  size, plus a cast of every norm output and of its gradient (50 more). Here the GEMM weights
+  are views of one fp32 buffer, cast to bf16 by one kernel per step; the weight-gradient GEMMs
+  write fp32 straight into the master weights' gradients; and the norm kernels write their
+  output in bf16 (and their input gradient in both dtypes) themselves. Same arithmetic as
+  autocast: bf16 operands, fp32 accumulation, fp32 master weights and optimizer.
 Each claim is measured by `tinylab bench`; see README's Performance section.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 from torch.profiler import record_function
 
 import kernels
 from models.common import ModelConfig
 from models.v2_fused import sdpa_causal
-from models.v3_triton import Attention, Block, TinyLlamaV3, _call, column_major
+from models.v3_triton import Attention, Block, SwiGLU, TinyLlamaV3, _call, column_major
 
 
-class SdpaAttention(Attention):
+def autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype autocast computes GEMMs in here, or None when autocast is off."""
+    if torch.is_autocast_enabled(device_type):
+        return torch.get_autocast_dtype(device_type)
+    return None
+
+
+_MM_OUT_DTYPE: dict[str, bool] = {}
+
+
+def mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """a @ b for bf16/fp16 operands, returned in fp32 by the GEMM's own epilogue where the build
+    supports ``out_dtype`` (CUDA), else rounded to a and b's dtype first, as autocast would."""
+    if _MM_OUT_DTYPE.get(a.device.type, True):
+        try:
+            return torch.mm(a, b, out_dtype=torch.float32)
+        except (RuntimeError, TypeError):  # NotImplementedError on CPU builds is a RuntimeError
+            _MM_OUT_DTYPE[a.device.type] = False
+    return torch.mm(a, b).float()
+
+
+class _LowPrecisionLinear(torch.autograd.Function):
+    """y = x @ w_lp.T, where w_lp is this step's bf16 copy of the fp32 master weight w.
+
+    The weight gradient goes to w itself, in fp32, straight from the GEMM: no bf16 weight
+    gradient and no cast kernel.
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, weight_lp: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight_lp)
+        return F.linear(x, weight_lp)
+
+    @staticmethod
+    def backward(ctx, dy: torch.Tensor):
+        x, weight_lp = ctx.saved_tensors
+        dy = dy.to(weight_lp.dtype)
+        dx = dy @ weight_lp
+        dw = mm_fp32(dy.reshape(-1, dy.shape[-1]).t(), x.reshape(-1, x.shape[-1]))
+        return dx, dw, None
+
+
+class MixedLinear(nn.Linear):
+    """nn.Linear that, while the model has set ``weight_lp`` (autocast), computes with it."""
+
+    weight_lp: torch.Tensor | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.weight_lp is None:
+            return super().forward(x)
+        return _LowPrecisionLinear.apply(x.to(self.weight_lp.dtype), self.weight, self.weight_lp)
+
+
+class UltraAttention(Attention):
+    linear = MixedLinear
+
+
+class SdpaAttention(UltraAttention):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return sdpa_causal(q, k, v)
 
 
+class UltraSwiGLU(SwiGLU):
+    linear = MixedLinear
+
+
 class UltraBlock(Block):
-    def __init__(self, mc: ModelConfig):
-        super().__init__(mc)
-        if mc.sdpa:
-            self.attn = SdpaAttention(mc)
+    ffn_class = UltraSwiGLU
+
+    def attention_class(self, mc: ModelConfig) -> type[Attention]:
+        return SdpaAttention if mc.sdpa else UltraAttention
 
 
 class TinyLlamaV4(TinyLlamaV3):
     block_class = UltraBlock
 
+    def __init__(self, mc: ModelConfig):
+        super().__init__(mc)
+        self._flat: torch.Tensor | None = None
+        self._flat_ptrs: list[int] = []
+
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        lp_dtype = autocast_dtype(idx.device.type)
+        if lp_dtype is None:
+            return self._forward(idx, targets, None, None)
+        linears = [m for m in self.modules() if isinstance(m, MixedLinear)]
+        *weights_lp, head_lp = self._low_precision_weights(lp_dtype)
+        for m, w in zip(linears, weights_lp):
+            m.weight_lp = w
+        try:
+            return self._forward(idx, targets, lp_dtype, head_lp)
+        finally:
+            for m in linears:
+                m.weight_lp = None
+
+    def _forward(self, idx, targets, lp_dtype: torch.dtype | None, head_lp: torch.Tensor | None) -> torch.Tensor:
+        """The layers, with norms written in ``lp_dtype`` (the GEMMs' input dtype) under autocast."""
         mc = self.config
         S = idx.shape[1]
         cos, sin = self.rope_cos[:S], self.rope_sin[:S]
         residual = self.embed(idx)
-        h = self.layers[0].attn_norm(residual)
+        h = self.layers[0].attn_norm(residual, out_dtype=lp_dtype)
         norms_after = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
         for layer, next_norm in zip(self.layers, norms_after):
             with record_function("add_rmsnorm"):
-                h, residual = self._add_norm(layer.attn(h, cos, sin), residual, layer.ffn_norm)
+                h, residual = self._add_norm(layer.attn(h, cos, sin), residual, next_norm=layer.ffn_norm, out_dtype=lp_dtype)
             with record_function("add_rmsnorm"):
-                h, residual = self._add_norm(layer.ffn(h), residual, next_norm)
-        logits = F.linear(h, self.embed.weight)
+                h, residual = self._add_norm(layer.ffn(h), residual, next_norm=next_norm, out_dtype=lp_dtype)
+        if head_lp is None:
+            logits = F.linear(h, self.embed.weight)
+        else:
+            logits = _LowPrecisionLinear.apply(h, self.embed.weight, head_lp)
         with record_function("fused_cross_entropy"):
             return kernels.cross_entropy(logits.view(-1, mc.vocab_size), targets.reshape(-1))
 
-    def _add_norm(self, branch: torch.Tensor, residual: torch.Tensor, norm) -> tuple[torch.Tensor, torch.Tensor]:
+    def _add_norm(self, branch, residual, next_norm, out_dtype) -> tuple[torch.Tensor, torch.Tensor]:
         if self.config.fault == "non-contiguous":
             branch = column_major(branch)
-        return _call(kernels.add_rmsnorm, self.config, branch, residual, norm.weight, self.config.norm_eps)
+        return _call(kernels.add_rmsnorm, self.config, branch, residual, next_norm.weight, self.config.norm_eps, out_dtype)
 
+    def _gemm_weights(self) -> list[torch.Tensor]:
+        """Every weight a GEMM reads: the MixedLinears' in module order, then the tied embedding."""
+        return [m.weight for m in self.modules() if isinstance(m, MixedLinear)] + [self.embed.weight]
+
+    def _low_precision_weights(self, dtype: torch.dtype) -> list[torch.Tensor]:
+        """bf16 copies of _gemm_weights(), made by one cast of the flat fp32 buffer they live in.
+
+        The first call (and any after the parameters moved, e.g. ``model.to(device)``) re-homes
+        the weights into one fresh buffer by swapping each Parameter's data, so the optimizer's
+        references stay valid. The copies carry no autograd history: _LowPrecisionLinear sends
+        the gradient to the fp32 weights.
+        """
+        weights = self._gemm_weights()
+        if [w.data_ptr() for w in weights] != self._flat_ptrs:
+            with torch.no_grad():
+                flat = torch.cat([w.detach().reshape(-1) for w in weights])
+                offset = 0
+                for w in weights:
+                    w.data = flat[offset : offset + w.numel()].view_as(w)
+                    offset += w.numel()
+            self._flat = flat
+            self._flat_ptrs = [w.data_ptr() for w in weights]
+        with torch.no_grad(), record_function("cast_weights"):
+            flat_lp = self._flat.to(dtype)
+        out, offset = [], 0
+        for w in weights:
+            out.append(flat_lp[offset : offset + w.numel()].view_as(w))
+            offset += w.numel()
+        return out

@@ -57,3 +57,23 @@ def test_add_rmsnorm_bf16_branch_into_fp32_residual(check, device):
     y, h = add_rmsnorm(x, r, w)
     assert y.dtype == h.dtype == torch.float32
     check(add_rmsnorm, add_rmsnorm_reference, [x, r, w], dtype=torch.bfloat16, grad_inputs=[0, 1, 2])
+
+
+def test_add_rmsnorm_bf16_norm_out_of_fp32_residual(check, device):
+    """v4 under autocast: bf16 branch, fp32 residual stream, norm asked for in bf16. The branch
+    gets its gradient in bf16 and the residual in fp32, the same values (one kernel, two stores)."""
+    x = torch.randn(2, 9, 200, device=device).bfloat16().requires_grad_()
+    r = torch.randn(2, 9, 200, device=device, requires_grad=True)
+    w = torch.randn(200, device=device, requires_grad=True)
+    y, h = add_rmsnorm(x, r, w, out_dtype=torch.bfloat16)
+    assert (y.dtype, h.dtype) == (torch.bfloat16, torch.float32)
+    gx, gr = torch.autograd.grad((y, h), (x, r), (torch.randn_like(y), torch.randn_like(h)))
+    assert (gx.dtype, gr.dtype) == (torch.bfloat16, torch.float32)
+    # within one bf16 rounding (the interpreter's fp32 -> bf16 cast truncates)
+    torch.testing.assert_close(gx.float(), gr, rtol=2**-7, atol=1e-6)
+
+    def fn(a, b, c):
+        y, h = add_rmsnorm(a, b, c, out_dtype=torch.bfloat16)
+        return y.float(), h
+
+    check(fn, add_rmsnorm_reference, [x, r, w], dtype=torch.bfloat16, grad_inputs=[0, 1, 2])

@@ -185,7 +185,8 @@ KERNELS = {
 def _gpu_launches(device):
     """(what, forward call, expected launches of its forward and backward). The expected grids
     and options are those of the GPU path before the interpreter got row tiles, plus ROWS=1
-    (and COLS=1) where a kernel takes it now."""
+    (and COLS=1) where a kernel takes it now, and the RMSNorm backward's later options (a
+    second dx dtype, the dweight sum fused into the kernel when its partials are small)."""
     def t(*shape):
         return _randn(*shape, device=device)
 
@@ -201,11 +202,12 @@ def _gpu_launches(device):
     for n, block, warps, single in [(200, 256, 4, True), (3000, 4096, 8, True), (9000, 8192, 16, False)]:
         cases.append((f"rmsnorm N={n}", lambda n=n: rmsnorm(t(37, n), t(n)), [
             ("_rmsnorm_fwd_kernel", (37,), dict(HAS_RESIDUAL=False, **norm(block, warps, single))),
-            ("_rmsnorm_bwd_kernel", (min(37, bwd_programs),), dict(HAS_DRESIDUAL=False, **norm(block, warps, single))),
+            ("_rmsnorm_bwd_kernel", (min(37, bwd_programs),),
+             dict(HAS_DRESIDUAL=False, HAS_DX2=False, FUSE_DW=single, **norm(block, warps, single))),
         ]))
     cases.append(("add_rmsnorm", lambda: add_rmsnorm(t(5, 7, 200), t(5, 7, 200), t(200)), [
         ("_rmsnorm_fwd_kernel", (35,), dict(HAS_RESIDUAL=True, **norm(256, 4))),
-        ("_rmsnorm_bwd_kernel", (min(35, bwd_programs),), dict(HAS_DRESIDUAL=True, **norm(256, 4))),
+        ("_rmsnorm_bwd_kernel", (min(35, bwd_programs),), dict(HAS_DRESIDUAL=True, HAS_DX2=False, FUSE_DW=True, **norm(256, 4))),
     ]))
     for f, block, col_blocks, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
         cases.append((f"swiglu F={f}", lambda f=f: swiglu(t(37, 2 * f)), [

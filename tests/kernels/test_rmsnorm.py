@@ -65,3 +65,36 @@ def test_rmsnorm_wide_rows_loop_over_blocks(check, device, dtype, monkeypatch):
 def test_rmsnorm_rejects_wrong_weight(device):
     with pytest.raises(ValueError, match="weight"):
         rmsnorm(torch.randn(4, 8, device=device), torch.randn(9, device=device))
+
+
+def test_rmsnorm_out_dtype_bf16_from_fp32(check, device):
+    """Under autocast v4 asks for the norm in bf16 (it feeds a bf16 GEMM); the gradient then
+    arrives in bf16 while x stays fp32."""
+    x = torch.randn(3, 37, 200, device=device, requires_grad=True)
+    w = _weight(200, torch.float32, device)
+    y = rmsnorm(x, w, out_dtype=torch.bfloat16)
+    assert y.dtype == torch.bfloat16
+    check(
+        lambda a, b: rmsnorm(a, b, out_dtype=torch.bfloat16).float(),
+        rmsnorm_reference, [x, w], dtype=torch.bfloat16, grad_inputs=[0, 1],
+    )
+
+
+@pytest.mark.parametrize("rows", [5, 37, 300])
+def test_rmsnorm_dweight_fused_sum_matches_torch_sum(device, monkeypatch, rows):
+    """The last-program dweight sum gives what summing the partials in torch gives, and leaves
+    its counter at zero: a second backward (same counter) gets the same answer."""
+    x = torch.randn(rows, 200, device=device, requires_grad=True)
+    w = _weight(200, torch.float32, device)
+    dy = torch.randn(rows, 200, device=device)
+
+    def dweight():
+        (dw,) = torch.autograd.grad(rmsnorm(x, w), w, dy)
+        return dw
+
+    fused, again = dweight(), dweight()
+    monkeypatch.setattr(rmsnorm_mod, "MAX_FUSED_DW", 0)
+    unfused = dweight()
+    torch.testing.assert_close(fused, unfused, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(again, fused, rtol=0, atol=0)
+    assert rmsnorm_mod._dw_counter(x.device).item() == 0
