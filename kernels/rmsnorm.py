@@ -23,7 +23,16 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, program_rows, row_num_warps, row_sum, sm_count, tile_rows
+from kernels._utils import (
+    as_rows,
+    check_tensors,
+    interpreter_config,
+    program_rows,
+    row_num_warps,
+    row_sum,
+    sm_count,
+    tile_rows,
+)
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192
@@ -31,9 +40,17 @@ MAX_FUSED_N = 8192
 # prefetch in the kernel): 2 per SM ran the backward at 83% of copy bandwidth (97% at 65536
 # rows), against 68-80% for 1, 4 or 8.
 BWD_PROGRAMS_PER_SM = 2
-# Largest [programs, N] partial-dweight buffer the last program sums by itself (fp32 elements).
-# One program reads it: 128K elements is 512 KB, about a microsecond; bigger goes to torch.
-MAX_FUSED_DW = 1 << 17
+# Largest [programs, N] partial-dweight buffer the last program sums by itself (fp32 elements),
+# reading DW_TILE elements per step; bigger buffers (wide rows) are summed by torch.
+MAX_FUSED_DW = 1 << 18
+DW_TILE = 8192
+# Elements of one backward tile on a GPU. Rows of 4096 keep enough loads in flight one at a
+# time; at the model's 512 a one-row tile left the backward at half the copy bandwidth (H200,
+# 8192 x 512), so narrow rows are walked several at a time.
+BWD_TILE = 2048
+# Tiles each backward program walks at least: short inputs get fewer programs, so fewer partial
+# rows for the dweight sum.
+MIN_BWD_TILES = 2
 
 
 @triton.jit
@@ -109,6 +126,7 @@ def _rmsnorm_bwd_kernel(
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_BLOCK: tl.constexpr,
+    DW_ROWS: tl.constexpr,
 ):
     """dx = rstd * (w*dy - xhat * mean(w*dy*xhat)) [+ dh]; partial dw = sum_rows dy*xhat.
 
@@ -177,10 +195,13 @@ def _rmsnorm_bwd_kernel(
             # last program's reads after it (acquire); .cg loads skip the incoherent L1.
             finished = tl.atomic_add(COUNTER, 1, sem="acq_rel")
             if finished == tl.num_programs(0) - 1:
-                total = tl.zeros([1, BLOCK_N], dtype=tl.float32)
-                for p in range(0, tl.num_programs(0)):
-                    total += tl.load(DW_PARTIAL + p * N + cols, mask=col_ok, other=0.0, cache_modifier=".cg")
-                tl.store(DW + cols, total, mask=col_ok)
+                # DW_ROWS partial rows a step, so many loads are in flight; fixed order.
+                parts = tl.arange(0, DW_ROWS)[:, None]
+                total = tl.zeros([DW_ROWS, BLOCK_N], dtype=tl.float32)
+                for p in range(0, tl.num_programs(0), DW_ROWS):
+                    ok = (p + parts < tl.num_programs(0)) & col_ok
+                    total += tl.load(DW_PARTIAL + (p + parts) * N + cols, mask=ok, other=0.0, cache_modifier=".cg")
+                tl.store(DW + cols, tl.sum(total, axis=0)[None, :], mask=col_ok)
                 tl.store(COUNTER, 0)
     else:
         # DW_PARTIAL starts zeroed; each element is read and written only by the thread that
@@ -280,11 +301,12 @@ def rmsnorm_backward(
     None, dweight). dy may come in another dtype than x (a bf16 GEMM's input gradient)."""
     M, N = x2d.shape
     block_n, single = _block_n(N)
-    rows = tile_rows(M, block_n)
+    rows = tile_rows(M, block_n) if interpreter_config() else max(1, min(BWD_TILE // block_n, triton.next_power_of_2(M)))
     dx = torch.empty((M, N), dtype=x2d.dtype, device=x2d.device)
     dx2 = torch.empty((M, N), dtype=dx2_dtype, device=x2d.device) if dx2_dtype is not None else None
-    programs = max(1, min(triton.cdiv(M, rows), sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
-    rows_per_program = triton.cdiv(M, programs) if M > 0 else 0
+    programs = max(1, min(triton.cdiv(M, rows * MIN_BWD_TILES), sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
+    # whole tiles per program (the last programs may get fewer rows, or none)
+    rows_per_program = triton.cdiv(triton.cdiv(M, programs), rows) * rows if M > 0 else 0
     fuse_dw = single and M > 0 and programs * N <= MAX_FUSED_DW
     alloc = torch.empty if single else torch.zeros
     dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
@@ -304,7 +326,8 @@ def rmsnorm_backward(
             ROWS=rows,
             BLOCK_N=block_n,
             SINGLE_BLOCK=single,
-            num_warps=row_num_warps(block_n),
+            DW_ROWS=max(1, min(DW_TILE // block_n, triton.next_power_of_2(programs))),
+            num_warps=row_num_warps(block_n * rows),
         )
     else:
         dw_partial.zero_()

@@ -198,16 +198,27 @@ def _gpu_launches(device):
     def attn(block_m, block_n, warps):
         return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=3)
 
+    def norm_bwd(programs, rows, block, warps, single=True, **flags):
+        return ("_rmsnorm_bwd_kernel", (min(programs, bwd_programs),), dict(
+            flags, HAS_DX2=False, FUSE_DW=single, ROWS=rows, BLOCK_N=block, SINGLE_BLOCK=single,
+            DW_ROWS=max(1, min(8192 // block, triton.next_power_of_2(min(programs, bwd_programs)))),
+            num_warps=warps,
+        ))
+
     cases = []
-    for n, block, warps, single in [(200, 256, 4, True), (3000, 4096, 8, True), (9000, 8192, 16, False)]:
+    # the backward walks 2048-element tiles of rows (8 rows of 256 here), two tiles a program at least
+    for n, block, warps, single, bwd in [
+        (200, 256, 4, True, norm_bwd(3, 8, 256, 8, HAS_DRESIDUAL=False)),
+        (3000, 4096, 8, True, norm_bwd(19, 1, 4096, 8, HAS_DRESIDUAL=False)),
+        (9000, 8192, 16, False, norm_bwd(19, 1, 8192, 16, single=False, HAS_DRESIDUAL=False)),
+    ]:
         cases.append((f"rmsnorm N={n}", lambda n=n: rmsnorm(t(37, n), t(n)), [
             ("_rmsnorm_fwd_kernel", (37,), dict(HAS_RESIDUAL=False, **norm(block, warps, single))),
-            ("_rmsnorm_bwd_kernel", (min(37, bwd_programs),),
-             dict(HAS_DRESIDUAL=False, HAS_DX2=False, FUSE_DW=single, **norm(block, warps, single))),
+            bwd,
         ]))
     cases.append(("add_rmsnorm", lambda: add_rmsnorm(t(5, 7, 200), t(5, 7, 200), t(200)), [
         ("_rmsnorm_fwd_kernel", (35,), dict(HAS_RESIDUAL=True, **norm(256, 4))),
-        ("_rmsnorm_bwd_kernel", (min(35, bwd_programs),), dict(HAS_DRESIDUAL=True, HAS_DX2=False, FUSE_DW=True, **norm(256, 4))),
+        norm_bwd(3, 8, 256, 8, HAS_DRESIDUAL=True),
     ]))
     for f, block, col_blocks, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
         cases.append((f"swiglu F={f}", lambda f=f: swiglu(t(37, 2 * f)), [

@@ -81,9 +81,12 @@ def test_rmsnorm_out_dtype_bf16_from_fp32(check, device):
 
 
 @pytest.mark.parametrize("rows", [5, 37, 300])
-def test_rmsnorm_dweight_fused_sum_matches_torch_sum(device, monkeypatch, rows):
+@pytest.mark.parametrize("dw_tile", [8192, 512])
+def test_rmsnorm_dweight_fused_sum_matches_torch_sum(launch, device, monkeypatch, rows, dw_tile):
     """The last-program dweight sum gives what summing the partials in torch gives, and leaves
-    its counter at zero: a second backward (same counter) gets the same answer."""
+    its counter at zero: a second backward (same counter) gets the same answer. A small DW_TILE
+    makes the last program walk the partials in several (ragged) steps."""
+    monkeypatch.setattr(rmsnorm_mod, "DW_TILE", dw_tile)
     x = torch.randn(rows, 200, device=device, requires_grad=True)
     w = _weight(200, torch.float32, device)
     dy = torch.randn(rows, 200, device=device)
