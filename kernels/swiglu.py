@@ -32,7 +32,11 @@ def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.con
 
 
 @triton.jit
-def _swiglu_bwd_kernel(GU, stride_gu, DY, stride_dy, DGU, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def _swiglu_bwd_kernel(
+    GU, stride_gu, DY, stride_dy, DGU, Y, F, M, STORE_Y: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr
+):
+    """d(gate_up) from gate_up and dy; with STORE_Y, also the forward's y, recomputed (for a
+    caller that did not keep it, see models/v4_ultra.py)."""
     rows, row_ok = program_rows(M, ROWS)
     rows = rows.to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
@@ -48,6 +52,8 @@ def _swiglu_bwd_kernel(GU, stride_gu, DY, stride_dy, DGU, F, M, ROWS: tl.constex
     dgu = DGU + rows * (2 * F) + cols
     tl.store(dgu, dgate.to(DGU.dtype.element_ty), mask=mask)
     tl.store(dgu + F, (dy * silu).to(DGU.dtype.element_ty), mask=mask)
+    if STORE_Y:
+        tl.store(Y + rows * F + cols, (silu * up).to(Y.dtype.element_ty), mask=mask)
 
 
 def _config(rows: int, f: int) -> tuple[int, int, int]:
@@ -65,34 +71,50 @@ def _unit_col_stride(t2d: Tensor) -> Tensor:
     return t2d if t2d.stride(1) == 1 else t2d.contiguous()
 
 
+def swiglu_forward(gate_up2d: Tensor) -> Tensor:
+    """Launch the forward on a [M, 2F] view; returns y [M, F], contiguous."""
+    gu = _unit_col_stride(gate_up2d)
+    rows, f = gu.shape[0], gu.shape[1] // 2
+    y = torch.empty((rows, f), dtype=gu.dtype, device=gu.device)
+    rows_pp, block, warps = _config(rows, f)
+    if y.numel():
+        _swiglu_fwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
+            gu, gu.stride(0), y, f, rows, ROWS=rows_pp, BLOCK=block, num_warps=warps
+        )
+    return y
+
+
+def swiglu_backward(gate_up2d: Tensor, dy2d: Tensor, recompute_y: bool = False) -> tuple[Tensor, Tensor | None]:
+    """Launch the backward on [M, 2F] and [M, F] views; returns (d gate_up [M, 2F], and with
+    ``recompute_y`` the forward's y [M, F], else None), contiguous."""
+    gu = _unit_col_stride(gate_up2d)
+    dy2d = _unit_col_stride(dy2d)
+    rows, f = gu.shape[0], gu.shape[1] // 2
+    dgu = torch.empty((rows, 2 * f), dtype=gu.dtype, device=gu.device)
+    y = torch.empty((rows, f), dtype=gu.dtype, device=gu.device) if recompute_y else None
+    rows_pp, block, warps = _config(rows, f)
+    if dgu.numel():
+        _swiglu_bwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
+            gu, gu.stride(0), dy2d, dy2d.stride(0), dgu, y if recompute_y else dgu, f, rows,
+            STORE_Y=recompute_y, ROWS=rows_pp, BLOCK=block, num_warps=warps,
+        )
+    return dgu, y
+
+
 class _SwiGLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gate_up: Tensor) -> Tensor:
         check_tensors(gate_up)
-        gu = _unit_col_stride(as_rows(gate_up))
-        rows, f = gu.shape[0], gu.shape[1] // 2
-        y = torch.empty((rows, f), dtype=gu.dtype, device=gu.device)
-        rows_pp, block, warps = _config(rows, f)
-        if y.numel():
-            _swiglu_fwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
-                gu, gu.stride(0), y, f, rows, ROWS=rows_pp, BLOCK=block, num_warps=warps
-            )
+        gu = as_rows(gate_up)
+        y = swiglu_forward(gu)
         ctx.save_for_backward(gu)
         ctx.shape = gate_up.shape
-        return y.view(*gate_up.shape[:-1], f)
+        return y.view(*gate_up.shape[:-1], y.shape[1])
 
     @staticmethod
     def backward(ctx, dy: Tensor):
         (gu,) = ctx.saved_tensors
-        dy2d = _unit_col_stride(as_rows(dy))
-        rows, f = gu.shape[0], gu.shape[1] // 2
-        dgu = torch.empty((rows, 2 * f), dtype=gu.dtype, device=gu.device)
-        rows_pp, block, warps = _config(rows, f)
-        if dgu.numel():
-            _swiglu_bwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
-                gu, gu.stride(0), dy2d, dy2d.stride(0), dgu, f, rows,
-                ROWS=rows_pp, BLOCK=block, num_warps=warps,
-            )
+        dgu, _ = swiglu_backward(gu, as_rows(dy))
         return dgu.view(ctx.shape)
 
 

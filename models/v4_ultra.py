@@ -8,6 +8,8 @@
 - Whole-step CUDA/HIP graph capture (toggle `cuda_graph`, on by default on GPUs): one launch
   replays forward, backward and the fused AdamW, removing per-kernel launch overhead, which
   dominates at this model size. Done by the trainer.
+- SwiGLU and the down projection in one autograd Function that keeps only gate_up: the
+  activation (a fifth of what a layer saves) is written again by the backward kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
 - Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
   use and casts each bf16 weight gradient back to fp32: 66 small kernels a step at the default
@@ -29,6 +31,7 @@ from torch.profiler import record_function
 import kernels
 from models.common import ModelConfig
 from models.v2_fused import sdpa_causal
+from kernels.swiglu import swiglu_backward, swiglu_forward
 from models.v3_triton import Attention, Block, SwiGLU, TinyLlamaV3, _call, column_major
 
 
@@ -50,7 +53,8 @@ def mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             return torch.mm(a, b, out_dtype=torch.float32)
         except (RuntimeError, TypeError):  # NotImplementedError on CPU builds is a RuntimeError
             _MM_OUT_DTYPE[a.device.type] = False
-    return torch.mm(a, b).float()
+    with record_function("mm_fp32_fallback"):
+        return torch.mm(a, b).float()
 
 
 class _LowPrecisionLinear(torch.autograd.Function):
@@ -94,8 +98,41 @@ class SdpaAttention(UltraAttention):
         return sdpa_causal(q, k, v)
 
 
+class _SwiGLUDown(torch.autograd.Function):
+    """down_proj(swiglu(gate_up)) that saves gate_up only: the backward's SwiGLU kernel writes
+    the activation again beside d(gate_up), for the down projection's weight gradient.
+
+    The activation is [tokens, ffn_dim], the largest tensor a layer would keep (a fifth of the
+    layer's saved activations at the default size); recomputing it costs one extra write.
+    """
+
+    @staticmethod
+    def forward(ctx, gate_up: torch.Tensor, weight: torch.Tensor, weight_lp: torch.Tensor | None) -> torch.Tensor:
+        gu = gate_up.reshape(-1, gate_up.shape[-1])
+        w = weight if weight_lp is None else weight_lp
+        out = F.linear(swiglu_forward(gu), w)
+        ctx.save_for_backward(gu, w)
+        ctx.low_precision = weight_lp is not None
+        return out.view(*gate_up.shape[:-1], out.shape[-1])
+
+    @staticmethod
+    def backward(ctx, dout: torch.Tensor):
+        gu, w = ctx.saved_tensors
+        dout2d = dout.reshape(-1, dout.shape[-1]).to(w.dtype)
+        dgu, act = swiglu_backward(gu, dout2d @ w, recompute_y=True)
+        dw = mm_fp32(dout2d.t(), act) if ctx.low_precision else dout2d.t() @ act
+        return dgu.view(*dout.shape[:-1], dgu.shape[-1]), dw, None
+
+
 class UltraSwiGLU(SwiGLU):
     linear = MixedLinear
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mc.fault == "naive-triton-swiglu":
+            return super().forward(x)
+        gate_up = self.gate_up_proj(x)
+        with record_function("triton_swiglu_down"):
+            return _SwiGLUDown.apply(gate_up, self.down_proj.weight, self.down_proj.weight_lp)
 
 
 class UltraBlock(Block):

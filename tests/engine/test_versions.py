@@ -101,9 +101,12 @@ def _tensor_casts(version, **kw) -> list[str]:
         loss.backward()
     casts = []
     for e in prof.events():
-        parent = e.cpu_parent.cpu_parent.name if e.cpu_parent and e.cpu_parent.cpu_parent else ""
-        if e.name == "aten::_to_copy" and e.input_shapes and e.input_shapes[0] and "LowPrecisionLinear" not in parent:
-            casts.append(f"{e.input_shapes[0]} in {parent}")
+        parents, p = [], e.cpu_parent
+        while p is not None:
+            parents.append(p.name)
+            p = p.cpu_parent
+        if e.name == "aten::_to_copy" and e.input_shapes and e.input_shapes[0] and "mm_fp32_fallback" not in parents:
+            casts.append(f"{e.input_shapes[0]} in {' < '.join(parents[1:3])}")
     return casts
 
 

@@ -223,7 +223,7 @@ def _gpu_launches(device):
     for f, block, col_blocks, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
         cases.append((f"swiglu F={f}", lambda f=f: swiglu(t(37, 2 * f)), [
             ("_swiglu_fwd_kernel", (37, col_blocks), dict(ROWS=1, BLOCK=block, num_warps=warps)),
-            ("_swiglu_bwd_kernel", (37, col_blocks), dict(ROWS=1, BLOCK=block, num_warps=warps)),
+            ("_swiglu_bwd_kernel", (37, col_blocks), dict(STORE_Y=False, ROWS=1, BLOCK=block, num_warps=warps)),
         ]))
     for (b, s, h, d), block_h, head_blocks in [((2, 37, 12, 64), 16, 1), ((2, 5, 96, 128), 32, 3)]:
         grid, options = (b * s, head_blocks), dict(ROWS=1, BLOCK_H=block_h, BLOCK_D=d // 2, num_warps=4)

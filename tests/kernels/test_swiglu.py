@@ -43,3 +43,21 @@ def test_swiglu_any_shape(rows, f, seed):
     ref_gu = gu.detach().requires_grad_()
     g_ref, = torch.autograd.grad(swiglu_reference(ref_gu), ref_gu, dy)
     torch.testing.assert_close(g, g_ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_swiglu_backward_recomputes_y(launch, device, dtype):
+    """The backward can hand back the forward's output too (v4 saves gate_up only): the same
+    values the forward kernel writes, and the same d(gate_up) as without it."""
+    import importlib
+
+    swiglu_mod = importlib.import_module("kernels.swiglu")
+    base = (2 * torch.randn(37, 2 * 300 + 6, device=device)).to(dtype)
+    gu = base[:, 3:-3]  # strided rows
+    dy = torch.randn(37, 300, device=device).to(dtype)
+    dgu, y = swiglu_mod.swiglu_backward(gu, dy, recompute_y=True)
+    dgu_only, none = swiglu_mod.swiglu_backward(gu, dy)
+    assert none is None
+    torch.testing.assert_close(y, swiglu_mod.swiglu_forward(gu), rtol=0, atol=0)
+    torch.testing.assert_close(dgu, dgu_only, rtol=0, atol=0)
+    torch.testing.assert_close(y.double(), swiglu_reference(gu.double()), rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
