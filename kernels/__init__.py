@@ -9,7 +9,7 @@ Triton interpreter: set ``TRITON_INTERPRET=1`` before importing triton or this p
 
 from kernels.add_rmsnorm import add_rmsnorm
 from kernels.cross_entropy import cross_entropy
-from kernels.flash_attention import flash_attention
+from kernels.flash_attention import flash_attention, flash_attention_qkv
 from kernels.naive_swiglu import naive_swiglu_ffn
 from kernels.rmsnorm import rmsnorm
 from kernels.rope import rope, rope_cos_sin
@@ -19,6 +19,7 @@ __all__ = [
     "add_rmsnorm",
     "cross_entropy",
     "flash_attention",
+    "flash_attention_qkv",
     "naive_swiglu_ffn",
     "rmsnorm",
     "rope",

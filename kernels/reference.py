@@ -77,3 +77,14 @@ def attention_reference(
 def cross_entropy_reference(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
     """Mean over non-ignored rows, as a 0-dim fp32 (or float64) tensor; NaN if every row is ignored."""
     return F.cross_entropy(logits.to(_compute_dtype(logits)), targets, ignore_index=ignore_index)
+
+
+def attention_qkv_reference(qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, num_kv_heads: int) -> Tensor:
+    """Causal attention of a fused projection [B, S, (H + 2*KVH) * D] with RoPE on q and k."""
+    B, S, width = qkv.shape
+    D = width // (num_heads + 2 * num_kv_heads)
+    heads = qkv.view(B, S, num_heads + 2 * num_kv_heads, D)
+    q, k, v = heads.split([num_heads, num_kv_heads, num_kv_heads], dim=2)
+    q, k = rope_reference(q, cos, sin), rope_reference(k, cos, sin)
+    out = attention_reference(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
+    return out.transpose(1, 2).reshape(B, S, num_heads * D)

@@ -8,6 +8,9 @@
 - Whole-step CUDA/HIP graph capture (toggle `cuda_graph`, on by default on GPUs): one launch
   replays forward, backward and the fused AdamW, removing per-kernel launch overhead, which
   dominates at this model size. Done by the trainer.
+- RoPE applied inside the flash-attention kernels, which read q, k and v straight from the
+  fused QKV projection and write d(qkv) as one tensor: no RoPE kernels, no rotated copies kept
+  for the backward, no concatenation of dq, dk, dv.
 - SwiGLU and the down projection in one autograd Function that keeps only gate_up: the
   activation (a fifth of what a layer saves) is written again by the backward kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
@@ -90,10 +93,25 @@ class MixedLinear(nn.Linear):
 
 
 class UltraAttention(Attention):
+    """Attention read straight off the fused projection, RoPE inside the attention kernels."""
+
     linear = MixedLinear
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        mc = self.mc
+        with record_function("qkv_projection"):
+            qkv = self.qkv_proj(x)
+        with record_function("flash_attention_rope"):
+            out = _call(kernels.flash_attention_qkv, mc, qkv, cos, sin, mc.num_heads, mc.num_kv_heads)
+        with record_function("attention_output"):
+            return self.o_proj(out)
 
 
 class SdpaAttention(UltraAttention):
+    """v3's path (RoPE kernel, then attention) with torch's SDPA as the attention."""
+
+    forward = Attention.forward
+
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return sdpa_causal(q, k, v)
 

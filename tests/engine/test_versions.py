@@ -135,6 +135,36 @@ def test_v4_weights_share_one_buffer_and_survive_a_move():
     assert list(model.parameters()) == params_before
 
 
+def _saved_activation_bytes(version, **kw) -> int:
+    """Bytes of the distinct storages autograd keeps for the backward, parameters excluded."""
+    cfg = RunConfig(version=version, **SMALL, **kw).validate()
+    model = build_model(cfg).to(DEVICE)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    storages: dict[int, int] = {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        if st.data_ptr() not in params:
+            storages[st.data_ptr()] = st.nbytes()
+        return t
+
+    idx = torch.randint(0, cfg.vocab_size, (3, cfg.seq_len), device=DEVICE)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        model(idx, idx)
+    return sum(storages.values())
+
+
+def test_v4_keeps_less_for_the_backward_than_v3():
+    """v4 keeps neither the SwiGLU activation nor rotated copies of q and k (its attention
+    rotates as it loads from the projection): per token and layer, ffn_dim + (H + KVH) * D
+    fewer values than v3, which keeps both."""
+    v3, v4 = _saved_activation_bytes("v3"), _saved_activation_bytes("v4", sdpa=False)
+    mc = build_model(RunConfig(version="v4", **SMALL).validate()).config
+    per_token = mc.ffn_dim + (mc.num_heads + mc.num_kv_heads) * mc.head_dim
+    expected = 3 * SMALL["seq_len"] * SMALL["num_layers"] * per_token * 4
+    assert v3 - v4 >= expected, (v3, v4, expected)
+
+
 def test_fused_layouts_round_trip():
     _, _, model = loss_and_grads("v2")
     state = model.canonical_state()

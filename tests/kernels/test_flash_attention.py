@@ -2,8 +2,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels import flash_attention
-from kernels.reference import attention_reference
+from kernels import flash_attention, flash_attention_qkv
+from kernels.reference import attention_qkv_reference, attention_reference
 
 HAS_GPU = torch.cuda.is_available()
 # fp32 tl.dot runs as tf32 on NVIDIA GPUs (about 3e-4); the interpreter computes it exactly.
@@ -94,3 +94,41 @@ def test_flash_attention_rejects_bad_gqa(device):
     q, k = torch.randn(1, 3, 8, 16, device=device), torch.randn(1, 2, 8, 16, device=device)
     with pytest.raises(ValueError, match="KVH"):
         flash_attention(q, k, k)
+
+
+def _rope_tables(s, d, device):
+    from models.common import rope_cache
+
+    cos, sin = rope_cache(s + 3, d, 10000.0)  # longer than S: rows past S are never read
+    return cos.to(device), sin.to(device)
+
+
+@pytest.mark.parametrize(
+    "b,h,kvh,s,d,dtype",
+    [
+        (1, 4, 2, 37, 16, torch.float32),
+        (2, 2, 1, 33, 64, torch.bfloat16),
+        (1, 2, 2, 70, 32, torch.float32),
+        (1, 4, 1, 5, 64, torch.bfloat16),
+    ],
+)
+def test_flash_attention_qkv_matches_rope_then_attention(check, launch, device, b, h, kvh, s, d, dtype):
+    """RoPE inside the kernels (both directions) against the reference rope + attention, with
+    qkv a strided view (rows wider than the projection, as a slice of a bigger buffer)."""
+    width = (h + 2 * kvh) * d
+    base = (2 * torch.randn(b, s, width + 24, device=device)).to(dtype)
+    qkv = base[:, :, 8 : 8 + width].requires_grad_()
+    cos, sin = _rope_tables(s, d, device)
+    check(
+        lambda t: flash_attention_qkv(t, cos, sin, h, kvh),
+        lambda t: attention_qkv_reference(t, cos.double(), sin.double(), h, kvh),
+        [qkv], dtype=dtype, grad_inputs=[0], tol=_tol(dtype),
+    )
+
+
+def test_flash_attention_qkv_rejects_bad_shapes(device):
+    cos, sin = _rope_tables(8, 16, device)
+    with pytest.raises(ValueError, match="H=4, KVH=3"):
+        flash_attention_qkv(torch.randn(1, 8, 160, device=device), cos, sin, 4, 3)
+    with pytest.raises(ValueError, match="cos/sin"):
+        flash_attention_qkv(torch.randn(1, 8, 128, device=device), cos[:, :4], sin[:, :4], 4, 2)

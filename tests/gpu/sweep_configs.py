@@ -1,0 +1,97 @@
+"""Sweep launch configurations of the kernels at the model's own shapes (GPU only).
+
+Prints, per shape, the median GPU time of forward+backward (CUDA-graph replays) for each
+candidate config, fastest first, so the defaults in kernels/ can be checked on a new card:
+    python3 tests/gpu/sweep_configs.py [--seq-lens 128,1024]
+"""
+
+import argparse
+import importlib
+import itertools
+import sys
+
+import torch
+from triton.testing import do_bench_cudagraph
+
+from kernels import add_rmsnorm, flash_attention_qkv
+from models.common import rope_cache
+
+fa = importlib.import_module("kernels.flash_attention")
+rms = importlib.import_module("kernels.rmsnorm")
+
+
+def _fwd_bwd(fn, inputs):
+    out = fn(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    ups = [torch.randn_like(o) for o in outs]
+
+    def step():
+        res = fn(*inputs)
+        res = res if isinstance(res, tuple) else (res,)
+        torch.autograd.grad(res, inputs, ups)
+
+    return step
+
+
+def _us(step) -> float:
+    return 1e3 * float(do_bench_cudagraph(step, rep=50, return_mode="median"))
+
+
+def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
+    qkv = torch.randn(batch, seq, (heads + 2 * kv_heads) * d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    cos, sin = (t.cuda() for t in rope_cache(seq, d, 10000.0))
+    step = _fwd_bwd(lambda t: flash_attention_qkv(t, cos, sin, heads, kv_heads), [qkv])
+    default_bwd = fa._bwd_config
+    rows = []
+    for bm, bn, warps, stages in itertools.product([16, 32, 64], [32, 64, 128], [4, 8], [2, 3]):
+        if bn % bm or bn > seq:
+            continue
+        dkdv = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
+        fa._bwd_config = lambda D, S, dkdv=dkdv: (dkdv, default_bwd(D, S)[1])
+        try:
+            rows.append((_us(step), f"dkdv {dkdv}"))
+        except Exception as e:  # out of shared memory etc.
+            rows.append((float("inf"), f"dkdv {dkdv}: {type(e).__name__}"))
+    for bm, bn, warps in itertools.product([32, 64, 128], [32, 64], [4, 8]):
+        if bm % bn or bm > seq:
+            continue
+        dq = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=3)
+        fa._bwd_config = lambda D, S, dq=dq: (default_bwd(D, S)[0], dq)
+        try:
+            rows.append((_us(step), f"dq {dq}"))
+        except Exception as e:
+            rows.append((float("inf"), f"dq {dq}: {type(e).__name__}"))
+    fa._bwd_config = default_bwd
+    rows.append((_us(step), "default"))
+    print(f"\n== flash_attention_qkv fwd+bwd, B{batch} S{seq} H{heads}/{kv_heads} D{d} bf16 (us)")
+    for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default"]:
+        print(f"   {t:9.1f}  {what}")
+
+
+def sweep_norm(tokens: int, n=512):
+    x = torch.randn(tokens, n, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    r = torch.randn(tokens, n, device="cuda", requires_grad=True)
+    w = torch.randn(n, device="cuda", requires_grad=True)
+    step = _fwd_bwd(lambda a, b, c: add_rmsnorm(a, b, c, out_dtype=torch.bfloat16), [x, r, w])
+    default = rms.BWD_TILE
+    print(f"\n== add_rmsnorm fwd+bwd (bf16 branch, fp32 residual), {tokens} x {n} (us)")
+    for tile in [512, 1024, 2048, 4096, 8192]:
+        for per_sm in [1, 2, 4]:
+            rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM = tile, per_sm
+            print(f"   {_us(step):9.1f}  BWD_TILE {tile} ({tile // n} rows), {per_sm} programs/SM")
+    rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM = default, 2
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seq-lens", default="128,1024")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name())
+    for seq in (int(s) for s in args.seq_lens.split(",")):
+        sweep_norm(8 * seq)
+        sweep_attention(seq)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
