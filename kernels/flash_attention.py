@@ -59,21 +59,26 @@ def _load(ptrs, mask):
 
 
 @triton.jit
-def _load_rope(rows_ptr, stride_d, mask, COS, SIN, pos, offs_d, HEAD_DIM: tl.constexpr, ROPE: tl.constexpr):
-    """A [rows, HEAD_DIM] tile of q or k (row pointers ``rows_ptr`` [rows, 1]); with ROPE, rotated
+def _load_rope(rows_ptr, stride_d, mask, COS, SIN, pos, offs_d,
+               ROWS: tl.constexpr, HEAD_DIM: tl.constexpr, ROPE: tl.constexpr):
+    """A [ROWS, HEAD_DIM] tile of q or k (row pointers ``rows_ptr`` [ROWS, 1]); with ROPE, rotated
     by the rows' positions ``pos`` (half-split RoPE, cos/sin [S, HEAD_DIM/2] fp32):
-    x*cos + rotate_half(x)*sin, in fp32 and rounded back to the input dtype as kernels.rope
-    rounds. rotate_half's partner column (d +- HEAD_DIM/2) is a second load of the same lines,
-    which cache serves."""
-    x = _load(rows_ptr + offs_d[None, :] * stride_d, mask)
+    (x1, x2) -> (x1*cos - x2*sin, x2*cos + x1*sin), in fp32, rounded back to the input dtype as
+    kernels.rope rounds. The halves are loaded as two contiguous tiles and joined after."""
     if ROPE:
         HALF: tl.constexpr = HEAD_DIM // 2
-        partner = _load(rows_ptr + ((offs_d + HALF) % HEAD_DIM)[None, :] * stride_d, mask)
-        cs = pos[:, None] * HALF + (offs_d % HALF)[None, :]
+        offs_h = tl.arange(0, HALF)[None, :]
+        x1 = _load(rows_ptr + offs_h * stride_d, mask)
+        x2 = _load(rows_ptr + (offs_h + HALF) * stride_d, mask)
+        cs = pos[:, None] * HALF + offs_h
         c = _load(COS + cs, mask)
         s = _load(SIN + cs, mask)
-        sign = tl.where(offs_d < HALF, -1.0, 1.0)[None, :]
-        x = (x.to(tl.float32) * c + sign * partner.to(tl.float32) * s).to(x.dtype)
+        f1, f2 = x1.to(tl.float32), x2.to(tl.float32)
+        y1 = (f1 * c - f2 * s).to(x1.dtype)
+        y2 = (f2 * c + f1 * s).to(x1.dtype)
+        x = tl.reshape(tl.permute(tl.join(y1, y2), (0, 2, 1)), (ROWS, HEAD_DIM))
+    else:
+        x = _load(rows_ptr + offs_d[None, :] * stride_d, mask)
     return x
 
 
@@ -113,9 +118,9 @@ def _fwd_inner(
         v_ptrs = V_head + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
         k_rows = K_head + offs_n[:, None] * stride_kn
         if BOUND_MASK:
-            k = _load_rope(k_rows, stride_kd, (offs_n < S)[:, None], COS, SIN, offs_n, offs_d, HEAD_DIM, ROPE)
+            k = _load_rope(k_rows, stride_kd, (offs_n < S)[:, None], COS, SIN, offs_n, offs_d, BLOCK_N, HEAD_DIM, ROPE)
         else:
-            k = _load_rope(k_rows, stride_kd, None, COS, SIN, offs_n, offs_d, HEAD_DIM, ROPE)
+            k = _load_rope(k_rows, stride_kd, None, COS, SIN, offs_n, offs_d, BLOCK_N, HEAD_DIM, ROPE)
         qk = _dot(q, tl.trans(k), FP32_DOT) * qk_scale
         if CAUSAL_MASK:
             qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
@@ -159,7 +164,7 @@ def _attn_fwd_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < S
-    q = _load_rope(Q + b * sqb + h * sqh + offs_m[:, None] * sqm, sqd, row_ok[:, None], COS, SIN, offs_m, offs_d, HEAD_DIM, ROPE)
+    q = _load_rope(Q + b * sqb + h * sqh + offs_m[:, None] * sqm, sqd, row_ok[:, None], COS, SIN, offs_m, offs_d, BLOCK_M, HEAD_DIM, ROPE)
     K_head = K + b * skb + kvh * skh
     V_head = V + b * svb + kvh * svh
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
@@ -234,7 +239,7 @@ def _bwd_dkdv_inner(
     for start_m in range(lo, hi, BLOCK_M):
         offs_m = start_m + tl.arange(0, BLOCK_M)
         row_ok = offs_m < S
-        q = _load_rope(Q_head + offs_m[:, None] * sqm, sqd, row_ok[:, None], COS, SIN, offs_m, offs_d, HEAD_DIM, ROPE)
+        q = _load_rope(Q_head + offs_m[:, None] * sqm, sqd, row_ok[:, None], COS, SIN, offs_m, offs_d, BLOCK_M, HEAD_DIM, ROPE)
         do = tl.load(DO_head + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=row_ok[:, None], other=0.0)
         # Padding rows get lse = +inf, hence p = 0: they add nothing to dK or dV.
         lse = tl.load(LSE_head + offs_m, mask=row_ok, other=float("inf"))
@@ -273,7 +278,7 @@ def _attn_bwd_dkdv_kernel(
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     col_ok = (offs_n < S)[:, None]
-    k = _load_rope(K + b * skb + kvh * skh + offs_n[:, None] * skn, skd, col_ok, COS, SIN, offs_n, offs_d, HEAD_DIM, ROPE)
+    k = _load_rope(K + b * skb + kvh * skh + offs_n[:, None] * skn, skd, col_ok, COS, SIN, offs_n, offs_d, BLOCK_N, HEAD_DIM, ROPE)
     v = tl.load(V + b * svb + kvh * svh + offs_n[:, None] * svn + offs_d[None, :] * svd, mask=col_ok, other=0.0)
     dk = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
     dv = tl.zeros([BLOCK_N, HEAD_DIM], dtype=tl.float32)
@@ -330,10 +335,10 @@ def _bwd_dq_inner(
         v_ptrs = V_head + offs_n[:, None] * svn + offs_d[None, :] * svd
         # Padding keys load as zeros: whatever p they get, ds @ k adds zero to dQ.
         if BOUND_MASK:
-            k = _load_rope(k_rows, skd, (offs_n < S)[:, None], COS, SIN, offs_n, offs_d, HEAD_DIM, ROPE)
+            k = _load_rope(k_rows, skd, (offs_n < S)[:, None], COS, SIN, offs_n, offs_d, BLOCK_N, HEAD_DIM, ROPE)
             v = tl.load(v_ptrs, mask=(offs_n < S)[:, None], other=0.0)
         else:
-            k = _load_rope(k_rows, skd, None, COS, SIN, offs_n, offs_d, HEAD_DIM, ROPE)
+            k = _load_rope(k_rows, skd, None, COS, SIN, offs_n, offs_d, BLOCK_N, HEAD_DIM, ROPE)
             v = tl.load(v_ptrs)
         p = tl.exp2(_dot(q, tl.trans(k), FP32_DOT) * qk_scale - lse[:, None])
         if CAUSAL_MASK:
@@ -368,7 +373,7 @@ def _attn_bwd_dq_kernel(
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m < S
-    q = _load_rope(Q + b * sqb + h * sqh + offs_m[:, None] * sqm, sqd, row_ok[:, None], COS, SIN, offs_m, offs_d, HEAD_DIM, ROPE)
+    q = _load_rope(Q + b * sqb + h * sqh + offs_m[:, None] * sqm, sqd, row_ok[:, None], COS, SIN, offs_m, offs_d, BLOCK_M, HEAD_DIM, ROPE)
     do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=row_ok[:, None], other=0.0)
     lse = tl.load(LSE + off_bh.to(tl.int64) * S + offs_m, mask=row_ok, other=float("inf"))
     delta = tl.load(DELTA + off_bh.to(tl.int64) * S + offs_m, mask=row_ok, other=0.0)

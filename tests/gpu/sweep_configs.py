@@ -13,7 +13,7 @@ import sys
 import torch
 from triton.testing import do_bench_cudagraph
 
-from kernels import add_rmsnorm, flash_attention_qkv
+from kernels import add_rmsnorm, flash_attention, flash_attention_qkv, rope
 from models.common import rope_cache
 
 fa = importlib.import_module("kernels.flash_attention")
@@ -63,8 +63,17 @@ def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
             rows.append((float("inf"), f"dq {dq}: {type(e).__name__}"))
     fa._bwd_config = default_bwd
     rows.append((_us(step), "default"))
+
+    def separate_rope(t):  # v3's path: RoPE kernel, attention on the rotated copy, torch.cat in the backward
+        qk, v = t.split([(heads + kv_heads) * d, kv_heads * d], dim=-1)
+        qk = rope(qk.view(batch, seq, heads + kv_heads, d), cos, sin)
+        q, k = qk.split([heads, kv_heads], dim=2)
+        out = flash_attention(q.transpose(1, 2), k.transpose(1, 2), v.view(batch, seq, kv_heads, d).transpose(1, 2))
+        return out.transpose(1, 2).reshape(batch, seq, heads * d)
+
+    rows.append((_us(_fwd_bwd(separate_rope, [qkv])), "separate rope kernel + flash_attention"))
     print(f"\n== flash_attention_qkv fwd+bwd, B{batch} S{seq} H{heads}/{kv_heads} D{d} bf16 (us)")
-    for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default"]:
+    for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default" or "separate" in r[1]]:
         print(f"   {t:9.1f}  {what}")
 
 
