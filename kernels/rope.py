@@ -27,13 +27,14 @@ def _rope_kernel(
     X, sxb, sxs, sxh, sxd,
     Y, syb, sys_, syh, syd,
     COS, SIN, stride_cs, stride_cd,
-    S, H, HALF, n_pos,
+    S, H, HALF, n_pos, ROTATED,
     INVERSE: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_H: tl.constexpr,
     BLOCK_D: tl.constexpr,
 ):
-    """Rotates ROWS (batch, position) pairs by a block of heads; tiles are [ROWS, BLOCK_H, BLOCK_D]."""
+    """Rotates ROWS (batch, position) pairs by a block of heads; tiles are [ROWS, BLOCK_H, BLOCK_D].
+    Heads from ROTATED on are copied unrotated (v beside q and k in a fused projection)."""
     pos, pos_ok = program_rows(n_pos, ROWS, RANK=3)
     b = (pos // S).to(tl.int64)
     s = pos % S  # in range even for out-of-bounds pos, so cos/sin loads need no row mask
@@ -44,6 +45,9 @@ def _rope_kernel(
     sin = tl.load(SIN + s * stride_cs + d * stride_cd, mask=d_mask, other=0.0).to(tl.float32)
     if INVERSE:
         sin = -sin
+    rotate = (heads < ROTATED)[:, None]
+    cos = tl.where(rotate, cos, 1.0)
+    sin = tl.where(rotate, sin, 0.0)
     mask = pos_ok & (heads < H)[:, None] & d_mask[None, :]
     x_ptrs = X + b * sxb + s * sxs + heads[:, None] * sxh + d[None, :] * sxd
     y_ptrs = Y + b * syb + s * sys_ + heads[:, None] * syh + d[None, :] * syd
@@ -65,9 +69,14 @@ def _config(n_pos: int, heads: int, half: int) -> tuple[int, int, int]:
     return 1, min(triton.next_power_of_2(heads), max(1, MAX_BLOCK_ELEMS // block_d)), block_d
 
 
-def _apply_rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
+def apply_rope(
+    x: Tensor, cos: Tensor, sin: Tensor, inverse: bool = False, out: Tensor | None = None, rotate_heads: int | None = None
+) -> Tensor:
+    """Launch on x [B, S, H, D] (any strides) into ``out`` (default: new, x's layout when x is
+    dense; ``out`` may be x itself: each program reads a pair of elements before writing it).
+    Only the first ``rotate_heads`` heads are rotated (default all); the rest are copied."""
     B, S, H, D = x.shape
-    y = torch.empty_like(x)  # dense x keeps its layout; a non-dense view gets a contiguous y
+    y = torch.empty_like(x) if out is None else out
     if x.numel() == 0:
         return y
     half = D // 2
@@ -77,7 +86,7 @@ def _apply_rope(x: Tensor, cos: Tensor, sin: Tensor, inverse: bool) -> Tensor:
         x, *x.stride(),
         y, *y.stride(),
         cos, sin, cos.stride(0), cos.stride(1),
-        S, H, half, B * S,
+        S, H, half, B * S, H if rotate_heads is None else rotate_heads,
         INVERSE=inverse,
         ROWS=rows,
         BLOCK_H=block_h,
@@ -91,12 +100,12 @@ class _RoPE(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         ctx.save_for_backward(cos, sin)
-        return _apply_rope(x, cos, sin, inverse=False)
+        return apply_rope(x, cos, sin)
 
     @staticmethod
     def backward(ctx, dy: Tensor):
         cos, sin = ctx.saved_tensors
-        return _apply_rope(dy, cos, sin, inverse=True), None, None
+        return apply_rope(dy, cos, sin, inverse=True), None, None
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:

@@ -8,9 +8,10 @@
 - Whole-step CUDA/HIP graph capture (toggle `cuda_graph`, on by default on GPUs): one launch
   replays forward, backward and the fused AdamW, removing per-kernel launch overhead, which
   dominates at this model size. Done by the trainer.
-- RoPE applied inside the flash-attention kernels, which read q, k and v straight from the
-  fused QKV projection and write d(qkv) as one tensor: no RoPE kernels, no rotated copies kept
-  for the backward, no concatenation of dq, dk, dv.
+- Attention straight off the fused QKV projection (kernels.flash_attention_qkv): one RoPE
+  launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
+  output is freed), and the backward writes dq, dk, dv into one d(qkv) tensor with RoPE undone
+  in place: no concatenation kernels, no second copy of q and k kept.
 - SwiGLU and the down projection in one autograd Function that keeps only gate_up: the
   activation (a fifth of what a layer saves) is written again by the backward kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
@@ -93,7 +94,7 @@ class MixedLinear(nn.Linear):
 
 
 class UltraAttention(Attention):
-    """Attention read straight off the fused projection, RoPE inside the attention kernels."""
+    """Attention read straight off the fused projection (see kernels.flash_attention_qkv)."""
 
     linear = MixedLinear
 

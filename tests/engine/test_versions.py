@@ -155,9 +155,9 @@ def _saved_activation_bytes(version, **kw) -> int:
 
 
 def test_v4_keeps_less_for_the_backward_than_v3():
-    """v4 keeps neither the SwiGLU activation nor rotated copies of q and k (its attention
-    rotates as it loads from the projection): per token and layer, ffn_dim + (H + KVH) * D
-    fewer values than v3, which keeps both."""
+    """v4 keeps neither the SwiGLU activation nor a second copy of q and k (its attention keeps
+    one rotated qkv buffer, not the projection too): per token and layer, ffn_dim +
+    (H + KVH) * D fewer values than v3, which keeps both."""
     v3, v4 = _saved_activation_bytes("v3"), _saved_activation_bytes("v4", sdpa=False)
     mc = build_model(RunConfig(version="v4", **SMALL).validate()).config
     per_token = mc.ffn_dim + (mc.num_heads + mc.num_kv_heads) * mc.head_dim

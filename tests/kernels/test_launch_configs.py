@@ -242,10 +242,10 @@ def _gpu_launches(device):
     for d, dq in [(64, attn(64, 64, 4)), (128, attn(128, 64, 8))]:
         dq_grid = (triton.cdiv(100, dq["BLOCK_M"]), 8)
         cases.append((f"flash_attention D={d}", lambda d=d: flash_attention(t(2, 4, 100, d), t(2, 2, 100, d), t(2, 2, 100, d)), [
-            ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, ROPE=False, **attn(64, 64, 4))),
+            ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, **attn(64, 64, 4))),
             ("_attn_bwd_preprocess", dq_grid, dict(BLOCK_M=dq["BLOCK_M"], HEAD_DIM=d, num_warps=dq["num_warps"])),
-            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, HEAD_DIM=d, ROPE=False, **attn(32, 64, 4))),
-            ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, HEAD_DIM=d, ROPE=False, **dq)),
+            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, HEAD_DIM=d, **attn(32, 64, 4))),
+            ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, HEAD_DIM=d, **dq)),
         ]))
     return cases
 

@@ -61,3 +61,20 @@ def test_rope_rejects_bad_tables(device):
     cos, sin = _tables(8, 16, device)
     with pytest.raises(ValueError, match="cos/sin"):
         rope(x, cos, sin)
+
+
+def test_apply_rope_partial_heads_and_in_place(launch, device):
+    """The fused-QKV attention rotates q and k heads and copies v in one launch, and undoes the
+    rotation in place on its gradient buffer: both must equal the plain out-of-place rotation."""
+    from kernels.rope import apply_rope
+
+    x = torch.randn(2, 9, 7, 32, device=device)[:, :, :6]  # strided heads
+    cos, sin = rope_cos_sin(9, 32, device=device)
+    out = apply_rope(x, cos, sin, rotate_heads=4)
+    torch.testing.assert_close(out[:, :, :4], rope_reference(x[:, :, :4], cos, sin))
+    torch.testing.assert_close(out[:, :, 4:], x[:, :, 4:], rtol=0, atol=0)
+    y = x.clone()
+    apply_rope(y, cos, sin, out=y)
+    torch.testing.assert_close(y, rope_reference(x, cos, sin))
+    apply_rope(y, cos, sin, out=y, inverse=True)
+    torch.testing.assert_close(y, x, rtol=1e-5, atol=1e-5)
