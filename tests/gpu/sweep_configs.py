@@ -2,7 +2,7 @@
 
 Prints, per shape, the median GPU time of forward+backward (CUDA-graph replays) for each
 candidate config, fastest first, so the defaults in kernels/ can be checked on a new card:
-    python3 tests/gpu/sweep_configs.py [--seq-lens 128,1024]
+    python3 tests/gpu/sweep_configs.py [--seq-lens 128,1024] [--what norm,attention]
 """
 
 import argparse
@@ -94,11 +94,14 @@ def sweep_norm(tokens: int, n=512):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seq-lens", default="128,1024")
+    ap.add_argument("--what", default="norm,attention", help="comma-separated: norm, attention")
     args = ap.parse_args()
     print(torch.cuda.get_device_name())
     for seq in (int(s) for s in args.seq_lens.split(",")):
-        sweep_norm(8 * seq)
-        sweep_attention(seq)
+        if "norm" in args.what:
+            sweep_norm(8 * seq)
+        if "attention" in args.what:
+            sweep_attention(seq)
     return 0
 
 
