@@ -241,6 +241,32 @@ def _rmsnorm_bwd_kernel(
             RSTD += ROWS
 
 
+@triton.jit
+def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    """OUT[c] = sum_r P[r, c] for a block of columns; rows in fixed order (deterministic).
+
+    torch's sum over dim 0 of a small [programs, N] buffer ran at about 7 us on an H200 (few
+    blocks, long serial loops); here each program owns BLOCK_C columns and reads BLOCK_R rows
+    per step."""
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
+    rows = tl.arange(0, BLOCK_R)[:, None]
+    total = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
+    for start in range(0, R, BLOCK_R):
+        ok = (start + rows < R) & (cols < N)
+        total += tl.load(P + (start + rows).to(tl.int64) * N + cols, mask=ok, other=0.0)
+    tl.store(OUT + cols, tl.sum(total, axis=0)[None, :], mask=cols < N)
+
+
+def column_sum(partial: Tensor) -> Tensor:
+    """Sum a contiguous fp32 [R, N] buffer over its rows."""
+    R, N = partial.shape
+    out = torch.empty(N, dtype=torch.float32, device=partial.device)
+    block_c = min(triton.next_power_of_2(N), 64)
+    block_r = max(1, min(triton.next_power_of_2(R), 4096 // block_c))
+    _column_sum_kernel[(triton.cdiv(N, block_c),)](partial, out, R, N, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4)
+    return out
+
+
 def _block_n(n: int) -> tuple[int, bool]:
     if n <= MAX_FUSED_N:
         return triton.next_power_of_2(n), True
@@ -332,7 +358,7 @@ def rmsnorm_backward(
     else:
         dw_partial.zero_()
     if not fuse_dw:
-        dw = dw_partial.sum(0)
+        dw = column_sum(dw_partial) if M > 0 else dw_partial.sum(0)
     return dx, dx2, dw.to(weight.dtype)
 
 
