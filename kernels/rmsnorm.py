@@ -6,10 +6,10 @@ it in registers while N <= MAX_FUSED_N, so the sum of squares and the scaling ne
 read; rstd (fp32, one per row) is saved so the backward need not recompute it.
 The weight gradient is a reduction over rows: as in the Triton layer-norm tutorial, a grid of
 about k * #SMs programs each walks a contiguous chunk of rows, keeps its partial dweight in
-registers and writes one row of a small [programs, N] fp32 buffer. When that buffer is small
-(a training step's norms: 1,024 rows of 512), the last program to finish sums it, in program
-order, inside the same kernel: a separate column-sum launch per norm cost about 7 us each on an
-H200, 17 per step. Larger buffers are summed by torch. Both are deterministic.
+registers and writes one row of a small [programs, N] fp32 buffer, which a column-sum kernel
+adds up (no atomics, deterministic). On an H200 at a training step's 1,024 x 512, torch's sum
+over dim 0 took about 7 us a norm, the column-sum kernel about 2; letting the last program to
+finish do the sum inside the backward kernel (an atomic counter) measured slower still.
 
 Under autocast the output y can be asked for in the compute dtype (`out_dtype`): it feeds a
 bf16 GEMM, so writing it in bf16 here saves a cast kernel in the forward and another on its
@@ -40,10 +40,6 @@ MAX_FUSED_N = 8192
 # prefetch in the kernel): 2 per SM ran the backward at 83% of copy bandwidth (97% at 65536
 # rows), against 68-80% for 1, 4 or 8.
 BWD_PROGRAMS_PER_SM = 2
-# Largest [programs, N] partial-dweight buffer the last program sums by itself (fp32 elements),
-# reading DW_TILE elements per step; bigger buffers (wide rows) are summed by torch.
-MAX_FUSED_DW = 1 << 18
-DW_TILE = 8192
 # Elements of one backward tile on a GPU. Rows of 4096 keep enough loads in flight one at a
 # time; at the model's 512 a one-row tile left the backward at half the copy bandwidth (H200,
 # 8192 x 512), so narrow rows are walked several at a time.
@@ -118,23 +114,20 @@ def _rmsnorm_bwd_kernel(
     DY, stride_dym, stride_dyn,
     X, stride_xm, stride_xn,
     DH, stride_dhm, stride_dhn,
-    W, RSTD, DX, DX2, DW_PARTIAL, DW, COUNTER,
+    W, RSTD, DX, DX2, DW_PARTIAL,
     M, N, rows_per_program,
     HAS_DRESIDUAL: tl.constexpr,
     HAS_DX2: tl.constexpr,
-    FUSE_DW: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_BLOCK: tl.constexpr,
-    DW_ROWS: tl.constexpr,
 ):
     """dx = rstd * (w*dy - xhat * mean(w*dy*xhat)) [+ dh]; partial dw = sum_rows dy*xhat.
 
     Each program walks its chunk of rows ROWS at a time. With DH (add_rmsnorm), the gradient
     reaching h directly is added to dx, since h feeds both the norm and the residual stream.
     With DX2, dx is stored a second time in DX2's dtype (add_rmsnorm's bf16 branch input beside
-    its fp32 residual). With FUSE_DW (SINGLE_BLOCK only), the last program sums the partials
-    into DW and resets COUNTER, which must be 0 on entry.
+    its fp32 residual).
     """
     pid = tl.program_id(0)
     row_start = pid * rows_per_program
@@ -190,19 +183,6 @@ def _rmsnorm_bwd_kernel(
             x = x_next
             dy = dy_next
         tl.store(dw_row + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok)
-        if FUSE_DW:
-            # The atomic orders this program's partial before the count (release), and the
-            # last program's reads after it (acquire); .cg loads skip the incoherent L1.
-            finished = tl.atomic_add(COUNTER, 1, sem="acq_rel")
-            if finished == tl.num_programs(0) - 1:
-                # DW_ROWS partial rows a step, so many loads are in flight; fixed order.
-                parts = tl.arange(0, DW_ROWS)[:, None]
-                total = tl.zeros([DW_ROWS, BLOCK_N], dtype=tl.float32)
-                for p in range(0, tl.num_programs(0), DW_ROWS):
-                    ok = (p + parts < tl.num_programs(0)) & col_ok
-                    total += tl.load(DW_PARTIAL + (p + parts) * N + cols, mask=ok, other=0.0, cache_modifier=".cg")
-                tl.store(DW + cols, tl.sum(total, axis=0)[None, :], mask=col_ok)
-                tl.store(COUNTER, 0)
     else:
         # DW_PARTIAL starts zeroed; each element is read and written only by the thread that
         # owns it (same shape, same layout as every other access), so it needs no barrier.
@@ -245,9 +225,7 @@ def _rmsnorm_bwd_kernel(
 def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """OUT[c] = sum_r P[r, c] for a block of columns; rows in fixed order (deterministic).
 
-    torch's sum over dim 0 of a small [programs, N] buffer ran at about 7 us on an H200 (few
-    blocks, long serial loops); here each program owns BLOCK_C columns and reads BLOCK_R rows
-    per step."""
+    Each program owns BLOCK_C columns and reads BLOCK_R rows per step."""
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
     rows = tl.arange(0, BLOCK_R)[:, None]
     total = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
@@ -302,24 +280,6 @@ def rmsnorm_forward(
     return y, h, rstd
 
 
-_counters: dict[torch.device, Tensor] = {}
-
-
-def _dw_counter(device: torch.device) -> Tensor:
-    """A zeroed int32 the fused dweight reduction counts finished programs in (and resets).
-
-    Kept per device, so a training step does not pay a memset per norm; made fresh while a
-    CUDA graph is being captured if none exists yet, so it never lives in the graph's pool.
-    """
-    counter = _counters.get(device)
-    if counter is None:
-        counter = torch.zeros(1, dtype=torch.int32, device=device)
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-            return counter
-        _counters[device] = counter
-    return counter
-
-
 def rmsnorm_backward(
     dy2d: Tensor, x2d: Tensor, weight: Tensor, rstd: Tensor, dh2d: Tensor | None = None, dx2_dtype=None
 ) -> tuple[Tensor, Tensor | None, Tensor]:
@@ -333,32 +293,26 @@ def rmsnorm_backward(
     programs = max(1, min(triton.cdiv(M, rows * MIN_BWD_TILES), sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
     # whole tiles per program (the last programs may get fewer rows, or none)
     rows_per_program = triton.cdiv(triton.cdiv(M, programs), rows) * rows if M > 0 else 0
-    fuse_dw = single and M > 0 and programs * N <= MAX_FUSED_DW
     alloc = torch.empty if single else torch.zeros
     dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
-    dw = torch.empty(N, dtype=torch.float32, device=x2d.device) if fuse_dw else None
-    counter = _dw_counter(x2d.device) if fuse_dw else dw_partial
     dh = dh2d if dh2d is not None else dy2d
     if M > 0:
         _rmsnorm_bwd_kernel[(programs,)](
             dy2d, dy2d.stride(0), dy2d.stride(1),
             x2d, x2d.stride(0), x2d.stride(1),
             dh, dh.stride(0), dh.stride(1),
-            weight, rstd, dx, dx2 if dx2 is not None else dx, dw_partial, dw if fuse_dw else dw_partial, counter,
+            weight, rstd, dx, dx2 if dx2 is not None else dx, dw_partial,
             M, N, rows_per_program,
             HAS_DRESIDUAL=dh2d is not None,
             HAS_DX2=dx2 is not None,
-            FUSE_DW=fuse_dw,
             ROWS=rows,
             BLOCK_N=block_n,
             SINGLE_BLOCK=single,
-            DW_ROWS=max(1, min(DW_TILE // block_n, triton.next_power_of_2(programs))),
             num_warps=row_num_warps(block_n * rows),
         )
+        dw = column_sum(dw_partial)
     else:
-        dw_partial.zero_()
-    if not fuse_dw:
-        dw = column_sum(dw_partial) if M > 0 else dw_partial.sum(0)
+        dw = torch.zeros(N, dtype=torch.float32, device=x2d.device)
     return dx, dx2, dw.to(weight.dtype)
 
 

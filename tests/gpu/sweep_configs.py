@@ -82,14 +82,13 @@ def sweep_norm(tokens: int, n=512):
     r = torch.randn(tokens, n, device="cuda", requires_grad=True)
     w = torch.randn(n, device="cuda", requires_grad=True)
     step = _fwd_bwd(lambda a, b, c: add_rmsnorm(a, b, c, out_dtype=torch.bfloat16), [x, r, w])
-    default = (rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM, rms.MAX_FUSED_DW)
+    default = (rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM)
     print(f"\n== add_rmsnorm fwd+bwd (bf16 branch, fp32 residual), {tokens} x {n} (us)")
     rows = []
-    for fused, tile, per_sm in itertools.product([True, False], [512, 1024, 2048, 4096], [1, 2, 4]):
-        rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM, rms.MAX_FUSED_DW = tile, per_sm, default[2] if fused else 0
-        dw = "last program sums dweight" if fused else "column-sum kernel"
-        rows.append((_us(step), f"BWD_TILE {tile} ({tile // n} rows), {per_sm} programs/SM, {dw}"))
-    rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM, rms.MAX_FUSED_DW = default
+    for tile, per_sm in itertools.product([512, 1024, 2048, 4096], [1, 2, 4]):
+        rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM = tile, per_sm
+        rows.append((_us(step), f"BWD_TILE {tile} ({tile // n} rows), {per_sm} programs/SM"))
+    rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM = default
     rows.append((_us(step), "default"))
     for t, what in sorted(rows)[:6] + [r for r in rows if r[1] == "default"]:
         print(f"   {t:9.1f}  {what}")

@@ -186,7 +186,7 @@ def _gpu_launches(device):
     """(what, forward call, expected launches of its forward and backward). The expected grids
     and options are those of the GPU path before the interpreter got row tiles, plus ROWS=1
     (and COLS=1) where a kernel takes it now, and the RMSNorm backward's later options (a
-    second dx dtype, the dweight sum fused into the kernel when its partials are small)."""
+    second dx dtype, multi-row tiles for narrow rows)."""
     def t(*shape):
         return _randn(*shape, device=device)
 
@@ -200,9 +200,7 @@ def _gpu_launches(device):
 
     def norm_bwd(programs, rows, block, warps, single=True, **flags):
         return ("_rmsnorm_bwd_kernel", (min(programs, bwd_programs),), dict(
-            flags, HAS_DX2=False, FUSE_DW=single, ROWS=rows, BLOCK_N=block, SINGLE_BLOCK=single,
-            DW_ROWS=max(1, min(8192 // block, triton.next_power_of_2(min(programs, bwd_programs)))),
-            num_warps=warps,
+            flags, HAS_DX2=False, ROWS=rows, BLOCK_N=block, SINGLE_BLOCK=single, num_warps=warps,
         ))
 
     cases = []
