@@ -153,13 +153,29 @@ def add_speedups(rows: list[dict]) -> None:
         row["mem_vs_v1"] = row["peak_mem_mb"] / ref["peak_mem_mb"] if ref and row["peak_mem_mb"] else None
 
 
+def add_gemm_floor(rows: list[dict], ceilings: dict, base: RunConfig) -> None:
+    """Each case against its GEMM-bound floor: the step's model FLOPs at the GEMM rate measured
+    in the same run at the model's own shapes (bf16 for autocast, TF32 or strict fp32)."""
+    from tinylab.flops import training_flops_per_step
+
+    rates = ceilings.get("gemm_tflops") or {}
+    for row in rows:
+        label = "bf16" if row["precision"] in ("bf16", "fp16") else ("tf32" if base.tf32 else "fp32")
+        rate = (rates.get(label) or {}).get("model_shapes")
+        cfg = dataclasses.replace(base, seq_len=row["seq_len"], precision=row["precision"])
+        floor_ms = training_flops_per_step(cfg) / (rate * 1e12) * 1e3 if rate else None
+        row["gemm_floor_ms"] = floor_ms
+        row["of_gemm_floor"] = floor_ms / row["step_ms"] if floor_ms and row["step_ms"] else None
+
+
 def format_table(rows: list[dict]) -> str:
     def f(v, spec, none="-"):
         return none if v is None else format(v, spec)
 
+    floor = any(r.get("of_gemm_floor") is not None for r in rows)
     lines = [
         f"{'case':<18} {'prec':<5} {'seq':>5} {'samples/s':>10} {'step ms':>8} {'peak MB':>9} "
-        f"{'vs v1':>6} {'mem/v1':>6} {'vs peer':>7} {'MFU':>6} {'trained':>8}"
+        f"{'vs v1':>6} {'mem/v1':>6} {'vs peer':>7} {'MFU':>6} {'trained':>8}" + (f" {'floor%':>6}" if floor else "")
     ]
     for r in rows:
         trained = f"{r['params_trained']}/{r['params_total']}" if r["params_total"] else "-"
@@ -171,6 +187,7 @@ def format_table(rows: list[dict]) -> str:
             f"{f(r['step_ms'], '.2f'):>8} {f(r['peak_mem_mb'], ',.0f'):>9} {f(r['speedup_vs_v1'], '.2f'):>6} "
             f"{f(r['mem_vs_v1'], '.2f'):>6} {f(r['speedup_vs_peer'], '.2f'):>7} "
             f"{f(None if r['mfu'] is None else 100 * r['mfu'], '.1f'):>6} {trained:>8}"
+            + (f" {f(None if r.get('of_gemm_floor') is None else 100 * r['of_gemm_floor'], '.0f'):>6}" if floor else "")
         )
     return "\n".join(lines)
 

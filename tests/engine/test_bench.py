@@ -28,6 +28,24 @@ def test_speedups_compare_within_precision_and_seq():
     assert r[("v4", "bf16")]["speedup_vs_v1"] is None  # no bf16 v1 in the matrix
 
 
+def test_gemm_floor_uses_the_rate_of_each_precision():
+    from tinylab.flops import training_flops_per_step
+
+    out = rows()
+    for r in out:
+        r.update(step_ms=8.0, mfu=None, params_trained=50, params_total=50, error=None)
+    ceilings = {"gemm_tflops": {"fp32": {"model_shapes": 40.0}, "bf16": {"model_shapes": 200.0}}}
+    bench.add_gemm_floor(out, ceilings, RunConfig())
+    flops = training_flops_per_step(RunConfig())
+    fp32 = next(r for r in out if r["precision"] == "fp32")
+    bf16 = next(r for r in out if r["precision"] == "bf16")
+    assert fp32["gemm_floor_ms"] == pytest.approx(flops / 40e12 * 1e3)
+    assert bf16["of_gemm_floor"] == pytest.approx(flops / 200e12 * 1e3 / 8.0)
+    assert "floor%" in bench.format_table(out).splitlines()[0]
+    bench.add_gemm_floor(out, {"gemm_tflops": {}}, RunConfig())
+    assert fp32["of_gemm_floor"] is None
+
+
 def test_matrix_builds_the_peer_with_every_fusion():
     cases = bench.build_matrix(["v1", bench.PEER], ["fp32", "bf16"], [128, 1024], RunConfig())
     assert len(cases) == 8

@@ -62,6 +62,8 @@ def run(args) -> int:
     results = bench.run_cases(cases, args.repeats, log=lambda s: print(s, flush=True))
     rows = [r.row() for r in results]
     bench.add_speedups(rows)
+    if extra.get("ceilings", {}).get("gemm_tflops"):
+        bench.add_gemm_floor(rows, extra["ceilings"], base)
     if args.kernels:
         from kernels.bench_kernels import run_kernel_benchmarks
 
