@@ -13,8 +13,7 @@ import sys
 import torch
 from triton.testing import do_bench_cudagraph
 
-from kernels import add_rmsnorm, flash_attention, flash_attention_qkv, rope
-from models.common import rope_cache
+from kernels import add_rmsnorm, flash_attention, flash_attention_qkv, rope, rope_cos_sin
 
 fa = importlib.import_module("kernels.flash_attention")
 rms = importlib.import_module("kernels.rmsnorm")
@@ -39,7 +38,7 @@ def _us(step) -> float:
 
 def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
     qkv = torch.randn(batch, seq, (heads + 2 * kv_heads) * d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    cos, sin = (t.cuda() for t in rope_cache(seq, d, 10000.0))
+    cos, sin = rope_cos_sin(seq, d, device="cuda")
     step = _fwd_bwd(lambda t: flash_attention_qkv(t, cos, sin, heads, kv_heads), [qkv])
     default_bwd = fa._bwd_config
     rows = []

@@ -2,7 +2,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kernels import flash_attention, flash_attention_qkv
+from kernels import flash_attention, flash_attention_qkv, rope_cos_sin
 from kernels.reference import attention_qkv_reference, attention_reference
 
 HAS_GPU = torch.cuda.is_available()
@@ -97,10 +97,7 @@ def test_flash_attention_rejects_bad_gqa(device):
 
 
 def _rope_tables(s, d, device):
-    from models.common import rope_cache
-
-    cos, sin = rope_cache(s + 3, d, 10000.0)  # longer than S: rows past S are never read
-    return cos.to(device), sin.to(device)
+    return rope_cos_sin(s + 3, d, device=device)  # longer than S: rows past S are never read
 
 
 @pytest.mark.parametrize(
