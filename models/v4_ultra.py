@@ -16,8 +16,8 @@
   activation (a fifth of what a layer saves) is written again by the backward kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
 - Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
-  use and casts each bf16 weight gradient back to fp32: 66 small kernels a step at the default
-  size, plus a cast of every norm output and of its gradient (50 more). Here the GEMM weights
+  use and casts each bf16 weight gradient back to fp32: 67 small kernels a step at the default
+  size (measured), plus a cast of every norm output and of its gradient (50 more). Here the GEMM weights
   are views of one fp32 buffer, cast to bf16 by one kernel per step; the weight-gradient GEMMs
   write fp32 straight into the master weights' gradients; and the norm kernels write their
   output in bf16 (and their input gradient in both dtypes) themselves. Same arithmetic as
@@ -33,9 +33,9 @@ import torch.nn.functional as F
 from torch.profiler import record_function
 
 import kernels
+from kernels.swiglu import swiglu_backward, swiglu_forward
 from models.common import ModelConfig
 from models.v2_fused import sdpa_causal
-from kernels.swiglu import swiglu_backward, swiglu_forward
 from models.v3_triton import Attention, Block, SwiGLU, TinyLlamaV3, _call, column_major
 
 
@@ -121,8 +121,8 @@ class _SwiGLUDown(torch.autograd.Function):
     """down_proj(swiglu(gate_up)) that saves gate_up only: the backward's SwiGLU kernel writes
     the activation again beside d(gate_up), for the down projection's weight gradient.
 
-    The activation is [tokens, ffn_dim], the largest tensor a layer would keep (a fifth of the
-    layer's saved activations at the default size); recomputing it costs one extra write.
+    The activation [tokens, ffn_dim] is a fifth of what a layer would keep at the default size;
+    recomputing it costs one extra write.
     """
 
     @staticmethod
