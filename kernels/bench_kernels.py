@@ -29,7 +29,7 @@ import kernels
 from kernels import reference
 
 
-def _ms(fn: Callable[[], object]) -> float:
+def median_ms(fn: Callable[[], object]) -> float:
     from triton.testing import do_bench_cudagraph
 
     return float(do_bench_cudagraph(fn, rep=100, return_mode="median"))
@@ -41,7 +41,7 @@ def _ms_launched(fn: Callable[[], object]) -> float:
     return float(do_bench(fn, warmup=25, rep=100, return_mode="median"))
 
 
-def _fwd_bwd(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> Callable[[], object]:
+def fwd_bwd_step(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> Callable[[], object]:
     """A closure running forward then backward (to every floating input) with fixed upstream grads."""
     with torch.no_grad():
         outs = fn(*inputs)
@@ -58,8 +58,8 @@ def _fwd_bwd(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tenso
 
 def _measure(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tensor]) -> tuple[float, float, float]:
     """(ms forward, ms forward+backward, ms forward+backward launched without a graph)."""
-    step = _fwd_bwd(fn, inputs, grad_inputs)
-    return _ms(lambda: fn(*inputs)), _ms(step), _ms_launched(step)
+    step = fwd_bwd_step(fn, inputs, grad_inputs)
+    return median_ms(lambda: fn(*inputs)), median_ms(step), _ms_launched(step)
 
 
 def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_fwd_bwd=None, copy_gbs=None):
@@ -99,7 +99,7 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
     M, N = 16384, 4096
     src = torch.randn(M, N, device=device).to(dtype)
     dst = torch.empty_like(src)
-    copy_ms = _ms(lambda: dst.copy_(src))
+    copy_ms = median_ms(lambda: dst.copy_(src))
     copy_gbs = 2 * src.numel() * es / copy_ms / 1e6
     rows.append({"kernel": "copy (ceiling)", "shape": f"{M}x{N}", "dtype": str(dtype).replace("torch.", ""),
                  "ms_fwd": round(copy_ms, 4), "ms_fwd_bwd": None, "ms_fwd_bwd_launched": None,

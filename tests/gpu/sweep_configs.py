@@ -11,29 +11,20 @@ import itertools
 import sys
 
 import torch
-from triton.testing import do_bench_cudagraph
 
 from kernels import add_rmsnorm, flash_attention, flash_attention_qkv, rope, rope_cos_sin
+from kernels.bench_kernels import fwd_bwd_step, median_ms
 
 fa = importlib.import_module("kernels.flash_attention")
 rms = importlib.import_module("kernels.rmsnorm")
 
 
 def _fwd_bwd(fn, inputs):
-    out = fn(*inputs)
-    outs = out if isinstance(out, tuple) else (out,)
-    ups = [torch.randn_like(o) for o in outs]
-
-    def step():
-        res = fn(*inputs)
-        res = res if isinstance(res, tuple) else (res,)
-        torch.autograd.grad(res, inputs, ups)
-
-    return step
+    return fwd_bwd_step(fn, inputs, inputs)
 
 
 def _us(step) -> float:
-    return 1e3 * float(do_bench_cudagraph(step, rep=50, return_mode="median"))
+    return 1e3 * median_ms(step)
 
 
 def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
