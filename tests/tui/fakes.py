@@ -8,11 +8,11 @@ screens built from them are stable enough for snapshots.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tinylab.config import RunConfig
+from tinylab.exercises import CheckResult, CheckSpec, Question, Scenario, Step
 
 #: The frozen "now" of every test app: a little after the fake runs started.
 NOW = 1795662000.0
@@ -173,54 +173,11 @@ def fake_doctor() -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------ exercises
-@dataclass
-class Question:
-    prompt: str
-    answer: str
-    explanation: str = ""
-
-
-@dataclass
-class CheckSpec:
-    name: str
-    expr: str
-    description: str
-    needs_gpu: bool = False
-    gpu_reason: str = ""
-
-
-@dataclass
-class Step:
-    number: int
-    title: str
-    text: str
-    preset: dict[str, Any] = field(default_factory=dict)
-    cpu_preset: dict[str, Any] = field(default_factory=dict)
-    baseline: dict[str, Any] | None = None
-    checks: list[CheckSpec] = field(default_factory=list)
-    hints: list[str] = field(default_factory=list)
-    questions: list[Question] = field(default_factory=list)
-
-
-@dataclass
-class Scenario:
-    id: str
-    title: str
-    level: str
-    minutes: int
-    summary: str
-    steps: list[Step]
-    notes: str = ""
-
-
-@dataclass
-class CheckResult:
-    name: str
-    expr: str
-    description: str
-    status: str
-    value: Any = None
-    detail: str = ""
+def _step(number: int, title: str, text: str, **kw: Any) -> Step:
+    """A real exercises.Step, with empty defaults for what a fake step leaves out."""
+    fields: dict[str, Any] = dict(preset={}, cpu_preset={}, baseline=None, checks=[], hints=[], questions=[])
+    fields.update(kw)
+    return Step(number, title, text, **fields)
 
 
 class FakeExercises:
@@ -234,25 +191,28 @@ class FakeExercises:
         self.real = real
         self.recorded: list[tuple[Any, ...]] = []
         self.progress: dict[str, Any] = {"scenarios": {"fusion-basics": {"steps": {"1": {"passed_at": 1.0}}}}}
-        finished = CheckSpec("finished", "status == 'finished'", "the run finishes")
-        trained = CheckSpec("all-trained", "params_trained == params_total", "every parameter tensor trains")
+        finished = CheckSpec("finished", "status == 'finished'", "the run finishes", needs_gpu=False)
+        trained = CheckSpec("all-trained", "params_trained == params_total", "every parameter tensor trains",
+                            needs_gpu=False)
         faster = CheckSpec("faster", "samples_per_s > baseline.samples_per_s", "v2 is faster than v1",
                            needs_gpu=True, gpu_reason="tiny CPU shapes time the Python overhead")
         self.scenarios = [
             Scenario("fusion-basics", "What does fusion buy?", "beginner", 15,
                      "Run v1, then v2 with its fusions, and read where the time went.",
-                     [Step(1, "Baseline", "# Baseline\n\nLaunch **v1** on a tiny config and watch the log.",
+                     [_step(1, "Baseline", "# Baseline\n\nLaunch **v1** on a tiny config and watch the log.",
                            preset={"version": "v1"}, cpu_preset=dict(TINY), checks=[finished, trained],
                            hints=["Press enter to launch.", "o opens the live view."],
                            questions=[Question("Which phase takes longest?", "The backward pass",
                                                "It does about twice the forward's FLOPs.")]),
-                      Step(2, "Fused", "# Fused\n\nNow **v2** with QKV and SwiGLU fusion, against v1.",
+                      _step(2, "Fused", "# Fused\n\nNow **v2** with QKV and SwiGLU fusion, against v1.",
                            preset={"version": "v2"}, cpu_preset=dict(TINY), baseline={"version": "v1"},
-                           checks=[finished, faster], hints=["Compare with r, m, m, v."])]),
+                           checks=[finished, faster], hints=["Compare with r, m, m, v."])],
+                     path=Path("fusion-basics.toml"), notes=""),
             Scenario("broken-backward", "A speedup too good to be true", "intermediate", 25,
                      "A Triton kernel without a backward trains only the embedding.",
-                     [Step(1, "Spot it", "# Spot it\n\nRun v3 with the detached-backward fault.",
-                           preset={"version": "v3", "fault": "detached-backward"}, cpu_preset=dict(TINY))]),
+                     [_step(1, "Spot it", "# Spot it\n\nRun v3 with the detached-backward fault.",
+                           preset={"version": "v3", "fault": "detached-backward"}, cpu_preset=dict(TINY))],
+                     path=Path("broken-backward.toml"), notes=""),
         ]
 
     def load_scenarios(self) -> list[Scenario]:
@@ -290,7 +250,7 @@ class FakeExercises:
                 ok = bool(summary) and summary.get("params_trained") == summary.get("params_total")
                 value = f"{summary.get('params_trained')}/{summary.get('params_total')}" if summary else None
             status = "pass" if ok else ("fail" if info["status"] != "running" else "skip")
-            out.append(CheckResult(check.name, check.expr, check.description, status, value))
+            out.append(CheckResult(check.name, check.expr, check.description, status, value, ""))
         return out
 
     def record_progress(self, scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:

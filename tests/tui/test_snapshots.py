@@ -84,6 +84,10 @@ def test_run_live_cancel_confirm(snap_compare, store):
         await wait_for(pilot, lambda: len(getattr(pilot.app.screen, "steps", [])) == 20, what="live steps")
         await charts_drawn(pilot)
         await pilot.press("c")
+        from tinylab.tui.screens.confirm import ConfirmScreen
+
+        # a fixed pause raced the modal's first paint on a loaded machine
+        await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), what="confirm dialog")
         await pilot.pause(0.2)
 
     assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
