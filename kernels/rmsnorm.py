@@ -236,11 +236,12 @@ def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexp
 
 
 def column_sum(partial: Tensor) -> Tensor:
-    """Sum a contiguous fp32 [R, N] buffer over its rows."""
+    """Sum a contiguous fp32 [R, N] buffer over its rows. On a GPU, programs of 64 columns; in
+    the interpreter one program over every column (see _utils.interpreter_config)."""
     R, N = partial.shape
     out = torch.empty(N, dtype=torch.float32, device=partial.device)
-    block_c = min(triton.next_power_of_2(N), 64)
-    block_r = max(1, min(triton.next_power_of_2(R), 4096 // block_c))
+    block_c = triton.next_power_of_2(N) if interpreter_config() else min(triton.next_power_of_2(N), 64)
+    block_r = tile_rows(R, block_c) if interpreter_config() else max(1, min(triton.next_power_of_2(R), 4096 // block_c))
     _column_sum_kernel[(triton.cdiv(N, block_c),)](partial, out, R, N, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4)
     return out
 
