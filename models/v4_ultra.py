@@ -166,6 +166,7 @@ class TinyLlamaV4(TinyLlamaV3):
 
     def __init__(self, mc: ModelConfig):
         super().__init__(mc)
+        self._linears = tuple(m for m in self.modules() if isinstance(m, MixedLinear))
         self._flat: torch.Tensor | None = None
         self._flat_ptrs: list[int] = []
 
@@ -173,14 +174,13 @@ class TinyLlamaV4(TinyLlamaV3):
         lp_dtype = autocast_dtype(idx.device.type)
         if lp_dtype is None:
             return self._forward(idx, targets, None, None)
-        linears = [m for m in self.modules() if isinstance(m, MixedLinear)]
         *weights_lp, head_lp = self._low_precision_weights(lp_dtype)
-        for m, w in zip(linears, weights_lp):
+        for m, w in zip(self._linears, weights_lp):
             m.weight_lp = w
         try:
             return self._forward(idx, targets, lp_dtype, head_lp)
         finally:
-            for m in linears:
+            for m in self._linears:
                 m.weight_lp = None
 
     def _forward(self, idx, targets, lp_dtype: torch.dtype | None, head_lp: torch.Tensor | None) -> torch.Tensor:
@@ -210,7 +210,7 @@ class TinyLlamaV4(TinyLlamaV3):
 
     def _gemm_weights(self) -> list[torch.Tensor]:
         """Every weight a GEMM reads: the MixedLinears' in module order, then the tied embedding."""
-        return [m.weight for m in self.modules() if isinstance(m, MixedLinear)] + [self.embed.weight]
+        return [m.weight for m in self._linears] + [self.embed.weight]
 
     def _low_precision_weights(self, dtype: torch.dtype) -> list[torch.Tensor]:
         """bf16 copies of _gemm_weights(), made by one cast of the flat fp32 buffer they live in.
