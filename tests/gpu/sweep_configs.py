@@ -89,11 +89,16 @@ def main() -> int:
     ap.add_argument("--seq-lens", default="128,1024")
     ap.add_argument("--what", default="norm,attention", help="comma-separated: norm, attention")
     args = ap.parse_args()
+    what = set(args.what.split(","))
+    if not what or what - {"norm", "attention"}:
+        ap.error(f"--what {args.what!r}: choose from norm, attention (comma-separated)")
+    if not torch.cuda.is_available():
+        ap.error("no GPU visible: the sweep times kernels on a GPU")
     print(torch.cuda.get_device_name())
     for seq in (int(s) for s in args.seq_lens.split(",")):
-        if "norm" in args.what:
+        if "norm" in what:
             sweep_norm(8 * seq)
-        if "attention" in args.what:
+        if "attention" in what:
             sweep_attention(seq)
     return 0
 
