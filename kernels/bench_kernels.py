@@ -5,7 +5,9 @@
 times in the same row, and the bandwidth as a share of a plain device-to-device copy measured
 in the same run (the practical ceiling for memory-bound kernels). Peers: the eager PyTorch
 formulas of ``kernels.reference`` (what the v1 model runs), ``F.cross_entropy``, and SDPA's
-flash backend for attention.
+flash backend for attention. Where Liger-Kernel is installed beside ours, its RMSNorm, fused
+add+RMSNorm, SwiGLU, RoPE and cross-entropy run on the same inputs as a second peer
+(``liger_ms_fwd_bwd``; ``vs_liger`` > 1 means ours is faster). It is never a dependency.
 
 Times are medians over CUDA-graph replays (``triton.testing.do_bench_cudagraph``), i.e. GPU
 time: at these sizes a Python-launched forward+backward costs about 0.2-0.4 ms of CPU time
@@ -62,7 +64,51 @@ def _measure(fn: Callable, inputs: Sequence[Tensor], grad_inputs: Sequence[Tenso
     return median_ms(lambda: fn(*inputs)), median_ms(step), _ms_launched(step)
 
 
-def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_fwd_bwd=None, copy_gbs=None):
+def liger_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("liger-kernel")
+    except PackageNotFoundError:
+        return None
+
+
+def _liger_peers() -> dict[str, Callable] | None:
+    """Liger-Kernel's equivalents of our kernels, each taking the inputs ours takes; None when absent.
+
+    RMSNorm runs in Liger's "llama" casting mode (as ours: fp32 statistics, output in the input
+    dtype) and out of place, so the fixed upstream gradient is not overwritten between replays.
+    """
+    if liger_version() is None:
+        return None
+    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+    from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    from liger_kernel.ops.rope import LigerRopeFunction
+    from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction
+
+    return {
+        "rmsnorm": lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6, 0.0, "llama", False),
+        "add_rmsnorm": lambda x, r, w: LigerFusedAddRMSNormFunction.apply(x, r, w, 1e-6, 0.0, "llama", False),
+        "swiglu": lambda gu: LigerFusedGateUpSiLUMulFunction.apply(gu),
+        "rope": lambda q, k, cos, sin: LigerRopeFunction.apply(q, k, cos, sin),
+        "cross_entropy": lambda logits, targets: LigerCrossEntropyFunction.apply(logits, targets, None)[0],
+    }
+
+
+def _liger_columns(liger, ms_fwd_bwd: float, ms_launched: float) -> dict:
+    if not liger:
+        return {"liger_ms_fwd_bwd": None, "vs_liger": None, "liger_timing": None}
+    graphed = liger[1] is not None
+    theirs, ours = (liger[1], ms_fwd_bwd) if graphed else (liger[2], ms_launched)
+    return {"liger_ms_fwd_bwd": round(theirs, 4), "vs_liger": round(theirs / ours, 2),
+            "liger_timing": "graph" if graphed else "launched"}
+
+
+def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_fwd_bwd=None, copy_gbs=None,
+         liger=None):
+    """One table row. ``liger`` is Liger-Kernel's (ms fwd, ms fwd+bwd, launched) where it ran;
+    a None fwd+bwd means it could not be graph-captured, and ours is compared launched-to-launched."""
     ms_fwd, ms_fwd_bwd, ms_launched = ours
     gbs = bytes_fwd_bwd / ms_fwd_bwd / 1e6 if bytes_fwd_bwd else None
     return {
@@ -80,6 +126,7 @@ def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_
         "peer_ms_fwd_bwd": round(peer[1], 4),
         "peer_ms_fwd_bwd_launched": round(peer[2], 4),
         "speedup_fwd_bwd": round(peer[1] / ms_fwd_bwd, 2),
+        **_liger_columns(liger, ms_fwd_bwd, ms_launched),
     }
 
 
@@ -108,37 +155,59 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
                  "peer_ms_fwd_bwd_launched": None, "speedup_fwd_bwd": None})
     del src, dst
 
-    x, w = _randn(M, N, dtype=dtype, device=device), _randn(N, dtype=dtype, device=device)
-    rows.append(_row(
-        "rmsnorm", f"{M}x{N}", dtype, _measure(kernels.rmsnorm, [x, w], [x, w]),
-        "eager", _measure(reference.rmsnorm_reference, [x, w], [x, w]),
-        bytes_fwd_bwd=5 * M * N * es, copy_gbs=copy_gbs,
-    ))
-    r = _randn(M, N, dtype=dtype, device=device)
-    rows.append(_row(
-        "add_rmsnorm", f"{M}x{N}", dtype, _measure(kernels.add_rmsnorm, [x, r, w], [x, r, w]),
-        "eager", _measure(reference.add_rmsnorm_reference, [x, r, w], [x, r, w]),
-        bytes_fwd_bwd=8 * M * N * es, copy_gbs=copy_gbs,
-    ))
-    del x, r, w
+    liger = _liger_peers()
 
+    def liger_peer(name, inputs, grad_inputs=None, graph=True):
+        if not liger:
+            return None
+        if graph:
+            return _measure(liger[name], inputs, grad_inputs or inputs)
+        return None, None, _ms_launched(fwd_bwd_step(liger[name], inputs, grad_inputs or inputs))
+
+    # The large shape the issue names, then the model's own (batch 8 x seq 1024, hidden 512),
+    # where a kernel is a few microseconds and launch shape matters more than bandwidth.
+    for M, N in [(16384, 4096), (8192, 512)]:
+        x, w = _randn(M, N, dtype=dtype, device=device), _randn(N, dtype=dtype, device=device)
+        rows.append(_row(
+            "rmsnorm", f"{M}x{N}", dtype, _measure(kernels.rmsnorm, [x, w], [x, w]),
+            "eager", _measure(reference.rmsnorm_reference, [x, w], [x, w]),
+            bytes_fwd_bwd=5 * M * N * es, copy_gbs=copy_gbs, liger=liger_peer("rmsnorm", [x, w]),
+        ))
+        r = _randn(M, N, dtype=dtype, device=device)
+        rows.append(_row(
+            "add_rmsnorm", f"{M}x{N}", dtype, _measure(kernels.add_rmsnorm, [x, r, w], [x, r, w]),
+            "eager", _measure(reference.add_rmsnorm_reference, [x, r, w], [x, r, w]),
+            bytes_fwd_bwd=8 * M * N * es, copy_gbs=copy_gbs, liger=liger_peer("add_rmsnorm", [x, r, w]),
+        ))
+        del x, r, w
+
+    M, N = 16384, 4096
     gu = _randn(M, 2 * N, dtype=dtype, device=device)
     rows.append(_row(
         "swiglu", f"{M}x2*{N}", dtype, _measure(kernels.swiglu, [gu], [gu]),
         "eager", _measure(reference.swiglu_reference, [gu], [gu]),
-        bytes_fwd_bwd=8 * M * N * es, copy_gbs=copy_gbs,
+        bytes_fwd_bwd=8 * M * N * es, copy_gbs=copy_gbs, liger=liger_peer("swiglu", [gu]),
     ))
     del gu
 
     B, S, H, D = 8, 2048, 16, 64
     xr = _randn(B, S, H, D, dtype=dtype, device=device)
     cos, sin = kernels.rope_cos_sin(S, D, device=device)
+    # Liger rotates q and k together ([B, heads, S, D] views of [B, S, heads, D] memory, as a
+    # model passes them) with HF's duplicated [S, D] tables: half the heads each, same bytes.
+    # Its backward breaks CUDA-graph capture (cudaErrorStreamCaptureImplicit on an H200, Liger
+    # 0.8.5), so that pair is compared as launched, CPU overhead included on both sides (as for
+    # cross-entropy, whose forward reads a count back to the host with .item()).
+    lq = _randn(B, S, H // 2, D, dtype=dtype, device=device).transpose(1, 2)
+    lk = _randn(B, S, H // 2, D, dtype=dtype, device=device).transpose(1, 2)
+    lcos, lsin = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
     rows.append(_row(
         "rope", f"{B}x{S}x{H}x{D}", dtype, _measure(kernels.rope, [xr, cos, sin], [xr]),
         "eager", _measure(reference.rope_reference, [xr, cos, sin], [xr]),
         bytes_fwd_bwd=4 * xr.numel() * es, copy_gbs=copy_gbs,
+        liger=liger_peer("rope", [lq, lk, lcos, lsin], [lq, lk], graph=False),
     ))
-    del xr
+    del xr, lq, lk
 
     Nt, V = 8192, 32000
     logits = _randn(Nt, V, dtype=dtype, device=device, scale=2.0)
@@ -146,7 +215,7 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
     rows.append(_row(
         "cross_entropy", f"{Nt}x{V}", dtype, _measure(kernels.cross_entropy, [logits, targets], [logits]),
         "F.cross_entropy", _measure(F.cross_entropy, [logits, targets], [logits]),
-        bytes_fwd_bwd=4 * Nt * V * es, copy_gbs=copy_gbs,
+        bytes_fwd_bwd=4 * Nt * V * es, copy_gbs=copy_gbs, liger=liger_peer("cross_entropy", [logits, targets], [logits], graph=False),
     ))
     del logits
 
@@ -181,7 +250,7 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
 def format_rows(rows: list[dict]) -> str:
     cols = ["kernel", "shape", "ms_fwd", "ms_fwd_bwd", "ms_fwd_bwd_launched", "gb_per_s",
             "pct_of_copy_bw", "tflop_s", "peer", "peer_ms_fwd", "peer_ms_fwd_bwd",
-            "peer_ms_fwd_bwd_launched", "speedup_fwd_bwd"]
+            "peer_ms_fwd_bwd_launched", "speedup_fwd_bwd", "liger_ms_fwd_bwd", "vs_liger", "liger_timing"]
     table = [cols] + [["" if row.get(c) is None else str(row[c]) for c in cols] for row in rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(cols))]
     return "\n".join("  ".join(v.ljust(wd) for v, wd in zip(r, widths)) for r in table)
@@ -192,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
     args = parser.parse_args(argv)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
+    print(f"liger-kernel {liger_version() or 'not installed (no Liger peer)'}")
     print(format_rows(run_kernel_benchmarks("cuda", dtype)))
     return 0
 

@@ -7,10 +7,12 @@ softmax uses exp2. With causal masking the key range splits in two: blocks entir
 diagonal need no mask, the diagonal blocks do, and blocks above it are skipped altogether. The
 logsumexp (base 2) of each row is saved for the backward.
 
-Backward: a preprocess computes delta = rowsum(dO * O); one kernel then owns a block of keys and
-accumulates dK and dV over query blocks (and over every query head of its GQA group, so the
-group's sum needs no atomics or extra buffer); a second owns a block of queries and accumulates
-dQ over key blocks. Probabilities are recomputed from the saved logsumexp.
+Backward: the dQ kernel runs first; each program owns a block of queries, computes their
+delta = rowsum(dO * O) (stored for the next kernel; FlashAttention-2's separate preprocess
+launch is folded in here) and accumulates dQ over key blocks. A second kernel owns a block of
+keys and accumulates dK and dV over query blocks (and over every query head of its GQA group, so the
+group's sum needs no atomics or extra buffer). Probabilities are recomputed from the saved
+logsumexp.
 
 All tensors are addressed through their strides, so q/k/v sliced out of a fused QKV projection,
 or [B, S, H, D] tensors transposed to [B, H, S, D], run without a copy.
@@ -47,6 +49,21 @@ def _dot(a, b, FP32_DOT: tl.constexpr):
     else:
         out = tl.dot(a, b)
     return out
+
+
+@triton.jit
+def _unrotate(t, COS, SIN, offs, S, BLOCK: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """RoPE's inverse (half-split: a rotation's transpose) on a [BLOCK, HEAD_DIM] fp32 gradient
+    tile whose rows are positions ``offs``; cos/sin are contiguous [>= S, HEAD_DIM / 2]."""
+    HALF: tl.constexpr = HEAD_DIM // 2
+    t1, t2 = tl.split(tl.permute(tl.reshape(t, (BLOCK, 2, HALF)), (0, 2, 1)))
+    at = offs[:, None] * HALF + tl.arange(0, HALF)[None, :]
+    ok = (offs < S)[:, None]
+    cos = tl.load(COS + at, mask=ok, other=0.0)
+    sin = tl.load(SIN + at, mask=ok, other=0.0)
+    r1 = t1 * cos + t2 * sin
+    r2 = t2 * cos - t1 * sin
+    return tl.reshape(tl.permute(tl.join(r1, r2), (0, 2, 1)), (BLOCK, HEAD_DIM))
 
 
 @triton.jit
@@ -152,27 +169,6 @@ def _attn_fwd_kernel(
 
 
 @triton.jit
-def _attn_bwd_preprocess(
-    O, DO, DELTA,
-    sob, soh, som, sod,
-    sdob, sdoh, sdom, sdod,
-    H, S,
-    BLOCK_M: tl.constexpr,
-    HEAD_DIM: tl.constexpr,
-):
-    off_bh = tl.program_id(1)
-    b = (off_bh // H).to(tl.int64)
-    h = off_bh % H
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    mask = (offs_m < S)[:, None]
-    o = tl.load(O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, mask=mask, other=0.0)
-    do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=mask, other=0.0)
-    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
-    tl.store(DELTA + off_bh.to(tl.int64) * S + offs_m, delta, mask=offs_m < S)
-
-
-@triton.jit
 def _bwd_dkdv_inner(
     dk, dv, k, v,
     Q_head, DO_head, LSE_head, DELTA_head,
@@ -202,7 +198,7 @@ def _bwd_dkdv_inner(
 
 @triton.jit
 def _attn_bwd_dkdv_kernel(
-    Q, K, V, DO, DK, DV, LSE, DELTA,
+    Q, K, V, DO, DK, DV, LSE, DELTA, COS, SIN,
     sqb, sqh, sqm, sqd,
     skb, skh, skn, skd,
     svb, svh, svn, svd,
@@ -211,6 +207,7 @@ def _attn_bwd_dkdv_kernel(
     sdvb, sdvh, sdvn, sdvd,
     H, KVH, GROUP, S, qk_scale, sm_scale,
     CAUSAL: tl.constexpr,
+    UNROPE: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     HEAD_DIM: tl.constexpr,
@@ -252,9 +249,12 @@ def _attn_bwd_dkdv_kernel(
                 offs_n, offs_d, 0, S, S, qk_scale,
                 CAUSAL_MASK=False, BLOCK_M=BLOCK_M, FP32_DOT=FP32_DOT,
             )
+    dk *= sm_scale
+    if UNROPE:
+        dk = _unrotate(dk, COS, SIN, offs_n, S, BLOCK_N, HEAD_DIM)
     tl.store(
         DK + b * sdkb + kvh * sdkh + offs_n[:, None] * sdkn + offs_d[None, :] * sdkd,
-        (dk * sm_scale).to(DK.dtype.element_ty), mask=col_ok,
+        dk.to(DK.dtype.element_ty), mask=col_ok,
     )
     tl.store(
         DV + b * sdvb + kvh * sdvh + offs_n[:, None] * sdvn + offs_d[None, :] * sdvd,
@@ -294,14 +294,16 @@ def _bwd_dq_inner(
 
 @triton.jit
 def _attn_bwd_dq_kernel(
-    Q, K, V, DO, DQ, LSE, DELTA,
+    Q, K, V, O, DO, DQ, LSE, DELTA, COS, SIN,
     sqb, sqh, sqm, sqd,
     skb, skh, skn, skd,
     svb, svh, svn, svd,
+    sob, soh, som, sod,
     sdob, sdoh, sdom, sdod,
     sdqb, sdqh, sdqm, sdqd,
     H, GROUP, S, qk_scale, sm_scale,
     CAUSAL: tl.constexpr,
+    UNROPE: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     HEAD_DIM: tl.constexpr,
@@ -317,8 +319,10 @@ def _attn_bwd_dq_kernel(
     row_ok = offs_m < S
     q = tl.load(Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :] * sqd, mask=row_ok[:, None], other=0.0)
     do = tl.load(DO + b * sdob + h * sdoh + offs_m[:, None] * sdom + offs_d[None, :] * sdod, mask=row_ok[:, None], other=0.0)
+    o = tl.load(O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod, mask=row_ok[:, None], other=0.0)
     lse = tl.load(LSE + off_bh.to(tl.int64) * S + offs_m, mask=row_ok, other=float("inf"))
-    delta = tl.load(DELTA + off_bh.to(tl.int64) * S + offs_m, mask=row_ok, other=0.0)
+    delta = tl.sum(o.to(tl.float32) * do.to(tl.float32), axis=1)
+    tl.store(DELTA + off_bh.to(tl.int64) * S + offs_m, delta, mask=row_ok)
     K_head = K + b * skb + kvh * skh
     V_head = V + b * svb + kvh * svh
     dq = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
@@ -345,9 +349,12 @@ def _attn_bwd_dq_kernel(
             offs_m, offs_d, full, S, S, qk_scale,
             CAUSAL_MASK=False, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
         )
+    dq *= sm_scale
+    if UNROPE:
+        dq = _unrotate(dq, COS, SIN, offs_m, S, BLOCK_M, HEAD_DIM)
     tl.store(
         DQ + b * sdqb + h * sdqh + offs_m[:, None] * sdqm + offs_d[None, :] * sdqd,
-        (dq * sm_scale).to(DQ.dtype.element_ty), mask=row_ok[:, None],
+        dq.to(DQ.dtype.element_ty), mask=row_ok[:, None],
     )
 
 
@@ -415,28 +422,28 @@ def _attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: 
     return o, lse
 
 
-def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale: float) -> None:
-    """Launch the backward, writing into the dq, dk, dv views (any strides)."""
+def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale: float, rope=None) -> None:
+    """Launch the backward, writing into the dq, dk, dv views (any strides). With ``rope`` =
+    (cos, sin), contiguous fp32 [>= S, D/2], q and k were rotated by RoPE before attention and
+    dq, dk are written with its inverse applied (the gradients of the unrotated q and k)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
     dkdv_cfg, dq_cfg = _bwd_config(D, S)
     delta = torch.empty_like(lse)
-    _attn_bwd_preprocess[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
-        o, do, delta, *o.stride(), *do.stride(), H, S,
-        BLOCK_M=dq_cfg["BLOCK_M"], HEAD_DIM=D, num_warps=dq_cfg["num_warps"],
-    )
     qk_scale = sm_scale * _LOG2E
+    cos, sin = rope if rope is not None else (lse, lse)
+    # dQ first: it writes delta, which the dK/dV kernel reads.
+    _attn_bwd_dq_kernel[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
+        q, k, v, o, do, dq, lse, delta, cos, sin,
+        *q.stride(), *k.stride(), *v.stride(), *o.stride(), *do.stride(), *dq.stride(),
+        H, H // KVH, S, qk_scale, sm_scale,
+        CAUSAL=causal, UNROPE=rope is not None, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dq_cfg,
+    )
     _attn_bwd_dkdv_kernel[(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
-        q, k, v, do, dk, dv, lse, delta,
+        q, k, v, do, dk, dv, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
         H, KVH, H // KVH, S, qk_scale, sm_scale,
-        CAUSAL=causal, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dkdv_cfg,
-    )
-    _attn_bwd_dq_kernel[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
-        q, k, v, do, dq, lse, delta,
-        *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dq.stride(),
-        H, H // KVH, S, qk_scale, sm_scale,
-        CAUSAL=causal, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dq_cfg,
+        CAUSAL=causal, UNROPE=rope is not None, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dkdv_cfg,
     )
 
 
@@ -468,10 +475,11 @@ class _FlashAttentionQKV(torch.autograd.Function):
     Forward: one RoPE launch writes the rotated q and k heads, and v unchanged, into one new
     [B, S, H + 2*KVH, D] buffer; attention reads its three views. That buffer is all the
     backward keeps (the projection's output is freed). Backward: the attention kernels write dq,
-    dk and dv into views of one d(qkv) buffer, and RoPE's inverse runs in place on its q and k
-    heads, so no concatenation rebuilds it for the GEMM. (Rotating inside the attention kernels
-    instead was measured slower on an H200: 30 vs 28 us at S=128 and 328 vs 194 us at S=1024,
-    forward + backward, since every q or k tile is rotated again for each block it meets.)
+    dk and dv into views of one d(qkv) buffer, so no concatenation rebuilds it for the GEMM;
+    they apply RoPE's inverse to their dq and dk tiles before storing them (once per tile, in
+    the epilogue). (Rotating q and k inside the forward's loops instead was measured slower on
+    an H200: 30 vs 28 us at S=128 and 328 vs 194 us at S=1024, forward + backward, since every
+    k tile is rotated again for each query block it meets.)
     """
 
     @staticmethod
@@ -497,9 +505,7 @@ class _FlashAttentionQKV(torch.autograd.Function):
         q, k, v = _split_qkv(rotated, num_heads, num_kv_heads)
         dq, dk, dv = _split_qkv(dqkv, num_heads, num_kv_heads)
         do = do.reshape(B, S, H, D).transpose(1, 2)
-        _attention_backward(q, k, v, o, lse, do, dq, dk, dv, True, ctx.sm_scale)
-        qk = dqkv[:, :, : num_heads + num_kv_heads]
-        apply_rope(qk, cos, sin, out=qk, inverse=True)
+        _attention_backward(q, k, v, o, lse, do, dq, dk, dv, True, ctx.sm_scale, rope=(cos, sin))
         return dqkv.view(B, S, -1), None, None, None, None, None
 
 

@@ -148,40 +148,49 @@ def _rmsnorm_bwd_kernel(
     dh_tile = tile * stride_dhm
     dx_tile = tile * N
     if SINGLE_BLOCK:
-        # Software pipelining by hand: the next tile's loads are issued before this tile's
-        # reduction and stores, so every program keeps two tiles of loads in flight.
+        # Software pipelining by hand: the next tile's loads (x, dy, rstd and dh) are issued
+        # before this tile's reduction and stores, so every program keeps two tiles of loads in
+        # flight and no load waits on the arithmetic before it.
         cols = tl.arange(0, BLOCK_N)[None, :]
         col_ok = cols < N
         w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
         dw = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
-        mask = (row_start + tile < row_end) & col_ok
+        row_ok = row_start + tile < row_end
+        mask = row_ok & col_ok
         x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0)
         dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0)
+        rstd = tl.load(RSTD + tile, mask=row_ok, other=0.0)
+        if HAS_DRESIDUAL:
+            dh = tl.load(DH + dh_tile + cols * stride_dhn, mask=mask, other=0.0)
         for start in range(row_start, row_end, ROWS):
             X += ROWS * stride_xm
             DY += ROWS * stride_dym
-            next_mask = (start + ROWS + tile < row_end) & col_ok
+            DH += ROWS * stride_dhm
+            RSTD += ROWS
+            next_ok = start + ROWS + tile < row_end
+            next_mask = next_ok & col_ok
             x_next = tl.load(X + x_tile + cols * stride_xn, mask=next_mask, other=0.0)
             dy_next = tl.load(DY + dy_tile + cols * stride_dyn, mask=next_mask, other=0.0)
-            row_ok = start + tile < row_end
-            mask = row_ok & col_ok
-            rstd = tl.load(RSTD + tile, mask=row_ok, other=0.0)
+            rstd_next = tl.load(RSTD + tile, mask=next_ok, other=0.0)
+            if HAS_DRESIDUAL:
+                dh_next = tl.load(DH + dh_tile + cols * stride_dhn, mask=next_mask, other=0.0)
+            mask = (start + tile < row_end) & col_ok
             xhat = x.to(tl.float32) * rstd
             wdy = w * dy.to(tl.float32)
             c = row_sum(xhat * wdy, ROWS) / N
             dx = (wdy - xhat * c) * rstd
             if HAS_DRESIDUAL:
-                dx += tl.load(DH + dh_tile + cols * stride_dhn, mask=mask, other=0.0).to(tl.float32)
+                dx += dh.to(tl.float32)
+                dh = dh_next
             tl.store(DX + dx_tile + cols, dx.to(DX.dtype.element_ty), mask=mask)
             if HAS_DX2:
                 tl.store(DX2 + dx_tile + cols, dx.to(DX2.dtype.element_ty), mask=mask)
                 DX2 += ROWS * N
             dw += dy.to(tl.float32) * xhat
-            DH += ROWS * stride_dhm
             DX += ROWS * N
-            RSTD += ROWS
             x = x_next
             dy = dy_next
+            rstd = rstd_next
         tl.store(dw_row + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok)
     else:
         # DW_PARTIAL starts zeroed; each element is read and written only by the thread that

@@ -104,3 +104,41 @@ def test_cpu_bench_runs_end_to_end(tmp_path):
     assert [r["case"] for r in doc["rows"]] == ["v1", "v2"]
     assert all(r["params_trained"] == r["params_total"] for r in doc["rows"])
     assert res.stdout.strip().splitlines()[-1].startswith("v2 ")
+
+
+def test_kernel_benchmarks_without_a_gpu_fail_before_any_case_runs(tmp_path):
+    import subprocess
+    import sys
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: --kernels is valid here")
+    res = subprocess.run(
+        [sys.executable, "-m", "tinylab", "bench", "--device", "cpu", "--cases", "v1", "--kernels",
+         "--out", str(tmp_path / "b.json")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode != 0
+    assert "--kernels" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "b.json").exists()
+
+
+def test_format_rows_shows_the_liger_peer_only_where_it_ran():
+    from kernels.bench_kernels import format_rows
+
+    table = format_rows([
+        {"kernel": "rmsnorm", "ms_fwd_bwd": 0.5, "liger_ms_fwd_bwd": 0.6, "vs_liger": 1.2, "liger_timing": "graph"},
+        {"kernel": "flash_attention", "ms_fwd_bwd": 1.0},
+    ]).splitlines()
+    assert table[0].split()[-3:] == ["liger_ms_fwd_bwd", "vs_liger", "liger_timing"]
+    assert table[1].split()[-3:] == ["0.6", "1.2", "graph"]
+    assert table[2].split()[-1] == "1.0"
+
+
+def test_liger_pair_without_a_graph_is_compared_launched_to_launched():
+    from kernels.bench_kernels import _liger_columns
+
+    assert _liger_columns(None, 1.0, 2.0)["vs_liger"] is None
+    assert _liger_columns((0.4, 1.5, 3.0), 1.0, 2.0) == {"liger_ms_fwd_bwd": 1.5, "vs_liger": 1.5, "liger_timing": "graph"}
+    assert _liger_columns((None, None, 3.0), 1.0, 2.0) == {"liger_ms_fwd_bwd": 3.0, "vs_liger": 1.5, "liger_timing": "launched"}

@@ -186,3 +186,25 @@ def test_detached_backward_reproduces_the_reference_bug():
     raw = {n: p.grad for n, p in model.named_parameters()}
     with_grad = [n for n, g in raw.items() if g is not None and g.abs().sum() > 0]
     assert with_grad == ["embed.weight"]
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_v4_embedding_gradient_matches_torchs(deterministic):
+    from models.v4_ultra import embed
+
+    torch.manual_seed(0)
+    weight = torch.randn(37, 24, requires_grad=True)
+    idx = torch.randint(0, 37, (3, 29))
+    idx[0, :5] = 7  # repeated tokens: the scatter must add, not overwrite
+    upstream = torch.randn(3, 29, 24)
+    ref = torch.autograd.grad(torch.nn.functional.embedding(idx, weight), weight, upstream)[0]
+    prior = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(deterministic)
+    try:
+        out = embed(idx, weight)
+        got = torch.autograd.grad(out, weight, upstream)[0]
+    finally:
+        torch.use_deterministic_algorithms(prior)
+    assert torch.equal(out, torch.nn.functional.embedding(idx, weight))
+    assert (out.grad_fn.name() == "_ScatterEmbeddingBackward") != deterministic
+    torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)

@@ -111,7 +111,7 @@ def _rope_tables(s, d, device):
 )
 def test_flash_attention_qkv_matches_rope_then_attention(check, launch, device, b, h, kvh, s, d, dtype):
     """RoPE + attention off the fused projection (and d(qkv) in one buffer, RoPE undone in
-    place) against the reference rope + attention, with qkv a strided view (rows wider than
+    the backward kernels' epilogues) against the reference rope + attention, with qkv a strided view (rows wider than
     the projection, as a slice of a bigger buffer)."""
     width = (h + 2 * kvh) * d
     base = (2 * torch.randn(b, s, width + 24, device=device)).to(dtype)

@@ -178,7 +178,7 @@ KERNELS = {
     rope_mod: ["_rope_kernel"],
     ce_mod: ["_cross_entropy_kernel"],
     naive_mod: ["_naive_swiglu_ffn_kernel"],
-    fa_mod: ["_attn_fwd_kernel", "_attn_bwd_preprocess", "_attn_bwd_dkdv_kernel", "_attn_bwd_dq_kernel"],
+    fa_mod: ["_attn_fwd_kernel", "_attn_bwd_dkdv_kernel", "_attn_bwd_dq_kernel"],
 }
 
 
@@ -186,7 +186,8 @@ def _gpu_launches(device):
     """(what, forward call, expected launches of its forward and backward). The expected grids
     and options are those of the GPU path before the interpreter got row tiles, plus ROWS=1
     (and COLS=1) where a kernel takes it now, and the RMSNorm backward's later options (a
-    second dx dtype, multi-row tiles for narrow rows)."""
+    second dx dtype, multi-row tiles for narrow rows) and attention's backward (delta computed
+    by the dQ kernel, which now runs first; RoPE's inverse as an option of both kernels)."""
     def t(*shape):
         return _randn(*shape, device=device)
 
@@ -241,9 +242,8 @@ def _gpu_launches(device):
         dq_grid = (triton.cdiv(100, dq["BLOCK_M"]), 8)
         cases.append((f"flash_attention D={d}", lambda d=d: flash_attention(t(2, 4, 100, d), t(2, 2, 100, d), t(2, 2, 100, d)), [
             ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, **attn(64, 64, 4))),
-            ("_attn_bwd_preprocess", dq_grid, dict(BLOCK_M=dq["BLOCK_M"], HEAD_DIM=d, num_warps=dq["num_warps"])),
-            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, HEAD_DIM=d, **attn(32, 64, 4))),
-            ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, HEAD_DIM=d, **dq)),
+            ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **dq)),
+            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **attn(32, 64, 4))),
         ]))
     return cases
 

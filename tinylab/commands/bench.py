@@ -52,6 +52,8 @@ def run(args) -> int:
 
     if not torch.cuda.is_available() and base.device != "cpu":
         raise UserError("tinylab bench measures a GPU and none is visible; pass --device cpu for a (slow) CPU run")
+    if args.kernels and not torch.cuda.is_available():
+        raise UserError("--kernels benchmarks Triton kernels on a GPU and none is visible; drop --kernels")
     env = bench.environment()
     print(f"bench on {env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']}", flush=True)
     extra = {}
@@ -65,9 +67,10 @@ def run(args) -> int:
     if extra.get("ceilings", {}).get("gemm_tflops"):
         bench.add_gemm_floor(rows, extra["ceilings"], base)
     if args.kernels:
-        from kernels.bench_kernels import run_kernel_benchmarks
+        from kernels.bench_kernels import liger_version, run_kernel_benchmarks
 
         extra["kernels"] = run_kernel_benchmarks(torch.device("cuda"))
+        env["liger_kernel"] = liger_version()
     doc = {"environment": env, "config": base.to_dict(), "rows": rows, **extra}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
@@ -76,6 +79,11 @@ def run(args) -> int:
     print(f"{env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']} | "
           f"batch {base.batch_size}, hidden {base.hidden_dim}, {base.num_layers} layers, {base.num_steps} steps x {args.repeats}")
     print(bench.format_table(rows))
+    if args.kernels:
+        from kernels.bench_kernels import format_rows
+
+        print(f"\nkernels (forward+backward; liger-kernel {env['liger_kernel'] or 'not installed'}):")
+        print(format_rows(extra["kernels"]))
     for line in problems:
         print(f"REGRESSION {line}", file=sys.stderr)
     failed = any(r["error"] for r in rows)
