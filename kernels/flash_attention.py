@@ -375,18 +375,29 @@ def _interpreter_config(seq_len: int) -> dict:
 
 # GPU configs from a sweep on an H200 (bf16, B*H=64 or 32, S=2048, causal; see bench_kernels):
 # 64x64 forward blocks beat the tutorial's 128x64 by 10-40%, and a 32x64 dK/dV block beat 32x128.
+# At the model's shapes (tests/gpu/sweep_configs.py; B8, H8/KVH4, D64, RoPE fused in): dK/dV
+# blocks of 32x32 at S=128 (19.3 vs 20.6 us forward+backward with 32x64: twice the programs
+# when there are only 2 key blocks a head) and 64x64 at S=1024 (166.6 vs 171.3 us).
 def _fwd_config(head_dim: int, seq_len: int) -> dict:
     if interpreter_config():
         return _interpreter_config(seq_len)
     return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
 
 
-def _bwd_config(head_dim: int, seq_len: int) -> tuple[dict, dict]:
+def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> tuple[dict, dict]:
     """(dK/dV config, dQ config). dK/dV keeps a key block resident while query blocks stream
-    past it; dQ the other way round."""
+    past it; dQ the other way round. Exact-fp32 dots keep the S=2048 config at every length:
+    with 64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73 (H200)."""
     if interpreter_config():
         return _interpreter_config(seq_len), _interpreter_config(seq_len)
-    dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    if exact_fp32:
+        dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    elif seq_len <= 256:
+        dkdv = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(3))
+    elif seq_len <= 1024:
+        dkdv = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    else:
+        dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
     if head_dim <= 64:
         return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
     return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
@@ -428,7 +439,7 @@ def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale:
     dq, dk are written with its inverse applied (the gradients of the unrotated q and k)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    dkdv_cfg, dq_cfg = _bwd_config(D, S)
+    dkdv_cfg, dq_cfg = _bwd_config(D, S, _exact_fp32(q))
     delta = torch.empty_like(lse)
     qk_scale = sm_scale * _LOG2E
     cos, sin = rope if rope is not None else (lse, lse)

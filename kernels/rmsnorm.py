@@ -6,10 +6,11 @@ it in registers while N <= MAX_FUSED_N, so the sum of squares and the scaling ne
 read; rstd (fp32, one per row) is saved so the backward need not recompute it.
 The weight gradient is a reduction over rows: as in the Triton layer-norm tutorial, a grid of
 about k * #SMs programs each walks a contiguous chunk of rows, keeps its partial dweight in
-registers and writes one row of a small [programs, N] fp32 buffer, which a column-sum kernel
-adds up (no atomics, deterministic). On an H200 at a training step's 1,024 x 512, torch's sum
-over dim 0 took about 7 us a norm, the column-sum kernel about 2; letting the last program to
-finish do the sum inside the backward kernel (an atomic counter) measured slower still.
+registers, then adds it into the fp32 dweight with atomics (ATOMIC_DW) or, when deterministic
+algorithms are on, writes one row of a small [programs, N] buffer that a column-sum kernel
+adds up in a fixed order. On an H200 at a training step's 1,024 x 512, torch's sum over dim 0
+took about 7 us a norm, the column-sum kernel about 2; letting the last program to finish do
+the sum inside the backward kernel (an atomic counter) measured slower still.
 
 Under autocast the output y can be asked for in the compute dtype (`out_dtype`): it feeds a
 bf16 GEMM, so writing it in bf16 here saves a cast kernel in the forward and another on its
@@ -36,17 +37,27 @@ from kernels._utils import (
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192
-# Backward programs per SM. Measured on an H200 at 16384 x 4096 bf16 (8 warps, with the
-# prefetch in the kernel): 2 per SM ran the backward at 83% of copy bandwidth (97% at 65536
-# rows), against 68-80% for 1, 4 or 8.
+# Backward launch for wide rows (> NARROW_N). Programs per SM, measured on an H200 at
+# 16384 x 4096 bf16 (8 warps, with the prefetch in the kernel): 2 per SM ran the backward at
+# 83% of copy bandwidth (97% at 65536 rows), against 68-80% for 1, 4 or 8.
 BWD_PROGRAMS_PER_SM = 2
-# Elements of one backward tile on a GPU. Rows of 4096 keep enough loads in flight one at a
-# time; at the model's 512 a one-row tile left the backward at half the copy bandwidth (H200,
-# 8192 x 512), so narrow rows are walked several at a time.
+# Elements of one backward tile of wide rows (one row of 2048 or more).
 BWD_TILE = 2048
-# Tiles each backward program walks at least: short inputs get fewer programs, so fewer partial
-# rows for the dweight sum.
+# Tiles each wide-row backward program walks at least: short inputs get fewer programs, so
+# fewer partial rows for the dweight sum.
 MIN_BWD_TILES = 2
+# Narrow rows (the model's 512): one program per SM, each walking about NARROW_TILES_PER_PROGRAM
+# tiles of up to NARROW_TILE elements (several rows), so loads of the next tile stay in flight.
+# Swept on an H200 (tests/gpu/sweep_configs.py, add_rmsnorm forward+backward, bf16 branch and
+# fp32 residual): 1024 x 512 took 8.2 us with 2-row tiles at 1 program per SM against 9.7 with
+# 4-row tiles at 2 per SM; 8192 x 512 took 35.7 us with 8-row tiles at 1 per SM against 37.5.
+NARROW_N = 1024
+NARROW_TILE = 4096
+NARROW_TILES_PER_PROGRAM = 4
+# Rows that fit one block (SINGLE_BLOCK) add their partial dweight straight into a zeroed
+# output with fp32 atomics, removing the column-sum launch, unless deterministic algorithms
+# are on (atomics add in a run-dependent order).
+ATOMIC_DW = True
 
 
 @triton.jit
@@ -118,6 +129,7 @@ def _rmsnorm_bwd_kernel(
     M, N, rows_per_program,
     HAS_DRESIDUAL: tl.constexpr,
     HAS_DX2: tl.constexpr,
+    ATOMIC_DW: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK_N: tl.constexpr,
     SINGLE_BLOCK: tl.constexpr,
@@ -191,7 +203,10 @@ def _rmsnorm_bwd_kernel(
             x = x_next
             dy = dy_next
             rstd = rstd_next
-        tl.store(dw_row + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok)
+        if ATOMIC_DW:  # DW_PARTIAL is the zeroed [N] dweight itself
+            tl.atomic_add(DW_PARTIAL + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok, sem="relaxed")
+        else:
+            tl.store(dw_row + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok)
     else:
         # DW_PARTIAL starts zeroed; each element is read and written only by the thread that
         # owns it (same shape, same layout as every other access), so it needs no barrier.
@@ -290,6 +305,17 @@ def rmsnorm_forward(
     return y, h, rstd
 
 
+def _bwd_launch(M: int, block_n: int, device: torch.device) -> tuple[int, int]:
+    """(rows per tile, programs) of the backward; see the constants at the top."""
+    if interpreter_config() or block_n > NARROW_N:
+        rows = tile_rows(M, block_n) if interpreter_config() else max(1, min(BWD_TILE // block_n, triton.next_power_of_2(M)))
+        return rows, max(1, min(triton.cdiv(M, rows * MIN_BWD_TILES), sm_count(device) * BWD_PROGRAMS_PER_SM))
+    programs = max(1, min(sm_count(device), triton.cdiv(M, 2)))
+    rows_per_program = triton.cdiv(M, programs)
+    tiles_of = max(1, rows_per_program // NARROW_TILES_PER_PROGRAM)
+    return min(1 << (tiles_of.bit_length() - 1), max(1, NARROW_TILE // block_n)), programs
+
+
 def rmsnorm_backward(
     dy2d: Tensor, x2d: Tensor, weight: Tensor, rstd: Tensor, dh2d: Tensor | None = None, dx2_dtype=None
 ) -> tuple[Tensor, Tensor | None, Tensor]:
@@ -297,14 +323,17 @@ def rmsnorm_backward(
     None, dweight). dy may come in another dtype than x (a bf16 GEMM's input gradient)."""
     M, N = x2d.shape
     block_n, single = _block_n(N)
-    rows = tile_rows(M, block_n) if interpreter_config() else max(1, min(BWD_TILE // block_n, triton.next_power_of_2(M)))
+    rows, programs = _bwd_launch(M, block_n, x2d.device)
     dx = torch.empty((M, N), dtype=x2d.dtype, device=x2d.device)
     dx2 = torch.empty((M, N), dtype=dx2_dtype, device=x2d.device) if dx2_dtype is not None else None
-    programs = max(1, min(triton.cdiv(M, rows * MIN_BWD_TILES), sm_count(x2d.device) * BWD_PROGRAMS_PER_SM))
     # whole tiles per program (the last programs may get fewer rows, or none)
     rows_per_program = triton.cdiv(triton.cdiv(M, programs), rows) * rows if M > 0 else 0
-    alloc = torch.empty if single else torch.zeros
-    dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
+    atomic = ATOMIC_DW and single and not torch.are_deterministic_algorithms_enabled()
+    if atomic:
+        dw_partial = torch.zeros(N, dtype=torch.float32, device=x2d.device)
+    else:
+        alloc = torch.empty if single else torch.zeros
+        dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
     dh = dh2d if dh2d is not None else dy2d
     if M > 0:
         _rmsnorm_bwd_kernel[(programs,)](
@@ -315,12 +344,13 @@ def rmsnorm_backward(
             M, N, rows_per_program,
             HAS_DRESIDUAL=dh2d is not None,
             HAS_DX2=dx2 is not None,
+            ATOMIC_DW=atomic,
             ROWS=rows,
             BLOCK_N=block_n,
             SINGLE_BLOCK=single,
             num_warps=row_num_warps(block_n * rows),
         )
-        dw = column_sum(dw_partial)
+        dw = dw_partial if atomic else column_sum(dw_partial)
     else:
         dw = torch.zeros(N, dtype=torch.float32, device=x2d.device)
     return dx, dx2, dw.to(weight.dtype)

@@ -11,6 +11,7 @@ import itertools
 import sys
 
 import torch
+import triton
 
 from kernels import add_rmsnorm, flash_attention, flash_attention_qkv, rope, rope_cos_sin
 from kernels.bench_kernels import fwd_bwd_step, median_ms
@@ -37,7 +38,7 @@ def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
         if bn % bm or bn > seq:
             continue
         dkdv = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
-        fa._bwd_config = lambda D, S, dkdv=dkdv: (dkdv, default_bwd(D, S)[1])
+        fa._bwd_config = lambda D, S, exact, dkdv=dkdv: (dkdv, default_bwd(D, S, exact)[1])
         try:
             rows.append((_us(step), f"dkdv {dkdv}"))
         except Exception as e:  # out of shared memory etc.
@@ -46,7 +47,7 @@ def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
         if bm % bn or bm > seq:
             continue
         dq = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=3)
-        fa._bwd_config = lambda D, S, dq=dq: (default_bwd(D, S)[0], dq)
+        fa._bwd_config = lambda D, S, exact, dq=dq: (default_bwd(D, S, exact)[0], dq)
         try:
             rows.append((_us(step), f"dq {dq}"))
         except Exception as e:
@@ -72,15 +73,22 @@ def sweep_norm(tokens: int, n=512):
     r = torch.randn(tokens, n, device="cuda", requires_grad=True)
     w = torch.randn(n, device="cuda", requires_grad=True)
     step = _fwd_bwd(lambda a, b, c: add_rmsnorm(a, b, c, out_dtype=torch.bfloat16), [x, r, w])
-    default = (rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM)
+    default_launch, default_atomic = rms._bwd_launch, rms.ATOMIC_DW
     print(f"\n== add_rmsnorm fwd+bwd (bf16 branch, fp32 residual), {tokens} x {n} (us)")
     rows = []
-    for tile, per_sm in itertools.product([512, 1024, 2048, 4096], [1, 2, 4]):
-        rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM = tile, per_sm
-        rows.append((_us(step), f"BWD_TILE {tile} ({tile // n} rows), {per_sm} programs/SM"))
-    rms.BWD_TILE, rms.BWD_PROGRAMS_PER_SM = default
+    for tile, per_sm, atomic in itertools.product([512, 1024, 2048, 4096], [1, 2, 4], [True, False]):
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+        def launch(M, block_n, device, tile=tile, per_sm=per_sm):
+            r = max(1, tile // block_n)
+            return r, max(1, min(triton.cdiv(M, 2 * r), sms * per_sm))
+
+        rms._bwd_launch, rms.ATOMIC_DW = launch, atomic
+        dw = "atomic dweight" if atomic else "column-sum dweight"
+        rows.append((_us(step), f"tiles of {tile // n} rows, {per_sm} programs/SM, {dw}"))
+    rms._bwd_launch, rms.ATOMIC_DW = default_launch, default_atomic
     rows.append((_us(step), "default"))
-    for t, what in sorted(rows)[:6] + [r for r in rows if r[1] == "default"]:
+    for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default"]:
         print(f"   {t:9.1f}  {what}")
 
 

@@ -187,7 +187,8 @@ def _gpu_launches(device):
     and options are those of the GPU path before the interpreter got row tiles, plus ROWS=1
     (and COLS=1) where a kernel takes it now, and the RMSNorm backward's later options (a
     second dx dtype, multi-row tiles for narrow rows) and attention's backward (delta computed
-    by the dQ kernel, which now runs first; RoPE's inverse as an option of both kernels)."""
+    by the dQ kernel, which now runs first; RoPE's inverse as an option of both kernels). Inputs
+    are fp32 with exact dots, whose dK/dV blocks do not depend on the sequence length."""
     def t(*shape):
         return _randn(*shape, device=device)
 
@@ -201,13 +202,24 @@ def _gpu_launches(device):
 
     def norm_bwd(programs, rows, block, warps, single=True, **flags):
         return ("_rmsnorm_bwd_kernel", (min(programs, bwd_programs),), dict(
-            flags, HAS_DX2=False, ROWS=rows, BLOCK_N=block, SINGLE_BLOCK=single, num_warps=warps,
+            flags, HAS_DX2=False, ATOMIC_DW=single, ROWS=rows, BLOCK_N=block, SINGLE_BLOCK=single, num_warps=warps,
+        ))
+
+    def narrow_norm_bwd(m, **flags):
+        """Rows of <= 1024: a program per SM (at most one per 2 rows), each walking about 4
+        tiles (a power of two rows, at most 4096 elements)."""
+        programs = min(_utils.sm_count(device), -(-m // 2))
+        quarter = max(1, -(-m // programs) // 4)
+        rows = 1 << (quarter.bit_length() - 1)
+        return ("_rmsnorm_bwd_kernel", (programs,), dict(
+            flags, HAS_DX2=False, ATOMIC_DW=True, ROWS=rows, BLOCK_N=256, SINGLE_BLOCK=True,
+            num_warps=4 if rows * 256 < 2048 else 8,
         ))
 
     cases = []
-    # the backward walks 2048-element tiles of rows (8 rows of 256 here), two tiles a program at least
+    # wide rows: one-row tiles, two tiles a program at least
     for n, block, warps, single, bwd in [
-        (200, 256, 4, True, norm_bwd(3, 8, 256, 8, HAS_DRESIDUAL=False)),
+        (200, 256, 4, True, narrow_norm_bwd(37, HAS_DRESIDUAL=False)),
         (3000, 4096, 8, True, norm_bwd(19, 1, 4096, 8, HAS_DRESIDUAL=False)),
         (9000, 8192, 16, False, norm_bwd(19, 1, 8192, 16, single=False, HAS_DRESIDUAL=False)),
     ]:
@@ -217,7 +229,7 @@ def _gpu_launches(device):
         ]))
     cases.append(("add_rmsnorm", lambda: add_rmsnorm(t(5, 7, 200), t(5, 7, 200), t(200)), [
         ("_rmsnorm_fwd_kernel", (35,), dict(HAS_RESIDUAL=True, **norm(256, 4))),
-        norm_bwd(3, 8, 256, 8, HAS_DRESIDUAL=True),
+        narrow_norm_bwd(35, HAS_DRESIDUAL=True),
     ]))
     for f, block, col_blocks, warps in [(100, 128, 1, 4), (3000, 2048, 2, 8)]:
         cases.append((f"swiglu F={f}", lambda f=f: swiglu(t(37, 2 * f)), [

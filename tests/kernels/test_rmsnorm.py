@@ -85,3 +85,24 @@ def test_column_sum_matches_torch(launch, device, shape):
     """The dweight partials' sum (many programs' rows, ragged row and column blocks)."""
     p = torch.randn(shape, device=device)
     torch.testing.assert_close(rmsnorm_mod.column_sum(p), p.sum(0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_rmsnorm_weight_gradient_with_and_without_atomics(check, device, deterministic, monkeypatch):
+    """Default: partial dweights added with atomics; deterministic mode: partial rows summed by
+    the column-sum kernel, bit-identical from run to run."""
+    sums, column_sum = [], rmsnorm_mod.column_sum
+    monkeypatch.setattr(rmsnorm_mod, "column_sum", lambda p: sums.append(p.shape) or column_sum(p))
+    prior = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(deterministic)
+    try:
+        x = torch.randn(301, 96, device=device).requires_grad_()
+        w = _weight(96, torch.float32, device)
+        check(rmsnorm, rmsnorm_reference, [x, w], dtype=torch.float32, grad_inputs=[0, 1])
+        upstream = torch.randn(301, 96, device=device)
+        runs = [torch.autograd.grad(rmsnorm(x, w), w, upstream)[0] for _ in range(2)]
+    finally:
+        torch.use_deterministic_algorithms(prior)
+    assert bool(sums) == deterministic
+    if deterministic:
+        assert torch.equal(runs[0], runs[1])
