@@ -377,19 +377,30 @@ def _interpreter_config(seq_len: int) -> dict:
 # 64x64 forward blocks beat the tutorial's 128x64 by 10-40%, and a 32x64 dK/dV block beat 32x128.
 # At the model's shapes (tests/gpu/sweep_configs.py; B8, H8/KVH4, D64, RoPE fused in): dK/dV
 # blocks of 32x32 at S=128 (19.3 vs 20.6 us forward+backward with 32x64: twice the programs
-# when there are only 2 key blocks a head) and 64x64 at S=1024 (166.6 vs 171.3 us).
-def _fwd_config(head_dim: int, seq_len: int) -> dict:
+# when there are only 2 key blocks a head) and 64x64 at S=1024 (166.6 vs 171.3 us). Exact-fp32
+# dots (FMA, not tensor cores) at S=128, D=64: 32x32 blocks for all three kernels took 146.6 us
+# against 273.1 with the bf16 blocks (torch's SDPA, v4's fp32 path: 134.8 with its RoPE).
+def _small_exact(head_dim: int, seq_len: int, exact_fp32: bool) -> bool:
+    return exact_fp32 and head_dim <= 64 and seq_len <= 256
+
+
+def _fwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> dict:
     if interpreter_config():
         return _interpreter_config(seq_len)
+    if _small_exact(head_dim, seq_len, exact_fp32):
+        return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
     return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
 
 
 def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> tuple[dict, dict]:
     """(dK/dV config, dQ config). dK/dV keeps a key block resident while query blocks stream
-    past it; dQ the other way round. Exact-fp32 dots keep the S=2048 config at every length:
-    with 64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73 (H200)."""
+    past it; dQ the other way round. Exact-fp32 dots past S=256 keep the S=2048 config: with
+    64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73 (H200)."""
     if interpreter_config():
         return _interpreter_config(seq_len), _interpreter_config(seq_len)
+    if _small_exact(head_dim, seq_len, exact_fp32):
+        small = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
+        return small, dict(small)
     if exact_fp32:
         dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
     elif seq_len <= 256:
@@ -421,7 +432,7 @@ def _attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: 
     """Launch the forward on [B, H, S, D] / [B, KVH, S, D] views; returns (o, lse)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    cfg = _fwd_config(D, S)
+    cfg = _fwd_config(D, S, _exact_fp32(q))
     o = _bshd_like(q)
     lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
     _attn_fwd_kernel[(triton.cdiv(S, cfg["BLOCK_M"]), B * H)](

@@ -10,8 +10,8 @@
   dominates at this model size. Done by the trainer.
 - Attention straight off the fused QKV projection (kernels.flash_attention_qkv): one RoPE
   launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
-  output is freed), and the backward writes dq, dk, dv into one d(qkv) tensor with RoPE undone
-  in place: no concatenation kernels, no second copy of q and k kept.
+  output is freed), and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
+  undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
 - SwiGLU and the down projection in one autograd Function that keeps only gate_up: the
   activation (a fifth of what a layer saves) is written again by the backward kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.

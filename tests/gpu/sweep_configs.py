@@ -2,7 +2,7 @@
 
 Prints, per shape, the median GPU time of forward+backward (CUDA-graph replays) for each
 candidate config, fastest first, so the defaults in kernels/ can be checked on a new card:
-    python3 tests/gpu/sweep_configs.py [--seq-lens 128,1024] [--what norm,attention]
+    python3 tests/gpu/sweep_configs.py [--seq-lens 128,1024] [--what norm,attention] [--dtype fp32]
 """
 
 import argparse
@@ -28,32 +28,49 @@ def _us(step) -> float:
     return 1e3 * median_ms(step)
 
 
-def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
-    qkv = torch.randn(batch, seq, (heads + 2 * kv_heads) * d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+def sweep_attention(seq: int, dtype: torch.dtype, batch=8, heads=8, kv_heads=4, d=64):
+    qkv = torch.randn(batch, seq, (heads + 2 * kv_heads) * d, device="cuda", dtype=dtype, requires_grad=True)
     cos, sin = rope_cos_sin(seq, d, device="cuda")
     step = _fwd_bwd(lambda t: flash_attention_qkv(t, cos, sin, heads, kv_heads), [qkv])
-    default_bwd = fa._bwd_config
+    default_bwd, default_fwd = fa._bwd_config, fa._fwd_config
     rows = []
-    for bm, bn, warps, stages in itertools.product([16, 32, 64], [32, 64, 128], [4, 8], [2, 3]):
-        if bn % bm or bn > seq:
-            continue
-        dkdv = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
-        fa._bwd_config = lambda D, S, exact, dkdv=dkdv: (dkdv, default_bwd(D, S, exact)[1])
+    best = {}
+
+    def timed(kind: str, cfg: dict):
+        """Time the step with one kernel's config replaced; keep the fastest per kernel."""
+        fa._fwd_config = (lambda D, S, exact_fp32: cfg) if kind == "fwd" else default_fwd
+        fa._bwd_config = default_bwd if kind == "fwd" else (
+            lambda D, S, exact_fp32: (cfg, default_bwd(D, S, exact_fp32)[1]) if kind == "dkdv"
+            else (default_bwd(D, S, exact_fp32)[0], cfg))
         try:
-            rows.append((_us(step), f"dkdv {dkdv}"))
+            t = _us(step)
         except Exception as e:  # out of shared memory etc.
-            rows.append((float("inf"), f"dkdv {dkdv}: {type(e).__name__}"))
-    for bm, bn, warps in itertools.product([32, 64, 128], [32, 64], [4, 8]):
-        if bm % bn or bm > seq:
-            continue
-        dq = dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=3)
-        fa._bwd_config = lambda D, S, exact, dq=dq: (default_bwd(D, S, exact)[0], dq)
-        try:
-            rows.append((_us(step), f"dq {dq}"))
-        except Exception as e:
-            rows.append((float("inf"), f"dq {dq}: {type(e).__name__}"))
-    fa._bwd_config = default_bwd
+            t, cfg = float("inf"), f"{cfg}: {type(e).__name__}"
+        rows.append((t, f"{kind} {cfg}"))
+        if t < best.get(kind, (float("inf"),))[0]:
+            best[kind] = (t, cfg)
+        fa._fwd_config, fa._bwd_config = default_fwd, default_bwd
+
+    # Exact-fp32 dots compile slowly and want small tiles: a short list (the full one ran past
+    # 280 s at S=128 on an H200).
+    exact = dtype == torch.float32
+    blocks, bwd_blocks, warp_counts, stage_counts = (
+        ([16, 32], [16, 32], [4], [2]) if exact else ([16, 32, 64], [16, 32, 64, 128], [4, 8], [2, 3]))
+    for bm, bn, warps, stages in itertools.product(blocks, blocks, warp_counts, stage_counts):
+        if bm % bn == 0 and bm <= seq:
+            timed("fwd", dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
+    for bm, bn, warps, stages in itertools.product(blocks, bwd_blocks, warp_counts, stage_counts):
+        if bn % bm == 0 and bn <= seq:
+            timed("dkdv", dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
+    for bm, bn, warps, stages in itertools.product(blocks + ([] if exact else [128]), blocks, warp_counts, stage_counts[-1:]):
+        if bm % bn == 0 and bm <= seq:
+            timed("dq", dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
     rows.append((_us(step), "default"))
+    if len(best) == 3:
+        fwd, dkdv, dq = (best[kind][1] for kind in ("fwd", "dkdv", "dq"))
+        fa._fwd_config, fa._bwd_config = (lambda D, S, exact_fp32: fwd), (lambda D, S, exact_fp32: (dkdv, dq))
+        rows.append((_us(step), f"best of each combined: fwd {fwd}, dkdv {dkdv}, dq {dq}"))
+        fa._fwd_config, fa._bwd_config = default_fwd, default_bwd
 
     def separate_rope(t):  # v3's path: RoPE kernel, attention on the rotated copy, torch.cat in the backward
         qk, v = t.split([(heads + kv_heads) * d, kv_heads * d], dim=-1)
@@ -63,8 +80,20 @@ def sweep_attention(seq: int, batch=8, heads=8, kv_heads=4, d=64):
         return out.transpose(1, 2).reshape(batch, seq, heads * d)
 
     rows.append((_us(_fwd_bwd(separate_rope, [qkv])), "separate rope kernel + flash_attention"))
-    print(f"\n== flash_attention_qkv fwd+bwd, B{batch} S{seq} H{heads}/{kv_heads} D{d} bf16 (us)")
-    for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default" or "separate" in r[1]]:
+
+    def rope_sdpa(t):  # v4's strict-fp32 path: RoPE kernel, then torch's SDPA
+        qk, v = t.split([(heads + kv_heads) * d, kv_heads * d], dim=-1)
+        qk = rope(qk.view(batch, seq, heads + kv_heads, d), cos, sin)
+        q, k = qk.split([heads, kv_heads], dim=2)
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.view(batch, seq, kv_heads, d).transpose(1, 2),
+            is_causal=True, enable_gqa=True)
+        return out.transpose(1, 2).reshape(batch, seq, heads * d)
+
+    rows.append((_us(_fwd_bwd(rope_sdpa, [qkv])), "separate rope kernel + torch SDPA"))
+    name = str(dtype).replace("torch.", "")
+    print(f"\n== flash_attention_qkv fwd+bwd, B{batch} S{seq} H{heads}/{kv_heads} D{d} {name} (us)")
+    for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default" or "separate" in r[1] or "combined" in r[1]]:
         print(f"   {t:9.1f}  {what}")
 
 
@@ -96,6 +125,8 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seq-lens", default="128,1024")
     ap.add_argument("--what", default="norm,attention", help="comma-separated: norm, attention")
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"],
+                    help="attention inputs (fp32: exact IEEE dots, TF32 off)")
     args = ap.parse_args()
     what = set(args.what.split(","))
     if not what or what - {"norm", "attention"}:
@@ -107,7 +138,7 @@ def main() -> int:
         if "norm" in what:
             sweep_norm(8 * seq)
         if "attention" in what:
-            sweep_attention(seq)
+            sweep_attention(seq, {"bf16": torch.bfloat16, "fp32": torch.float32}[args.dtype])
     return 0
 
 

@@ -187,8 +187,8 @@ def _gpu_launches(device):
     and options are those of the GPU path before the interpreter got row tiles, plus ROWS=1
     (and COLS=1) where a kernel takes it now, and the RMSNorm backward's later options (a
     second dx dtype, multi-row tiles for narrow rows) and attention's backward (delta computed
-    by the dQ kernel, which now runs first; RoPE's inverse as an option of both kernels). Inputs
-    are fp32 with exact dots, whose dK/dV blocks do not depend on the sequence length."""
+    by the dQ kernel, which now runs first; RoPE's inverse as an option of both kernels; small
+    blocks for exact-fp32 dots on short sequences)."""
     def t(*shape):
         return _randn(*shape, device=device)
 
@@ -197,8 +197,8 @@ def _gpu_launches(device):
     def norm(block, warps, single=True):
         return dict(ROWS=1, BLOCK_N=block, SINGLE_BLOCK=single, num_warps=warps)
 
-    def attn(block_m, block_n, warps):
-        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=3)
+    def attn(block_m, block_n, warps, stages=3):
+        return dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=warps, num_stages=stages)
 
     def norm_bwd(programs, rows, block, warps, single=True, **flags):
         return ("_rmsnorm_bwd_kernel", (min(programs, bwd_programs),), dict(
@@ -250,12 +250,14 @@ def _gpu_launches(device):
         cases.append((f"naive_swiglu D={d}", lambda d=d: naive_swiglu_ffn(t(3, d), t(24, d), t(24, d)), [
             ("_naive_swiglu_ffn_kernel", (72,), dict(ROWS=1, COLS=1, BLOCK_K=block_k, num_warps=1)),
         ]))
-    for d, dq in [(64, attn(64, 64, 4)), (128, attn(128, 64, 8))]:
+    # exact-fp32 dots: 32x32 blocks everywhere for short sequences at D <= 64
+    small = attn(32, 32, 4, stages=2)
+    for d, fwd, dq, dkdv in [(64, small, small, small), (128, attn(64, 64, 4), attn(128, 64, 8), attn(32, 64, 4))]:
         dq_grid = (triton.cdiv(100, dq["BLOCK_M"]), 8)
         cases.append((f"flash_attention D={d}", lambda d=d: flash_attention(t(2, 4, 100, d), t(2, 2, 100, d), t(2, 2, 100, d)), [
-            ("_attn_fwd_kernel", (2, 8), dict(CAUSAL=True, HEAD_DIM=d, **attn(64, 64, 4))),
+            ("_attn_fwd_kernel", (triton.cdiv(100, fwd["BLOCK_M"]), 8), dict(CAUSAL=True, HEAD_DIM=d, **fwd)),
             ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **dq)),
-            ("_attn_bwd_dkdv_kernel", (2, 4), dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **attn(32, 64, 4))),
+            ("_attn_bwd_dkdv_kernel", (triton.cdiv(100, dkdv["BLOCK_N"]), 4), dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **dkdv)),
         ]))
     return cases
 
