@@ -17,8 +17,8 @@ VERSIONS: dict[str, str] = {
     "v1": "PyTorch baseline: separate q/k/v and gate/up GEMMs, eager attention, eager RMSNorm/RoPE",
     "v2": "PyTorch fused: toggles for QKV fusion, SDPA flash attention, SwiGLU fusion, torch.compile",
     "v3": "Triton kernels: RMSNorm, RoPE, SwiGLU and flash attention, each with its own backward",
-    "v4": "Ultra: v3 plus fused residual+RMSNorm, RoPE+attention off the fused QKV, fused cross-entropy, "
-          "one weight cast a step under autocast and whole-step graph capture",
+    "v4": "Ultra: v3 plus fused residual+RMSNorm, RoPE+attention off the fused QKV, fused "
+          "cross-entropy, one weight cast a step, whole-step graph",
 }
 
 PRECISIONS = ("fp32", "bf16", "fp16")
