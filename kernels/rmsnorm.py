@@ -61,6 +61,19 @@ ATOMIC_DW = True
 
 
 @triton.jit
+def _load_input(x_rows, stride_xn, r_rows, stride_rn, H, out_off, cols, mask, HAS_RESIDUAL: tl.constexpr):
+    """The norm's input for these columns in fp32. With a residual: x + r, stored to H in H's
+    dtype, and returned as stored (rounded), so the norm sees exactly the residual stream."""
+    x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+    if HAS_RESIDUAL:
+        x += tl.load(r_rows + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
+        h = x.to(H.dtype.element_ty)
+        tl.store(H + out_off + cols, h, mask=mask)
+        x = h.to(tl.float32)
+    return x
+
+
+@triton.jit
 def _rmsnorm_fwd_kernel(
     X, stride_xm, stride_xn,
     R, stride_rm, stride_rn,
@@ -84,12 +97,7 @@ def _rmsnorm_fwd_kernel(
     if SINGLE_BLOCK:
         cols = tl.arange(0, BLOCK_N)[None, :]
         mask = row_ok & (cols < N)
-        x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-        if HAS_RESIDUAL:
-            x += tl.load(r_rows + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
-            h = x.to(H.dtype.element_ty)
-            tl.store(H + out_off + cols, h, mask=mask)
-            x = h.to(tl.float32)
+        x = _load_input(x_rows, stride_xn, r_rows, stride_rn, H, out_off, cols, mask, HAS_RESIDUAL)
         rstd = 1.0 / tl.sqrt(row_sum(x * x, ROWS) / N + eps)
         w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
         tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
@@ -98,12 +106,7 @@ def _rmsnorm_fwd_kernel(
         for start in range(0, N, BLOCK_N):
             cols = start + tl.arange(0, BLOCK_N)[None, :]
             mask = row_ok & (cols < N)
-            x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-            if HAS_RESIDUAL:
-                x += tl.load(r_rows + cols * stride_rn, mask=mask, other=0.0).to(tl.float32)
-                h = x.to(H.dtype.element_ty)
-                tl.store(H + out_off + cols, h, mask=mask)
-                x = h.to(tl.float32)
+            x = _load_input(x_rows, stride_xn, r_rows, stride_rn, H, out_off, cols, mask, HAS_RESIDUAL)
             sum_sq += x * x
         rstd = 1.0 / tl.sqrt(row_sum(sum_sq, ROWS) / N + eps)
         for start in range(0, N, BLOCK_N):
@@ -118,6 +121,37 @@ def _rmsnorm_fwd_kernel(
             w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
             tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
     tl.store(RSTD + rows, rstd, mask=row_ok)
+
+
+@triton.jit
+def _load_bwd_tile(x_ptrs, dy_ptrs, rstd_ptrs, dh_ptrs, row_ok, col_ok, HAS_DRESIDUAL: tl.constexpr):
+    """One tile's (x, dy, rstd, dh) as stored; dh is dy again (unused) without a residual."""
+    mask = row_ok & col_ok
+    x = tl.load(x_ptrs, mask=mask, other=0.0)
+    dy = tl.load(dy_ptrs, mask=mask, other=0.0)
+    rstd = tl.load(rstd_ptrs, mask=row_ok, other=0.0)
+    if HAS_DRESIDUAL:
+        dh = tl.load(dh_ptrs, mask=mask, other=0.0)
+    else:
+        dh = dy
+    return x, dy, rstd, dh
+
+
+@triton.jit
+def _load_columns(col_start, x_rows, stride_xn, dy_rows, stride_dyn, W, row_ok, N, BLOCK_N: tl.constexpr):
+    """Wide rows, one column block: (cols, mask, x, dy, w), values in fp32."""
+    cols = col_start + tl.arange(0, BLOCK_N)[None, :]
+    mask = row_ok & (cols < N)
+    x = tl.load(x_rows + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
+    dy = tl.load(dy_rows + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+    return cols, mask, x, dy, w
+
+
+@triton.jit
+def _advance_rows(n, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD, N):
+    """The backward's row pointers moved n rows on (dx, dx2 and rstd are contiguous)."""
+    return DY + n * stride_dym, X + n * stride_xm, DH + n * stride_dhm, DX + n * N, DX2 + n * N, RSTD + n
 
 
 @triton.jit
@@ -145,13 +179,8 @@ def _rmsnorm_bwd_kernel(
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
     # Walk the rows by advancing 64-bit pointers: row * stride can overflow int32.
-    first = row_start.to(tl.int64)
-    DY += first * stride_dym
-    X += first * stride_xm
-    DH += first * stride_dhm
-    DX += first * N
-    DX2 += first * N
-    RSTD += first
+    DY, X, DH, DX, DX2, RSTD = _advance_rows(
+        row_start.to(tl.int64), DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD, N)
     dw_row = DW_PARTIAL + pid.to(tl.int64) * N
     # Offsets of a tile's rows from the pointers above.
     tile = tl.arange(0, ROWS)[:, None]
@@ -167,25 +196,17 @@ def _rmsnorm_bwd_kernel(
         col_ok = cols < N
         w = tl.load(W + cols, mask=col_ok, other=0.0).to(tl.float32)
         dw = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
-        row_ok = row_start + tile < row_end
-        mask = row_ok & col_ok
-        x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0)
-        dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0)
-        rstd = tl.load(RSTD + tile, mask=row_ok, other=0.0)
-        if HAS_DRESIDUAL:
-            dh = tl.load(DH + dh_tile + cols * stride_dhn, mask=mask, other=0.0)
+        x, dy, rstd, dh = _load_bwd_tile(
+            X + x_tile + cols * stride_xn, DY + dy_tile + cols * stride_dyn, RSTD + tile,
+            DH + dh_tile + cols * stride_dhn, row_start + tile < row_end, col_ok, HAS_DRESIDUAL)
         for start in range(row_start, row_end, ROWS):
             X += ROWS * stride_xm
             DY += ROWS * stride_dym
             DH += ROWS * stride_dhm
             RSTD += ROWS
-            next_ok = start + ROWS + tile < row_end
-            next_mask = next_ok & col_ok
-            x_next = tl.load(X + x_tile + cols * stride_xn, mask=next_mask, other=0.0)
-            dy_next = tl.load(DY + dy_tile + cols * stride_dyn, mask=next_mask, other=0.0)
-            rstd_next = tl.load(RSTD + tile, mask=next_ok, other=0.0)
-            if HAS_DRESIDUAL:
-                dh_next = tl.load(DH + dh_tile + cols * stride_dhn, mask=next_mask, other=0.0)
+            x_next, dy_next, rstd_next, dh_next = _load_bwd_tile(
+                X + x_tile + cols * stride_xn, DY + dy_tile + cols * stride_dyn, RSTD + tile,
+                DH + dh_tile + cols * stride_dhn, start + ROWS + tile < row_end, col_ok, HAS_DRESIDUAL)
             mask = (start + tile < row_end) & col_ok
             xhat = x.to(tl.float32) * rstd
             wdy = w * dy.to(tl.float32)
@@ -193,16 +214,13 @@ def _rmsnorm_bwd_kernel(
             dx = (wdy - xhat * c) * rstd
             if HAS_DRESIDUAL:
                 dx += dh.to(tl.float32)
-                dh = dh_next
             tl.store(DX + dx_tile + cols, dx.to(DX.dtype.element_ty), mask=mask)
             if HAS_DX2:
                 tl.store(DX2 + dx_tile + cols, dx.to(DX2.dtype.element_ty), mask=mask)
                 DX2 += ROWS * N
             dw += dy.to(tl.float32) * xhat
             DX += ROWS * N
-            x = x_next
-            dy = dy_next
-            rstd = rstd_next
+            x, dy, rstd, dh = x_next, dy_next, rstd_next, dh_next
         if ATOMIC_DW:  # DW_PARTIAL is the zeroed [N] dweight itself
             tl.atomic_add(DW_PARTIAL + cols, tl.sum(dw, axis=0)[None, :], mask=col_ok, sem="relaxed")
         else:
@@ -215,19 +233,13 @@ def _rmsnorm_bwd_kernel(
             rstd = tl.load(RSTD + tile, mask=row_ok, other=0.0)
             dot = tl.zeros([ROWS, BLOCK_N], dtype=tl.float32)
             for col_start in range(0, N, BLOCK_N):
-                cols = col_start + tl.arange(0, BLOCK_N)[None, :]
-                mask = row_ok & (cols < N)
-                x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-                dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
-                w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+                cols, mask, x, dy, w = _load_columns(
+                    col_start, X + x_tile, stride_xn, DY + dy_tile, stride_dyn, W, row_ok, N, BLOCK_N)
                 dot += x * w * dy
             c = row_sum(dot, ROWS) * rstd / N
             for col_start in range(0, N, BLOCK_N):
-                cols = col_start + tl.arange(0, BLOCK_N)[None, :]
-                mask = row_ok & (cols < N)
-                x = tl.load(X + x_tile + cols * stride_xn, mask=mask, other=0.0).to(tl.float32)
-                dy = tl.load(DY + dy_tile + cols * stride_dyn, mask=mask, other=0.0).to(tl.float32)
-                w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
+                cols, mask, x, dy, w = _load_columns(
+                    col_start, X + x_tile, stride_xn, DY + dy_tile, stride_dyn, W, row_ok, N, BLOCK_N)
                 xhat = x * rstd
                 dx = (w * dy - xhat * c) * rstd
                 if HAS_DRESIDUAL:
@@ -237,12 +249,8 @@ def _rmsnorm_bwd_kernel(
                     tl.store(DX2 + dx_tile + cols, dx.to(DX2.dtype.element_ty), mask=mask)
                 dw = tl.load(dw_row + cols, mask=cols < N, other=0.0)
                 tl.store(dw_row + cols, dw + tl.sum(dy * xhat, axis=0)[None, :], mask=cols < N)
-            X += ROWS * stride_xm
-            DY += ROWS * stride_dym
-            DH += ROWS * stride_dhm
-            DX += ROWS * N
-            DX2 += ROWS * N
-            RSTD += ROWS
+            DY, X, DH, DX, DX2, RSTD = _advance_rows(
+                ROWS, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD, N)
 
 
 @triton.jit

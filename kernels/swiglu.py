@@ -19,7 +19,8 @@ from kernels._utils import as_rows, check_tensors, interpreter_config, program_r
 
 
 @triton.jit
-def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def _load_gate_up(GU, stride_gu, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """This program's tile: (rows, cols, mask, gate, up), gate and up in fp32."""
     rows, row_ok = program_rows(M, ROWS)
     rows = rows.to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
@@ -27,6 +28,12 @@ def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.con
     gu = GU + rows * stride_gu + cols
     gate = tl.load(gu, mask=mask, other=0.0).to(tl.float32)
     up = tl.load(gu + F, mask=mask, other=0.0).to(tl.float32)
+    return rows, cols, mask, gate, up
+
+
+@triton.jit
+def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    rows, cols, mask, gate, up = _load_gate_up(GU, stride_gu, F, M, ROWS, BLOCK)
     y = gate * tl.sigmoid(gate) * up
     tl.store(Y + rows * F + cols, y.to(Y.dtype.element_ty), mask=mask)
 
@@ -37,13 +44,7 @@ def _swiglu_bwd_kernel(
 ):
     """d(gate_up) from gate_up and dy; with STORE_Y, also the forward's y, recomputed (for a
     caller that did not keep it, see models/v4_ultra.py)."""
-    rows, row_ok = program_rows(M, ROWS)
-    rows = rows.to(tl.int64)
-    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
-    mask = row_ok & (cols < F)
-    gu = GU + rows * stride_gu + cols
-    gate = tl.load(gu, mask=mask, other=0.0).to(tl.float32)
-    up = tl.load(gu + F, mask=mask, other=0.0).to(tl.float32)
+    rows, cols, mask, gate, up = _load_gate_up(GU, stride_gu, F, M, ROWS, BLOCK)
     dy = tl.load(DY + rows * stride_dy + cols, mask=mask, other=0.0).to(tl.float32)
     sig = tl.sigmoid(gate)
     silu = gate * sig
