@@ -117,6 +117,9 @@ class Trainer:
 
         self.torch = torch
         self.device = resolve_device(torch, cfg.device)
+        # Memory figures count what this run allocates: a bench runs many cases in one process,
+        # and caches of earlier cases (compiled graphs, graph pools) would otherwise count too.
+        self.mem_baseline = torch.cuda.memory_allocated(self.device) if self.device.type == "cuda" else 0
         if cfg.version in ("v3", "v4") and self.device.type == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"  # must precede the first triton import
         if cfg.cuda_graph and self.device.type != "cuda":
@@ -261,8 +264,8 @@ class Trainer:
         loss_value = float(loss.detach().float().item())
         mem_alloc = mem_peak = None
         if self.device.type == "cuda":
-            mem_alloc = self.torch.cuda.memory_allocated(self.device) / 2**20
-            mem_peak = self.torch.cuda.max_memory_allocated(self.device) / 2**20
+            mem_alloc = (self.torch.cuda.memory_allocated(self.device) - self.mem_baseline) / 2**20
+            mem_peak = (self.torch.cuda.max_memory_allocated(self.device) - self.mem_baseline) / 2**20
             self.torch.cuda.reset_peak_memory_stats(self.device)
         step_s = times["step_ms"] / 1e3
         rec = self.events.emit(
