@@ -264,8 +264,9 @@ class Trainer:
         loss_value = float(loss.detach().float().item())
         mem_alloc = mem_peak = None
         if self.device.type == "cuda":
-            mem_alloc = (self.torch.cuda.memory_allocated(self.device) - self.mem_baseline) / 2**20
-            mem_peak = (self.torch.cuda.max_memory_allocated(self.device) - self.mem_baseline) / 2**20
+            # max(0, ...): something held before the run may be freed during it
+            mem_alloc = max(0, self.torch.cuda.memory_allocated(self.device) - self.mem_baseline) / 2**20
+            mem_peak = max(0, self.torch.cuda.max_memory_allocated(self.device) - self.mem_baseline) / 2**20
             self.torch.cuda.reset_peak_memory_stats(self.device)
         step_s = times["step_ms"] / 1e3
         rec = self.events.emit(
