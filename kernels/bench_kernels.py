@@ -20,6 +20,7 @@ Run: ``python -m kernels.bench_kernels [--dtype bf16]``; used by ``tinylab bench
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Callable, Sequence
 
 import torch
@@ -74,19 +75,23 @@ def liger_version() -> str | None:
 
 
 def _liger_peers() -> dict[str, Callable] | None:
-    """Liger-Kernel's equivalents of our kernels, each taking the inputs ours takes; None when absent.
+    """Liger-Kernel's equivalents of our kernels, each taking the inputs ours takes; None when
+    absent (or too old to have them all).
 
     RMSNorm runs in Liger's "llama" casting mode (as ours: fp32 statistics, output in the input
     dtype) and out of place, so the fixed upstream gradient is not overwritten between replays.
     """
     if liger_version() is None:
         return None
-    from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
-    from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
-    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-    from liger_kernel.ops.rope import LigerRopeFunction
-    from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction
-
+    try:
+        from liger_kernel.ops.cross_entropy import LigerCrossEntropyFunction
+        from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        from liger_kernel.ops.rope import LigerRopeFunction
+        from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction
+    except ImportError as exc:
+        print(f"liger-kernel {liger_version()} lacks {exc.name or exc}: no Liger peer", file=sys.stderr)
+        return None
     return {
         "rmsnorm": lambda x, w: LigerRMSNormFunction.apply(x, w, 1e-6, 0.0, "llama", False),
         "add_rmsnorm": lambda x, r, w: LigerFusedAddRMSNormFunction.apply(x, r, w, 1e-6, 0.0, "llama", False),
@@ -96,19 +101,20 @@ def _liger_peers() -> dict[str, Callable] | None:
     }
 
 
-def _liger_columns(liger, ms_fwd_bwd: float, ms_launched: float) -> dict:
+def _liger_columns(liger: tuple[float, bool] | None, ms_fwd_bwd: float, ms_launched: float) -> dict:
+    """``liger`` is Liger's (ms forward+backward, graphed?); a pair that could not be graphed is
+    compared with our launched time, CPU overhead on both sides."""
     if not liger:
         return {"liger_ms_fwd_bwd": None, "vs_liger": None, "liger_timing": None}
-    graphed = liger[1] is not None
-    theirs, ours = (liger[1], ms_fwd_bwd) if graphed else (liger[2], ms_launched)
+    theirs, graphed = liger
+    ours = ms_fwd_bwd if graphed else ms_launched
     return {"liger_ms_fwd_bwd": round(theirs, 4), "vs_liger": round(theirs / ours, 2),
             "liger_timing": "graph" if graphed else "launched"}
 
 
 def _row(kernel, shape, dtype, ours, peer_name, peer, bytes_fwd_bwd=None, flops_fwd_bwd=None, copy_gbs=None,
          liger=None):
-    """One table row. ``liger`` is Liger-Kernel's (ms fwd, ms fwd+bwd, launched) where it ran;
-    a None fwd+bwd means it could not be graph-captured, and ours is compared launched-to-launched."""
+    """One table row; ``liger`` as _liger_columns takes it, where Liger-Kernel ran."""
     ms_fwd, ms_fwd_bwd, ms_launched = ours
     gbs = bytes_fwd_bwd / ms_fwd_bwd / 1e6 if bytes_fwd_bwd else None
     return {
@@ -160,9 +166,8 @@ def run_kernel_benchmarks(device: str | torch.device = "cuda", dtype: torch.dtyp
     def liger_peer(name, inputs, grad_inputs=None, graph=True):
         if not liger:
             return None
-        if graph:
-            return _measure(liger[name], inputs, grad_inputs or inputs)
-        return None, None, _ms_launched(fwd_bwd_step(liger[name], inputs, grad_inputs or inputs))
+        step = fwd_bwd_step(liger[name], inputs, grad_inputs or inputs)
+        return (median_ms(step) if graph else _ms_launched(step)), graph
 
     # The large shape the issue names, then the model's own (batch 8 x seq 1024, hidden 512),
     # where a kernel is a few microseconds and launch shape matters more than bandwidth.

@@ -401,14 +401,12 @@ def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> tuple[
     if _small_exact(head_dim, seq_len, exact_fp32):
         small = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
         return small, dict(small)
-    if exact_fp32:
-        dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
-    elif seq_len <= 256:
-        dkdv = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(3))
-    elif seq_len <= 1024:
-        dkdv = dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
-    else:
-        dkdv = dict(BLOCK_M=32, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+    block_m, block_n = 32, 64
+    if not exact_fp32 and seq_len <= 256:
+        block_m, block_n = 32, 32
+    elif not exact_fp32 and seq_len <= 1024:
+        block_m, block_n = 64, 64
+    dkdv = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4, num_stages=_stages(3))
     if head_dim <= 64:
         return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
     return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
@@ -453,7 +451,7 @@ def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale:
     dkdv_cfg, dq_cfg = _bwd_config(D, S, _exact_fp32(q))
     delta = torch.empty_like(lse)
     qk_scale = sm_scale * _LOG2E
-    cos, sin = rope if rope is not None else (lse, lse)
+    cos, sin = rope if rope is not None else (lse, lse)  # any pointer: unread without UNROPE
     # dQ first: it writes delta, which the dK/dV kernel reads.
     _attn_bwd_dq_kernel[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
         q, k, v, o, do, dq, lse, delta, cos, sin,

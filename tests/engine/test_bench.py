@@ -140,5 +140,5 @@ def test_liger_pair_without_a_graph_is_compared_launched_to_launched():
     from kernels.bench_kernels import _liger_columns
 
     assert _liger_columns(None, 1.0, 2.0)["vs_liger"] is None
-    assert _liger_columns((0.4, 1.5, 3.0), 1.0, 2.0) == {"liger_ms_fwd_bwd": 1.5, "vs_liger": 1.5, "liger_timing": "graph"}
-    assert _liger_columns((None, None, 3.0), 1.0, 2.0) == {"liger_ms_fwd_bwd": 3.0, "vs_liger": 1.5, "liger_timing": "launched"}
+    assert _liger_columns((1.5, True), 1.0, 2.0) == {"liger_ms_fwd_bwd": 1.5, "vs_liger": 1.5, "liger_timing": "graph"}
+    assert _liger_columns((3.0, False), 1.0, 2.0) == {"liger_ms_fwd_bwd": 3.0, "vs_liger": 1.5, "liger_timing": "launched"}

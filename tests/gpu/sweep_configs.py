@@ -72,25 +72,20 @@ def sweep_attention(seq: int, dtype: torch.dtype, batch=8, heads=8, kv_heads=4, 
         rows.append((_us(step), f"best of each combined: fwd {fwd}, dkdv {dkdv}, dq {dq}"))
         fa._fwd_config, fa._bwd_config = default_fwd, default_bwd
 
-    def separate_rope(t):  # v3's path: RoPE kernel, attention on the rotated copy, torch.cat in the backward
-        qk, v = t.split([(heads + kv_heads) * d, kv_heads * d], dim=-1)
-        qk = rope(qk.view(batch, seq, heads + kv_heads, d), cos, sin)
-        q, k = qk.split([heads, kv_heads], dim=2)
-        out = flash_attention(q.transpose(1, 2), k.transpose(1, 2), v.view(batch, seq, kv_heads, d).transpose(1, 2))
-        return out.transpose(1, 2).reshape(batch, seq, heads * d)
+    def separate_rope(attend):
+        """v3's path (RoPE kernel on a copy of q and k, then ``attend`` on [B, H, S, D] views)."""
+        def run(t):
+            qk, v = t.split([(heads + kv_heads) * d, kv_heads * d], dim=-1)
+            q, k = rope(qk.view(batch, seq, heads + kv_heads, d), cos, sin).split([heads, kv_heads], dim=2)
+            out = attend(q.transpose(1, 2), k.transpose(1, 2), v.view(batch, seq, kv_heads, d).transpose(1, 2))
+            return out.transpose(1, 2).reshape(batch, seq, heads * d)
+        return run
 
-    rows.append((_us(_fwd_bwd(separate_rope, [qkv])), "separate rope kernel + flash_attention"))
+    def sdpa(q, k, v):  # v4's strict-fp32 attention
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
 
-    def rope_sdpa(t):  # v4's strict-fp32 path: RoPE kernel, then torch's SDPA
-        qk, v = t.split([(heads + kv_heads) * d, kv_heads * d], dim=-1)
-        qk = rope(qk.view(batch, seq, heads + kv_heads, d), cos, sin)
-        q, k = qk.split([heads, kv_heads], dim=2)
-        out = torch.nn.functional.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.view(batch, seq, kv_heads, d).transpose(1, 2),
-            is_causal=True, enable_gqa=True)
-        return out.transpose(1, 2).reshape(batch, seq, heads * d)
-
-    rows.append((_us(_fwd_bwd(rope_sdpa, [qkv])), "separate rope kernel + torch SDPA"))
+    rows.append((_us(_fwd_bwd(separate_rope(flash_attention), [qkv])), "separate rope kernel + flash_attention"))
+    rows.append((_us(_fwd_bwd(separate_rope(sdpa), [qkv])), "separate rope kernel + torch SDPA"))
     name = str(dtype).replace("torch.", "")
     print(f"\n== flash_attention_qkv fwd+bwd, B{batch} S{seq} H{heads}/{kv_heads} D{d} {name} (us)")
     for t, what in sorted(rows)[:8] + [r for r in rows if r[1] == "default" or "separate" in r[1] or "combined" in r[1]]:
@@ -105,9 +100,8 @@ def sweep_norm(tokens: int, n=512):
     default_launch, default_atomic = rms._bwd_launch, rms.ATOMIC_DW
     print(f"\n== add_rmsnorm fwd+bwd (bf16 branch, fp32 residual), {tokens} x {n} (us)")
     rows = []
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     for tile, per_sm, atomic in itertools.product([512, 1024, 2048, 4096], [1, 2, 4], [True, False]):
-        sms = torch.cuda.get_device_properties(0).multi_processor_count
-
         def launch(M, block_n, device, tile=tile, per_sm=per_sm):
             r = max(1, tile // block_n)
             return r, max(1, min(triton.cdiv(M, 2 * r), sms * per_sm))
