@@ -208,22 +208,29 @@ def environment() -> dict[str, Any]:
     return env
 
 
-def check_regression(rows: list[dict], baseline_path: Path, max_regression_pct: float) -> list[str]:
-    """Cases slower than in a saved bench JSON of the same card by more than the allowed %."""
+def load_baseline(baseline_path: Path) -> dict:
+    """A saved bench JSON measured on this card; read before any case runs, so a wrong path or
+    card fails in seconds rather than after the whole bench."""
     try:
         baseline = json.loads(baseline_path.read_text(encoding="utf-8"))
-        base_rows = baseline["rows"]
     except FileNotFoundError:
         raise UserError(f"--baseline {baseline_path}: no such file") from None
-    except (ValueError, KeyError, TypeError):
-        raise UserError(f"--baseline {baseline_path}: not a tinylab bench JSON (no 'rows')") from None
+    except ValueError:
+        baseline = None
+    if not isinstance(baseline, dict) or not isinstance(baseline.get("rows"), list):
+        raise UserError(f"--baseline {baseline_path}: not a tinylab bench JSON (no 'rows')")
     here = environment()["device"]
     if baseline.get("environment", {}).get("device") not in (None, here):
         raise UserError(
             f"--baseline {baseline_path} was measured on {baseline['environment']['device']}, this is {here}: "
             "compare on the same card"
         )
-    index = {(r["case"], r["precision"], r["seq_len"]): r for r in base_rows}
+    return baseline
+
+
+def check_regression(rows: list[dict], baseline: dict, max_regression_pct: float) -> list[str]:
+    """Cases slower than in the baseline (see load_baseline) by more than the allowed %."""
+    index = {(r["case"], r["precision"], r["seq_len"]): r for r in baseline["rows"]}
     problems = []
     for r in rows:
         old = index.get((r["case"], r["precision"], r["seq_len"]))

@@ -69,9 +69,9 @@ def test_regression_guard_names_the_slower_case(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "environment", lambda: {"device": "FakeGPU"})
     base = tmp_path / "base.json"
     write_baseline(base, "FakeGPU", 1200.0)
-    problems = bench.check_regression(rows(), base, 10.0)
+    problems = bench.check_regression(rows(), bench.load_baseline(base), 10.0)
     assert len(problems) == 1 and problems[0].startswith("v4 fp32 seq 128") and "16.7% slower" in problems[0]
-    assert bench.check_regression(rows(), base, 20.0) == []
+    assert bench.check_regression(rows(), bench.load_baseline(base), 20.0) == []
 
 
 def test_regression_guard_refuses_other_cards_and_bad_files(tmp_path, monkeypatch):
@@ -79,13 +79,13 @@ def test_regression_guard_refuses_other_cards_and_bad_files(tmp_path, monkeypatc
     other = tmp_path / "other.json"
     write_baseline(other, "OtherGPU", 1000.0)
     with pytest.raises(UserError, match="measured on OtherGPU"):
-        bench.check_regression(rows(), other, 5.0)
+        bench.load_baseline(other)
     junk = tmp_path / "junk.json"
     junk.write_text("[1, 2")
     with pytest.raises(UserError, match="not a tinylab bench JSON"):
-        bench.check_regression(rows(), junk, 5.0)
+        bench.load_baseline(junk)
     with pytest.raises(UserError, match="no such file"):
-        bench.check_regression(rows(), tmp_path / "missing.json", 5.0)
+        bench.load_baseline(tmp_path / "missing.json")
 
 
 def test_cpu_bench_runs_end_to_end(tmp_path):

@@ -54,6 +54,7 @@ def run(args) -> int:
         raise UserError("tinylab bench measures a GPU and none is visible; pass --device cpu for a (slow) CPU run")
     if args.kernels and not torch.cuda.is_available():
         raise UserError("--kernels benchmarks Triton kernels on a GPU and none is visible; drop --kernels")
+    baseline = bench.load_baseline(args.baseline) if args.baseline else None
     env = bench.environment()
     print(f"bench on {env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']}", flush=True)
     extra = {}
@@ -67,21 +68,19 @@ def run(args) -> int:
     if extra.get("ceilings", {}).get("gemm_tflops"):
         bench.add_gemm_floor(rows, extra["ceilings"], base)
     if args.kernels:
-        from kernels.bench_kernels import liger_version, run_kernel_benchmarks
+        from kernels.bench_kernels import format_rows, liger_version, run_kernel_benchmarks
 
         extra["kernels"] = run_kernel_benchmarks(torch.device("cuda"))
         env["liger_kernel"] = liger_version()
     doc = {"environment": env, "config": base.to_dict(), "rows": rows, **extra}
     if args.out:
         args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
-    problems = bench.check_regression(rows, args.baseline, args.max_regression) if args.baseline else []
+    problems = bench.check_regression(rows, baseline, args.max_regression) if baseline else []
     print()
     print(f"{env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']} | "
           f"batch {base.batch_size}, hidden {base.hidden_dim}, {base.num_layers} layers, {base.num_steps} steps x {args.repeats}")
     print(bench.format_table(rows))
     if args.kernels:
-        from kernels.bench_kernels import format_rows
-
         print(f"\nkernels (forward+backward; liger-kernel {env['liger_kernel'] or 'not installed'}):")
         print(format_rows(extra["kernels"]))
     for line in problems:
