@@ -117,18 +117,24 @@ def sweep_norm(tokens: int, n=512):
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seq-lens", default="128,1024")
+    ap.add_argument("--seq-lens", default="128,1024", help="comma-separated positive integers")
     ap.add_argument("--what", default="norm,attention", help="comma-separated: norm, attention")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"],
                     help="attention inputs (fp32: exact IEEE dots, TF32 off)")
     args = ap.parse_args()
+    try:
+        seq_lens = [int(s) for s in args.seq_lens.split(",")]
+    except ValueError:
+        seq_lens = []
+    if not seq_lens or min(seq_lens) < 1:
+        ap.error(f"--seq-lens {args.seq_lens!r}: comma-separated positive integers, e.g. 128,1024")
     what = set(args.what.split(","))
     if not what or what - {"norm", "attention"}:
         ap.error(f"--what {args.what!r}: choose from norm, attention (comma-separated)")
     if not torch.cuda.is_available():
         ap.error("no GPU visible: the sweep times kernels on a GPU")
     print(torch.cuda.get_device_name())
-    for seq in (int(s) for s in args.seq_lens.split(",")):
+    for seq in seq_lens:
         if "norm" in what:
             sweep_norm(8 * seq)
         if "attention" in what:
