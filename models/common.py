@@ -29,6 +29,7 @@ class ModelConfig:
     qkv_fusion: bool = False
     sdpa: bool = False
     swiglu_fusion: bool = False
+    recompute_ffn: bool = False
     fault: str | None = None
 
     @property
@@ -58,6 +59,7 @@ class ModelConfig:
             qkv_fusion=cfg.toggle("qkv_fusion"),
             sdpa=cfg.toggle("sdpa"),
             swiglu_fusion=cfg.toggle("swiglu_fusion"),
+            recompute_ffn=cfg.toggle("recompute_ffn"),
             fault=cfg.fault,
         )
 

@@ -6,6 +6,9 @@ fused gate/up, down) stay with cuBLAS/rocBLAS, which no hand-written kernel at t
 Unlike the reference workshop's v3, gradients flow through every kernel, so every parameter
 trains; the `detached-backward` fault re-creates the reference's bug on purpose.
 
+Toggle `recompute_ffn`: activation checkpointing of the FFN with torch.utils.checkpoint, which
+keeps the FFN's input only and runs the whole FFN forward again in the backward.
+
 Faults that live here (see tinylab/faults.py for the catalogue):
 - naive-triton-swiglu: the FFN's gate/up GEMM and activation replaced by a Triton kernel that
   computes each output element with its own dot product.
@@ -20,6 +23,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.profiler import record_function
+from torch.utils.checkpoint import checkpoint
 
 import kernels
 from models.common import ModelConfig
@@ -91,6 +95,14 @@ class SwiGLU(nn.Module):
         self.down_proj = self.linear(mc.ffn_dim, mc.hidden_dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.mc.recompute_ffn:
+            # Non-reentrant checkpoint: autograd keeps x only and re-runs _forward in the
+            # backward. The FFN draws no random numbers, so no RNG state is saved (its
+            # get_rng_state would also break a CUDA graph capture).
+            return checkpoint(self._forward, x, use_reentrant=False, preserve_rng_state=False)
+        return self._forward(x)
+
+    def _forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mc.fault == "naive-triton-swiglu":
             with record_function("naive_triton_swiglu"):
                 w_gate, w_up = self.gate_up_proj.weight.chunk(2, dim=0)

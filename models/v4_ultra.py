@@ -15,6 +15,9 @@
 - SwiGLU and the down projection in one autograd Function that keeps only gate_up: the
   activation (a fifth of what a layer saves) is written again by the backward kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
+- Optional `recompute_ffn`: the FFN keeps only its input and the backward runs the gate/up
+  GEMM again (not the down projection, as a generic checkpoint would): the largest activation
+  gone for a sixth more GEMM FLOPs.
 - Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
   use and casts each bf16 weight gradient back to fp32: 67 small kernels a step at the default
   size (measured), plus a cast of every norm output and of its gradient (50 more). Here the GEMM weights
@@ -140,10 +143,51 @@ class _SwiGLUDown(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dout: torch.Tensor):
         gu, w = ctx.saved_tensors
-        dout2d = dout.reshape(-1, dout.shape[-1]).to(w.dtype)
-        dgu, act = swiglu_backward(gu, dout2d @ w, recompute_y=True)
-        dw = mm_fp32(dout2d.t(), act) if ctx.low_precision else dout2d.t() @ act
+        dgu, dw = _swiglu_down_backward(gu, w, dout.reshape(-1, dout.shape[-1]), ctx.low_precision)
         return dgu.view(*dout.shape[:-1], dgu.shape[-1]), dw, None
+
+
+def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool) -> torch.Tensor:
+    """dy.T @ x for 2-D dy, x: in fp32 straight from the GEMM for bf16/fp16 operands."""
+    return mm_fp32(dy.t(), x) if low_precision else dy.t() @ x
+
+
+def _swiglu_down_backward(gu: torch.Tensor, w: torch.Tensor, dout: torch.Tensor, low_precision: bool):
+    """(d gate_up, d down weight) of down_proj(swiglu(gu)) for 2-D gu and dout."""
+    dout = dout.to(w.dtype)
+    dgu, act = swiglu_backward(gu, dout @ w, recompute_y=True)
+    return dgu, _weight_grad(dout, act, low_precision)
+
+
+class _RecomputedFFN(torch.autograd.Function):
+    """down_proj(swiglu(x @ w_gate_up.T)) that keeps only x: the backward runs the gate/up GEMM
+    again, then the same kernels as _SwiGLUDown.
+
+    Activation checkpointing, cut where it pays: torch.utils.checkpoint (v3's) would re-run the
+    down projection too, whose output the backward never needs. At the default size this keeps
+    hidden instead of 2 * ffn_dim values per token and layer, for one extra gate/up GEMM (about
+    a sixth more GEMM FLOPs a step).
+    """
+
+    @staticmethod
+    def forward(ctx, x, w_gu, w_gu_lp, w_down, w_down_lp) -> torch.Tensor:
+        x2d = x.reshape(-1, x.shape[-1])
+        w_gu = w_gu if w_gu_lp is None else w_gu_lp
+        w_down = w_down if w_down_lp is None else w_down_lp
+        x2d = x2d.to(w_gu.dtype)
+        out = F.linear(swiglu_forward(F.linear(x2d, w_gu)), w_down)
+        ctx.save_for_backward(x2d, w_gu, w_down)
+        ctx.low_precision = w_gu_lp is not None
+        return out.view(*x.shape[:-1], out.shape[-1])
+
+    @staticmethod
+    def backward(ctx, dout: torch.Tensor):
+        x2d, w_gu, w_down = ctx.saved_tensors
+        with record_function("recompute_gate_up"):
+            gu = F.linear(x2d, w_gu)
+        dgu, dw_down = _swiglu_down_backward(gu, w_down, dout.reshape(-1, dout.shape[-1]), ctx.low_precision)
+        dx = (dgu @ w_gu).view(*dout.shape[:-1], w_gu.shape[1])
+        return dx, _weight_grad(dgu, x2d, ctx.low_precision), None, dw_down, None
 
 
 class UltraSwiGLU(SwiGLU):
@@ -152,6 +196,11 @@ class UltraSwiGLU(SwiGLU):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mc.fault == "naive-triton-swiglu":
             return super().forward(x)
+        if self.mc.recompute_ffn:
+            with record_function("triton_ffn_recompute"):
+                return _RecomputedFFN.apply(
+                    x, self.gate_up_proj.weight, self.gate_up_proj.weight_lp, self.down_proj.weight, self.down_proj.weight_lp
+                )
         gate_up = self.gate_up_proj(x)
         with record_function("triton_swiglu_down"):
             return _SwiGLUDown.apply(gate_up, self.down_proj.weight, self.down_proj.weight_lp)

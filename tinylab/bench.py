@@ -76,6 +76,7 @@ CASE_TOKENS = {
     "compile": {"torch_compile": True},
     "graph": {"cuda_graph": True},
     "nograph": {"cuda_graph": False},
+    "recompute": {"recompute_ffn": True},
     "unfused": {"qkv_fusion": False, "sdpa": False, "swiglu_fusion": False},
 }
 

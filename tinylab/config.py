@@ -33,6 +33,7 @@ TOGGLES: dict[str, dict[str, bool]] = {
     "swiglu_fusion": {"v2": True},
     "torch_compile": {"v2": False},
     "cuda_graph": {"v2": False, "v3": False, "v4": True},
+    "recompute_ffn": {"v3": False, "v4": False},
 }
 
 TOGGLE_HELP: dict[str, str] = {
@@ -41,6 +42,7 @@ TOGGLE_HELP: dict[str, str] = {
     "swiglu_fusion": "one GEMM for gate and up instead of two",
     "torch_compile": "torch.compile the model (inductor)",
     "cuda_graph": "capture the whole training step in a CUDA/HIP graph and replay it (GPU only)",
+    "recompute_ffn": "keep only the FFN's input and recompute it in the backward (activation checkpointing: less memory, more FLOPs)",
 }
 
 # Faults are described where they are implemented (tinylab/faults.py); the names live here so
@@ -97,6 +99,7 @@ class RunConfig:
     torch_compile: bool | None = None
     compile_mode: str = "default"
     cuda_graph: bool | None = None
+    recompute_ffn: bool | None = None
     # environment
     device: str = "auto"
     seed: int = 42

@@ -19,22 +19,25 @@ STEP_KEYS = {"step", "loss", "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_p
 SUMMARY_KEYS = {"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "peak_mem_mb",
                 "initial_loss", "final_loss", "params_trained", "params_total", "model_flops_per_step", "mfu"}
 
+TRAINED = ("v1", "v2", "v3", "v4", "v3+recompute_ffn", "v4+recompute_ffn")
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """One 30-step run per version, shared by the tests below."""
     out = {}
-    for version in ("v1", "v2", "v3", "v4"):
+    for case in TRAINED:
+        version, *toggles = case.split("+")
         run_dir = tmp_path_factory.mktemp(version)
-        cfg = RunConfig(version=version, num_steps=30, **SMALL)
+        cfg = RunConfig(version=version, num_steps=30, **SMALL, **{t: True for t in toggles})
         summary = run_training(cfg, run_dir, out=io.StringIO())
-        out[version] = (summary, read_events(run_dir / "events.jsonl"))
+        out[case] = (summary, read_events(run_dir / "events.jsonl"))
     return out
 
 
-@pytest.mark.parametrize("version", ["v1", "v2", "v3", "v4"])
-def test_every_parameter_trains_and_loss_falls(trained, version):
-    summary, log = trained[version]
+@pytest.mark.parametrize("case", TRAINED)
+def test_every_parameter_trains_and_loss_falls(trained, case):
+    summary, log = trained[case]
     assert SUMMARY_KEYS <= set(summary)
     assert summary["params_trained"] == summary["params_total"] > 0
     assert summary["final_loss"] < summary["initial_loss"] - 0.5

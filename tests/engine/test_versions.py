@@ -62,7 +62,10 @@ def test_v2_toggles_compute_v1s_function(v1_reference, qkv, sdpa, swiglu):
     assert_same(v1_reference, loss, grads)
 
 
-@pytest.mark.parametrize("version,kw", [("v3", {}), ("v4", {"sdpa": False}), ("v4", {"sdpa": True})])
+RECOMPUTE = [("v3", {"recompute_ffn": True}), ("v4", {"sdpa": False, "recompute_ffn": True})]
+
+
+@pytest.mark.parametrize("version,kw", [("v3", {}), ("v4", {"sdpa": False}), ("v4", {"sdpa": True}), *RECOMPUTE])
 def test_triton_versions_compute_v1s_function(v1_reference, version, kw):
     loss, grads, _ = loss_and_grads(version, **kw)
     assert_same(v1_reference, loss, grads)
@@ -74,7 +77,9 @@ def test_triton_versions_compute_v1s_function(v1_reference, version, kw):
 BF16_GRAD_RTOL = 5e-2
 
 
-@pytest.mark.parametrize("version,kw", [("v1", {}), ("v3", {}), ("v4", {"sdpa": False}), ("v4", {"sdpa": True})])
+@pytest.mark.parametrize(
+    "version,kw", [("v1", {}), ("v3", {}), ("v4", {"sdpa": False}), ("v4", {"sdpa": True}), *RECOMPUTE]
+)
 def test_bf16_autocast_tracks_the_fp32_function(v1_reference, version, kw):
     loss, grads, model = loss_and_grads(version, autocast=torch.bfloat16, **kw)
     ref_loss, ref_grads = v1_reference
@@ -163,6 +168,19 @@ def test_v4_keeps_less_for_the_backward_than_v3():
     per_token = mc.ffn_dim + (mc.num_heads + mc.num_kv_heads) * mc.head_dim
     expected = 3 * SMALL["seq_len"] * SMALL["num_layers"] * per_token * 4
     assert v3 - v4 >= expected, (v3, v4, expected)
+
+
+@pytest.mark.parametrize("version,kw,dropped", [
+    ("v3", {}, 3),  # gate_up (2 * ffn_dim) and the activation (ffn_dim)
+    ("v4", {"sdpa": False}, 2),  # gate_up; v4 keeps no activation either way
+])
+def test_recompute_ffn_keeps_only_the_ffn_input(version, kw, dropped):
+    """With recompute_ffn the FFN keeps its input (already kept) and nothing else: per token and
+    layer, `dropped` * ffn_dim values fewer."""
+    full = _saved_activation_bytes(version, **kw)
+    lean = _saved_activation_bytes(version, recompute_ffn=True, **kw)
+    mc = build_model(RunConfig(version=version, **SMALL).validate()).config
+    assert full - lean == 3 * SMALL["seq_len"] * SMALL["num_layers"] * dropped * mc.ffn_dim * 4
 
 
 def test_fused_layouts_round_trip():

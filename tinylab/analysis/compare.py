@@ -15,7 +15,7 @@ from tinylab.runs.store import Run
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note.
 UNDER_TEST = frozenset({
     "version", "qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "compile_mode", "cuda_graph",
-    "precision", "tf32", "fault", "profilers", "label",
+    "recompute_ffn", "precision", "tf32", "fault", "profilers", "label",
 })
 
 #: (summary key, label, unit, direction, format); direction +1: higher is better, -1: lower is.

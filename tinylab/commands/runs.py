@@ -43,6 +43,8 @@ def key_config(cfg: dict) -> str:
         parts.append("+".join(on))
     elif cfg.get("cuda_graph"):
         parts.append("graph")
+    if cfg.get("recompute_ffn"):
+        parts.append("recompute")
     if cfg.get("fault"):
         parts.append(f"fault={cfg['fault']}")
     if cfg.get("profilers"):

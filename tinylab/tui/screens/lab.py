@@ -57,6 +57,7 @@ TOGGLE_LABELS = {
     "swiglu_fusion": "SwiGLU",
     "torch_compile": "compile",
     "cuda_graph": "graph",
+    "recompute_ffn": "recomp",
 }
 _FLAG = re.compile(r"--([a-z][a-z-]*)")
 
