@@ -66,6 +66,23 @@ def _unrotate(t, COS, SIN, offs, S, BLOCK: tl.constexpr, HEAD_DIM: tl.constexpr)
     return tl.reshape(tl.permute(tl.join(r1, r2), (0, 2, 1)), (BLOCK, HEAD_DIM))
 
 
+def _grid(blocks: int, heads: int) -> tuple[int, int]:
+    """Launch grid (heads, blocks): the GPU starts programs in grid order, axis 0 fastest, so
+    every head's block b starts before any head's block b + 1. The kernels map b so that the
+    longest causal blocks come first (the last query blocks, the first key blocks) and the short
+    ones fill the tail. Measured fwd+bwd per layer at the model's shapes (H200, against blocks
+    in order within each head): bf16 S=1024 166.7 -> 135.0 us, S=2048 494.6 -> 438.0, exact
+    fp32 S=128 144.6 -> 128.4; bf16 S=128 19.3 -> 20.1 (two blocks a head: nothing to balance).
+    """
+    return heads, blocks
+
+
+@triton.jit
+def _query_block(BLOCK_M: tl.constexpr):
+    """(first query row, batch*head) of this program: last query blocks (most keys) first."""
+    return (tl.num_programs(1) - 1 - tl.program_id(1)) * BLOCK_M, tl.program_id(0)
+
+
 @triton.jit
 def _fwd_inner(
     acc, l_i, m_i, q,
@@ -118,8 +135,7 @@ def _attn_fwd_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
-    start_m = tl.program_id(0) * BLOCK_M
-    off_bh = tl.program_id(1)
+    start_m, off_bh = _query_block(BLOCK_M)
     b = (off_bh // H).to(tl.int64)
     h = off_bh % H
     kvh = h // GROUP
@@ -213,8 +229,8 @@ def _attn_bwd_dkdv_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
-    start_n = tl.program_id(0) * BLOCK_N
-    off_bkv = tl.program_id(1)
+    start_n = tl.program_id(1) * BLOCK_N  # first key blocks (most queries) first: see _grid
+    off_bkv = tl.program_id(0)
     b = (off_bkv // KVH).to(tl.int64)
     kvh = off_bkv % KVH
     offs_n = start_n + tl.arange(0, BLOCK_N)
@@ -309,8 +325,7 @@ def _attn_bwd_dq_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
-    start_m = tl.program_id(0) * BLOCK_M
-    off_bh = tl.program_id(1)
+    start_m, off_bh = _query_block(BLOCK_M)
     b = (off_bh // H).to(tl.int64)
     h = off_bh % H
     kvh = h // GROUP
@@ -433,7 +448,7 @@ def _attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: 
     cfg = _fwd_config(D, S, _exact_fp32(q))
     o = _bshd_like(q)
     lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
-    _attn_fwd_kernel[(triton.cdiv(S, cfg["BLOCK_M"]), B * H)](
+    _attn_fwd_kernel[_grid(triton.cdiv(S, cfg["BLOCK_M"]), B * H)](
         q, k, v, o, lse,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(),
         H, H // KVH, S, sm_scale * _LOG2E,
@@ -453,13 +468,13 @@ def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale:
     qk_scale = sm_scale * _LOG2E
     cos, sin = rope if rope is not None else (lse, lse)  # any pointer: unread without UNROPE
     # dQ first: it writes delta, which the dK/dV kernel reads.
-    _attn_bwd_dq_kernel[(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
+    _attn_bwd_dq_kernel[_grid(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
         q, k, v, o, do, dq, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(), *do.stride(), *dq.stride(),
         H, H // KVH, S, qk_scale, sm_scale,
         CAUSAL=causal, UNROPE=rope is not None, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dq_cfg,
     )
-    _attn_bwd_dkdv_kernel[(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
+    _attn_bwd_dkdv_kernel[_grid(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
         q, k, v, do, dk, dv, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
         H, KVH, H // KVH, S, qk_scale, sm_scale,

@@ -55,14 +55,15 @@ def sweep_attention(seq: int, dtype: torch.dtype, batch=8, heads=8, kv_heads=4, 
     # 280 s at S=128 on an H200).
     exact = dtype == torch.float32
     blocks, bwd_blocks, warp_counts, stage_counts = (
-        ([16, 32], [16, 32], [4], [2]) if exact else ([16, 32, 64], [16, 32, 64, 128], [4, 8], [2, 3]))
-    for bm, bn, warps, stages in itertools.product(blocks, blocks, warp_counts, stage_counts):
+        ([16, 32], [16, 32], [4], [2]) if exact else ([16, 32, 64], [16, 32, 64, 128], [4, 8], [2, 3, 4]))
+    wide = [] if exact else [128]
+    for bm, bn, warps, stages in itertools.product(blocks + wide, blocks, warp_counts, stage_counts):
         if bm % bn == 0 and bm <= seq:
             timed("fwd", dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
     for bm, bn, warps, stages in itertools.product(blocks, bwd_blocks, warp_counts, stage_counts):
         if bn % bm == 0 and bn <= seq:
             timed("dkdv", dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
-    for bm, bn, warps, stages in itertools.product(blocks + ([] if exact else [128]), blocks, warp_counts, stage_counts[-1:]):
+    for bm, bn, warps, stages in itertools.product(blocks + wide, blocks, warp_counts, stage_counts[-1:]):
         if bm % bn == 0 and bm <= seq:
             timed("dq", dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages))
     rows.append((_us(step), "default"))
