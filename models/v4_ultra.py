@@ -12,8 +12,8 @@
   launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
   output is freed), and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
   undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
-- SwiGLU and the down projection in one autograd Function that keeps only gate_up: the
-  activation (a fifth of what a layer saves) is written again by the backward kernel.
+- The FFN in one autograd Function that keeps only its input and gate_up: the activation (a
+  fifth of what a layer saves) is written again by the backward's SwiGLU kernel.
 - Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
 - Optional `recompute_ffn`: the FFN keeps only its input and the backward runs the gate/up
   GEMM again (not the down projection, as a generic checkpoint would): the largest activation
@@ -123,71 +123,45 @@ class SdpaAttention(UltraAttention):
         return sdpa_causal(q, k, v)
 
 
-class _SwiGLUDown(torch.autograd.Function):
-    """down_proj(swiglu(gate_up)) that saves gate_up only: the backward's SwiGLU kernel writes
-    the activation again beside d(gate_up), for the down projection's weight gradient.
-
-    The activation [tokens, ffn_dim] is a fifth of what a layer would keep at the default size;
-    recomputing it costs one extra write.
-    """
-
-    @staticmethod
-    def forward(ctx, gate_up: torch.Tensor, weight: torch.Tensor, weight_lp: torch.Tensor | None) -> torch.Tensor:
-        gu = gate_up.reshape(-1, gate_up.shape[-1])
-        w = weight if weight_lp is None else weight_lp
-        out = F.linear(swiglu_forward(gu), w)
-        ctx.save_for_backward(gu, w)
-        ctx.low_precision = weight_lp is not None
-        return out.view(*gate_up.shape[:-1], out.shape[-1])
-
-    @staticmethod
-    def backward(ctx, dout: torch.Tensor):
-        gu, w = ctx.saved_tensors
-        dgu, dw = _swiglu_down_backward(gu, w, dout.reshape(-1, dout.shape[-1]), ctx.low_precision)
-        return dgu.view(*dout.shape[:-1], dgu.shape[-1]), dw, None
-
-
 def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool) -> torch.Tensor:
     """dy.T @ x for 2-D dy, x: in fp32 straight from the GEMM for bf16/fp16 operands."""
     return mm_fp32(dy.t(), x) if low_precision else dy.t() @ x
 
 
-def _swiglu_down_backward(gu: torch.Tensor, w: torch.Tensor, dout: torch.Tensor, low_precision: bool):
-    """(d gate_up, d down weight) of down_proj(swiglu(gu)) for 2-D gu and dout."""
-    dout = dout.to(w.dtype)
-    dgu, act = swiglu_backward(gu, dout @ w, recompute_y=True)
-    return dgu, _weight_grad(dout, act, low_precision)
+class _SwiGLUFFN(torch.autograd.Function):
+    """down_proj(swiglu(x @ w_gate_up.T)), keeping x and gate_up for the backward, or with
+    ``recompute`` x only (activation checkpointing, cut where it pays: the backward runs the
+    gate/up GEMM again, not the down projection as torch.utils.checkpoint would).
 
-
-class _RecomputedFFN(torch.autograd.Function):
-    """down_proj(swiglu(x @ w_gate_up.T)) that keeps only x: the backward runs the gate/up GEMM
-    again, then the same kernels as _SwiGLUDown.
-
-    Activation checkpointing, cut where it pays: torch.utils.checkpoint (v3's) would re-run the
-    down projection too, whose output the backward never needs. At the default size this keeps
-    hidden instead of 2 * ffn_dim values per token and layer, for one extra gate/up GEMM (about
-    a sixth more GEMM FLOPs a step).
+    The activation is never kept: the backward's SwiGLU kernel writes it again beside
+    d(gate_up) for the down projection's weight gradient (it is a fifth of what a layer would
+    keep at the default size). Recompute keeps hidden instead of 2 * ffn_dim values per token
+    and layer, for about a sixth more GEMM FLOPs a step.
     """
 
     @staticmethod
-    def forward(ctx, x, w_gu, w_gu_lp, w_down, w_down_lp) -> torch.Tensor:
-        x2d = x.reshape(-1, x.shape[-1])
-        w_gu = w_gu if w_gu_lp is None else w_gu_lp
-        w_down = w_down if w_down_lp is None else w_down_lp
-        x2d = x2d.to(w_gu.dtype)
-        out = F.linear(swiglu_forward(F.linear(x2d, w_gu)), w_down)
-        ctx.save_for_backward(x2d, w_gu, w_down)
-        ctx.low_precision = w_gu_lp is not None
+    def forward(ctx, x, w_gu, w_gu_lp, w_down, w_down_lp, recompute: bool) -> torch.Tensor:
+        low_precision = w_gu_lp is not None
+        w_gu = w_gu_lp if low_precision else w_gu
+        w_down = w_down_lp if low_precision else w_down
+        x2d = x.reshape(-1, x.shape[-1]).to(w_gu.dtype)
+        gu = F.linear(x2d, w_gu)
+        out = F.linear(swiglu_forward(gu), w_down)
+        ctx.save_for_backward(x2d, w_gu, w_down, None if recompute else gu)
+        ctx.low_precision = low_precision
         return out.view(*x.shape[:-1], out.shape[-1])
 
     @staticmethod
     def backward(ctx, dout: torch.Tensor):
-        x2d, w_gu, w_down = ctx.saved_tensors
-        with record_function("recompute_gate_up"):
-            gu = F.linear(x2d, w_gu)
-        dgu, dw_down = _swiglu_down_backward(gu, w_down, dout.reshape(-1, dout.shape[-1]), ctx.low_precision)
+        x2d, w_gu, w_down, gu = ctx.saved_tensors
+        if gu is None:
+            with record_function("recompute_gate_up"):
+                gu = F.linear(x2d, w_gu)
+        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
+        dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True)
         dx = (dgu @ w_gu).view(*dout.shape[:-1], w_gu.shape[1])
-        return dx, _weight_grad(dgu, x2d, ctx.low_precision), None, dw_down, None
+        low = ctx.low_precision
+        return dx, _weight_grad(dgu, x2d, low), None, _weight_grad(dout2d, act, low), None, None
 
 
 class UltraSwiGLU(SwiGLU):
@@ -196,14 +170,9 @@ class UltraSwiGLU(SwiGLU):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.mc.fault == "naive-triton-swiglu":
             return super().forward(x)
-        if self.mc.recompute_ffn:
-            with record_function("triton_ffn_recompute"):
-                return _RecomputedFFN.apply(
-                    x, self.gate_up_proj.weight, self.gate_up_proj.weight_lp, self.down_proj.weight, self.down_proj.weight_lp
-                )
-        gate_up = self.gate_up_proj(x)
-        with record_function("triton_swiglu_down"):
-            return _SwiGLUDown.apply(gate_up, self.down_proj.weight, self.down_proj.weight_lp)
+        gate_up, down = self.gate_up_proj, self.down_proj
+        with record_function("triton_swiglu_ffn"):
+            return _SwiGLUFFN.apply(x, gate_up.weight, gate_up.weight_lp, down.weight, down.weight_lp, self.mc.recompute_ffn)
 
 
 class _ScatterEmbedding(torch.autograd.Function):
