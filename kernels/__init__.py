@@ -13,6 +13,7 @@ from kernels.flash_attention import flash_attention, flash_attention_qkv
 from kernels.naive_swiglu import naive_swiglu_ffn
 from kernels.rmsnorm import rmsnorm
 from kernels.rope import rope, rope_cos_sin
+from kernels.rope_gqa import rope_gqa_qkv
 from kernels.swiglu import swiglu
 
 __all__ = [
@@ -24,5 +25,6 @@ __all__ = [
     "rmsnorm",
     "rope",
     "rope_cos_sin",
+    "rope_gqa_qkv",
     "swiglu",
 ]

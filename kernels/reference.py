@@ -88,3 +88,13 @@ def attention_qkv_reference(qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: in
     q, k = rope_reference(q, cos, sin), rope_reference(k, cos, sin)
     out = attention_reference(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=True)
     return out.transpose(1, 2).reshape(B, S, num_heads * D)
+
+
+def rope_gqa_qkv_reference(qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, num_kv_heads: int):
+    """(q, k, v) [B, H, S, D] of a fused projection: RoPE on q and k, k and v repeated per group."""
+    B, S, width = qkv.shape
+    D = width // (num_heads + 2 * num_kv_heads)
+    q, k, v = qkv.view(B, S, num_heads + 2 * num_kv_heads, D).split([num_heads, num_kv_heads, num_kv_heads], dim=2)
+    group = num_heads // num_kv_heads
+    k, v = rope_reference(k, cos, sin).repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
+    return rope_reference(q, cos, sin).transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)

@@ -14,7 +14,9 @@
   undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
 - The FFN in one autograd Function that keeps only its input and gate_up: the activation (a
   fifth of what a layer saves) is written again by the backward's SwiGLU kernel.
-- Optional `sdpa`: torch's flash attention instead of ours, to compare the two in one model.
+- Optional `sdpa` (the default in strict fp32, where Triton's dots cannot use tensor cores):
+  torch's SDPA instead of our attention, fed by one RoPE + GQA-expansion kernel
+  (kernels.rope_gqa_qkv) whose backward writes d(qkv) in one launch.
 - Optional `recompute_ffn`: the FFN keeps only its input and the backward runs the gate/up
   GEMM again (not the down projection, as a generic checkpoint would): the largest activation
   gone for a sixth more GEMM FLOPs.
@@ -41,7 +43,6 @@ from torch.profiler import record_function
 import kernels
 from kernels.swiglu import swiglu_backward, swiglu_forward
 from models.common import ModelConfig
-from models.v2_fused import sdpa_causal
 from models.v3_triton import Attention, Block, SwiGLU, TinyLlamaV3, _call, column_major
 
 
@@ -115,12 +116,21 @@ class UltraAttention(Attention):
 
 
 class SdpaAttention(UltraAttention):
-    """v3's path (RoPE kernel, then attention) with torch's SDPA as the attention."""
+    """torch's SDPA as the attention, fed by one kernel that rotates q and k and repeats k and v
+    to the query heads (kernels.rope_gqa_qkv; its backward sums the groups and undoes RoPE into
+    one d(qkv)), instead of a RoPE launch, two repeat_interleave copies, two group sums and a
+    concatenation."""
 
-    forward = Attention.forward
-
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        return sdpa_causal(q, k, v)
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        mc = self.mc
+        B, S, _ = x.shape
+        with record_function("qkv_projection"):
+            qkv = self.qkv_proj(x)
+        with record_function("rope_gqa_sdpa"):
+            q, k, v = _call(kernels.rope_gqa_qkv, mc, qkv, cos, sin, mc.num_heads, mc.num_kv_heads)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        with record_function("attention_output"):
+            return self.o_proj(out.transpose(1, 2).reshape(B, S, mc.q_dim))
 
 
 def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool) -> torch.Tensor:
