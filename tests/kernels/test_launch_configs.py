@@ -253,11 +253,12 @@ def _gpu_launches(device):
     # exact-fp32 dots: 32x32 blocks everywhere for short sequences at D <= 64
     small = attn(32, 32, 4, stages=2)
     for d, fwd, dq, dkdv in [(64, small, small, small), (128, attn(64, 64, 4), attn(128, 64, 8), attn(32, 64, 4))]:
-        dq_grid = (triton.cdiv(100, dq["BLOCK_M"]), 8)
+        # grids are (batch * heads, blocks): every head's longest blocks start first
+        dq_grid = (8, triton.cdiv(100, dq["BLOCK_M"]))
         cases.append((f"flash_attention D={d}", lambda d=d: flash_attention(t(2, 4, 100, d), t(2, 2, 100, d), t(2, 2, 100, d)), [
-            ("_attn_fwd_kernel", (triton.cdiv(100, fwd["BLOCK_M"]), 8), dict(CAUSAL=True, HEAD_DIM=d, **fwd)),
+            ("_attn_fwd_kernel", (8, triton.cdiv(100, fwd["BLOCK_M"])), dict(CAUSAL=True, HEAD_DIM=d, **fwd)),
             ("_attn_bwd_dq_kernel", dq_grid, dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **dq)),
-            ("_attn_bwd_dkdv_kernel", (triton.cdiv(100, dkdv["BLOCK_N"]), 4), dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **dkdv)),
+            ("_attn_bwd_dkdv_kernel", (4, triton.cdiv(100, dkdv["BLOCK_N"])), dict(CAUSAL=True, UNROPE=False, HEAD_DIM=d, **dkdv)),
         ]))
     return cases
 
