@@ -317,3 +317,15 @@ async def test_v4_attention_toggle_follows_precision(tmp_path: Path):
         screen.query_one("#precision", Select).value = "bf16"
         await wait_for(pilot, lambda: sdpa.value is False, what="bf16 default")
         assert screen.config().toggle("sdpa") is False
+
+
+def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
+    """A cancel reaches the trainer as an interrupt and leaves an error event; the run screen
+    reports the cancel, not that event as if the run had crashed."""
+    from tinylab.tui.screens.run import outcome_text
+
+    info = {"steps_done": 3, "error": {"type": "KeyboardInterrupt", "message": "interrupted by SIGINT",
+                                       "traceback": "  File \"trainer.py\", line 1\nKeyboardInterrupt"}}
+    assert outcome_text(info, "cancelled").plain == "■ cancelled after 3 steps"
+    failed = outcome_text({"error": {"type": "ValueError", "message": "bad", "traceback": "boom"}}, "failed").plain
+    assert failed.startswith("✗ failed: ValueError: bad") and "boom" in failed

@@ -304,13 +304,13 @@ def outcome_text(info: dict[str, Any], status: str) -> Text:
             text.append(f"\n! only {trained} of {total} parameter tensors trained: this speed is not a real "
                         "training step", style="bold")
         return text
-    if error:
+    if status == "cancelled":  # its error event is the interrupt itself
+        steps = info.get("steps_done", 0)
+        text.append(f"■ cancelled after {steps} step{'s' if steps != 1 else ''}", style="bold")
+    elif error:
         text.append(f"✗ {status}: {error.get('type')}: {error.get('message')}\n", style="bold")
         tail = [line for line in (error.get("traceback") or "").rstrip().splitlines() if line.strip()][-3:]
         text.append("\n".join(tail), style="dim")
-    elif status == "cancelled":
-        steps = info.get("steps_done", 0)
-        text.append(f"■ cancelled after {steps} step{'s' if steps != 1 else ''}", style="bold")
     elif status == "failed":
         code = (info.get("exit") or {}).get("returncode")
         text.append(f"✗ failed with exit code {code}: see the log for why", style="bold")
