@@ -394,7 +394,8 @@ def _interpreter_config(seq_len: int) -> dict:
 # blocks of 32x32 at S=128 (19.3 vs 20.6 us forward+backward with 32x64: twice the programs
 # when there are only 2 key blocks a head) and 64x64 at S=1024 (166.6 vs 171.3 us). Exact-fp32
 # dots (FMA, not tensor cores) at S=128, D=64: 32x32 blocks for all three kernels took 146.6 us
-# against 273.1 with the bf16 blocks (torch's SDPA, v4's fp32 path: 134.8 with its RoPE).
+# against 273.1 with the bf16 blocks (128.1 with the heavy-first grid; torch's SDPA fed by
+# kernels.rope_gqa_qkv, v4's fp32 path: 70.3).
 def _small_exact(head_dim: int, seq_len: int, exact_fp32: bool) -> bool:
     return exact_fp32 and head_dim <= 64 and seq_len <= 256
 
