@@ -319,7 +319,7 @@ async def test_v4_attention_toggle_follows_precision(tmp_path: Path):
         assert screen.config().toggle("sdpa") is False
 
 
-def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
+async def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
     """A cancel reaches the trainer as an interrupt and leaves an error event; the run screen
     reports the cancel, not that event as if the run had crashed."""
     from tinylab.tui.screens.run import outcome_text
