@@ -68,6 +68,11 @@ def mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.mm(a, b).float()
 
 
+def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool) -> torch.Tensor:
+    """dy.T @ x for 2-D dy, x: in fp32 straight from the GEMM for bf16/fp16 operands."""
+    return mm_fp32(dy.t(), x) if low_precision else dy.t() @ x
+
+
 class _LowPrecisionLinear(torch.autograd.Function):
     """y = x @ w_lp.T, where w_lp is this step's bf16 copy of the fp32 master weight w.
 
@@ -85,8 +90,7 @@ class _LowPrecisionLinear(torch.autograd.Function):
         x, weight_lp = ctx.saved_tensors
         dy = dy.to(weight_lp.dtype)
         dx = dy @ weight_lp
-        dw = mm_fp32(dy.reshape(-1, dy.shape[-1]).t(), x.reshape(-1, x.shape[-1]))
-        return dx, dw, None
+        return dx, _weight_grad(dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1]), True), None
 
 
 class MixedLinear(nn.Linear):
@@ -131,11 +135,6 @@ class SdpaAttention(UltraAttention):
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         with record_function("attention_output"):
             return self.o_proj(out.transpose(1, 2).reshape(B, S, mc.q_dim))
-
-
-def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool) -> torch.Tensor:
-    """dy.T @ x for 2-D dy, x: in fp32 straight from the GEMM for bf16/fp16 operands."""
-    return mm_fp32(dy.t(), x) if low_precision else dy.t() @ x
 
 
 class _SwiGLUFFN(torch.autograd.Function):

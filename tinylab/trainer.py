@@ -447,11 +447,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except BaseException as exc:  # every failure is recorded; the exit code says which kind
         code = 130 if isinstance(exc, KeyboardInterrupt) else (2 if isinstance(exc, ConfigError) else 1)
-        message = str(exc) or type(exc).__name__
-        # A signal (a cancel, Ctrl-C) says where the step happened to be, not what went wrong.
-        where = "" if isinstance(exc, KeyboardInterrupt) else "".join(traceback.format_exception(exc)[-8:])
         if isinstance(exc, KeyboardInterrupt):
-            message = f"interrupted by {str(exc) or 'SIGINT'}"
+            # A signal (a cancel, Ctrl-C): its traceback says where the step was, not what went wrong.
+            message, where = f"interrupted by {str(exc) or 'SIGINT'}", ""
+        else:
+            message, where = str(exc) or type(exc).__name__, "".join(traceback.format_exception(exc)[-8:])
         with EventWriter(run_dir / EVENTS_FILE) as writer:
             writer.emit("error", type=type(exc).__name__, message=message, traceback=where)
         print(f"error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
