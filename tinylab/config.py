@@ -42,7 +42,7 @@ TOGGLE_HELP: dict[str, str] = {
     "swiglu_fusion": "one GEMM for gate and up instead of two",
     "torch_compile": "torch.compile the model (inductor)",
     "cuda_graph": "capture the whole training step in a CUDA/HIP graph and replay it (GPU only)",
-    "recompute_ffn": "keep only the FFN's input and recompute it in the backward (activation checkpointing: less memory, more FLOPs)",
+    "recompute_ffn": "activation checkpointing: keep only the FFN's input and recompute the FFN in the backward, less memory for more FLOPs",
 }
 
 # Faults are described where they are implemented (tinylab/faults.py); the names live here so
