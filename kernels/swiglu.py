@@ -85,13 +85,18 @@ def swiglu_forward(gate_up2d: Tensor) -> Tensor:
     return y
 
 
-def swiglu_backward(gate_up2d: Tensor, dy2d: Tensor, recompute_y: bool = False) -> tuple[Tensor, Tensor | None]:
+def swiglu_backward(
+    gate_up2d: Tensor, dy2d: Tensor, recompute_y: bool = False, in_place: bool = False
+) -> tuple[Tensor, Tensor | None]:
     """Launch the backward on [M, 2F] and [M, F] views; returns (d gate_up [M, 2F], and with
-    ``recompute_y`` the forward's y [M, F], else None), contiguous."""
+    ``recompute_y`` the forward's y [M, F], else None), contiguous. With ``in_place``,
+    d(gate_up) overwrites gate_up (each program reads its tile before writing it): no new
+    [M, 2F] buffer, for a caller that no longer needs gate_up."""
     gu = _unit_col_stride(gate_up2d)
     dy2d = _unit_col_stride(dy2d)
     rows, f = gu.shape[0], gu.shape[1] // 2
-    dgu = torch.empty((rows, 2 * f), dtype=gu.dtype, device=gu.device)
+    in_place = in_place and gu.is_contiguous()
+    dgu = gu if in_place else torch.empty((rows, 2 * f), dtype=gu.dtype, device=gu.device)
     y = torch.empty((rows, f), dtype=gu.dtype, device=gu.device) if recompute_y else None
     rows_pp, block, warps = _config(rows, f)
     if dgu.numel():

@@ -12,8 +12,8 @@
   launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
   output is freed), and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
   undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
-- The FFN in one autograd Function that keeps only its input and gate_up: the activation (a
-  fifth of what a layer saves) is written again by the backward's SwiGLU kernel.
+- The FFN in one autograd Function whose backward writes d(gate_up) over gate_up (no new
+  buffer of the layer's largest activation at the backward's peak).
 - Optional `sdpa` (the default in strict fp32, where Triton's dots cannot use tensor cores):
   torch's SDPA instead of our attention, fed by one RoPE + GQA-expansion kernel
   (kernels.rope_gqa_qkv) whose backward writes d(qkv) in one launch.
@@ -138,14 +138,13 @@ class SdpaAttention(UltraAttention):
 
 
 class _SwiGLUFFN(torch.autograd.Function):
-    """down_proj(swiglu(x @ w_gate_up.T)), keeping x and gate_up for the backward, or with
-    ``recompute`` x only (activation checkpointing, cut where it pays: the backward runs the
-    gate/up GEMM again, not the down projection as torch.utils.checkpoint would).
+    """down_proj(swiglu(x @ w_gate_up.T)), keeping x, gate_up and the activation for the
+    backward, or with ``recompute`` x only (activation checkpointing, cut where it pays: the
+    backward runs the gate/up GEMM again, not the down projection as torch.utils.checkpoint
+    would, and its SwiGLU kernel writes the activation again beside d(gate_up)).
 
-    The activation is never kept: the backward's SwiGLU kernel writes it again beside
-    d(gate_up) for the down projection's weight gradient (it is a fifth of what a layer would
-    keep at the default size). Recompute keeps hidden instead of 2 * ffn_dim values per token
-    and layer, for about a sixth more GEMM FLOPs a step.
+    d(gate_up) overwrites gate_up, which the backward no longer needs: no new [tokens, 2*ffn]
+    buffer at the backward's peak. (So this graph cannot be run backward twice.)
     """
 
     @staticmethod
@@ -155,19 +154,26 @@ class _SwiGLUFFN(torch.autograd.Function):
         w_down = w_down_lp if low_precision else w_down
         x2d = x.reshape(-1, x.shape[-1]).to(w_gu.dtype)
         gu = F.linear(x2d, w_gu)
-        out = F.linear(swiglu_forward(gu), w_down)
-        ctx.save_for_backward(x2d, w_gu, w_down, None if recompute else gu)
+        act = swiglu_forward(gu)
+        out = F.linear(act, w_down)
+        if recompute:
+            ctx.save_for_backward(x2d, w_gu, w_down)
+        else:
+            ctx.save_for_backward(x2d, w_gu, w_down, gu, act)
         ctx.low_precision = low_precision
         return out.view(*x.shape[:-1], out.shape[-1])
 
     @staticmethod
     def backward(ctx, dout: torch.Tensor):
-        x2d, w_gu, w_down, gu = ctx.saved_tensors
-        if gu is None:
+        x2d, w_gu, w_down, *kept = ctx.saved_tensors
+        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
+        if kept:
+            gu, act = kept
+            dgu, _ = swiglu_backward(gu, dout2d @ w_down, in_place=True)
+        else:
             with record_function("recompute_gate_up"):
                 gu = F.linear(x2d, w_gu)
-        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
-        dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True)
+            dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True, in_place=True)
         dx = (dgu @ w_gu).view(*dout.shape[:-1], w_gu.shape[1])
         low = ctx.low_precision
         return dx, _weight_grad(dgu, x2d, low), None, _weight_grad(dout2d, act, low), None, None

@@ -61,3 +61,28 @@ def test_swiglu_backward_recomputes_y(launch, device, dtype):
     torch.testing.assert_close(y, swiglu_mod.swiglu_forward(gu), rtol=0, atol=0)
     torch.testing.assert_close(dgu, dgu_only, rtol=0, atol=0)
     torch.testing.assert_close(y.double(), swiglu_reference(gu.double()), rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("recompute_y", [False, True])
+def test_swiglu_backward_in_place(launch, device, recompute_y):
+    """With in_place, d(gate_up) is written over gate_up itself (v4's FFN): the same values as
+    into a new buffer, and the forward's y recomputed from gate_up before it was overwritten.
+    A strided gate_up is not overwritten (the kernel writes d(gate_up) contiguous)."""
+    import importlib
+
+    swiglu_mod = importlib.import_module("kernels.swiglu")
+    gu = 2 * torch.randn(37, 2 * 300, device=device)
+    dy = torch.randn(37, 300, device=device)
+    want, want_y = swiglu_mod.swiglu_backward(gu.clone(), dy, recompute_y=recompute_y)
+    buf = gu.clone()
+    dgu, y = swiglu_mod.swiglu_backward(buf, dy, recompute_y=recompute_y, in_place=True)
+    assert dgu.data_ptr() == buf.data_ptr()
+    torch.testing.assert_close(dgu, want, rtol=0, atol=0)
+    if recompute_y:
+        torch.testing.assert_close(y, want_y, rtol=0, atol=0)
+    wide = torch.cat([gu, gu[:, :6]], dim=1)
+    strided = wide[:, : 2 * 300]
+    dgu_s, _ = swiglu_mod.swiglu_backward(strided, dy, in_place=True)
+    assert dgu_s.data_ptr() != strided.data_ptr()
+    torch.testing.assert_close(strided, gu, rtol=0, atol=0)
+    torch.testing.assert_close(dgu_s, want, rtol=0, atol=0)
