@@ -7,8 +7,10 @@ the input dtype, and accept non-contiguous views. On a machine without a GPU the
 Triton interpreter: set ``TRITON_INTERPRET=1`` before importing triton or this package.
 """
 
+from kernels.adamw import adamw_step
 from kernels.add_rmsnorm import add_rmsnorm
 from kernels.cross_entropy import cross_entropy
+from kernels.embedding import embedding
 from kernels.flash_attention import flash_attention, flash_attention_qkv
 from kernels.naive_swiglu import naive_swiglu_ffn
 from kernels.rmsnorm import rmsnorm
@@ -17,8 +19,10 @@ from kernels.rope_gqa import rope_gqa_qkv
 from kernels.swiglu import swiglu
 
 __all__ = [
+    "adamw_step",
     "add_rmsnorm",
     "cross_entropy",
+    "embedding",
     "flash_attention",
     "flash_attention_qkv",
     "naive_swiglu_ffn",

@@ -22,14 +22,15 @@
   gone for a sixth more GEMM FLOPs.
 - Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
   use and casts each bf16 weight gradient back to fp32: 67 small kernels a step at the default
-  size (measured), plus a cast of every norm output and of its gradient (50 more). Here the GEMM weights
-  are views of one fp32 buffer, cast to bf16 by one kernel per step; the weight-gradient GEMMs
-  write fp32 straight into the master weights' gradients; and the norm kernels write their
-  output in bf16 (and their input gradient in both dtypes) themselves. Same arithmetic as
-  autocast: bf16 operands, fp32 accumulation, fp32 master weights and optimizer.
-- Embedding backward as one scatter-add (`index_add_`) into a zeroed gradient instead of
-  torch's sort-based deterministic kernel chain (31 us a step at seq 128, measured); with
-  `deterministic` on, torch's own backward is kept.
+  size (measured), plus a cast of every norm output and of its gradient (50 more). Here the GEMM
+  weights are views of one flat fp32 buffer and their gradients views of a second
+  (`flat_weights`); the weight-gradient GEMMs write fp32 straight into those slots; the norm
+  kernels write their output in bf16 (and their input gradient in both dtypes) themselves; and
+  the optimizer (models.flat_adamw) updates the flat buffer in one kernel that also writes the
+  bf16 copy the next forward uses. Same arithmetic as autocast: bf16 operands, fp32
+  accumulation, fp32 master weights and optimizer.
+- Embedding backward as one Triton scatter-add (kernels.embedding) instead of torch's
+  sort-based deterministic kernel chain; with `deterministic` on, torch's own backward is kept.
 Each claim is measured by `tinylab bench`; see README's Performance section.
 """
 
@@ -43,6 +44,7 @@ from torch.profiler import record_function
 import kernels
 from kernels.swiglu import swiglu_backward, swiglu_forward
 from models.common import ModelConfig
+from models.flat_adamw import FlatAdamW
 from models.v3_triton import Attention, Block, SwiGLU, TinyLlamaV3, _call, column_major
 
 
@@ -53,44 +55,67 @@ def autocast_dtype(device_type: str) -> torch.dtype | None:
     return None
 
 
-_MM_OUT_DTYPE: dict[str, bool] = {}
+_MM_OUT_DTYPE: dict[tuple[str, bool], bool] = {}
 
 
-def mm_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """a @ b for bf16/fp16 operands, returned in fp32 by the GEMM's own epilogue where the build
-    supports ``out_dtype`` (CUDA), else rounded to a and b's dtype first, as autocast would."""
-    if _MM_OUT_DTYPE.get(a.device.type, True):
+def mm_fp32(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """a @ b for bf16/fp16 operands, in fp32 from the GEMM's own epilogue where the build
+    supports ``out_dtype`` (CUDA), else rounded to a and b's dtype first, as autocast would;
+    into ``out`` (fp32) when given."""
+    key = (a.device.type, out is None)
+    if _MM_OUT_DTYPE.get(key, True):
         try:
-            return torch.mm(a, b, out_dtype=torch.float32)
+            if out is None:
+                return torch.mm(a, b, out_dtype=torch.float32)
+            return torch.mm(a, b, out_dtype=torch.float32, out=out)
         except (RuntimeError, TypeError):  # NotImplementedError on CPU builds is a RuntimeError
-            _MM_OUT_DTYPE[a.device.type] = False
+            _MM_OUT_DTYPE[key] = False
     with record_function("mm_fp32_fallback"):
-        return torch.mm(a, b).float()
+        product = torch.mm(a, b)
+        return product.float() if out is None else out.copy_(product)
 
 
-def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool) -> torch.Tensor:
-    """dy.T @ x for 2-D dy, x: in fp32 straight from the GEMM for bf16/fp16 operands."""
-    return mm_fp32(dy.t(), x) if low_precision else dy.t() @ x
+def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool, weight: torch.Tensor) -> torch.Tensor:
+    """dy.T @ x for 2-D dy, x (in fp32 straight from the GEMM for bf16/fp16 operands), the
+    gradient of ``weight``.
+
+    Written into the weight's slot of the flat gradient buffer (TinyLlamaV4.flat_weights) when
+    it has one and holds no gradient yet: autograd adopts a returned tensor that nothing else
+    references as ``.grad`` without a copy, so the gradient lands where the optimizer's one
+    kernel reads it. When the weight already has a gradient (accumulation over several
+    backwards), a new tensor, which autograd adds to it.
+    """
+    slot = getattr(weight, "grad_slot", None)
+    out = slot.view_as(weight) if slot is not None and weight.grad is None else None
+    if low_precision:
+        return mm_fp32(dy.t(), x, out)
+    return dy.t() @ x if out is None else torch.mm(dy.t(), x, out=out)
 
 
-class _LowPrecisionLinear(torch.autograd.Function):
-    """y = x @ w_lp.T, where w_lp is this step's bf16 copy of the fp32 master weight w.
+def _low_precision(t: torch.Tensor) -> bool:
+    return t.dtype in (torch.bfloat16, torch.float16)
 
-    The weight gradient goes to w itself, in fp32, straight from the GEMM: no bf16 weight
-    gradient and no cast kernel.
+
+class _Linear(torch.autograd.Function):
+    """y = x @ w_c.T, where w_c is the fp32 weight w itself or this step's bf16/fp16 copy of it.
+
+    The weight gradient goes to w, in fp32, straight from the GEMM (see _weight_grad): no
+    low-precision weight gradient and no cast kernel.
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, weight_lp: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(x, weight_lp)
-        return F.linear(x, weight_lp)
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, weight_c: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(x, weight_c)
+        ctx.weight = weight
+        return F.linear(x, weight_c)
 
     @staticmethod
     def backward(ctx, dy: torch.Tensor):
-        x, weight_lp = ctx.saved_tensors
-        dy = dy.to(weight_lp.dtype)
-        dx = dy @ weight_lp
-        return dx, _weight_grad(dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1]), True), None
+        x, weight_c = ctx.saved_tensors
+        dy = dy.to(weight_c.dtype)
+        dx = dy @ weight_c
+        dy2d, x2d = dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1])
+        return dx, _weight_grad(dy2d, x2d, _low_precision(weight_c), ctx.weight), None
 
 
 class MixedLinear(nn.Linear):
@@ -99,9 +124,8 @@ class MixedLinear(nn.Linear):
     weight_lp: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.weight_lp is None:
-            return super().forward(x)
-        return _LowPrecisionLinear.apply(x.to(self.weight_lp.dtype), self.weight, self.weight_lp)
+        weight_c = self.weight if self.weight_lp is None else self.weight_lp
+        return _Linear.apply(x.to(weight_c.dtype), self.weight, weight_c)
 
 
 class UltraAttention(Attention):
@@ -143,13 +167,15 @@ class _SwiGLUFFN(torch.autograd.Function):
     backward runs the gate/up GEMM again, not the down projection as torch.utils.checkpoint
     would, and its SwiGLU kernel writes the activation again beside d(gate_up)).
 
-    d(gate_up) overwrites gate_up, which the backward no longer needs: no new [tokens, 2*ffn]
-    buffer at the backward's peak. (So this graph cannot be run backward twice.)
+    d(act) and d(gate_up) overwrite act and gate_up once they are no longer needed: no new
+    buffers of the layer's largest activations at the backward's peak (so this graph cannot be
+    run backward twice).
     """
 
     @staticmethod
     def forward(ctx, x, w_gu, w_gu_lp, w_down, w_down_lp, recompute: bool) -> torch.Tensor:
         low_precision = w_gu_lp is not None
+        ctx.weights = w_gu, w_down
         w_gu = w_gu_lp if low_precision else w_gu
         w_down = w_down_lp if low_precision else w_down
         x2d = x.reshape(-1, x.shape[-1]).to(w_gu.dtype)
@@ -167,16 +193,20 @@ class _SwiGLUFFN(torch.autograd.Function):
     def backward(ctx, dout: torch.Tensor):
         x2d, w_gu, w_down, *kept = ctx.saved_tensors
         dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
+        low, (w_gu_master, w_down_master) = ctx.low_precision, ctx.weights
         if kept:
             gu, act = kept
-            dgu, _ = swiglu_backward(gu, dout2d @ w_down, in_place=True)
+            # The down projection's weight gradient first: then act is dead and d(act) can
+            # take its buffer, as d(gate_up) takes gate_up's.
+            dw_down = _weight_grad(dout2d, act, low, w_down_master)
+            dgu, _ = swiglu_backward(gu, torch.mm(dout2d, w_down, out=act), in_place=True)
         else:
             with record_function("recompute_gate_up"):
                 gu = F.linear(x2d, w_gu)
             dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True, in_place=True)
+            dw_down = _weight_grad(dout2d, act, low, w_down_master)
         dx = (dgu @ w_gu).view(*dout.shape[:-1], w_gu.shape[1])
-        low = ctx.low_precision
-        return dx, _weight_grad(dgu, x2d, low), None, _weight_grad(dout2d, act, low), None, None
+        return dx, _weight_grad(dgu, x2d, low, w_gu_master), None, dw_down, None, None
 
 
 class UltraSwiGLU(SwiGLU):
@@ -190,29 +220,11 @@ class UltraSwiGLU(SwiGLU):
             return _SwiGLUFFN.apply(x, gate_up.weight, gate_up.weight_lp, down.weight, down.weight_lp, self.mc.recompute_ffn)
 
 
-class _ScatterEmbedding(torch.autograd.Function):
-    """F.embedding whose weight gradient is one atomic scatter-add: order-dependent in the last
-    bits, hence only used when deterministic algorithms are off."""
-
-    @staticmethod
-    def forward(ctx, idx: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        ctx.save_for_backward(idx)
-        ctx.weight_shape = weight.shape
-        return F.embedding(idx, weight)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        (idx,) = ctx.saved_tensors
-        dweight = grad.new_zeros(ctx.weight_shape)
-        dweight.index_add_(0, idx.reshape(-1), grad.reshape(-1, ctx.weight_shape[1]))
-        return None, dweight
-
-
 def embed(idx: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     if torch.are_deterministic_algorithms_enabled():
         return F.embedding(idx, weight)
-    with record_function("scatter_embedding"):
-        return _ScatterEmbedding.apply(idx, weight)
+    with record_function("triton_embedding"):
+        return kernels.embedding(idx, weight)
 
 
 class UltraBlock(Block):
@@ -229,9 +241,15 @@ class TinyLlamaV4(TinyLlamaV3):
         super().__init__(mc)
         self._linears = tuple(m for m in self.modules() if isinstance(m, MixedLinear))
         self._flat: torch.Tensor | None = None
+        self._flat_grad: torch.Tensor | None = None
+        self._flat_lp: torch.Tensor | None = None
         self._flat_ptrs: list[int] = []
+        self._lp_versions: list[int] | None = None
+
+    optimizer_class = FlatAdamW  # what the trainer builds for this model: see models.flat_adamw
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        self.flat_weights()
         lp_dtype = autocast_dtype(idx.device.type)
         if lp_dtype is None:
             return self._forward(idx, targets, None, None)
@@ -257,10 +275,8 @@ class TinyLlamaV4(TinyLlamaV3):
                 h, residual = self._add_norm(layer.attn(h, cos, sin), residual, next_norm=layer.ffn_norm, out_dtype=lp_dtype)
             with record_function("add_rmsnorm"):
                 h, residual = self._add_norm(layer.ffn(h), residual, next_norm=next_norm, out_dtype=lp_dtype)
-        if head_lp is None:
-            logits = F.linear(h, self.embed.weight)
-        else:
-            logits = _LowPrecisionLinear.apply(h, self.embed.weight, head_lp)
+        head = self.embed.weight
+        logits = _Linear.apply(h, head, head if head_lp is None else head_lp)
         with record_function("fused_cross_entropy"):
             return kernels.cross_entropy(logits.view(-1, mc.vocab_size), targets.reshape(-1))
 
@@ -273,28 +289,56 @@ class TinyLlamaV4(TinyLlamaV3):
         """Every weight a GEMM reads: the MixedLinears' in module order, then the tied embedding."""
         return [m.weight for m in self._linears] + [self.embed.weight]
 
-    def _low_precision_weights(self, dtype: torch.dtype) -> list[torch.Tensor]:
-        """bf16 copies of _gemm_weights(), made by one cast of the flat fp32 buffer they live in.
+    def flat_weights(self) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
+        """(flat weights, flat gradients, the weights): every GEMM weight (_gemm_weights) is a
+        view of one fp32 buffer, and its ``grad_slot`` attribute a view of a second, where the
+        backward's weight-gradient GEMMs write (see _weight_grad).
 
-        The first call (and any after the parameters moved, e.g. ``model.to(device)``) re-homes
-        the weights into one fresh buffer by swapping each Parameter's data, so the optimizer's
-        references stay valid. The copies carry no autograd history: _LowPrecisionLinear sends
-        the gradient to the fp32 weights.
+        Built on the first call and again whenever the parameters moved (``model.to(...)``)
+        by swapping each Parameter's data, so an optimizer's references to the Parameters stay
+        valid. Every forward calls it first.
         """
         weights = self._gemm_weights()
         if [w.data_ptr() for w in weights] != self._flat_ptrs:
             with torch.no_grad():
                 flat = torch.cat([w.detach().reshape(-1) for w in weights])
+                grads = torch.zeros_like(flat)
                 offset = 0
                 for w in weights:
                     w.data = flat[offset : offset + w.numel()].view_as(w)
+                    w.grad_slot = grads[offset : offset + w.numel()].view_as(w)
                     offset += w.numel()
-            self._flat = flat
+            self._flat, self._flat_grad, self._flat_lp = flat, grads, None
             self._flat_ptrs = [w.data_ptr() for w in weights]
-        with torch.no_grad(), record_function("cast_weights"):
-            flat_lp = self._flat.to(dtype)
+        return self._flat, self._flat_grad, weights
+
+    def low_precision_copy(self) -> torch.Tensor | None:
+        """The flat bf16/fp16 copy of the weights that autocast forwards compute with (None
+        before the first): an optimizer that writes it along with its update
+        (models.flat_adamw) calls low_precision_copy_written() after, and the next forward
+        skips the cast."""
+        return self._flat_lp
+
+    def low_precision_copy_written(self) -> None:
+        self._lp_versions = self._weight_versions()
+
+    def _weight_versions(self) -> list[int]:
+        # In-place changes through torch (an optimizer, load_canonical's copy_) bump these.
+        return [w._version for w in self._gemm_weights()]
+
+    def _low_precision_weights(self, dtype: torch.dtype) -> list[torch.Tensor]:
+        """Views of the flat bf16/fp16 copy of _gemm_weights(): cast by one kernel, unless the
+        copy already holds the current weights (written by the optimizer, and no in-place
+        change since). The views carry no autograd history: _Linear sends the gradient to the
+        fp32 weights."""
+        flat, _, weights = self.flat_weights()
+        lp = self._flat_lp
+        if lp is None or lp.dtype != dtype or self._lp_versions != self._weight_versions():
+            with torch.no_grad(), record_function("cast_weights"):
+                self._flat_lp = lp = flat.to(dtype)
+            self._lp_versions = self._weight_versions()
         out, offset = [], 0
         for w in weights:
-            out.append(flat_lp[offset : offset + w.numel()].view_as(w))
+            out.append(lp[offset : offset + w.numel()].view_as(w))
             offset += w.numel()
         return out

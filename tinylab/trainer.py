@@ -147,7 +147,11 @@ class Trainer:
             opt_kwargs["fused"] = True  # one kernel for all parameters; v1 keeps torch's default
         if cfg.cuda_graph:
             opt_kwargs["capturable"] = True
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), **opt_kwargs)
+        optimizer_class = getattr(self.model, "optimizer_class", None)  # v4: models.flat_adamw
+        if optimizer_class is None:
+            self.optimizer = torch.optim.AdamW(self.model.parameters(), **opt_kwargs)
+        else:
+            self.optimizer = optimizer_class(self.model, **opt_kwargs)
         self.scaler = torch.amp.GradScaler(self.device.type) if cfg.precision == "fp16" else None
         self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
 

@@ -144,12 +144,12 @@ def _saved_activation_bytes(version, **kw) -> int:
     """Bytes of the distinct storages autograd keeps for the backward, parameters excluded."""
     cfg = RunConfig(version=version, **SMALL, **kw).validate()
     model = build_model(cfg).to(DEVICE)
-    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     storages: dict[int, int] = {}
 
     def pack(t):
         st = t.untyped_storage()
-        if st.data_ptr() not in params:
+        # v4's first forward moves its weights into one flat buffer: look at where they are now
+        if st.data_ptr() not in {p.untyped_storage().data_ptr() for p in model.parameters()}:
             storages[st.data_ptr()] = st.nbytes()
         return t
 
@@ -223,5 +223,5 @@ def test_v4_embedding_gradient_matches_torchs(deterministic):
     finally:
         torch.use_deterministic_algorithms(prior)
     assert torch.equal(out, torch.nn.functional.embedding(idx, weight))
-    assert (out.grad_fn.name() == "_ScatterEmbeddingBackward") != deterministic
+    assert (out.grad_fn.name() == "_EmbeddingBackward") != deterministic  # kernels.embedding
     torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
