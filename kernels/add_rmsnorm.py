@@ -40,15 +40,43 @@ class _AddRMSNorm(torch.autograd.Function):
         return dx, dh_total.to(residual_dtype), dw, None, None
 
 
+class _RMSNormStream(torch.autograd.Function):
+    """rmsnorm(x), and x as the residual stream it starts (the first block's norm): the stream's
+    gradient comes back into this backward, whose kernel adds it to the norm's input gradient.
+    Without it x would feed two ops, and autograd would add their gradients in a kernel of its
+    own (a pass over [tokens, hidden] fp32 values)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float, out_dtype):
+        check_tensors(x, weight)
+        x2d = as_rows(x)
+        weight = weight.contiguous()
+        y, _, rstd = rmsnorm_forward(x2d, weight, eps, out_dtype=out_dtype)
+        ctx.save_for_backward(x2d, weight, rstd)
+        return y.view(x.shape), x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, dy: Tensor, dh: Tensor):
+        x2d, weight, rstd = ctx.saved_tensors
+        dx, _, dw = rmsnorm_backward(as_rows(dy), x2d, weight, rstd, dh2d=as_rows(dh))
+        return dx.view(dy.shape), dw, None, None
+
+
 def add_rmsnorm(
-    x: Tensor, residual: Tensor, weight: Tensor, eps: float = 1e-6, out_dtype: torch.dtype | None = None
+    x: Tensor, residual: Tensor | None, weight: Tensor, eps: float = 1e-6, out_dtype: torch.dtype | None = None
 ) -> tuple[Tensor, Tensor]:
     """Returns (rmsnorm(x + residual, weight, eps), x + residual).
 
     x + residual comes back in the promoted dtype of x and residual, as eager ``x + residual``
     would (so a bf16 branch output added to an fp32 residual stream under autocast stays fp32);
     the norm in ``out_dtype`` (default: that same dtype), e.g. bf16 for the GEMM it feeds.
+    ``residual=None`` starts a residual stream: (rmsnorm(x), x), with one backward kernel for
+    the gradients of both uses of x.
     """
+    if residual is None:
+        if x.shape[-1] != weight.numel():
+            raise ValueError(f"weight has {weight.numel()} elements, x's last dim is {x.shape[-1]}")
+        return _RMSNormStream.apply(x, weight, eps, out_dtype)
     if x.shape != residual.shape:
         raise ValueError(f"x {tuple(x.shape)} and residual {tuple(residual.shape)} must match")
     if x.shape[-1] != weight.numel():

@@ -519,11 +519,18 @@ class _FlashAttentionQKV(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, num_kv_heads: int, sm_scale: float) -> Tensor:
+    def forward(
+        ctx, qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, num_kv_heads: int, sm_scale: float, in_place: bool
+    ) -> Tensor:
         B, S, _ = qkv.shape
         heads = qkv.view(B, S, num_heads + 2 * num_kv_heads, -1)
-        rotated = torch.empty(heads.shape, dtype=qkv.dtype, device=qkv.device)
-        apply_rope(heads, cos, sin, out=rotated, rotate_heads=num_heads + num_kv_heads)
+        if in_place:  # rotate q and k where they are; v is neither read nor written
+            rotated = heads
+            qk = heads[:, :, : num_heads + num_kv_heads]
+            apply_rope(qk, cos, sin, out=qk)
+        else:
+            rotated = torch.empty(heads.shape, dtype=qkv.dtype, device=qkv.device)
+            apply_rope(heads, cos, sin, out=rotated, rotate_heads=num_heads + num_kv_heads)
         q, k, v = _split_qkv(rotated, num_heads, num_kv_heads)
         o, lse = _attention_forward(q, k, v, True, sm_scale)
         ctx.save_for_backward(rotated, o, lse, cos, sin)
@@ -542,7 +549,7 @@ class _FlashAttentionQKV(torch.autograd.Function):
         dq, dk, dv = _split_qkv(dqkv, num_heads, num_kv_heads)
         do = do.reshape(B, S, H, D).transpose(1, 2)
         _attention_backward(q, k, v, o, lse, do, dq, dk, dv, True, ctx.sm_scale, rope=(cos, sin))
-        return dqkv.view(B, S, -1), None, None, None, None, None
+        return dqkv.view(B, S, -1), None, None, None, None, None, None
 
 
 def _check_head_dim(D: int) -> None:
@@ -570,10 +577,16 @@ def flash_attention(
     return _FlashAttention.apply(q, k, v, causal, scale)
 
 
-def flash_attention_qkv(qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, num_kv_heads: int) -> Tensor:
+def flash_attention_qkv(
+    qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, num_kv_heads: int, in_place: bool = False
+) -> Tensor:
     """Causal attention of a fused projection qkv [B, S, (H + 2*KVH) * D] (q heads, then k,
     then v), with half-split RoPE (cos/sin [>= S, D/2]) applied to q and k; returns
-    [B, S, H * D], ready for the output projection. Equals rope + flash_attention + reshape."""
+    [B, S, H * D], ready for the output projection. Equals rope + flash_attention + reshape.
+
+    ``in_place``: RoPE rotates q and k inside qkv itself (which then holds the rotated values,
+    kept for the backward) instead of writing all of qkv to a new buffer: for a caller that no
+    longer needs the unrotated projection (v4), a pass over v and a buffer fewer."""
     if qkv.dim() != 3 or num_heads % num_kv_heads or qkv.shape[-1] % (num_heads + 2 * num_kv_heads):
         raise ValueError(
             f"qkv {tuple(qkv.shape)} is not [B, S, (H + 2*KVH) * D] for H={num_heads}, KVH={num_kv_heads}"
@@ -586,4 +599,4 @@ def flash_attention_qkv(qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int, n
         qkv = qkv.contiguous()  # the head split needs unit-stride columns
     check_tensors(qkv, cos, sin)
     cos, sin = cos.float().contiguous(), sin.float().contiguous()
-    return _FlashAttentionQKV.apply(qkv, cos, sin, num_heads, num_kv_heads, 1.0 / math.sqrt(D))
+    return _FlashAttentionQKV.apply(qkv, cos, sin, num_heads, num_kv_heads, 1.0 / math.sqrt(D), in_place)

@@ -2,7 +2,9 @@
 
 - Residual add + RMSNorm in one kernel (`kernels.add_rmsnorm`): each block boundary reads the
   branch output and the residual once and writes the new residual and its norm, instead of an
-  add kernel followed by a norm kernel that re-reads the sum.
+  add kernel followed by a norm kernel that re-reads the sum. The first norm starts the stream
+  (residual=None), so the two gradients of the embedding's output meet in its backward kernel
+  instead of in an add kernel of autograd's.
 - Cross-entropy fused with its softmax and gradient (`kernels.cross_entropy`): the logits are
   read once, the probabilities are never stored.
 - Whole-step CUDA/HIP graph capture (toggle `cuda_graph`, on by default on GPUs): one launch
@@ -138,7 +140,7 @@ class UltraAttention(Attention):
         with record_function("qkv_projection"):
             qkv = self.qkv_proj(x)
         with record_function("flash_attention_rope"):
-            out = _call(kernels.flash_attention_qkv, mc, qkv, cos, sin, mc.num_heads, mc.num_kv_heads)
+            out = _call(kernels.flash_attention_qkv, mc, qkv, cos, sin, mc.num_heads, mc.num_kv_heads, True)
         with record_function("attention_output"):
             return self.o_proj(out)
 
@@ -267,8 +269,8 @@ class TinyLlamaV4(TinyLlamaV3):
         mc = self.config
         S = idx.shape[1]
         cos, sin = self.rope_cos[:S], self.rope_sin[:S]
-        residual = embed(idx, self.embed.weight)
-        h = self.layers[0].attn_norm(residual, out_dtype=lp_dtype)
+        with record_function("rmsnorm"):
+            h, residual = self._add_norm(embed(idx, self.embed.weight), None, self.layers[0].attn_norm, lp_dtype)
         norms_after = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
         for layer, next_norm in zip(self.layers, norms_after):
             with record_function("add_rmsnorm"):

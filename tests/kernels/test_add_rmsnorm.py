@@ -77,3 +77,20 @@ def test_add_rmsnorm_bf16_norm_out_of_fp32_residual(check, device):
         return y.float(), h
 
     check(fn, add_rmsnorm_reference, [x, r, w], dtype=torch.bfloat16, grad_inputs=[0, 1, 2])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_no_residual_starts_the_stream(check, device, dtype):
+    """residual=None: (rmsnorm(x), x); x's gradient is the norm's plus the stream's, from one
+    backward kernel. A strided x, and a bf16 norm output for an fp32 stream (v4 under autocast)."""
+    from kernels.reference import rmsnorm_reference
+
+    base = torch.randn(3, 37, 2 * 200, device=device).to(dtype)
+    x = base[..., ::2].requires_grad_()
+    w = torch.randn(200, device=device).to(dtype).requires_grad_()
+    check(lambda a, b: add_rmsnorm(a, None, b), lambda a, b: (rmsnorm_reference(a, b), a * 1),
+          [x, w], dtype=dtype, grad_inputs=[0, 1])
+    xf = torch.randn(2, 9, 200, device=device, requires_grad=True)
+    y, h = add_rmsnorm(xf, None, w.float(), out_dtype=torch.bfloat16)
+    assert y.dtype == torch.bfloat16 and h.dtype == torch.float32
+    torch.testing.assert_close(h, xf, rtol=0, atol=0)

@@ -124,6 +124,31 @@ def test_flash_attention_qkv_matches_rope_then_attention(check, launch, device, 
     )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_flash_attention_qkv_in_place(launch, device, dtype):
+    """in_place=True (v4): the same output and d(qkv) as the default call, bit for bit; qkv then
+    holds q and k rotated by RoPE, and v as it was."""
+    from kernels.reference import rope_reference
+
+    b, h, kvh, s, d = 2, 4, 2, 37, 32
+    src = (2 * torch.randn(b, s, (h + 2 * kvh) * d, device=device)).to(dtype)
+    cos, sin = _rope_tables(s, d, device)
+    ref_in = src.clone().requires_grad_()
+    ref = flash_attention_qkv(ref_in, cos, sin, h, kvh)
+    upstream = torch.randn_like(ref)
+    ref_grad, = torch.autograd.grad(ref, ref_in, upstream)
+    leaf = src.clone().requires_grad_()
+    qkv = leaf * 1  # not a leaf, as a projection's output is not
+    out = flash_attention_qkv(qkv, cos, sin, h, kvh, in_place=True)
+    grad, = torch.autograd.grad(out, leaf, upstream)
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    torch.testing.assert_close(grad, ref_grad, rtol=0, atol=0)
+    heads, src_heads = qkv.detach().view(b, s, h + 2 * kvh, d), src.view(b, s, h + 2 * kvh, d)
+    torch.testing.assert_close(heads[:, :, h + kvh :], src_heads[:, :, h + kvh :], rtol=0, atol=0)
+    rotated = rope_reference(src_heads[:, :, : h + kvh].double(), cos.double(), sin.double())
+    torch.testing.assert_close(heads[:, :, : h + kvh].double(), rotated, rtol=2e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
+
+
 def test_flash_attention_qkv_rejects_bad_shapes(device):
     cos, sin = _rope_tables(8, 16, device)
     with pytest.raises(ValueError, match="H=4, KVH=3"):
