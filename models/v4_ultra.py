@@ -14,8 +14,9 @@
   launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
   output is freed), and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
   undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
-- The FFN in one autograd Function whose backward writes d(gate_up) over gate_up (no new
-  buffer of the layer's largest activation at the backward's peak).
+- The FFN in one autograd Function that keeps only its input and gate_up: the activation (a
+  fifth of what a layer saves) is written again by the backward's SwiGLU kernel, which writes
+  d(gate_up) over gate_up.
 - Optional `sdpa` (the default in strict fp32, where Triton's dots cannot use tensor cores):
   torch's SDPA instead of our attention, fed by one RoPE + GQA-expansion kernel
   (kernels.rope_gqa_qkv) whose backward writes d(qkv) in one launch.
@@ -164,14 +165,17 @@ class SdpaAttention(UltraAttention):
 
 
 class _SwiGLUFFN(torch.autograd.Function):
-    """down_proj(swiglu(x @ w_gate_up.T)), keeping x, gate_up and the activation for the
-    backward, or with ``recompute`` x only (activation checkpointing, cut where it pays: the
-    backward runs the gate/up GEMM again, not the down projection as torch.utils.checkpoint
-    would, and its SwiGLU kernel writes the activation again beside d(gate_up)).
+    """down_proj(swiglu(x @ w_gate_up.T)), keeping x and gate_up for the backward, or with
+    ``recompute`` x only (activation checkpointing, cut where it pays: the backward runs the
+    gate/up GEMM again, not the down projection as torch.utils.checkpoint would).
 
-    d(act) and d(gate_up) overwrite act and gate_up once they are no longer needed: no new
-    buffers of the layer's largest activations at the backward's peak (so this graph cannot be
-    run backward twice).
+    The activation is never kept: the backward's SwiGLU kernel writes it again beside
+    d(gate_up), for the down projection's weight gradient. Kept, it would save that write (32 MB
+    a layer at seq 1024, bf16) but add a fifth to what a layer keeps: it took v4's peak past
+    0.35 of v1's (H100, bf16, seq 1024: 2,218 MB with it). d(gate_up) overwrites gate_up,
+    which the backward no longer needs: no new buffer of the layer's largest activation at the
+    backward's peak (so this graph cannot be run backward twice). Recompute keeps hidden
+    instead of 2 * ffn_dim values per token and layer, for about a sixth more GEMM FLOPs.
     """
 
     @staticmethod
@@ -182,33 +186,23 @@ class _SwiGLUFFN(torch.autograd.Function):
         w_down = w_down_lp if low_precision else w_down
         x2d = x.reshape(-1, x.shape[-1]).to(w_gu.dtype)
         gu = F.linear(x2d, w_gu)
-        act = swiglu_forward(gu)
-        out = F.linear(act, w_down)
-        if recompute:
-            ctx.save_for_backward(x2d, w_gu, w_down)
-        else:
-            ctx.save_for_backward(x2d, w_gu, w_down, gu, act)
+        out = F.linear(swiglu_forward(gu), w_down)
+        ctx.save_for_backward(x2d, w_gu, w_down, None if recompute else gu)
         ctx.low_precision = low_precision
         return out.view(*x.shape[:-1], out.shape[-1])
 
     @staticmethod
     def backward(ctx, dout: torch.Tensor):
-        x2d, w_gu, w_down, *kept = ctx.saved_tensors
-        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
-        low, (w_gu_master, w_down_master) = ctx.low_precision, ctx.weights
-        if kept:
-            gu, act = kept
-            # The down projection's weight gradient first: then act is dead and d(act) can
-            # take its buffer, as d(gate_up) takes gate_up's.
-            dw_down = _weight_grad(dout2d, act, low, w_down_master)
-            dgu, _ = swiglu_backward(gu, torch.mm(dout2d, w_down, out=act), in_place=True)
-        else:
+        x2d, w_gu, w_down, gu = ctx.saved_tensors
+        if gu is None:
             with record_function("recompute_gate_up"):
                 gu = F.linear(x2d, w_gu)
-            dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True, in_place=True)
-            dw_down = _weight_grad(dout2d, act, low, w_down_master)
+        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
+        dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True, in_place=True)
         dx = (dgu @ w_gu).view(*dout.shape[:-1], w_gu.shape[1])
-        return dx, _weight_grad(dgu, x2d, low, w_gu_master), None, dw_down, None, None
+        low, (w_gu_master, w_down_master) = ctx.low_precision, ctx.weights
+        dw_gu = _weight_grad(dgu, x2d, low, w_gu_master)
+        return dx, dw_gu, None, _weight_grad(dout2d, act, low, w_down_master), None, None
 
 
 class UltraSwiGLU(SwiGLU):
