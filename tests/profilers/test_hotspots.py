@@ -61,6 +61,8 @@ NAMES = {
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)": "elementwise",
     "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, bool, float, float, float, float, float, float*, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, bool, float, float, float, float, float, float*, float*, float*)": "elementwise",
     "_swiglu_fwd_kernel": "elementwise",
+    "_adamw_kernel": "elementwise",  # v4's optimizer (kernels.adamw)
+    "_embedding_backward_kernel": "elementwise",
     "_rope_kernel": "elementwise",
     "SubTensorOpWithScalar1d": "elementwise",
     "aten::mul": "elementwise",

@@ -56,7 +56,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "elementwise",
         re.compile(
-            r"elementwise|vectorized|unrolled|pointwise|foreach|multi_tensor|fill|copy|cast|"
+            r"elementwise|vectorized|unrolled|pointwise|foreach|multi_tensor|adamw|fill|copy|cast|"
             r"add|mul|div|sub|silu|gelu|relu|swiglu|sigmoid|tanh|exp|pow|sqrt|neg|where|clamp|"
             r"rope|rotary|dropout|masked|embedding|index|gather|scatter|cat|transpose|permute|"
             r"distribution|philox|random"

@@ -39,6 +39,7 @@ def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
     d, f, v, hd = cfg.hidden_dim, cfg.ffn_dim, cfg.vocab_size, cfg.head_dim
     h, kv, s, b = cfg.num_heads, cfg.num_kv_heads, cfg.seq_len, cfg.batch_size
     causal_pairs = b * h * s * (s + 1) / 2
+    gemm_weights = v * d + cfg.num_layers * (d * (h + 2 * kv) * hd + h * hd * d + 3 * f * d)
     attn_fwd = OpModel(4 * causal_pairs * hd, b * s * (2 * h + 2 * kv) * hd * eb)
     return [
         (re.compile(r"^_rmsnorm_fwd"), OpModel(4 * t * d, 2 * t * d * eb)),
@@ -53,6 +54,10 @@ def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
         (re.compile(r"^_attn_bwd_dkdv"), OpModel(2 * attn_fwd.flops, attn_fwd.bytes * 1.5)),
         (re.compile(r"^_attn_bwd_dq"), OpModel(1.5 * attn_fwd.flops, attn_fwd.bytes)),
         (re.compile(r"^_cross_entropy"), OpModel(5 * t * v, 2 * t * v * eb)),
+        # v4's optimizer over its flat GEMM weights: reads weight, gradient, two moments and
+        # writes three of them in fp32, plus the next step's copy at the compute precision
+        (re.compile(r"^_adamw"), OpModel(15 * gemm_weights, gemm_weights * (7 * 4 + (eb if eb < 4 else 0)))),
+        (re.compile(r"^_embedding_backward"), OpModel(t * d, 2 * t * d * 4)),
     ]
 
 
