@@ -15,10 +15,18 @@ from kernels._utils import as_rows, check_tensors
 from kernels.rmsnorm import rmsnorm_backward, rmsnorm_forward
 
 
+def _take(ctx) -> Tensor | None:
+    """The forward's dweight_out, dropped from ctx: returned as the weight's gradient with no
+    other reference, autograd adopts it as .grad instead of copying it."""
+    out, ctx.dweight_out = ctx.dweight_out, None
+    return out
+
+
 class _AddRMSNorm(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float, out_dtype):
+    def forward(ctx, x: Tensor, residual: Tensor, weight: Tensor, eps: float, out_dtype, dweight_out):
         check_tensors(x, residual, weight)
+        ctx.dweight_out = dweight_out
         weight = weight.contiguous()
         h_dtype = torch.promote_types(x.dtype, residual.dtype)
         y, h, rstd = rmsnorm_forward(
@@ -34,10 +42,12 @@ class _AddRMSNorm(torch.autograd.Function):
         x_dtype, residual_dtype = ctx.dtypes
         # x and residual receive the same gradient; the kernel stores it in both dtypes at once.
         dx2_dtype = x_dtype if x_dtype != h.dtype else None
-        dh_total, dh_total2, dw = rmsnorm_backward(as_rows(dy), h, weight, rstd, dh2d=as_rows(dh), dx2_dtype=dx2_dtype)
+        dh_total, dh_total2, dw = rmsnorm_backward(
+            as_rows(dy), h, weight, rstd, dh2d=as_rows(dh), dx2_dtype=dx2_dtype, dweight_out=_take(ctx)
+        )
         dh_total = dh_total.view(dy.shape)
         dx = dh_total2.view(dy.shape) if dh_total2 is not None else dh_total
-        return dx, dh_total.to(residual_dtype), dw, None, None
+        return dx, dh_total.to(residual_dtype), dw, None, None, None
 
 
 class _RMSNormStream(torch.autograd.Function):
@@ -47,8 +57,9 @@ class _RMSNormStream(torch.autograd.Function):
     own (a pass over [tokens, hidden] fp32 values)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, eps: float, out_dtype):
+    def forward(ctx, x: Tensor, weight: Tensor, eps: float, out_dtype, dweight_out):
         check_tensors(x, weight)
+        ctx.dweight_out = dweight_out
         x2d = as_rows(x)
         weight = weight.contiguous()
         y, _, rstd = rmsnorm_forward(x2d, weight, eps, out_dtype=out_dtype)
@@ -58,12 +69,17 @@ class _RMSNormStream(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy: Tensor, dh: Tensor):
         x2d, weight, rstd = ctx.saved_tensors
-        dx, _, dw = rmsnorm_backward(as_rows(dy), x2d, weight, rstd, dh2d=as_rows(dh))
-        return dx.view(dy.shape), dw, None, None
+        dx, _, dw = rmsnorm_backward(as_rows(dy), x2d, weight, rstd, dh2d=as_rows(dh), dweight_out=_take(ctx))
+        return dx.view(dy.shape), dw, None, None, None
 
 
 def add_rmsnorm(
-    x: Tensor, residual: Tensor | None, weight: Tensor, eps: float = 1e-6, out_dtype: torch.dtype | None = None
+    x: Tensor,
+    residual: Tensor | None,
+    weight: Tensor,
+    eps: float = 1e-6,
+    out_dtype: torch.dtype | None = None,
+    dweight_out: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Returns (rmsnorm(x + residual, weight, eps), x + residual).
 
@@ -71,14 +87,19 @@ def add_rmsnorm(
     would (so a bf16 branch output added to an fp32 residual stream under autocast stays fp32);
     the norm in ``out_dtype`` (default: that same dtype), e.g. bf16 for the GEMM it feeds.
     ``residual=None`` starts a residual stream: (rmsnorm(x), x), with one backward kernel for
-    the gradients of both uses of x.
+    the gradients of both uses of x. ``dweight_out``: a zeroed fp32 buffer shaped like weight
+    that the weight's gradient may be accumulated into (see rmsnorm_backward).
     """
+    if dweight_out is not None and (
+        dweight_out.dtype != torch.float32 or dweight_out.shape != weight.shape or not dweight_out.is_contiguous()
+    ):
+        raise ValueError(f"dweight_out must be a contiguous fp32 tensor of shape {tuple(weight.shape)}")
     if residual is None:
         if x.shape[-1] != weight.numel():
             raise ValueError(f"weight has {weight.numel()} elements, x's last dim is {x.shape[-1]}")
-        return _RMSNormStream.apply(x, weight, eps, out_dtype)
+        return _RMSNormStream.apply(x, weight, eps, out_dtype, dweight_out)
     if x.shape != residual.shape:
         raise ValueError(f"x {tuple(x.shape)} and residual {tuple(residual.shape)} must match")
     if x.shape[-1] != weight.numel():
         raise ValueError(f"weight has {weight.numel()} elements, x's last dim is {x.shape[-1]}")
-    return _AddRMSNorm.apply(x, residual, weight, eps, out_dtype)
+    return _AddRMSNorm.apply(x, residual, weight, eps, out_dtype, dweight_out)

@@ -5,8 +5,10 @@ reads them for log_softmax, writes log-probs, reads those for the loss, and in t
 reads and writes the same size again. Here one program per row (many rows in the interpreter)
 makes an online-softmax pass over V in blocks (running max and sum), then a second pass writes
 the finished gradient (softmax - onehot) / n_valid straight into a buffer, so no [N, V]
-probability tensor is ever stored and the logits need not be kept for the backward. The
-backward only scales that buffer by the incoming scalar gradient.
+probability tensor is ever stored and the logits need not be kept for the backward (with
+``in_place`` the gradient even takes the logits' place). The backward only scales that buffer
+by the incoming scalar gradient, read from the device by a kernel of its own (torch's multiply
+by a 0-dim tensor runs unvectorized: 16 us for [8192, 1000] bf16 on an H100).
 
 The count of non-ignored rows stays on the device (read inside the kernel), so there is no
 host synchronization. Targets outside [0, V) other than ignore_index are not checked.
@@ -19,7 +21,17 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, program_rows, row_all, row_full, row_max, row_sum, tile_rows
+from kernels._utils import (
+    INTERPRETER_TILE,
+    check_tensors,
+    interpreter_config,
+    program_rows,
+    row_all,
+    row_full,
+    row_max,
+    row_sum,
+    tile_rows,
+)
 
 # Widest block of a row per loop step.
 MAX_BLOCK_V = 4096
@@ -72,14 +84,36 @@ def _cross_entropy_kernel(
                 tl.store(grad_rows + cols, grad.to(GRAD.dtype.element_ty), mask=row_ok & (cols < V))
 
 
+@triton.jit
+def _scale_kernel(X, SCALE, OUT, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    ok = offs < n
+    x = tl.load(X + offs, mask=ok).to(tl.float32)
+    tl.store(OUT + offs, (x * tl.load(SCALE).to(tl.float32)).to(OUT.dtype.element_ty), mask=ok)
+
+
+def _scaled(grad: Tensor, scale: Tensor) -> Tensor:
+    """grad * scale for a contiguous grad and a one-element scale on the same device."""
+    out = torch.empty_like(grad)
+    block = min(INTERPRETER_TILE, triton.next_power_of_2(max(grad.numel(), 1))) if interpreter_config() else 2048
+    if grad.numel():
+        _scale_kernel[(triton.cdiv(grad.numel(), block),)](grad, scale, out, grad.numel(), BLOCK=block, num_warps=4)
+    return out
+
+
 class _CrossEntropy(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, logits: Tensor, targets: Tensor, ignore_index: int, compute_grad: bool) -> Tensor:
+    def forward(ctx, logits: Tensor, targets: Tensor, ignore_index: int, compute_grad: bool, in_place: bool) -> Tensor:
         check_tensors(logits, targets)
         n, v = logits.shape
         loss_rows = torch.empty(n, dtype=torch.float32, device=logits.device)
         n_valid = (targets != ignore_index).sum()
-        grad = torch.empty_like(logits, memory_format=torch.contiguous_format) if compute_grad else loss_rows
+        if not compute_grad:
+            grad = loss_rows
+        elif in_place and logits.is_contiguous():
+            grad = logits  # each row is read in full (first pass) before its gradient is written
+        else:
+            grad = torch.empty_like(logits, memory_format=torch.contiguous_format)
         block_v = min(triton.next_power_of_2(v), MAX_BLOCK_V)
         rows = tile_rows(n, block_v)
         if n:
@@ -100,13 +134,16 @@ class _CrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_output: Tensor):
         (grad,) = ctx.saved_tensors
-        return grad * grad_output.to(grad.dtype), None, None, None
+        return _scaled(grad, grad_output.reshape(1)), None, None, None, None
 
 
-def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
-    """Mean cross-entropy over rows whose target != ignore_index, as a 0-dim fp32 tensor."""
+def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100, in_place: bool = False) -> Tensor:
+    """Mean cross-entropy over rows whose target != ignore_index, as a 0-dim fp32 tensor.
+
+    ``in_place``: the gradient is written over the logits (contiguous ones), for a caller that
+    does not read them afterwards (v4): one [N, V] buffer fewer."""
     if logits.dim() != 2 or targets.shape != logits.shape[:1]:
         raise ValueError(f"expected logits [N, V] and targets [N], got {tuple(logits.shape)}, {tuple(targets.shape)}")
     # Evaluation (no grad) skips writing the gradient buffer: half the memory traffic.
     compute_grad = logits.requires_grad and torch.is_grad_enabled()
-    return _CrossEntropy.apply(logits, targets, ignore_index, compute_grad)
+    return _CrossEntropy.apply(logits, targets, ignore_index, compute_grad, in_place)

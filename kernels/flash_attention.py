@@ -36,8 +36,9 @@ SUPPORTED_HEAD_DIMS = (16, 32, 64, 128)
 
 
 @triton.jit
-def _dot(a, b, FP32_DOT: tl.constexpr):
-    """tl.dot, in exact fp32 (IEEE) when FP32_DOT is set.
+def _dot(a, b, FP32_DOT: tl.constexpr, acc=None):
+    """tl.dot (plus ``acc``, accumulated by the MMA itself), in exact fp32 (IEEE) when FP32_DOT
+    is set.
 
     Set for fp32 inputs when TF32 is not allowed: Triton's default for an fp32 dot is TF32,
     which would quietly make a "strict fp32" run use 10-bit mantissas here only. Also set in
@@ -45,9 +46,9 @@ def _dot(a, b, FP32_DOT: tl.constexpr):
     fp32 operands give exactly what the GPU computes for bf16 (exact products, fp32 accumulation).
     """
     if FP32_DOT:
-        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32), acc, input_precision="ieee")
     else:
-        out = tl.dot(a, b)
+        out = tl.dot(a, b, acc)
     return out
 
 
@@ -101,22 +102,24 @@ def _fwd_inner(
             k = tl.load(k_ptrs, mask=(offs_n < S)[:, None], other=0.0)
         else:
             k = tl.load(k_ptrs)
-        qk = _dot(q, tl.trans(k), FP32_DOT) * qk_scale
+        qk = _dot(q, tl.trans(k), FP32_DOT)
         if CAUSAL_MASK:
             qk = tl.where(offs_m[:, None] >= offs_n[None, :], qk, float("-inf"))
         if BOUND_MASK:
             qk = tl.where((offs_n < S)[None, :], qk, float("-inf"))
         # Every row has seen an unmasked key before any fully masked block reaches it (key 0
-        # for the first block, the diagonal's first key otherwise), so m_new is finite.
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.exp2(qk - m_new[:, None])
+        # for the first block, the diagonal's first key otherwise), so m_new is finite. The
+        # scale is applied to the row maxima and inside exp2's argument (one FMA an element),
+        # not in a pass of its own over the tile.
+        m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.exp2(qk * qk_scale - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         if BOUND_MASK:
             v = tl.load(v_ptrs, mask=(offs_n < S)[:, None], other=0.0)
         else:
             v = tl.load(v_ptrs)
-        acc = acc * alpha[:, None] + _dot(p.to(v.dtype), v, FP32_DOT)
+        acc = _dot(p.to(v.dtype), v, FP32_DOT, acc * alpha[:, None])
         m_i = m_new
     return acc, l_i, m_i
 
@@ -205,10 +208,10 @@ def _bwd_dkdv_inner(
         p_t = tl.exp2(_dot(k, tl.trans(q), FP32_DOT) * qk_scale - lse[None, :])
         if CAUSAL_MASK:
             p_t = tl.where(offs_m[None, :] >= offs_n[:, None], p_t, 0.0)
-        dv += _dot(p_t.to(do.dtype), do, FP32_DOT)
+        dv = _dot(p_t.to(do.dtype), do, FP32_DOT, dv)
         dp_t = _dot(v, tl.trans(do), FP32_DOT)
         ds_t = p_t * (dp_t - delta[None, :])
-        dk += _dot(ds_t.to(q.dtype), q, FP32_DOT)
+        dk = _dot(ds_t.to(q.dtype), q, FP32_DOT, dk)
     return dk, dv
 
 
@@ -304,7 +307,7 @@ def _bwd_dq_inner(
             p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
         dp = _dot(do, tl.trans(v), FP32_DOT)
         ds = p * (dp - delta[:, None])
-        dq += _dot(ds.to(k.dtype), k, FP32_DOT)
+        dq = _dot(ds.to(k.dtype), k, FP32_DOT, dq)
     return dq
 
 

@@ -325,10 +325,14 @@ def _bwd_launch(M: int, block_n: int, device: torch.device) -> tuple[int, int]:
 
 
 def rmsnorm_backward(
-    dy2d: Tensor, x2d: Tensor, weight: Tensor, rstd: Tensor, dh2d: Tensor | None = None, dx2_dtype=None
+    dy2d: Tensor, x2d: Tensor, weight: Tensor, rstd: Tensor, dh2d: Tensor | None = None, dx2_dtype=None,
+    dweight_out: Tensor | None = None,
 ) -> tuple[Tensor, Tensor | None, Tensor]:
     """Launch the backward on [M, N] views; returns (dx in x's dtype, dx in ``dx2_dtype`` or
-    None, dweight). dy may come in another dtype than x (a bf16 GEMM's input gradient)."""
+    None, dweight). dy may come in another dtype than x (a bf16 GEMM's input gradient).
+    ``dweight_out``: a zeroed fp32 [N] buffer that the atomic weight-gradient sum adds into and
+    that comes back as dweight (v4 zeroes one buffer for all its norms, not one per norm); the
+    deterministic and wide-row paths ignore it."""
     M, N = x2d.shape
     block_n, single = _block_n(N)
     rows, programs = _bwd_launch(M, block_n, x2d.device)
@@ -338,7 +342,7 @@ def rmsnorm_backward(
     rows_per_program = triton.cdiv(triton.cdiv(M, programs), rows) * rows if M > 0 else 0
     atomic = ATOMIC_DW and single and not torch.are_deterministic_algorithms_enabled()
     if atomic:
-        dw_partial = torch.zeros(N, dtype=torch.float32, device=x2d.device)
+        dw_partial = torch.zeros(N, dtype=torch.float32, device=x2d.device) if dweight_out is None else dweight_out
     else:
         alloc = torch.empty if single else torch.zeros
         dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)

@@ -263,23 +263,36 @@ class TinyLlamaV4(TinyLlamaV3):
         mc = self.config
         S = idx.shape[1]
         cos, sin = self.rope_cos[:S], self.rope_sin[:S]
+        norms = [self.layers[0].attn_norm]
+        for layer, next_norm in zip(self.layers, [layer.attn_norm for layer in self.layers[1:]] + [self.norm]):
+            norms += [layer.ffn_norm, next_norm]
+        dweights = self._norm_weight_grads(norms, idx.device)
         with record_function("rmsnorm"):
-            h, residual = self._add_norm(embed(idx, self.embed.weight), None, self.layers[0].attn_norm, lp_dtype)
-        norms_after = [layer.attn_norm for layer in self.layers[1:]] + [self.norm]
-        for layer, next_norm in zip(self.layers, norms_after):
+            h, residual = self._add_norm(embed(idx, self.embed.weight), None, norms[0], lp_dtype, dweights[0])
+        for i, layer in enumerate(self.layers):
             with record_function("add_rmsnorm"):
-                h, residual = self._add_norm(layer.attn(h, cos, sin), residual, next_norm=layer.ffn_norm, out_dtype=lp_dtype)
+                h, residual = self._add_norm(layer.attn(h, cos, sin), residual, norms[2 * i + 1], lp_dtype, dweights[2 * i + 1])
             with record_function("add_rmsnorm"):
-                h, residual = self._add_norm(layer.ffn(h), residual, next_norm=next_norm, out_dtype=lp_dtype)
+                h, residual = self._add_norm(layer.ffn(h), residual, norms[2 * i + 2], lp_dtype, dweights[2 * i + 2])
         head = self.embed.weight
         logits = _Linear.apply(h, head, head if head_lp is None else head_lp)
         with record_function("fused_cross_entropy"):
-            return kernels.cross_entropy(logits.view(-1, mc.vocab_size), targets.reshape(-1))
+            return kernels.cross_entropy(logits.view(-1, mc.vocab_size), targets.reshape(-1), in_place=True)
 
-    def _add_norm(self, branch, residual, next_norm, out_dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    @staticmethod
+    def _norm_weight_grads(norms, device) -> list[torch.Tensor | None]:
+        """One zeroed fp32 row per norm, where its backward kernel adds its weight gradient and
+        which autograd adopts as .grad: one fill kernel a step instead of one per norm."""
+        weights = [n.weight for n in norms]
+        if not torch.is_grad_enabled() or any(w.dtype != torch.float32 or not w.requires_grad for w in weights):
+            return [None] * len(norms)
+        return list(torch.zeros(len(weights), weights[0].numel(), device=device).unbind(0))
+
+    def _add_norm(self, branch, residual, norm, out_dtype, dweight) -> tuple[torch.Tensor, torch.Tensor]:
         if self.config.fault == "non-contiguous":
             branch = column_major(branch)
-        return _call(kernels.add_rmsnorm, self.config, branch, residual, next_norm.weight, self.config.norm_eps, out_dtype)
+        mc = self.config
+        return _call(kernels.add_rmsnorm, mc, branch, residual, norm.weight, mc.norm_eps, out_dtype, dweight)
 
     def _gemm_weights(self) -> list[torch.Tensor]:
         """Every weight a GEMM reads: the MixedLinears' in module order, then the tied embedding."""

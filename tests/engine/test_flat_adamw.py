@@ -64,22 +64,30 @@ def test_flat_adamw_trains_like_torchs_adamw(autocast, steps):
             torch.testing.assert_close(p, q, rtol=0, atol=1e-6, msg=name)
 
 
+def _grads(model):
+    return {n: p.grad for n, p in model.named_parameters()}
+
+
 def test_gradients_land_in_the_flat_buffer_and_accumulate():
     """After one backward every GEMM weight's .grad is its slot of the flat gradient buffer (no
-    copy; the tied embedding excepted, which autograd sums from two uses); a second backward
-    without zero_grad adds to it, as autograd does for any model."""
+    copy; the tied embedding excepted, which autograd sums from two uses) and the norm weights'
+    gradients are rows of one buffer (zeroed by one kernel); a second backward without
+    zero_grad adds to every gradient, as autograd does for any model."""
     model, cfg = _v4()
     (x1, y1), (x2, y2) = _batches(cfg, 2)
     model(x1, y1).backward()
     _, _, weights = model.flat_weights()
-    untied = weights[:-1]
-    assert all(w.grad.data_ptr() == w.grad_slot.data_ptr() for w in untied)
-    first = [w.grad.clone() for w in weights]
+    assert all(w.grad.data_ptr() == w.grad_slot.data_ptr() for w in weights[:-1])
+    norm_grads = [g for n, g in _grads(model).items() if n.endswith("norm.weight")]
+    assert len(norm_grads) == 2 * SMALL["num_layers"] + 1
+    assert len({g.untyped_storage().data_ptr() for g in norm_grads}) == 1
+    first = {n: g.clone() for n, g in _grads(model).items()}
     model(x2, y2).backward()
     twin, _ = _v4()
     twin(x2, y2).backward()
-    for w, g1, t in zip(weights, first, twin.flat_weights()[2]):
-        torch.testing.assert_close(w.grad, g1 + t.grad, rtol=1e-5, atol=1e-6)
+    second = _grads(twin)
+    for name, g in _grads(model).items():
+        torch.testing.assert_close(g, first[name] + second[name], rtol=1e-5, atol=1e-6, msg=name)
 
 
 def test_the_next_forward_uses_the_copy_the_optimizer_wrote():

@@ -94,3 +94,20 @@ def test_no_residual_starts_the_stream(check, device, dtype):
     y, h = add_rmsnorm(xf, None, w.float(), out_dtype=torch.bfloat16)
     assert y.dtype == torch.bfloat16 and h.dtype == torch.float32
     torch.testing.assert_close(h, xf, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("residual", [True, False])
+def test_dweight_out_receives_the_weight_gradient(launch, device, residual):
+    """The weight gradient added into a given zeroed buffer is returned as that buffer (no copy)
+    and equals the one computed without it."""
+    x = torch.randn(5, 7, 64, device=device, requires_grad=True)
+    r = torch.randn(5, 7, 64, device=device) if residual else None
+    w = torch.randn(64, device=device, requires_grad=True)
+    dy = torch.randn(5, 7, 64, device=device)
+    want, = torch.autograd.grad(add_rmsnorm(x, r, w)[0], w, dy)
+    out = torch.zeros(64, device=device)
+    got, = torch.autograd.grad(add_rmsnorm(x, r, w, dweight_out=out)[0], w, dy)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    assert got.data_ptr() == out.data_ptr()
+    with pytest.raises(ValueError, match="dweight_out"):
+        add_rmsnorm(x, r, w, dweight_out=torch.zeros(64, device=device, dtype=torch.float64))

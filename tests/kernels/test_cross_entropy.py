@@ -56,3 +56,26 @@ def test_cross_entropy_without_grad(device):
     logits = torch.randn(8, 300, device=device)
     targets = torch.randint(0, 300, (8,), device=device)
     torch.testing.assert_close(cross_entropy(logits, targets), cross_entropy_reference(logits, targets))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cross_entropy_in_place(launch, device, dtype):
+    """in_place: the same loss and logits gradient (here scaled by an upstream of 3), and the
+    logits buffer now holds the unscaled gradient; strided logits are left alone."""
+    logits = (3 * torch.randn(37, 300, device=device)).to(dtype)
+    targets = torch.randint(0, 300, (37,), device=device)
+    targets[5] = -100
+    ref_in = logits.clone().requires_grad_()
+    ref = cross_entropy(ref_in, targets)
+    ref_grad, = torch.autograd.grad(3 * ref, ref_in)
+    leaf = logits.clone().requires_grad_()
+    buf = leaf * 1
+    loss = cross_entropy(buf, targets, in_place=True)
+    grad, = torch.autograd.grad(3 * loss, leaf)
+    torch.testing.assert_close(loss, ref, rtol=0, atol=0)
+    torch.testing.assert_close(grad, ref_grad, rtol=0, atol=0)
+    torch.testing.assert_close(3 * buf.detach().float(), ref_grad.float(), rtol=1e-2 if dtype == torch.bfloat16 else 1e-6, atol=1e-6)
+    wide = logits.repeat(1, 2)[:, :300]
+    kept = wide.clone()
+    cross_entropy(wide.requires_grad_(), targets, in_place=True)
+    torch.testing.assert_close(wide.detach(), kept, rtol=0, atol=0)
