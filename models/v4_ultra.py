@@ -14,9 +14,8 @@
   launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
   output is freed), and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
   undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
-- The FFN in one autograd Function that keeps only its input and gate_up: the activation (a
-  fifth of what a layer saves) is written again by the backward's SwiGLU kernel, which writes
-  d(gate_up) over gate_up.
+- The FFN in one autograd Function whose backward writes d(act) and d(gate_up) over act and
+  gate_up (no new buffers of the layer's largest activations at the backward's peak).
 - Optional `sdpa` (the default in strict fp32, where Triton's dots cannot use tensor cores):
   torch's SDPA instead of our attention, fed by one RoPE + GQA-expansion kernel
   (kernels.rope_gqa_qkv) whose backward writes d(qkv) in one launch.
@@ -26,8 +25,8 @@
 - Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
   use and casts each bf16 weight gradient back to fp32: 67 small kernels a step at the default
   size (measured), plus a cast of every norm output and of its gradient (50 more). Here the GEMM
-  weights are views of one flat fp32 buffer and their gradients views of a second
-  (`flat_weights`); the weight-gradient GEMMs write fp32 straight into those slots; the norm
+  weights are views of one flat fp32 buffer (`flat_weights`) and the weight-gradient GEMMs
+  write fp32 straight into per-layer gradient buffers laid out like it; the norm
   kernels write their output in bf16 (and their input gradient in both dtypes) themselves; and
   the optimizer (models.flat_adamw) updates the flat buffer in one kernel that also writes the
   bf16 copy the next forward uses. Same arithmetic as autocast: bf16 operands, fp32
@@ -47,7 +46,7 @@ from torch.profiler import record_function
 import kernels
 from kernels.swiglu import swiglu_backward, swiglu_forward
 from models.common import ModelConfig
-from models.flat_adamw import FlatAdamW
+from models.flat_adamw import FlatAdamW, GradBuffers, GradHome
 from models.v3_triton import Attention, Block, SwiGLU, TinyLlamaV3, _call, column_major
 
 
@@ -82,14 +81,14 @@ def _weight_grad(dy: torch.Tensor, x: torch.Tensor, low_precision: bool, weight:
     """dy.T @ x for 2-D dy, x (in fp32 straight from the GEMM for bf16/fp16 operands), the
     gradient of ``weight``.
 
-    Written into the weight's slot of the flat gradient buffer (TinyLlamaV4.flat_weights) when
-    it has one and holds no gradient yet: autograd adopts a returned tensor that nothing else
-    references as ``.grad`` without a copy, so the gradient lands where the optimizer's one
-    kernel reads it. When the weight already has a gradient (accumulation over several
-    backwards), a new tensor, which autograd adds to it.
+    Written into the weight's place in its layer's gradient buffer (``grad_home``, see
+    models.flat_adamw.GradBuffers) when it has one and holds no gradient yet: autograd adopts a
+    returned tensor that nothing else references as ``.grad`` without a copy, so the gradient
+    lands where the optimizer's kernel reads it. When the weight already has a gradient
+    (accumulation over several backwards), a new tensor, which autograd adds to it.
     """
-    slot = getattr(weight, "grad_slot", None)
-    out = slot.view_as(weight) if slot is not None and weight.grad is None else None
+    home = getattr(weight, "grad_home", None)
+    out = home.slot() if home is not None and weight.grad is None else None
     if low_precision:
         return mm_fp32(dy.t(), x, out)
     return dy.t() @ x if out is None else torch.mm(dy.t(), x, out=out)
@@ -165,17 +164,14 @@ class SdpaAttention(UltraAttention):
 
 
 class _SwiGLUFFN(torch.autograd.Function):
-    """down_proj(swiglu(x @ w_gate_up.T)), keeping x and gate_up for the backward, or with
-    ``recompute`` x only (activation checkpointing, cut where it pays: the backward runs the
-    gate/up GEMM again, not the down projection as torch.utils.checkpoint would).
+    """down_proj(swiglu(x @ w_gate_up.T)), keeping x, gate_up and the activation for the
+    backward, or with ``recompute`` x only (activation checkpointing, cut where it pays: the
+    backward runs the gate/up GEMM again, not the down projection as torch.utils.checkpoint
+    would, and its SwiGLU kernel writes the activation again beside d(gate_up)).
 
-    The activation is never kept: the backward's SwiGLU kernel writes it again beside
-    d(gate_up), for the down projection's weight gradient. Kept, it would save that write (32 MB
-    a layer at seq 1024, bf16) but add a fifth to what a layer keeps: it took v4's peak past
-    0.35 of v1's (H100, bf16, seq 1024: 2,218 MB with it). d(gate_up) overwrites gate_up,
-    which the backward no longer needs: no new buffer of the layer's largest activation at the
-    backward's peak (so this graph cannot be run backward twice). Recompute keeps hidden
-    instead of 2 * ffn_dim values per token and layer, for about a sixth more GEMM FLOPs.
+    d(act) and d(gate_up) overwrite act and gate_up once the backward no longer needs them: no
+    new buffers of the layer's largest activations at the backward's peak (so this graph cannot
+    be run backward twice).
     """
 
     @staticmethod
@@ -186,23 +182,33 @@ class _SwiGLUFFN(torch.autograd.Function):
         w_down = w_down_lp if low_precision else w_down
         x2d = x.reshape(-1, x.shape[-1]).to(w_gu.dtype)
         gu = F.linear(x2d, w_gu)
-        out = F.linear(swiglu_forward(gu), w_down)
-        ctx.save_for_backward(x2d, w_gu, w_down, None if recompute else gu)
+        act = swiglu_forward(gu)
+        out = F.linear(act, w_down)
+        if recompute:
+            ctx.save_for_backward(x2d, w_gu, w_down)
+        else:
+            ctx.save_for_backward(x2d, w_gu, w_down, gu, act)
         ctx.low_precision = low_precision
         return out.view(*x.shape[:-1], out.shape[-1])
 
     @staticmethod
     def backward(ctx, dout: torch.Tensor):
-        x2d, w_gu, w_down, gu = ctx.saved_tensors
-        if gu is None:
+        x2d, w_gu, w_down, *kept = ctx.saved_tensors
+        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
+        low, (w_gu_master, w_down_master) = ctx.low_precision, ctx.weights
+        if kept:
+            gu, act = kept
+            # The down projection's weight gradient first: then act is dead and d(act) takes
+            # its buffer, as d(gate_up) takes gate_up's.
+            dw_down = _weight_grad(dout2d, act, low, w_down_master)
+            dgu, _ = swiglu_backward(gu, torch.mm(dout2d, w_down, out=act), in_place=True)
+        else:
             with record_function("recompute_gate_up"):
                 gu = F.linear(x2d, w_gu)
-        dout2d = dout.reshape(-1, dout.shape[-1]).to(w_down.dtype)
-        dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True, in_place=True)
+            dgu, act = swiglu_backward(gu, dout2d @ w_down, recompute_y=True, in_place=True)
+            dw_down = _weight_grad(dout2d, act, low, w_down_master)
         dx = (dgu @ w_gu).view(*dout.shape[:-1], w_gu.shape[1])
-        low, (w_gu_master, w_down_master) = ctx.low_precision, ctx.weights
-        dw_gu = _weight_grad(dgu, x2d, low, w_gu_master)
-        return dx, dw_gu, None, _weight_grad(dout2d, act, low, w_down_master), None, None
+        return dx, _weight_grad(dgu, x2d, low, w_gu_master), None, dw_down, None, None
 
 
 class UltraSwiGLU(SwiGLU):
@@ -237,7 +243,7 @@ class TinyLlamaV4(TinyLlamaV3):
         super().__init__(mc)
         self._linears = tuple(m for m in self.modules() if isinstance(m, MixedLinear))
         self._flat: torch.Tensor | None = None
-        self._flat_grad: torch.Tensor | None = None
+        self._grads: GradBuffers | None = None
         self._flat_lp: torch.Tensor | None = None
         self._flat_ptrs: list[int] = []
         self._lp_versions: list[int] | None = None
@@ -245,7 +251,7 @@ class TinyLlamaV4(TinyLlamaV3):
     optimizer_class = FlatAdamW  # what the trainer builds for this model: see models.flat_adamw
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        self.flat_weights()
+        self.flat_weights()[2].new_step()
         lp_dtype = autocast_dtype(idx.device.type)
         if lp_dtype is None:
             return self._forward(idx, targets, None, None)
@@ -298,10 +304,10 @@ class TinyLlamaV4(TinyLlamaV3):
         """Every weight a GEMM reads: the MixedLinears' in module order, then the tied embedding."""
         return [m.weight for m in self._linears] + [self.embed.weight]
 
-    def flat_weights(self) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor]]:
-        """(flat weights, flat gradients, the weights): every GEMM weight (_gemm_weights) is a
-        view of one fp32 buffer, and its ``grad_slot`` attribute a view of a second, where the
-        backward's weight-gradient GEMMs write (see _weight_grad).
+    def flat_weights(self) -> tuple[torch.Tensor, list[torch.Tensor], GradBuffers]:
+        """(flat weights, the weights, gradient buffers): every GEMM weight (_gemm_weights) is a
+        view of one fp32 buffer, and its ``grad_home`` attribute says where in its layer's
+        gradient buffer the backward's weight-gradient GEMM writes (see _weight_grad).
 
         Built on the first call and again whenever the parameters moved (``model.to(...)``)
         by swapping each Parameter's data, so an optimizer's references to the Parameters stay
@@ -309,17 +315,26 @@ class TinyLlamaV4(TinyLlamaV3):
         """
         weights = self._gemm_weights()
         if [w.data_ptr() for w in weights] != self._flat_ptrs:
+            layer_of = {id(m.weight): name.split(".")[1] for name, m in self.named_modules() if isinstance(m, MixedLinear)}
             with torch.no_grad():
                 flat = torch.cat([w.detach().reshape(-1) for w in weights])
-                grads = torch.zeros_like(flat)
-                offset = 0
-                for w in weights:
-                    w.data = flat[offset : offset + w.numel()].view_as(w)
-                    w.grad_slot = grads[offset : offset + w.numel()].view_as(w)
-                    offset += w.numel()
-            self._flat, self._flat_grad, self._flat_lp = flat, grads, None
+            bounds, keys, offset = [], [], 0
+            for w in weights:
+                key = layer_of.get(id(w), "embed")
+                if not keys or keys[-1] != key:
+                    keys.append(key)
+                    bounds.append([offset, offset])
+                bounds[-1][1] = offset = offset + w.numel()
+            grads = GradBuffers([tuple(b) for b in bounds], flat.device)
+            offset = 0
+            for w in weights:
+                w.data = flat[offset : offset + w.numel()].view_as(w)
+                chunk = next(i for i, (lo, hi) in enumerate(grads.bounds) if lo <= offset < hi)
+                w.grad_home = GradHome(grads, chunk, offset - grads.bounds[chunk][0], w.shape)
+                offset += w.numel()
+            self._flat, self._grads, self._flat_lp = flat, grads, None
             self._flat_ptrs = [w.data_ptr() for w in weights]
-        return self._flat, self._flat_grad, weights
+        return self._flat, weights, self._grads
 
     def low_precision_copy(self) -> torch.Tensor | None:
         """The flat bf16/fp16 copy of the weights that autocast forwards compute with (None
@@ -340,7 +355,7 @@ class TinyLlamaV4(TinyLlamaV3):
         copy already holds the current weights (written by the optimizer, and no in-place
         change since). The views carry no autograd history: _Linear sends the gradient to the
         fp32 weights."""
-        flat, _, weights = self.flat_weights()
+        flat, weights, _ = self.flat_weights()
         lp = self._flat_lp
         if lp is None or lp.dtype != dtype or self._lp_versions != self._weight_versions():
             with torch.no_grad(), record_function("cast_weights"):

@@ -69,15 +69,18 @@ def _grads(model):
 
 
 def test_gradients_land_in_the_flat_buffer_and_accumulate():
-    """After one backward every GEMM weight's .grad is its slot of the flat gradient buffer (no
-    copy; the tied embedding excepted, which autograd sums from two uses) and the norm weights'
-    gradients are rows of one buffer (zeroed by one kernel); a second backward without
+    """After one backward every GEMM weight's .grad is its place in its layer's gradient buffer
+    (no copy; the tied embedding excepted, which autograd sums from two uses) and the norm
+    weights' gradients are rows of one buffer (zeroed by one kernel); a second backward without
     zero_grad adds to every gradient, as autograd does for any model."""
     model, cfg = _v4()
     (x1, y1), (x2, y2) = _batches(cfg, 2)
     model(x1, y1).backward()
-    _, _, weights = model.flat_weights()
-    assert all(w.grad.data_ptr() == w.grad_slot.data_ptr() for w in weights[:-1])
+    _, weights, grads = model.flat_weights()
+    assert all(w.grad.data_ptr() == w.grad_home.slot().data_ptr() for w in weights[:-1])
+    assert len(grads.bounds) == SMALL["num_layers"] + 1  # a buffer per layer, one for the embedding
+    layer0 = {w.grad.untyped_storage().data_ptr() for w in weights[:4]}
+    assert layer0 == {grads.buffers[0].untyped_storage().data_ptr()}
     norm_grads = [g for n, g in _grads(model).items() if n.endswith("norm.weight")]
     assert len(norm_grads) == 2 * SMALL["num_layers"] + 1
     assert len({g.untyped_storage().data_ptr() for g in norm_grads}) == 1

@@ -160,19 +160,18 @@ def _saved_activation_bytes(version, **kw) -> int:
 
 
 def test_v4_keeps_less_for_the_backward_than_v3():
-    """v4 keeps neither the SwiGLU activation nor a second copy of q and k (its attention keeps
-    one rotated qkv buffer, not the projection too): per token and layer, ffn_dim +
-    (H + KVH) * D fewer values than v3, which keeps both."""
+    """v4 keeps no second copy of q and k (its attention keeps one rotated qkv buffer, not the
+    projection too): per token and layer, (H + KVH) * D fewer values than v3, which keeps both."""
     v3, v4 = _saved_activation_bytes("v3"), _saved_activation_bytes("v4", sdpa=False)
     mc = build_model(RunConfig(version="v4", **SMALL).validate()).config
-    per_token = mc.ffn_dim + (mc.num_heads + mc.num_kv_heads) * mc.head_dim
+    per_token = (mc.num_heads + mc.num_kv_heads) * mc.head_dim
     expected = 3 * SMALL["seq_len"] * SMALL["num_layers"] * per_token * 4
     assert v3 - v4 >= expected, (v3, v4, expected)
 
 
 @pytest.mark.parametrize("version,kw,dropped", [
     ("v3", {}, 3),  # gate_up (2 * ffn_dim) and the activation (ffn_dim)
-    ("v4", {"sdpa": False}, 2),  # gate_up; v4 keeps no activation either way
+    ("v4", {"sdpa": False}, 3),
 ])
 def test_recompute_ffn_keeps_only_the_ffn_input(version, kw, dropped):
     """With recompute_ffn the FFN keeps its input (already kept) and nothing else: per token and
