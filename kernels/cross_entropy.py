@@ -4,14 +4,16 @@ At LLM vocabulary sizes the logits are the largest activation in the model. The 
 reads them for log_softmax, writes log-probs, reads those for the loss, and in the backward
 reads and writes the same size again. Here one program per row (many rows in the interpreter)
 makes an online-softmax pass over V in blocks (running max and sum), then a second pass writes
-the finished gradient (softmax - onehot) / n_valid straight into a buffer, so no [N, V]
-probability tensor is ever stored and the logits need not be kept for the backward (with
-``in_place`` the gradient even takes the logits' place). The backward only scales that buffer
-by the incoming scalar gradient, read from the device by a kernel of its own (torch's multiply
-by a 0-dim tensor runs unvectorized: 16 us for [8192, 1000] bf16 on an H100).
+the row's gradient softmax - onehot straight into a buffer, so no [N, V] probability tensor is
+ever stored and the logits need not be kept for the backward (with ``in_place`` the gradient
+even takes the logits' place). The backward only scales that buffer by the incoming scalar
+gradient over the count of valid rows, both read from the device by a kernel of its own
+(torch's multiply by a 0-dim tensor runs unvectorized: 16 us for [8192, 1000] bf16 on an H100).
 
-The count of non-ignored rows stays on the device (read inside the kernel), so there is no
-host synchronization. Targets outside [0, V) other than ignore_index are not checked.
+The mean over non-ignored rows is one more single-program kernel, which also counts those rows
+(torch's compare, two sums and a division were four launches); all of it stays on the device,
+so there is no host synchronization. Targets outside [0, V) other than ignore_index are not
+checked.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ MAX_BLOCK_V = 4096
 @triton.jit
 def _cross_entropy_kernel(
     LOGITS, stride_n, stride_v,
-    TARGETS, LOSS, GRAD, N_VALID,
+    TARGETS, LOSS, GRAD,
     V, ignore_index, N,
     COMPUTE_GRAD: tl.constexpr,
     ROWS: tl.constexpr,
@@ -74,30 +76,58 @@ def _cross_entropy_kernel(
         lse = m + tl.log(d)
         target_logit = tl.load(logits_rows + target * stride_v, mask=~ignored, other=0.0).to(tl.float32)
         tl.store(LOSS + rows, tl.where(ignored, 0.0, lse - target_logit), mask=row_ok)
-        if COMPUTE_GRAD:
-            inv_n = 1.0 / tl.load(N_VALID).to(tl.float32)
+        if COMPUTE_GRAD:  # of this row's loss; the mean's 1 / n_valid is applied in the backward
             for start in range(0, V, BLOCK_V):
                 cols = start + tl.arange(0, BLOCK_V)[None, :]
                 x = tl.load(logits_rows + cols * stride_v, mask=cols < V, other=0.0).to(tl.float32)
                 p = tl.exp(x - lse)
-                grad = tl.where(ignored, 0.0, tl.where(cols == target, p - 1.0, p) * inv_n)
+                grad = tl.where(ignored, 0.0, tl.where(cols == target, p - 1.0, p))
                 tl.store(grad_rows + cols, grad.to(GRAD.dtype.element_ty), mask=row_ok & (cols < V))
 
 
 @triton.jit
-def _scale_kernel(X, SCALE, OUT, n, BLOCK: tl.constexpr):
+def _mean_kernel(LOSS, TARGETS, MEAN, N_VALID, N, ignore_index, BLOCK: tl.constexpr):
+    """One program: the mean of the row losses over rows whose target is not ignored (0/0 = NaN
+    when all are, as torch's mean reduction), and that row count, for the backward."""
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    count = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, N, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        ok = offs < N
+        total += tl.load(LOSS + offs, mask=ok, other=0.0)
+        count += tl.where(ok & (tl.load(TARGETS + offs, mask=ok, other=ignore_index) != ignore_index), 1.0, 0.0)
+    n_valid = tl.sum(count, axis=0)
+    tl.store(MEAN, tl.where(n_valid > 0, tl.sum(total, axis=0) / tl.maximum(n_valid, 1.0), float("nan")))
+    tl.store(N_VALID, n_valid)
+
+
+@triton.jit
+def _scale_kernel(X, GO, N_VALID, OUT, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     x = tl.load(X + offs, mask=ok).to(tl.float32)
-    tl.store(OUT + offs, (x * tl.load(SCALE).to(tl.float32)).to(OUT.dtype.element_ty), mask=ok)
+    n_valid = tl.load(N_VALID)
+    scale = tl.where(n_valid > 0, tl.load(GO).to(tl.float32) / tl.maximum(n_valid, 1.0), 0.0)  # none valid: all 0
+    tl.store(OUT + offs, (x * scale).to(OUT.dtype.element_ty), mask=ok)
 
 
-def _scaled(grad: Tensor, scale: Tensor) -> Tensor:
-    """grad * scale for a contiguous grad and a one-element scale on the same device."""
+def _mean(loss_rows: Tensor, targets: Tensor, ignore_index: int) -> tuple[Tensor, Tensor]:
+    n = loss_rows.numel()
+    mean = torch.empty(1, dtype=torch.float32, device=loss_rows.device)
+    n_valid = torch.empty(1, dtype=torch.float32, device=loss_rows.device)
+    block = min(INTERPRETER_TILE, triton.next_power_of_2(max(n, 1))) if interpreter_config() else 1024
+    _mean_kernel[(1,)](loss_rows, targets, mean, n_valid, n, ignore_index, BLOCK=block, num_warps=4)
+    return mean.view(()), n_valid
+
+
+def _scaled(grad: Tensor, grad_output: Tensor, n_valid: Tensor) -> Tensor:
+    """grad * grad_output / n_valid, for a contiguous grad and one-element scalars on its device."""
     out = torch.empty_like(grad)
     block = min(INTERPRETER_TILE, triton.next_power_of_2(max(grad.numel(), 1))) if interpreter_config() else 2048
     if grad.numel():
-        _scale_kernel[(triton.cdiv(grad.numel(), block),)](grad, scale, out, grad.numel(), BLOCK=block, num_warps=4)
+        _scale_kernel[(triton.cdiv(grad.numel(), block),)](
+            grad, grad_output, n_valid, out, grad.numel(), BLOCK=block, num_warps=4
+        )
     return out
 
 
@@ -107,7 +137,6 @@ class _CrossEntropy(torch.autograd.Function):
         check_tensors(logits, targets)
         n, v = logits.shape
         loss_rows = torch.empty(n, dtype=torch.float32, device=logits.device)
-        n_valid = (targets != ignore_index).sum()
         if not compute_grad:
             grad = loss_rows
         elif in_place and logits.is_contiguous():
@@ -119,22 +148,22 @@ class _CrossEntropy(torch.autograd.Function):
         if n:
             _cross_entropy_kernel[(triton.cdiv(n, rows),)](
                 logits, logits.stride(0), logits.stride(1),
-                targets, loss_rows, grad, n_valid,
+                targets, loss_rows, grad,
                 v, ignore_index, n,
                 COMPUTE_GRAD=compute_grad,
                 ROWS=rows,
                 BLOCK_V=block_v,
                 num_warps=8 if block_v >= 2048 else 4,
             )
+        mean, n_valid = _mean(loss_rows, targets, ignore_index)  # 0/0 = NaN over no valid rows, as torch
         if compute_grad:
-            ctx.save_for_backward(grad)
-        # 0/0 = NaN when every row is ignored, like torch's mean reduction.
-        return loss_rows.sum() / n_valid
+            ctx.save_for_backward(grad, n_valid)
+        return mean
 
     @staticmethod
     def backward(ctx, grad_output: Tensor):
-        (grad,) = ctx.saved_tensors
-        return _scaled(grad, grad_output.reshape(1)), None, None, None, None
+        grad, n_valid = ctx.saved_tensors
+        return _scaled(grad, grad_output.reshape(1), n_valid), None, None, None, None
 
 
 def cross_entropy(logits: Tensor, targets: Tensor, ignore_index: int = -100, in_place: bool = False) -> Tensor:
