@@ -11,8 +11,8 @@
   replays forward, backward and the fused AdamW, removing per-kernel launch overhead, which
   dominates at this model size. Done by the trainer.
 - Attention straight off the fused QKV projection (kernels.flash_attention_qkv): one RoPE
-  launch writes rotated q, k and v into the one buffer the backward keeps (the projection's
-  output is freed), and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
+  launch rotates q and k inside the projection's output, the one buffer the backward keeps,
+  and the backward's two kernels write dq, dk, dv into one d(qkv) tensor,
   undoing RoPE in their epilogues: no concatenation or RoPE kernels, no second copy of q and k.
 - The FFN in one autograd Function whose backward writes d(act) and d(gate_up) over act and
   gate_up (no new buffers of the layer's largest activations at the backward's peak).
@@ -20,16 +20,16 @@
   torch's SDPA instead of our attention, fed by one RoPE + GQA-expansion kernel
   (kernels.rope_gqa_qkv) whose backward writes d(qkv) in one launch.
 - Optional `recompute_ffn`: the FFN keeps only its input and the backward runs the gate/up
-  GEMM again (not the down projection, as a generic checkpoint would): the largest activation
-  gone for a sixth more GEMM FLOPs.
+  GEMM again (not the down projection, as a generic checkpoint would): the two largest
+  activations gone for a sixth more GEMM FLOPs.
 - Under bf16/fp16 autocast, no per-tensor casts. Autocast casts each weight to bf16 at every
   use and casts each bf16 weight gradient back to fp32: 67 small kernels a step at the default
   size (measured), plus a cast of every norm output and of its gradient (50 more). Here the GEMM
   weights are views of one flat fp32 buffer (`flat_weights`) and the weight-gradient GEMMs
   write fp32 straight into per-layer gradient buffers laid out like it; the norm
   kernels write their output in bf16 (and their input gradient in both dtypes) themselves; and
-  the optimizer (models.flat_adamw) updates the flat buffer in one kernel that also writes the
-  bf16 copy the next forward uses. Same arithmetic as autocast: bf16 operands, fp32
+  the optimizer (models.flat_adamw) updates the flat buffer, a kernel launch per layer that
+  also writes the bf16 copy the next forward uses. Same arithmetic as autocast: bf16 operands, fp32
   accumulation, fp32 master weights and optimizer.
 - Embedding backward as one Triton scatter-add (kernels.embedding) instead of torch's
   sort-based deterministic kernel chain; with `deterministic` on, torch's own backward is kept.
