@@ -8,6 +8,8 @@ They are differentiable through autograd, which makes them the reference for the
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -98,3 +100,20 @@ def rope_gqa_qkv_reference(qkv: Tensor, cos: Tensor, sin: Tensor, num_heads: int
     group = num_heads // num_kv_heads
     k, v = rope_reference(k, cos, sin).repeat_interleave(group, dim=2), v.repeat_interleave(group, dim=2)
     return rope_reference(q, cos, sin).transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+
+def adamw_reference(
+    param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Tensor, step: Tensor, lr: float,
+    betas: tuple[float, float], eps: float, weight_decay: float, low_precision_out: Tensor | None = None,
+) -> None:
+    """kernels.adamw_step in torch ops, in place, same order of operations (torch's fused AdamW)."""
+    beta1, beta2 = betas
+    bias_correction1 = -torch.expm1(step * math.log(beta1))
+    bias_correction2_sqrt = torch.sqrt(-torch.expm1(step * math.log(beta2)))
+    param.sub_(lr * weight_decay * param)
+    exp_avg.mul_(beta1).add_((1 - beta1) * grad)
+    exp_avg_sq.mul_(beta2).add_((1 - beta2) * grad * grad)
+    denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(eps)
+    param.sub_((lr / bias_correction1) * exp_avg / denom)
+    if low_precision_out is not None:
+        low_precision_out.copy_(param)

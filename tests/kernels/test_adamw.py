@@ -3,6 +3,7 @@ import torch
 
 from kernels._utils import interpreting
 from kernels.adamw import adamw_step
+from kernels.reference import adamw_reference
 
 HYPER = dict(lr=3e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
 
@@ -33,6 +34,13 @@ def test_adamw_matches_torch(launch, device, n):
     torch.testing.assert_close(p, want_p, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(m, want_m, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(v, want_v, rtol=1e-5, atol=1e-9)
+    # the torch-ops version FlatAdamW runs on a CPU: the same three steps, to rounding
+    rp, rm, rv = param.clone(), torch.zeros_like(param), torch.zeros_like(param)
+    step = torch.zeros(1, device=device)
+    for g in grads:
+        step += 1
+        adamw_reference(rp, g, rm, rv, step, **HYPER)
+    torch.testing.assert_close(p, rp, rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
