@@ -18,7 +18,7 @@ VERSIONS: dict[str, str] = {
     "v2": "PyTorch fused: toggles for QKV fusion, SDPA flash attention, SwiGLU fusion, torch.compile",
     "v3": "Triton kernels: RMSNorm, RoPE, SwiGLU and flash attention, each with its own backward",
     "v4": "Ultra: v3 plus fused residual+RMSNorm, RoPE+attention off the fused QKV, fused "
-          "cross-entropy, one weight cast a step, whole-step graph",
+          "cross-entropy, fused AdamW+bf16 cast, whole-step graph",
 }
 
 PRECISIONS = ("fp32", "bf16", "fp16")
