@@ -19,6 +19,16 @@ def _torch_adamw_run(param, grads, **hyper):
     return p.detach(), state["exp_avg"], state["exp_avg_sq"]
 
 
+def _steps(update, param, grads):
+    """(weights, exp_avg, exp_avg_sq) after one ``update`` (kernel or reference) per gradient."""
+    p, m, v = param.clone(), torch.zeros_like(param), torch.zeros_like(param)
+    step = torch.zeros(1, device=param.device)
+    for g in grads:
+        step += 1
+        update(p, g, m, v, step, **HYPER)
+    return p, m, v
+
+
 @pytest.mark.parametrize("n", [1, 1000, 4099])
 def test_adamw_matches_torch(launch, device, n):
     """Three steps on random weights and gradients (odd lengths: partial last blocks): weights and
@@ -26,20 +36,12 @@ def test_adamw_matches_torch(launch, device, n):
     param = torch.randn(n, device=device)
     grads = [torch.randn(n, device=device) * s for s in (1.0, 0.1, 3.0)]
     want_p, want_m, want_v = _torch_adamw_run(param, grads, **HYPER)
-    p, m, v = param.clone(), torch.zeros_like(param), torch.zeros_like(param)
-    step = torch.zeros(1, device=device)
-    for g in grads:
-        step += 1
-        adamw_step(p, g, m, v, step, **HYPER)
+    p, m, v = _steps(adamw_step, param, grads)
     torch.testing.assert_close(p, want_p, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(m, want_m, rtol=1e-5, atol=1e-7)
     torch.testing.assert_close(v, want_v, rtol=1e-5, atol=1e-9)
     # the torch-ops version FlatAdamW runs on a CPU: the same three steps, to rounding
-    rp, rm, rv = param.clone(), torch.zeros_like(param), torch.zeros_like(param)
-    step = torch.zeros(1, device=device)
-    for g in grads:
-        step += 1
-        adamw_reference(rp, g, rm, rv, step, **HYPER)
+    rp, _, _ = _steps(adamw_reference, param, grads)
     torch.testing.assert_close(p, rp, rtol=1e-6, atol=1e-7)
 
 
