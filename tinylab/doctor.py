@@ -44,12 +44,16 @@ def collect_doctor() -> dict[str, Any]:
             "description": adapter.description,
             "fix": None if status.available else adapter.fix,
         }
+    from tinylab.packages import describe, foreign_packages
+
+    foreign = foreign_packages()
     return {
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine()},
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "gpu": gpu_info(),
         "packages": {name: _version(dists) for name, dists in PACKAGES.items()},
         "profilers": profilers,
+        "warnings": [describe(foreign)] if foreign else [],
     }
 
 
@@ -174,4 +178,5 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {mark}{name:<16} {p['kind']:<11} {what}")
         if not p["available"] and p.get("fix"):
             lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p['fix']}")
+    lines += [f"warning   {w}" for w in report.get("warnings", [])]
     return "\n".join(lines)

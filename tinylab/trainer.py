@@ -133,6 +133,11 @@ class Trainer:
         torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
         torch.backends.cudnn.allow_tf32 = cfg.tf32
 
+        from tinylab.packages import describe, foreign_packages
+
+        foreign = foreign_packages()
+        if foreign:
+            raise ConfigError(describe(foreign))
         from models import build_model
         from models.common import canonical_init
 

@@ -26,6 +26,7 @@ from tinylab.analysis.hotspots import (
 from tinylab.cli import main
 from tinylab.errors import UserError
 from tinylab.events import EventWriter
+from tinylab.runs.store import mark_run
 from tinylab.profilers import CollectResult, write_kernel_table
 
 from . import samples
@@ -146,6 +147,7 @@ def test_display_name_and_format_ns():
 def make_run(tmp_path, events: list[dict]):
     run = tmp_path / "runs" / "20260101-000000-abcd"
     run.mkdir(parents=True)
+    mark_run(run)
     (run / "config.json").write_text("{}")
     with EventWriter(run / "events.jsonl") as ev:
         for e in events:

@@ -21,7 +21,7 @@ import psutil
 
 from tinylab.config import RunConfig
 from tinylab.events import EVENTS_FILE
-from tinylab.runs.store import TERMINAL, Run
+from tinylab.runs.store import TERMINAL, Run, mark_run
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = dict(device="cpu", hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=4, seq_len=32, batch_size=4,
@@ -100,6 +100,7 @@ def make_run(root: Path, run_id: str, events: list[dict] | None = None, **config
     """A run folder written by hand (no process), for status and reader tests."""
     run_dir = root / run_id
     run_dir.mkdir(parents=True)
+    mark_run(run_dir)
     (run_dir / "config.json").write_text(tiny_config(**config).resolved().to_json(), encoding="utf-8")
     if events is not None:
         write_events(run_dir, events)

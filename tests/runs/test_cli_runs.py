@@ -118,3 +118,39 @@ def test_show_reports_damaged_event_logs(finished_pair, tmp_path, damage, expect
     assert expect in proc.stdout
     assert "Traceback" not in proc.stderr
     assert cli("show", str(run.dir), "--json").returncode == 0
+
+
+# ------------------------------------------------------------------------------ rm and friends stay in the store
+def tinylab_in(cwd, *args: str) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "tinylab", *args], capture_output=True, text=True, timeout=60,
+                          cwd=cwd)
+
+
+@pytest.mark.parametrize("command", ["rm", "show", "cancel", "follow"])
+@pytest.mark.parametrize("ref", ["v", ".", "./v"])
+def test_a_folder_holding_a_config_json_is_not_a_run(tmp_path, command, ref):
+    """`mkdir v && echo '{}' > v/config.json && tinylab rm v` deleted v (and `rm .` a whole project)."""
+    project = tmp_path / "project"
+    (project / "v").mkdir(parents=True)
+    for folder in (project, project / "v"):
+        (folder / "config.json").write_text("{}")
+        (folder / "data.txt").write_text("important")
+    proc = tinylab_in(project / "v" if ref == "." else project, command, ref,
+                      "--runs-dir", str(tmp_path / "store"))
+    assert_one_line_error(proc)
+    assert (project / "data.txt").read_text() == "important" and (project / "v" / "data.txt").read_text() == "important"
+
+
+def test_rm_never_follows_a_symlinked_run_folder(tmp_path):
+    elsewhere = make_run(tmp_path / "elsewhere", "20260101-000000-aaaa", [])
+    (elsewhere.dir / "data.txt").write_text("important")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / elsewhere.id).symlink_to(elsewhere.dir, target_is_directory=True)
+    for ref in (elsewhere.id, str(store / elsewhere.id)):
+        proc = cli("rm", ref, "--runs-dir", str(store))
+        assert_one_line_error(proc)
+    assert (elsewhere.dir / "data.txt").read_text() == "important"

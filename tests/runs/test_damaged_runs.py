@@ -18,7 +18,7 @@ from tinylab.analysis.report import build_report
 from tinylab.commands import runs as runs_command
 from tinylab.commands import show as show_command
 from tinylab.events import KINDS, read_events
-from tinylab.runs.store import STATUSES, Run
+from tinylab.runs.store import STATUSES, Run, mark_run
 
 from .helpers import tiny_config
 
@@ -69,12 +69,14 @@ def test_readers_never_crash(lines, tail, config, process):
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp) / "20260101-000000-aaaa"
         run_dir.mkdir()
+        mark_run(run_dir)
         (run_dir / "events.jsonl").write_bytes(b"\n".join(lines) + b"\n" + tail)
         if process is not None:
             (run_dir / "process.json").write_bytes(process)
         (run_dir / "config.json").write_bytes(json.dumps(CONFIG).encode() if config == "ok" else b'{"version": "v1", "ba')
         other = Path(tmp) / "20260101-000000-bbbb"
         other.mkdir()
+        mark_run(other)
         (other / "config.json").write_text(json.dumps(CONFIG))
         read_everything(Run(run_dir), Run(other))
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -228,3 +229,21 @@ def test_killing_the_launching_process_does_not_stop_the_run(runs):
     assert att.run.status() == "finished"
     assert len(att.run.events().of("step")) == ATTACHED_STEPS
     assert att.run.events().last("summary")["time"] > att.killed_at, "the launcher must die before the run ends"
+
+
+def test_the_trainer_never_imports_from_the_callers_folder(tmp_path):
+    """A `models/` package or a `torch.py` in the folder a run is started from must not run."""
+    import subprocess
+
+    from .helpers import TINY_FLAGS
+
+    sentinel = tmp_path / "foreign-code-ran"
+    (tmp_path / "models").mkdir()
+    for name in ("models/__init__.py", "torch.py", "kernels.py", "tinylab_probe.py"):
+        (tmp_path / name).write_text(f"open({str(sentinel)!r}, 'a').write({name!r})\nraise SystemExit(7)\n")
+    # the console script, as users start it (`python -m` would put the folder first for the CLI itself)
+    proc = subprocess.run([str(Path(sys.executable).with_name("tinylab")), "train", *TINY_FLAGS, "--num-steps", "3",
+                           "--warmup-steps", "1", "--runs-dir", str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert not sentinel.exists(), sentinel.read_text()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.config import RunConfig
+from tinylab.runs.store import mark_run
 from tinylab.exercises import CheckResult, CheckSpec, Question, Scenario, Step
 
 #: The frozen "now" of every test app: a little after the fake runs started.
@@ -77,6 +78,7 @@ def make_run(
     cfg = cfg.resolved()
     run_dir = root / run_id
     run_dir.mkdir(parents=True)
+    mark_run(run_dir)
     (run_dir / "config.json").write_text(cfg.to_json() + "\n", encoding="utf-8")
     if alive_pid is not None:
         import psutil

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinylab.runs.launcher import group_alive
-from tinylab.runs.store import RunStore
+from tinylab.runs.store import RunStore, mark_run
 
 from .conftest import make_app, wait_for
 from .fakes import FakeExercises, make_run
@@ -263,6 +263,7 @@ async def test_reopening_lists_live_runs_and_reattaches(store: Path):
 async def test_corrupt_run_folder_does_not_break_the_lab(store: Path):
     bad = store / "20261126-024000-e5e5"
     bad.mkdir()
+    mark_run(bad)
     (bad / "config.json").write_text("{not json", encoding="utf-8")
     (bad / "events.jsonl").write_text('{"event": "start"}\n{broken\n', encoding="utf-8")
     async with make_app(store).run_test(size=SIZE) as pilot:

@@ -20,6 +20,11 @@ from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.store import Run, RunStore, process_start_time, write_json
 
+#: Python flags of every process tinylab starts: `-P` (3.11+) keeps the caller's folder off
+#: sys.path, so a `models/` or `torch.py` there is never imported into a run. Runs also start in
+#: their own folder, which is what 3.10 puts first on sys.path instead.
+SAFE_PATH: tuple[str, ...] = ("-P",) if sys.version_info >= (3, 11) else ()
+
 #: Grace periods after SIGINT and after SIGTERM before the next, stronger signal.
 CANCEL_GRACE_S = (3.0, 2.0)
 
@@ -29,9 +34,10 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
     cfg.validate()
     check_profilers(cfg)
     run = store.create(cfg)
+    run_dir = run.dir.resolve()
     child_env = dict(os.environ if env is None else env)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
-    argv = [sys.executable, "-m", "tinylab.runs.supervisor", str(run.dir)]
+    argv = [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.supervisor", str(run_dir)]
     with open(run.output_log, "ab") as log, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             argv,
@@ -41,7 +47,7 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
             start_new_session=True,
             close_fds=True,
             env=child_env,
-            cwd=os.getcwd(),
+            cwd=run_dir,
         )
     started = process_start_time(proc.pid)
     record = {

@@ -1,6 +1,9 @@
 """The run store: one folder per run, and a status derived from files and processes only.
 
 <runs-dir>/<run-id>/
+    .tinylab-run    the marker `create` writes first: only folders holding it (or, from tinylab
+                    versions before the marker, an id-shaped folder with config.json and
+                    process.json) are runs that `rm`, `cancel` and `show` may act on
     config.json     the resolved RunConfig
     process.json    pid, process start time and argv of the detached supervisor
     trainer.json    pid and start time of the trainer (or its profiler wrapper), from the supervisor
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import time
@@ -36,6 +40,9 @@ from tinylab.events import EVENTS_FILE, EventLog, read_events
 STATUSES = ("running", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
 ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
+MARKER = ".tinylab-run"
+#: The ids `new_run_id` makes; a folder of this shape counts as a run of an older tinylab (see is_run_dir).
+RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 
 
 def default_runs_dir() -> Path:
@@ -46,6 +53,24 @@ def new_run_id(now: float | None = None) -> str:
     """Sortable by start time; the random tail keeps two runs in one second apart."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now if now is not None else time.time()))
     return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def mark_run(run_dir: Path) -> None:
+    """Claim a new folder as a run: written before anything else, so a run is never unrecognised."""
+    write_json(run_dir / MARKER, {"id": run_dir.name, "created": time.time()})
+
+
+def is_run_dir(path: Path) -> bool:
+    """A folder tinylab created as a run: never a symlink, and marked (or a pre-marker run folder).
+
+    A folder merely holding a config.json is not a run: `rm` deletes what this accepts.
+    """
+    if path.is_symlink() or not path.is_dir():
+        return False
+    if (path / MARKER).is_file() and not (path / MARKER).is_symlink():
+        return True
+    return bool(RUN_ID.fullmatch(path.name)) and all(
+        (path / name).is_file() and not (path / name).is_symlink() for name in ("config.json", "process.json"))
 
 
 def write_json(path: Path, obj: dict[str, Any]) -> None:
@@ -195,24 +220,24 @@ class RunStore:
                 continue
         else:  # pragma: no cover - ten collisions of a 16-bit random tail in one second
             raise UserError(f"could not create a unique run folder in {self.root}")
+        mark_run(run_dir)
         (run_dir / "config.json").write_text(cfg.resolved().to_json() + "\n", encoding="utf-8")
         return Run(run_dir)
 
     def list(self) -> list[Run]:
         if not self.root.is_dir():
             return []
-        return [Run(p) for p in sorted(self.root.iterdir()) if p.is_dir() and (p / "config.json").exists()]
+        return [Run(p) for p in sorted(self.root.iterdir()) if is_run_dir(p)]
 
     def resolve(self, ref: str) -> Run:
-        """A full id, a unique prefix, `last`, or a path to a run folder."""
+        """A full id, a unique prefix, `last`, or a path to a run folder of this store."""
         runs = self.list()
         if ref == "last":
             if not runs:
                 raise UserError(f"no runs in {self.root}: start one with `tinylab run`")
             return runs[-1]
-        path = Path(ref)
-        if path.is_dir() and (path / "config.json").exists():
-            return Run(path)
+        if os.sep in ref or ref in (".", ".."):
+            return self._run_at(Path(ref))
         matches = [r for r in runs if r.id.startswith(ref)]
         exact = [r for r in matches if r.id == ref]
         if exact:
@@ -224,7 +249,15 @@ class RunStore:
         shown = ", ".join(r.id for r in matches[:5])
         raise UserError(f"run prefix {ref!r} is ambiguous: {len(matches)} runs match ({shown})")
 
+    def _run_at(self, path: Path) -> Run:
+        """The run folder at a path: only a folder tinylab created, never one reached by a link."""
+        if not is_run_dir(path) or path.name in ("", ".", ".."):
+            raise UserError(f"{path} is not a run folder tinylab created (no {MARKER} marker, or a link): nothing done")
+        return Run(path)
+
     def remove(self, run: Run, force: bool = False) -> None:
+        """Delete a run folder of this store; anything else (a link, a foreign folder) is refused."""
+        self._run_at(run.dir)
         if run.is_alive() and not force:
             raise UserError(f"run {run.id} is running: cancel it first or pass --force")
         shutil.rmtree(run.dir)

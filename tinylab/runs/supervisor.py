@@ -16,11 +16,12 @@ from pathlib import Path
 
 from tinylab.config import RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter
+from tinylab.runs.launcher import SAFE_PATH
 from tinylab.runs.store import process_start_time, write_json
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "tinylab.trainer", "--config", str(run_dir / "config.json")]
+    return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
 
 
 def wrapper_adapter(cfg: RunConfig):
@@ -48,7 +49,7 @@ def supervise(run_dir: Path) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir)
     except OSError as exc:
         with EventWriter(run_dir / EVENTS_FILE) as ev:
             ev.emit("error", type=type(exc).__name__, message=f"could not start {argv[0]}: {exc}", traceback="")

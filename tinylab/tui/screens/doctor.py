@@ -56,6 +56,9 @@ class DoctorScreen(BaseScreen):
         env.append(_pairs(report["gpu"]) if report.get("gpu") else "none visible: CPU runs only (GPU profilers are unavailable)")
         env.append("\npackages ", style="bold")
         env.append(", ".join(f"{k} {v or 'missing'}" for k, v in (report.get("packages") or {}).items()))
+        for warning in report.get("warnings") or []:
+            env.append("\n! warning ", style="bold")
+            env.append(warning)
         self.query_one("#env", Static).update(env)
         table = self.query_one("#profilers", DataTable)
         table.clear()
