@@ -148,7 +148,7 @@ def _config_types() -> dict[str, str]:
 
 def _category_names() -> dict[str, str]:
     """<category>_ms/_pct/_calls for every kernel category -> description."""
-    from tinylab.analysis.hotspots import CATEGORIES
+    from tinylab.analysis.kernel_table import CATEGORIES
 
     return {cat + suffix: f"{cat} kernels: {desc}" for cat in CATEGORIES for suffix, desc in _CATEGORY_SUFFIXES.items()}
 

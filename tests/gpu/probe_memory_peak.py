@@ -2,7 +2,6 @@
 history recorder: prints the peak and the live blocks at that moment, grouped by the line of
 our code that allocated them."""
 import os
-import sys
 from collections import defaultdict
 
 import torch

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tinylab.analysis.hotspots import KERNEL_COLUMNS, load_kernel_table
+from tinylab.analysis.hotspots import load_kernel_table
+from tinylab.analysis.kernel_table import KERNEL_COLUMNS
 from tinylab.errors import UserError
 
 from . import samples

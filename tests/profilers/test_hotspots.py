@@ -11,18 +11,13 @@ import pandas as pd
 import pytest
 
 from tinylab.analysis.hotspots import (
-    CATEGORIES,
-    KERNEL_COLUMNS,
-    build_table,
-    categorize,
-    counts_table,
     display_name,
     format_ns,
     kernel_diff,
-    load_kernel_table,
     load_run_kernel_table,
     summarize,
 )
+from tinylab.analysis.kernel_table import CATEGORIES, KERNEL_COLUMNS, build_table, categorize, counts_table
 from tinylab.cli import main
 from tinylab.errors import UserError
 from tinylab.events import EventWriter

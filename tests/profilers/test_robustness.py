@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tinylab.analysis import formats
+from tinylab.analysis.formats import detect
 from tinylab.analysis.hotspots import load_kernel_table
 from tinylab.cli import main
 from tinylab.errors import UserError
@@ -163,7 +164,7 @@ SHUFFLABLE = ["rocprofv3-kernel-trace", "rocprofv3-kernel-stats", "rocprof-v1-st
 def test_shuffled_columns_give_the_same_table(fmt, rng):
     text = TEXT_SAMPLES[fmt].decode()
     lines = text.split("\n")
-    start = next(i for i, line in enumerate(lines) if formats.classify_line(line))
+    start = next(i for i, line in enumerate(lines) if detect.classify_line(line))
     preamble, body = lines[:start], [r for r in csv.reader(lines[start:]) if r]
     order = list(range(len(body[0])))
     rng.shuffle(order)
@@ -187,7 +188,7 @@ cells = st.text(alphabet="0123456789.,-eE+ ()<>:_|\"xKn/a", max_size=12) | st.sa
 def test_ragged_random_rows_under_every_csv_header(fmt, body, rng):
     """Each reader's real header, its columns in any order, over rows of any length and content."""
     lines = TEXT_SAMPLES[fmt].decode().split("\n")
-    start = next(i for i, line in enumerate(lines) if formats.classify_line(line))
+    start = next(i for i, line in enumerate(lines) if detect.classify_line(line))
     header = next(csv.reader([lines[start]]))
     rng.shuffle(header)
     out = io.StringIO()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -121,10 +123,7 @@ def test_show_reports_damaged_event_logs(finished_pair, tmp_path, damage, expect
 
 
 # ------------------------------------------------------------------------------ rm and friends stay in the store
-def tinylab_in(cwd, *args: str) -> "subprocess.CompletedProcess":
-    import subprocess
-    import sys
-
+def tinylab_in(cwd, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tinylab", *args], capture_output=True, text=True, timeout=60,
                           cwd=cwd)
 

@@ -55,6 +55,6 @@ def test_feed_reports_the_end_once_with_info(tmp_path: Path):
 
 
 def test_fake_kernel_categories_match_the_categorizer():
-    from tinylab.analysis.hotspots import categorize
+    from tinylab.analysis.kernel_table import categorize
 
     assert [categorize(name) for name, *_ in KERNELS] == [category for *_, category in KERNELS]

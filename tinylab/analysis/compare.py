@@ -231,7 +231,9 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         lines += ["", "notes"] + [f"  - {n}" for n in result["notes"]]
     diff = result["kernel_diff"]
     if diff is not None:
-        from tinylab.analysis.hotspots import display_name  # the terminal's short kernel names
+        from tinylab.analysis.hotspots import (
+            display_name,  # the terminal's short kernel names
+        )
 
         lines += ["", "kernel diff (B vs A)"]
         for title, header, rows in kernel_sections(diff, lambda n: _cut(display_name(n), name_width)):

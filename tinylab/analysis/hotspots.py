@@ -1,18 +1,12 @@
-"""The one normalized kernel table that every profiler output becomes.
+"""Hotspot tables for people: a run's (or any profiler output's) kernel table, summarized,
+diffed between two runs, and rendered for a terminal.
 
-Columns (KERNEL_COLUMNS): name, calls, total_ns, avg_ns, min_ns, max_ns, pct, category.
-Times are nanoseconds as floats; a time a tool does not report (legacy rocprof has no min/max,
-rounded timestamps give no durations at all) is NaN, never a made-up number. `pct` is the share
-of the table's total kernel time, recomputed here rather than copied from the tool, because
-tools disagree on what their percentage covers (and a merged or filtered table changes it).
-
-The table carries its provenance in `DataFrame.attrs`: "format" (detected native format) and
-"note" (what the reader should know, e.g. "CPU run: no device kernels ...").
+The table itself and its categories are built in tinylab.analysis.kernel_table; the native
+formats are read by tinylab.analysis.formats.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from pathlib import Path
@@ -20,143 +14,15 @@ from typing import Any
 
 import pandas as pd
 
+from tinylab.analysis import formats
+from tinylab.analysis.kernel_table import CATEGORIES, has_durations
 from tinylab.errors import UserError
-
-KERNEL_COLUMNS = ["name", "calls", "total_ns", "avg_ns", "min_ns", "max_ns", "pct", "category"]
-CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other")
-
-# First match wins. The order encodes the decisions that the regexes alone cannot:
-# - copies first: "__amd_rocclr_copyBuffer" or "Memcpy DtoD" are transfers whatever else they say;
-# - Triton before the op kinds: inductor names ("triton_poi_fused_mul_0") describe fused ops,
-#   and the learner wants to see how much time went to generated code;
-# - log-softmax / cross-entropy / NLL are the loss, not attention, although their kernels are
-#   softmax kernels ("cunn_SoftMaxForward<..., LogSoftMaxForwardEpilogue>");
-# - attention before GEMM: flash-attention kernels are CUTLASS GEMMs internally;
-# - GEMM before reduction: cuBLASLt's "splitKreduce_kernel" is part of a GEMM.
-_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("memcpy", re.compile(r"memcpy|memset|copybuffer|fillbuffer|__amd_rocclr_|memory_copy|\b(?:dtoh|htod|dtod)\b")),
-    ("triton", re.compile(r"triton")),
-    ("reduction", re.compile(r"log_?softmax|cross_?entropy|nll_?loss")),
-    ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|scaled_dot_product|softmax")),
-    (
-        "gemm",
-        re.compile(
-            r"gemm|gemv|matmul|xmma|cutlass|cublas|hipblas|rocblas|tensile|^cijk_|nvjet|"
-            r"splitkreduce|wvsplitk|mfma|wmma|matrix_?mul|aten::(?:mm|addmm|bmm|baddbmm|matmul|linear)\b"
-        ),
-    ),
-    ("norm", re.compile(r"(?:rms|layer|batch|group|instance)_?norm|rowwisemoments")),
-    (
-        "reduction",
-        re.compile(
-            r"reduce|reduction|(?:^|[^a-z])sum|sum_|cumsum|logsumexp|argmax|argmin|welford|"
-            r"lpnorm|normtwo|norm_two|(?:^|[^a-z])mean|mean_|scan_kernel"
-        ),
-    ),
-    (
-        "elementwise",
-        re.compile(
-            r"elementwise|vectorized|unrolled|pointwise|foreach|multi_tensor|adamw|fill|copy|cast|"
-            r"add|mul|div|sub|silu|gelu|relu|swiglu|sigmoid|tanh|exp|pow|sqrt|neg|where|clamp|"
-            r"rope|rotary|dropout|masked|embedding|index|gather|scatter|cat|transpose|permute|"
-            r"distribution|philox|random"
-        ),
-    ),
-]
-
-
-@functools.lru_cache(maxsize=65536)
-def categorize(name: str) -> str:
-    """Kernel category from its name; see _RULES for the order of the decisions."""
-    lowered = str(name).lower()
-    for category, pattern in _RULES:
-        if pattern.search(lowered):
-            return category
-    return "other"
-
-
-# ----------------------------------------------------------------------------- building tables
-def build_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Normalize per-name rows (name, calls, total_ns [, min_ns, max_ns]) into the kernel table.
-
-    Rows sharing a name are merged (several processes, several files, truncated names), then
-    averages, shares and categories are derived, so every reader computes them the same way.
-    """
-    calls = pd.to_numeric(rows["calls"], errors="coerce").astype(float)
-    keep = rows["name"].notna() & calls.map(math.isfinite) & (calls >= 0)
-    rows = rows[keep]
-    df = pd.DataFrame(
-        {
-            "name": rows["name"].astype(str).str.strip(),
-            "calls": calls[keep].round(),
-            "total_ns": _float_column(rows, "total_ns"),
-            "min_ns": _float_column(rows, "min_ns"),
-            "max_ns": _float_column(rows, "max_ns"),
-        }
-    )
-    df = df[df["name"] != ""]
-    grouped = df.groupby("name", sort=False)
-    out = pd.DataFrame(
-        {
-            "calls": grouped["calls"].sum(),
-            "total_ns": grouped["total_ns"].sum(min_count=1),
-            "min_ns": grouped["min_ns"].min(),
-            "max_ns": grouped["max_ns"].max(),
-        }
-    ).reset_index()
-    return _finish(out)
-
-
-def table_from_durations(names: pd.Series, durations_ns: pd.Series) -> pd.DataFrame:
-    """Kernel table from one row per dispatch (trace formats)."""
-    df = pd.DataFrame({"name": names.astype(str).to_numpy(), "dur": durations_ns.astype(float).to_numpy()})
-    stats = df.groupby("name", sort=False)["dur"].agg(["count", "sum", "min", "max"]).reset_index()
-    stats.columns = ["name", "calls", "total_ns", "min_ns", "max_ns"]
-    return _finish(stats)
-
-
-def counts_table(names: pd.Series) -> pd.DataFrame:
-    """Kernel table with call counts only, for outputs that carry no usable durations."""
-    counts = names.astype(str).value_counts(sort=False)
-    nan = float("nan")
-    return _finish(
-        pd.DataFrame(
-            {"name": counts.index.to_numpy(), "calls": counts.to_numpy(), "total_ns": nan, "min_ns": nan, "max_ns": nan}
-        )
-    )
-
-
-def _float_column(rows: pd.DataFrame, column: str) -> pd.Series:
-    """Numeric column; missing, non-numeric and infinite values become NaN (unknown)."""
-    if column not in rows:
-        return pd.Series(float("nan"), index=rows.index, dtype=float)
-    values = pd.to_numeric(rows[column], errors="coerce").astype(float)
-    return values.where(values.abs() != float("inf"))
-
-
-def _finish(df: pd.DataFrame) -> pd.DataFrame:
-    df = df.copy()
-    df["name"] = df["name"].astype(str)
-    df["calls"] = df["calls"].astype("int64")
-    for column in ("total_ns", "min_ns", "max_ns"):
-        df[column] = df[column].astype(float)
-    df["avg_ns"] = df["total_ns"] / df["calls"].where(df["calls"] > 0)
-    total = df["total_ns"].sum(min_count=1)
-    df["pct"] = 100.0 * df["total_ns"] / total if total and total > 0 else float("nan")
-    df["category"] = df["name"].map(categorize).astype(str)
-    df = df.sort_values(["total_ns", "calls", "name"], ascending=[False, False, True], na_position="last")
-    return df[KERNEL_COLUMNS].reset_index(drop=True)
-
-
-def has_durations(table: pd.DataFrame) -> bool:
-    return bool(len(table)) and bool(table["total_ns"].notna().any())
+from tinylab.events import EVENTS_FILE, read_events
 
 
 # ----------------------------------------------------------------------------- loading
 def load_kernel_table(path: Path) -> tuple[pd.DataFrame, str]:
     """Any supported native output (file or folder), format detected from content."""
-    from tinylab.analysis import formats  # formats builds its tables with this module's helpers
-
     parsed = formats.load(Path(path))
     parsed.table.attrs.update(format=parsed.format, note=parsed.note)
     return parsed.table, parsed.format
@@ -164,9 +30,6 @@ def load_kernel_table(path: Path) -> tuple[pd.DataFrame, str]:
 
 def load_run_kernel_table(run_dir: Path) -> tuple[pd.DataFrame, str] | None:
     """The newest kernel table a run recorded through a "profile" event, or None."""
-    from tinylab.analysis import formats
-    from tinylab.events import EVENTS_FILE, read_events
-
     run_dir = Path(run_dir)
     for event in reversed(read_events(run_dir / EVENTS_FILE).of("profile")):
         relative = event.get("kernel_table")

@@ -68,7 +68,11 @@ def run(args) -> int:
     if extra.get("ceilings", {}).get("gemm_tflops"):
         bench.add_gemm_floor(rows, extra["ceilings"], base)
     if args.kernels:
-        from kernels.bench_kernels import format_rows, liger_version, run_kernel_benchmarks
+        from kernels.bench_kernels import (
+            format_rows,
+            liger_version,
+            run_kernel_benchmarks,
+        )
 
         extra["kernels"] = run_kernel_benchmarks(torch.device("cuda"))
         env["liger_kernel"] = liger_version()

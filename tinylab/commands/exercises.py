@@ -14,7 +14,12 @@ import sys
 import textwrap
 import time
 
-from tinylab.commands._common import add_runs_dir, print_json, require_device, store_from
+from tinylab.commands._common import (
+    add_runs_dir,
+    print_json,
+    require_device,
+    store_from,
+)
 from tinylab.runflags import add_run_arguments
 
 HELP = "guided debugging scenarios: list, show, check"

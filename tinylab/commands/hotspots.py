@@ -96,7 +96,7 @@ def _run_table(run_dir: Path):
 def write_csv(summary: dict) -> None:
     import csv
 
-    from tinylab.analysis.hotspots import KERNEL_COLUMNS
+    from tinylab.analysis.kernel_table import KERNEL_COLUMNS
 
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(KERNEL_COLUMNS)

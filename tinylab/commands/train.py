@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import sys
 
-from tinylab.commands._common import add_runs_dir, print_json, require_device, store_from
+from tinylab.commands._common import (
+    add_runs_dir,
+    print_json,
+    require_device,
+    store_from,
+)
 from tinylab.runflags import add_run_arguments, config_from_args
 
 HELP = "train one model version in a child process and print its summary"

@@ -188,7 +188,9 @@ def list_artifacts(out_dir: Path, limit: int = 200) -> dict[str, str]:
 
 def read_table(source: Path) -> tuple["pd.DataFrame | None", str | None, str | None]:
     """(table, format, note) from a native output file or folder; failures become the note."""
-    from tinylab.analysis.hotspots import load_kernel_table
+    from tinylab.analysis.hotspots import (
+        load_kernel_table,  # pandas: only once a run has ended
+    )
 
     try:
         table, fmt = load_kernel_table(source)
@@ -222,7 +224,10 @@ def profile_dir(run_dir: Path, tool: str) -> Path:
 def write_kernel_table(run_dir: Path, tool: str, result: CollectResult) -> dict[str, Any]:
     """Store the normalized table as <run_dir>/profiles/<tool>/kernels.csv; return the
     "profile" event fields, with paths relative to run_dir so a moved run folder still works."""
-    from tinylab.analysis.hotspots import KERNEL_COLUMNS, build_table
+    from tinylab.analysis.kernel_table import (  # pandas, as above
+        KERNEL_COLUMNS,
+        build_table,
+    )
 
     run_dir = Path(run_dir)
     out_dir = profile_dir(run_dir, tool)

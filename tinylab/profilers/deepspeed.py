@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from tinylab.errors import UserError
 from tinylab.flops import device_peak_tflops
-from tinylab.profilers.base import Availability, CollectResult, InProcessAdapter, InProcessHook, list_artifacts
+from tinylab.profilers.base import (
+    Availability,
+    CollectResult,
+    InProcessAdapter,
+    InProcessHook,
+    list_artifacts,
+)
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
@@ -175,7 +181,11 @@ class DeepSpeedHook(InProcessHook):
 
 def module_rows(model: Any) -> list[dict[str, Any]]:
     """Per-module params/MACs/FLOPs/latency from the attributes DeepSpeed's hooks accumulate."""
-    from deepspeed.profiling.flops_profiler.profiler import get_module_duration, get_module_flops, get_module_macs
+    from deepspeed.profiling.flops_profiler.profiler import (
+        get_module_duration,
+        get_module_flops,
+        get_module_macs,
+    )
 
     rows = []
     for name, module in model.named_modules():

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.errors import UserError
-from tinylab.profilers.base import CollectResult, WrapperAdapter, list_artifacts, read_table
+from tinylab.profilers.base import (
+    CollectResult,
+    WrapperAdapter,
+    list_artifacts,
+    read_table,
+)
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig

@@ -12,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.profilers.base import CollectResult, WrapperAdapter, list_artifacts, read_table, run_tool
+from tinylab.profilers.base import (
+    CollectResult,
+    WrapperAdapter,
+    list_artifacts,
+    read_table,
+    run_tool,
+)
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig

@@ -9,15 +9,19 @@ dispatch, whose per-panel tables are saved as CSV: the fancy_grid boxes are neve
 
 from __future__ import annotations
 
-import csv
 import json
-import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tinylab.errors import UserError
-from tinylab.profilers.base import CollectResult, WrapperAdapter, list_artifacts, read_table, run_tool
+from tinylab.profilers.base import (
+    CollectResult,
+    WrapperAdapter,
+    list_artifacts,
+    read_table,
+    run_tool,
+)
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
@@ -49,6 +53,11 @@ class RocprofComputeAdapter(WrapperAdapter):
         ]  # fmt: skip
 
     def collect(self, out_dir: Path) -> CollectResult:
+        from tinylab.analysis.formats.rocprof_compute import (  # pandas: after the run
+            find_workload,
+            read_roofline,
+        )
+
         workload = find_workload(out_dir / "workload")
         notes = []
         if workload is None:
@@ -67,6 +76,8 @@ class RocprofComputeAdapter(WrapperAdapter):
         ok, detail = run_tool([exe, "analyze", "-p", str(workload), "--list-stats"], analyze_dir / "list_stats.txt")
         if not ok:
             return [f"analyze --list-stats failed: {detail}"]
+        from tinylab.analysis.formats.rocprof_compute import longest_dispatch
+
         dispatch = longest_dispatch(workload)
         if dispatch is None:
             return []
@@ -79,60 +90,3 @@ class RocprofComputeAdapter(WrapperAdapter):
             return [f"analyze --dispatch {dispatch} failed: {detail}"]
         saved = sorted(tables.glob("*.csv")) if tables.is_dir() else []
         return [f"analyze: {len(saved)} tables for dispatch {dispatch} (the longest) in analyze/{tables.name}/"]
-
-
-def find_workload(root: Path) -> Path | None:
-    """The folder holding pmc_perf.csv/timestamps.csv: root itself or a <gpu_model> child."""
-    markers = ("timestamps.csv", "pmc_perf.csv", "pmc_kernel_top.csv")
-    if not root.is_dir():
-        return None
-    if any((root / m).is_file() for m in markers):
-        return root
-    for child in sorted(p for p in root.rglob("*") if p.is_dir()):
-        if any((child / m).is_file() for m in markers):
-            return child
-    return None
-
-
-def longest_dispatch(workload: Path) -> int | None:
-    """Dispatch_ID of the longest dispatch in timestamps.csv, the one worth a detailed look."""
-    path = workload / "timestamps.csv"
-    if not path.is_file():
-        return None
-    best: tuple[float, int] | None = None
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        for row in csv.DictReader(fh):
-            lowered = {(k or "").strip().lower(): v for k, v in row.items()}
-            try:
-                dispatch = int(float(lowered["dispatch_id"]))
-                duration = float(lowered["end_timestamp"]) - float(lowered["start_timestamp"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            if math.isfinite(duration) and (best is None or duration > best[0]):
-                best = (duration, dispatch)
-    return best[1] if best else None
-
-
-def read_roofline(workload: Path) -> dict[str, Any] | None:
-    """Empirical ceilings from roofline.csv (mean over its device rows), or None.
-
-    Bandwidths are GB/s and FLOP rates GFLOP/s, as rocprof-compute's microbenchmarks report them.
-    """
-    path = workload / "roofline.csv"
-    if not path.is_file():
-        return None
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
-        rows = list(csv.DictReader(fh))
-    peaks: dict[str, float] = {}
-    for column in rows[0].keys() if rows else ():
-        if not column or column.lower() == "device" or column.lower().endswith(("low", "high")):
-            continue
-        values = []
-        for row in rows:
-            try:
-                values.append(float(row[column]))
-            except (TypeError, ValueError):
-                pass
-        if values:
-            peaks[column] = sum(values) / len(values)
-    return {"source": str(path), "devices": len(rows), "peaks": peaks} if peaks else None

@@ -12,7 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.profilers.base import CollectResult, WrapperAdapter, list_artifacts, read_table
+from tinylab.profilers.base import (
+    CollectResult,
+    WrapperAdapter,
+    list_artifacts,
+    read_table,
+)
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig

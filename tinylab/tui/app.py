@@ -26,7 +26,6 @@ from tinylab.tui.backend import Backend
 from tinylab.tui.screens.base import background
 
 
-
 def _lab() -> Screen:
     from tinylab.tui.screens.lab import LabScreen
 

@@ -198,7 +198,7 @@ class HotspotsScreen(BaseScreen):
                     cells.append(value)
             table.add_row(*cells, key=str(i))
         self.shown = rows
-        state = f"{len(rows)} of {matched}" + (f" matching" if self.needle or self.category else "")
+        state = f"{len(rows)} of {matched}" + (" matching" if self.needle or self.category else "")
         state += f" · top {self.top} · category {self.category or 'all'} · sort {SORTS[self.sort_key][0]}"
         self.query_one("#hot-state", Static).update(state)
         self._show_name()

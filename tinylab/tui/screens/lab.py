@@ -22,7 +22,16 @@ from textual.widgets import Footer, Header, Label, OptionList, Select, Static
 from textual.widgets._select import SelectOverlay
 from textual.widgets.option_list import Option as ListOption
 
-from tinylab.config import DEVICES, PRECISIONS, PROFILERS, TOGGLE_HELP, TOGGLES, VERSIONS, ConfigError, RunConfig
+from tinylab.config import (
+    DEVICES,
+    PRECISIONS,
+    PROFILERS,
+    TOGGLE_HELP,
+    TOGGLES,
+    VERSIONS,
+    ConfigError,
+    RunConfig,
+)
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.form import NumberInput, Option
 from tinylab.tui.widgets.runtable import RunTable

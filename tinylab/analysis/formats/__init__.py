@@ -1,0 +1,190 @@
+"""Readers for every native profiler output tinylab understands, chosen by content.
+
+One module per tool (rocprofv3, rocpd, rocprof_compute, rocprof_sys, ncu, nsys, pytorch,
+kernels_csv; dispatch.py for the per-dispatch CSVs several tools write), detection in detect.py,
+and here the one registry: format name -> description, reader, and whether several files of it in
+one folder are processes of one run (their tables add up).
+
+Every reader returns a `Parsed` (normalized kernel table + format name + note) or raises
+UserError with one line naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sqlite3
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pandas as pd
+
+from tinylab.analysis.formats import (
+    kernels_csv,
+    ncu,
+    nsys,
+    pytorch,
+    rocpd,
+    rocprof_compute,
+    rocprof_sys,
+    rocprofv3,
+)
+from tinylab.analysis.formats._base import (
+    EXPECTED,
+    FormatError,
+    Head,
+    Parsed,
+    one_line,
+    read_text,
+)
+from tinylab.analysis.formats.detect import json_kind, sniff
+from tinylab.analysis.formats.dispatch import parse_dispatch_trace
+from tinylab.analysis.kernel_table import build_table
+from tinylab.errors import UserError
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    description: str
+    read: Callable[[Path, Head], Parsed]
+    #: several files of it in one folder are separate processes of one run: their tables add up
+    mergeable: bool = False
+
+
+def _trace(fmt: str) -> Callable[[Path, Head], Parsed]:
+    return lambda path, head: parse_dispatch_trace(path, head, fmt)
+
+
+def _parse_json(path: Path, head: Head) -> Parsed:
+    """A PyTorch/Chrome trace or rocprof-sys timemory JSON: which one, the whole content decides."""
+    text = read_text(path, head)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if isinstance(data, dict) and "timemory" in data:
+        return rocprof_sys.parse_timemory(path, data)
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise FormatError("JSON without traceEvents (not a PyTorch/Chrome trace) or timemory data")
+    return pytorch.parse_events(events)
+
+
+#: The one registry, best first: when a folder holds several formats, the first one present is read.
+REGISTRY: tuple[Format, ...] = (
+    Format("rocprofv3-kernel-stats", "rocprofv3 --stats *_kernel_stats.csv", rocprofv3.parse_stats, True),
+    Format("rocpd", "rocprofv3 ROCm 7 rocpd SQLite database (*_results.db)", rocpd.parse_database, True),
+    Format("rocprofv3-kernel-trace", "rocprofv3 --kernel-trace *_kernel_trace.csv", _trace("rocprofv3-kernel-trace"), True),
+    Format("rocpd-csv", "rocpd convert -f csv out_kernel_trace.csv", _trace("rocpd-csv"), True),
+    Format("rocprof-compute", "rocprof-compute workload (timestamps.csv / pmc_perf.csv)", _trace("rocprof-compute")),
+    Format("rocprof-compute-top", "rocprof-compute analyze pmc_kernel_top.csv", rocprof_compute.parse_top),
+    Format("nsys-kern-sum", "nsys stats --report cuda_gpu_kern_sum --format csv", nsys.parse_kern_sum),
+    Format("nsys-gpu-trace", "nsys stats --report cuda_gpu_trace --format csv", nsys.parse_gpu_trace),
+    Format("ncu", "Nsight Compute --csv (details or raw page)", ncu.parse),
+    Format("pytorch-trace", "PyTorch profiler Chrome/Perfetto trace (.json / .json.gz)", _parse_json),
+    Format("pytorch-operators", "tinylab operators.csv (PyTorch key_averages attributes)", pytorch.parse_operators),
+    Format("rocprof-sys-json", "rocprof-sys wall_clock-<pid>.json", _parse_json, True),
+    Format("rocprof-sys-wall-clock", "rocprof-sys wall_clock-<pid>.txt", rocprof_sys.parse_wall_clock_text, True),
+    Format("rocprof-sys-perfetto", "rocprof-sys perfetto-trace-<pid>.proto (needs the perfetto package)",
+           rocprof_sys.parse_perfetto, True),
+    Format("rocprofv3-summary", "rocprofv3 -S summary text", rocprofv3.parse_summary),
+    Format("rocpd-summary", "rocpd summary --format csv kernels_summary.csv", rocpd.parse_summary_csv),
+    Format("rocpd-summary-console", "rocpd summary console output", rocpd.parse_console),
+    Format("rocprofv3-counter-collection", "rocprofv3 --pmc counter_collection.csv", _trace("rocprofv3-counter-collection")),
+    Format("rocprof-v1-stats", "legacy rocprof --stats results.stats.csv", rocprofv3.parse_stats),
+    Format("tinylab", "tinylab normalized kernels.csv", kernels_csv.parse),
+)
+FORMATS: dict[str, Format] = {f.name: f for f in REGISTRY}
+_JSON = Format("json", "JSON (PyTorch trace or rocprof-sys timemory)", _parse_json)
+
+
+def load(path: Path) -> Parsed:
+    """Read a native output file or folder into the normalized table."""
+    if not path.exists():
+        raise UserError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return _load_folder(path)
+    fmt, head = sniff(path)
+    return _parse_as(path, fmt, head)
+
+
+def _parse_as(path: Path, fmt: str, head: Head) -> Parsed:
+    spec = FORMATS.get(fmt, _JSON)
+    try:
+        parsed = spec.read(path, head)
+    except FormatError as exc:
+        raise UserError(f"{path}: {exc}") from None
+    except UserError:
+        raise
+    except (ValueError, OverflowError, UnicodeError, csv.Error, sqlite3.Error, EOFError, zlib.error, RecursionError) as exc:
+        raise UserError(f"{path}: cannot read as {spec.description}: {one_line(exc)}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {one_line(exc)}") from None
+    if parsed.table.empty:
+        raise UserError(f"{path}: {FORMATS[parsed.format].description} holds no kernel rows")
+    return parsed
+
+
+def _load_folder(folder: Path) -> Parsed:
+    found: dict[str, list[tuple[Path, Head]]] = {}
+    for path in _candidate_files(folder):
+        try:
+            fmt, head = sniff(path)
+        except UserError:
+            continue
+        if fmt == "json":
+            fmt = json_kind(path, head)
+            if fmt is None:
+                continue
+        found.setdefault(fmt, []).append((path, head))
+    failures: list[str] = []
+    for spec in REGISTRY:
+        fmt = spec.name
+        files = sorted(found.get(fmt, []), key=lambda item: str(item[0]))
+        parsed: list[Parsed] = []
+        paths: list[Path] = []
+        for path, head in files:
+            try:
+                parsed.append(_parse_as(path, fmt, head))
+                paths.append(path)
+            except UserError as exc:  # e.g. hip_api_stats.csv shares the kernel_stats header
+                failures.append(str(exc))
+        if not parsed:
+            continue
+        if spec.mergeable and len(parsed) > 1:
+            merged = pd.concat([p.table for p in parsed], ignore_index=True)
+            notes = sorted({p.note for p in parsed if p.note})
+            note = f"merged {len(parsed)} files (one per process)" + ("; " + "; ".join(notes) if notes else "")
+            return Parsed(build_table(merged), fmt, note)
+        # one run written several ways (ncu details + raw, rocprof-compute's per-pass files):
+        # rocprof-compute's single-pass timestamps.csv is the exact one, else the most GPU time
+        exact = [p for p, path in zip(parsed, paths) if path.name == "timestamps.csv"]
+        return exact[0] if exact else max(parsed, key=lambda p: (p.table["total_ns"].sum(), p.table["calls"].sum()))
+    detail = f"; e.g. {failures[0]}" if failures else ""
+    raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
+
+
+def _candidate_files(folder: Path, limit: int = 5000) -> Iterator[Path]:
+    """Files under folder, shallowest first; rocprofv3 nests <host>/<pid>_*, rocprof-sys a timestamp."""
+    seen = 0
+    level = [folder]
+    for _depth in range(6):
+        next_level = []
+        for directory in level:
+            try:
+                entries = sorted(directory.iterdir())
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir():
+                    next_level.append(entry)
+                elif entry.is_file() and entry.stat().st_size > 0:
+                    seen += 1
+                    if seen > limit:
+                        return
+                    yield entry
+        level = next_level
+

@@ -1,0 +1,141 @@
+"""rocpd, ROCm 7's output: the SQLite database, `rocpd summary` CSV and console text.
+
+The database is read through a time limit (a SQLite progress handler): a crafted view can make
+a query run forever.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+
+from tinylab.analysis.formats._base import (
+    FormatError,
+    Head,
+    Parsed,
+    complete_rows,
+    number,
+    read_text,
+    unit_factor,
+)
+from tinylab.analysis.formats.detect import csv_table
+from tinylab.analysis.kernel_table import build_table
+
+
+def parse_database(path: Path, head: Head) -> Parsed:
+    """ROCm 7 rocpd database: the `kernels` view, else the dispatch and symbol tables joined."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise FormatError(f"cannot open SQLite database: {exc}") from None
+    try:
+        objects = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        df, note = _kernels(con, objects)
+    except sqlite3.DatabaseError as exc:
+        raise FormatError(f"corrupt or unreadable SQLite database: {exc}") from None
+    finally:
+        con.close()
+    if df.empty:
+        raise FormatError("rocpd database has no kernel dispatches (was --kernel-trace on?)")
+    return Parsed(build_table(df), "rocpd", note)
+
+
+_AGG = "COUNT(*) AS calls, SUM({d}) AS total_ns, MIN({d}) AS min_ns, MAX({d}) AS max_ns"
+
+
+def _kernels(con: sqlite3.Connection, objects: set[str]) -> tuple[pd.DataFrame, str | None]:
+    def frame(sql: str) -> pd.DataFrame:
+        rows = con.execute(sql).fetchall()
+        return pd.DataFrame(rows, columns=["name", "calls", "total_ns", "min_ns", "max_ns"])
+
+    if "kernels" in objects:
+        cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
+        if {"name"} <= cols and ("duration" in cols or {"start", "end"} <= cols):
+            d = "duration" if "duration" in cols else '("end" - start)'
+            df = frame(f"SELECT name, {_AGG.format(d=d)} FROM kernels GROUP BY name")
+            if not df.empty:
+                return df, None
+    pairs = []
+    if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects:
+        pairs.append(("rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"))
+    else:  # un-merged per-process tables carry a UUID suffix
+        for name in sorted(objects):
+            if name.startswith("rocpd_kernel_dispatch_"):
+                symbols = "rocpd_info_kernel_symbol_" + name[len("rocpd_kernel_dispatch_") :]
+                if symbols in objects:
+                    pairs.append((name, symbols))
+    if not pairs:
+        raise FormatError("SQLite database without rocpd kernel data (no `kernels` view or rocpd_kernel_dispatch table)")
+    parts = []
+    for dispatch, symbols in pairs:
+        sym_cols = {row[1].lower() for row in con.execute(f'PRAGMA table_info("{symbols}")')}
+        label = "COALESCE(s.display_name, s.kernel_name)" if "display_name" in sym_cols else "s.kernel_name"
+        parts.append(
+            f'SELECT {label} AS name, d."end" - d.start AS dur FROM "{dispatch}" d '
+            f'JOIN "{symbols}" s ON d.kernel_id = s.id'
+        )
+    sql = f"SELECT name, {_AGG.format(d='dur')} FROM ({' UNION ALL '.join(parts)}) GROUP BY name"
+    return frame(sql), "read from rocpd_kernel_dispatch + rocpd_info_kernel_symbol (the kernels view was empty or missing)"
+
+
+def parse_summary_csv(path: Path, head: Head) -> Parsed:
+    columns, rows = csv_table(path, head)
+    i_name = columns.find("Name")
+    i_calls = columns.find("Calls")
+    i_total, unit = columns.match(r"duration \((\w+)\)")
+    factor = unit_factor(unit, "DURATION")
+    i_min = (columns.match(r"min \((\w+)\)", required=False) or (None,))[0]
+    i_max = (columns.match(r"max \((\w+)\)", required=False) or (None,))[0]
+    rows, note = complete_rows(rows, 1 + max(i for i in (i_name, i_calls, i_total, i_min, i_max) if i is not None))
+    records = {
+        "name": [f[i_name] for _, f in rows],
+        "calls": [number(f[i_calls], "Calls", n) for n, f in rows],
+        "total_ns": [number(f[i_total], "DURATION", n) * factor for n, f in rows],
+        "min_ns": [number(f[i_min], "MIN", n) * factor if i_min is not None else math.nan for n, f in rows],
+        "max_ns": [number(f[i_max], "MAX", n) * factor if i_max is not None else math.nan for n, f in rows],
+    }
+    return Parsed(build_table(pd.DataFrame(records)), "rocpd-summary", note)
+
+
+_CONSOLE_NUMBERS = 7  # Calls, DURATION, AVERAGE, PERCENT, MIN, MAX, STD_DEV
+
+
+def parse_console(path: Path, head: Head) -> Parsed:
+    """`rocpd summary` console text: a pandas-printed table; numbers are the last 7 tokens."""
+    lines = read_text(path, head).split("\n")
+    start = next((i for i, line in enumerate(lines) if line.strip().startswith("KERNELS_SUMMARY")), None)
+    if start is None:
+        raise FormatError("no KERNELS_SUMMARY section")
+    by_rank = "BY_RANK" in lines[start]
+    header = lines[start + 1] if start + 1 < len(lines) else ""
+    m = re.search(r"DURATION \((\w+)\)", header)
+    if "Name" not in header or not m:
+        raise FormatError("KERNELS_SUMMARY without its Name/Calls/DURATION header line")
+    factor = unit_factor(m.group(1), "DURATION")
+    records = {"name": [], "calls": [], "total_ns": [], "min_ns": [], "max_ns": []}
+    abbreviated = False
+    for line_no, line in enumerate(lines[start + 2 :], start + 3):
+        tokens = line.split()
+        if not tokens or line.rstrip().endswith(":"):
+            break
+        if tokens == ["..."] or "..." in tokens:
+            abbreviated = True
+            continue
+        skip = 2 if by_rank else 0
+        if len(tokens) < _CONSOLE_NUMBERS + skip + 1:
+            raise FormatError(f"line {line_no}: expected a name and {_CONSOLE_NUMBERS} numbers")
+        numbers = tokens[-_CONSOLE_NUMBERS:]
+        records["name"].append(" ".join(tokens[skip:-_CONSOLE_NUMBERS]))
+        records["calls"].append(number(numbers[0], "Calls", line_no))
+        records["total_ns"].append(number(numbers[1], "DURATION", line_no) * factor)
+        records["min_ns"].append(number(numbers[4], "MIN", line_no) * factor)
+        records["max_ns"].append(number(numbers[5], "MAX", line_no) * factor)
+    note = "names are re-spaced from console text; prefer `rocpd summary --format csv`"
+    if abbreviated:
+        note += "; pandas abbreviated the console table (\"...\"): some kernels are missing"
+    return Parsed(build_table(pd.DataFrame(records)), "rocpd-summary-console", note)
