@@ -1,8 +1,8 @@
 """`tinylab` command line: one sub-command a module under tinylab/commands/.
 
 Sub-command modules are imported only when that sub-command runs (or its --help is asked for),
-so `tinylab --help` imports neither torch nor Textual. Each module exposes `HELP` (one line),
-`add_arguments(parser)` and `run(args) -> int`.
+so `tinylab --help` imports neither torch nor Textual. Each module is a tinylab.commands.Command
+(`add_arguments(parser)`, `run(args) -> int`); its one-line help is declared here, once.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import cast
 
 from tinylab import __version__
 from tinylab.errors import UserError
@@ -52,7 +53,9 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
     for name, (module_name, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == command:
-            module = importlib.import_module(module_name)
+            from tinylab.commands import Command
+
+            module = cast(Command, importlib.import_module(module_name))
             module.add_arguments(p)
             p.set_defaults(_run=module.run)
     return parser

@@ -245,6 +245,16 @@ class RunConfig:
                 )
         return self
 
+    def check_device(self, device_type: str) -> "RunConfig":
+        """The rules that depend on the device the run will use ("cpu" or "cuda").
+
+        Shared by the lab's form, the CLI's pre-launch check and the trainer (which applies them to
+        the device it really got), so nothing the trainer refuses can be launched.
+        """
+        if device_type != "cuda" and self.cuda_graph:
+            raise ConfigError("--cuda-graph needs a GPU; drop it or use --device cuda")
+        return self
+
     # ----------------------------------------------------------- (de)serialise
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

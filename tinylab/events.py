@@ -23,9 +23,10 @@ that is still JSON) is corrupt too, so readers can compute with those fields wit
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -34,6 +35,239 @@ KINDS = ("start", "step", "summary", "profile", "telemetry", "error", "exit")
 
 _NUM = (int, float, type(None))
 _STR = (str, type(None))
+
+
+# ----------------------------------------------------------------------------- the summary, declared once
+def _metric(label: str, unit: str, fmt: str, description: str, *, direction: int = 0, check: str | None = None,
+            shown: bool = True) -> Any:
+    """A summary field: how people read it (label, unit, format), whether higher is better (+1) or
+    lower (-1) or neither (0: not compared A/B), and the name exercise checks read it by."""
+    return field(default=None, metadata={"label": label, "unit": unit, "fmt": fmt, "description": description,
+                                         "direction": direction, "check": check, "shown": shown})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The `summary` event: medians after warm-up and the run's totals.
+
+    This dataclass is the one declaration of the summary's fields: the trainer writes it, and the
+    event schema (FIELD_TYPES), `show`, `compare`, `report`, the exercise checks and the lab's Run
+    screen read their fields, labels and formats from SUMMARY_FIELDS.
+    """
+
+    samples_per_s: float | None = _metric("samples/s", "samples/s", ",.1f", "training throughput, median after warm-up",
+                                          direction=+1, check="samples_per_s")
+    tokens_per_s: float | None = _metric("tokens/s", "tokens/s", ",.0f", "tokens per second, median after warm-up",
+                                         direction=+1, check="tokens_per_s")
+    step_ms_median: float | None = _metric("step median", "ms", ".2f", "median step time (ms)", direction=-1,
+                                           check="step_ms")
+    step_ms_p10: float | None = _metric("step p10", "ms", ".2f", "10th percentile step time (ms)", check="step_ms_p10")
+    step_ms_p90: float | None = _metric("step p90", "ms", ".2f", "90th percentile step time (ms)", direction=-1,
+                                        check="step_ms_p90")
+    fwd_ms_median: float | None = _metric("forward", "ms", ".2f", "median forward time (ms)", direction=-1,
+                                          check="fwd_ms")
+    bwd_ms_median: float | None = _metric("backward", "ms", ".2f", "median backward time (ms)", direction=-1,
+                                          check="bwd_ms")
+    opt_ms_median: float | None = _metric("optimizer", "ms", ".2f", "median optimizer time (ms)", direction=-1,
+                                          check="opt_ms")
+    peak_mem_mb: float | None = _metric("peak memory", "MB", ",.1f", "peak device memory allocated (MiB; GPU runs only)",
+                                        direction=-1, check="peak_mem_mb")
+    initial_loss: float | None = _metric("initial loss", "", ".4f", "loss of the first step", check="initial_loss")
+    final_loss: float | None = _metric("final loss", "", ".4f", "loss of the last step", direction=-1,
+                                       check="final_loss")
+    params_trained: int | None = _metric("trained tensors", "", "d", "parameter tensors that changed during training",
+                                         check="params_trained")
+    params_total: int | None = _metric("parameter tensors", "", "d", "parameter tensors in the model",
+                                       check="params_total")
+    model_flops_per_step: float | None = _metric("model FLOPs a step", "FLOP", ".3g",
+                                                 "analytic training FLOPs of one step", check="model_flops_per_step",
+                                                 shown=False)
+    mfu: float | None = _metric("MFU", "fraction", ".1%", "model FLOPs utilization, 0..1 (known GPUs only)",
+                                direction=+1, check="mfu")
+    steps: int | None = _metric("steps", "", "d", "steps run", check="steps", shown=False)
+    measured_steps: int | None = _metric("measured steps", "", "d", "steps after warm-up", check="measured_steps",
+                                         shown=False)
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "Summary":
+        return cls(**{f.key: number(event.get(f.key)) for f in SUMMARY_FIELDS})
+
+    def get(self, key: str) -> float | int | None:
+        return getattr(self, key)
+
+    def text(self, key: str) -> str:
+        """One field as people read it ("-" when not measured)."""
+        value = self.get(key)
+        return "-" if value is None else format(value, FIELD_BY_KEY[key].fmt)
+
+    @property
+    def partly_trained(self) -> bool:
+        """Fewer parameter tensors changed than the model has: a fast step for the wrong reason."""
+        return self.params_trained is not None and bool(self.params_total) and self.params_trained < self.params_total
+
+    def lines(self) -> list[str]:
+        """The trainer's closing printout."""
+        def fmt(key: str, spec: str) -> str:
+            value = self.get(key)
+            return "n/a" if value is None else format(value, spec)
+
+        return [
+            "summary (medians after warm-up)",
+            f"  samples/s      {fmt('samples_per_s', ',.1f')}   tokens/s {fmt('tokens_per_s', ',.0f')}",
+            f"  step ms        {fmt('step_ms_median', '.2f')}  (p10 {fmt('step_ms_p10', '.2f')}, "
+            f"p90 {fmt('step_ms_p90', '.2f')})",
+            f"  fwd/bwd/opt ms {fmt('fwd_ms_median', '.2f')} / {fmt('bwd_ms_median', '.2f')} / "
+            f"{fmt('opt_ms_median', '.2f')}",
+            f"  peak memory    {fmt('peak_mem_mb', ',.1f')} MB" if self.peak_mem_mb is not None
+            else "  peak memory    n/a (CPU run: device memory is tracked on GPUs only)",
+            f"  loss           {fmt('initial_loss', '.4f')} -> {fmt('final_loss', '.4f')}",
+            f"  trained        {self.params_trained}/{self.params_total} parameter tensors",
+            f"  MFU            {100 * self.mfu:.1f}%" if self.mfu is not None
+            else "  MFU            n/a (no peak rate known for this device and precision)",
+        ]
+
+
+@dataclass(frozen=True)
+class SummaryField:
+    key: str
+    label: str
+    unit: str
+    fmt: str
+    description: str
+    direction: int
+    check: str | None
+    shown: bool
+
+
+SUMMARY_FIELDS: tuple[SummaryField, ...] = tuple(SummaryField(f.name, **f.metadata) for f in fields(Summary))
+FIELD_BY_KEY: dict[str, SummaryField] = {f.key: f for f in SUMMARY_FIELDS}
+
+
+# ----------------------------------------------------------------------------- the other events, typed
+@dataclass(frozen=True)
+class StepEvent:
+    step: int
+    loss: float | None
+    step_ms: float | None = None
+    fwd_ms: float | None = None  # None when not separable (a graph replay)
+    bwd_ms: float | None = None
+    opt_ms: float | None = None
+    samples_per_s: float | None = None
+    tokens_per_s: float | None = None
+    mem_alloc_mb: float | None = None  # None on CPU
+    mem_peak_mb: float | None = None
+    warmup: bool = False
+    time: float | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "StepEvent":
+        return _typed(cls, event)
+
+
+@dataclass(frozen=True)
+class StartEvent:
+    config: dict[str, Any] = field(default_factory=dict)  # the config as it ran (toggles resolved)
+    device: str | None = None
+    device_name: str | None = None
+    torch: str | None = None
+    triton: str | None = None
+    python: str | None = None
+    pid: int | None = None
+    params_total: int | None = None
+    param_elements: int | None = None
+    model_flops_per_step: float | None = None
+    time: float | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "StartEvent":
+        return _typed(cls, event)
+
+
+@dataclass(frozen=True)
+class ProfileEvent:
+    tool: str | None = None
+    artifacts: dict[str, str] = field(default_factory=dict)  # name -> path relative to the run dir
+    kernel_table: str | None = None
+    format: str | None = None
+    note: str | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "ProfileEvent":
+        return _typed(cls, event)
+
+
+@dataclass(frozen=True)
+class TelemetryEvent:
+    time: float | None = None
+    gpu_util_pct: float | None = None
+    mem_used_mb: float | None = None
+    power_w: float | None = None
+    sm_clock_mhz: float | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "TelemetryEvent":
+        return _typed(cls, event)
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    type: str | None = None
+    message: str | None = None
+    traceback: str | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "ErrorEvent":
+        return _typed(cls, event)
+
+
+@dataclass(frozen=True)
+class ExitEvent:
+    returncode: int
+    signal: str | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "ExitEvent":
+        return _typed(cls, event)
+
+
+def number(value: Any) -> float | int | None:
+    """A finite number from an event field, or None (a corrupt record must not break a view)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _typed(cls: Any, event: dict[str, Any]) -> Any:
+    """cls from an event's known fields, each of its declared type or left at the default.
+
+    Only well-typed records reach readers (parse_lines drops the others); this guards the fields
+    FIELD_TYPES does not cover, so a hand-edited record never puts a list where a number goes.
+    """
+    values = {}
+    for f in fields(cls):
+        if f.name not in event:
+            continue
+        value = event[f.name]
+        if _fits(value, str(f.type)):
+            values[f.name] = value
+    return cls(**values)
+
+
+def _fits(value: Any, annotation: str) -> bool:
+    if value is None:
+        return "None" in annotation
+    if isinstance(value, bool):
+        return annotation.startswith("bool")
+    if isinstance(value, (int, float)):
+        return (annotation.startswith("float") or (annotation.startswith("int") and isinstance(value, int))) \
+            and math.isfinite(value)
+    if isinstance(value, str):
+        return annotation.startswith("str")
+    if isinstance(value, dict):
+        return annotation.startswith("dict")
+    return False
+
+
 #: kind -> field -> (allowed types, required): the fields readers format or compute with.
 FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     "start": {"config": ((dict,), False), "pid": ((int,), False)},
@@ -43,10 +277,7 @@ FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         **{k: (_NUM, False) for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s",
                                        "tokens_per_s", "mem_alloc_mb", "mem_peak_mb")},
     },
-    "summary": {k: (_NUM, False) for k in (
-        "samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90", "fwd_ms_median",
-        "bwd_ms_median", "opt_ms_median", "peak_mem_mb", "initial_loss", "final_loss", "params_trained",
-        "params_total", "model_flops_per_step", "mfu", "steps", "measured_steps")},
+    "summary": {f.key: (_NUM, False) for f in SUMMARY_FIELDS},
     "profile": {"artifacts": ((dict, type(None)), False), "kernel_table": (_STR, False)},
     "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False)},
     "exit": {"returncode": ((int,), True), "signal": (_STR, False)},

@@ -5,8 +5,8 @@ files beside it, checks in the small language of tinylab/checks.py), documented 
 exercises/README.md. Everything a scenario says is validated when it is loaded, with the file
 and line of the problem, so a broken scenario fails in CI, not in front of a learner.
 
-Headless on purpose: `tinylab exercises` and the TUI's exercise screen both call this module.
-pandas (for kernel tables) and torch (to resolve `--device auto`) are imported only when needed.
+Headless on purpose: tinylab.service.exercise runs a step through this module for both the CLI
+and the lab. pandas (for kernel tables) is imported only when a check reads one.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ from typing import Any, Callable
 from tinylab import checks
 from tinylab.config import TOGGLES, ConfigError, RunConfig
 from tinylab.errors import UserError
+from tinylab.events import SUMMARY_FIELDS
+from tinylab.runs.record import RunRecord
 
 LEVELS = ("beginner", "intermediate", "advanced")
 PROGRESS_ENV = "TINYLAB_PROGRESS_FILE"
@@ -88,26 +90,8 @@ class ScenarioError(UserError):
 
 
 # ----------------------------------------------------------------------------- measured names
-_SUMMARY_NAMES: dict[str, tuple[str, str]] = {
-    # check name: (summary key, description)
-    "samples_per_s": ("samples_per_s", "training throughput, median after warm-up"),
-    "tokens_per_s": ("tokens_per_s", "tokens per second, median after warm-up"),
-    "step_ms": ("step_ms_median", "median step time (ms)"),
-    "step_ms_p10": ("step_ms_p10", "10th percentile step time (ms)"),
-    "step_ms_p90": ("step_ms_p90", "90th percentile step time (ms)"),
-    "fwd_ms": ("fwd_ms_median", "median forward time (ms)"),
-    "bwd_ms": ("bwd_ms_median", "median backward time (ms)"),
-    "opt_ms": ("opt_ms_median", "median optimizer time (ms)"),
-    "peak_mem_mb": ("peak_mem_mb", "peak device memory allocated (MiB; GPU runs only)"),
-    "initial_loss": ("initial_loss", "loss of the first step"),
-    "final_loss": ("final_loss", "loss of the last step"),
-    "params_trained": ("params_trained", "parameter tensors that changed during training"),
-    "params_total": ("params_total", "parameter tensors in the model"),
-    "mfu": ("mfu", "model FLOPs utilization, 0..1 (known GPUs only)"),
-    "model_flops_per_step": ("model_flops_per_step", "analytic training FLOPs of one step"),
-    "steps": ("steps", "steps run"),
-    "measured_steps": ("measured_steps", "steps after warm-up"),
-}
+#: check name -> (summary key, description), from the summary's one declaration.
+_SUMMARY_NAMES: dict[str, tuple[str, str]] = {f.check: (f.key, f.description) for f in SUMMARY_FIELDS if f.check}
 _START_NAMES: dict[str, tuple[str, str, str]] = {
     "param_elements": ("param_elements", checks.NUM, "number of parameters (elements)"),
     "device": ("device", checks.STR, 'where the run ran: "cpu", "cuda:0", ...'),
@@ -580,17 +564,9 @@ def get_step(scenario: Scenario, number: int) -> Step:
 
 
 # ----------------------------------------------------------------------------- configs
-def resolve_device(device: str) -> str:
-    """"auto" becomes "cuda" or "cpu" here, so the CPU override is chosen for the device that runs."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def step_config(step: Step, device: str, overrides: dict) -> RunConfig:
-    """The step's run: preset (+ cpu_preset on a CPU) + overrides; validated (ConfigError)."""
+    """The step's run on a resolved device ("cpu", "cuda", "cuda:N"): preset (+ cpu_preset on a CPU)
+    + overrides; validated (ConfigError)."""
     return _config(step.preset, step, device, overrides)
 
 
@@ -602,7 +578,6 @@ def baseline_config(step: Step, device: str, overrides: dict) -> RunConfig | Non
 
 
 def _config(preset: dict, step: Step, device: str, overrides: dict) -> RunConfig:
-    device = resolve_device(device)
     values = dict(preset)
     if device == "cpu":
         values.update(step.cpu_preset)
@@ -617,23 +592,22 @@ def _config(preset: dict, step: Step, device: str, overrides: dict) -> RunConfig
 class _Measured:
     """The values of one run that checks can read, gathered lazily (kernel tables need pandas)."""
 
-    def __init__(self, run: Any, role: str):
+    def __init__(self, run: RunRecord | None, role: str):
         self.run = run
-        self.role = role  # "run" or "baseline", for messages
-        log = run.events()
-        self.summary = log.last("summary")
-        self.start = log.last("start") or {}
-        self.error = log.last("error")
-        self.profiles = log.of("profile")
+        self.role = role  # "run" or "baseline run", for messages
+        self.summary = run.summary if run else None
+        self.start = run.start if run else None
+        self.error = run.error if run else None
+        self.profiles = run.profiles if run else ()
         # The start record has the config as it ran (e.g. v4's graph toggle resolved for the device).
-        self.config = self.start.get("config") or run.config_dict or {}
+        self.config = (self.start.config if self.start and self.start.config else None) or (run.config if run else {})
         self._table: Any = None
         self._table_loaded = False
 
     def _no_summary(self) -> str:
         if self.error:
-            return f"the {self.role} failed: {self.error.get('type')}: {self.error.get('message')}"
-        return f"the {self.role} has no summary yet (status: {self.run.status()})"
+            return f"the {self.role} failed: {self.error.type}: {self.error.message}"
+        return f"the {self.role} has no summary yet (status: {self.run.status if self.run else 'not started'})"
 
     def value(self, name: str) -> Any:
         if name in _SUMMARY_NAMES:
@@ -644,7 +618,7 @@ class _Measured:
                 raise checks.Missing(name, self._why_none(name))
             return value
         if name in _START_NAMES:
-            value = self.start.get(_START_NAMES[name][0])
+            value = getattr(self.start, _START_NAMES[name][0]) if self.start else None
             if value is None:
                 raise checks.Missing(name, f"the {self.role} has no start record")
             return value
@@ -662,7 +636,7 @@ class _Measured:
         raise checks.Missing(name, f"the {self.role}'s config has no value for {name}")
 
     def _why_none(self, name: str) -> str:
-        on_cpu = str(self.start.get("device", "")).startswith("cpu")
+        on_cpu = str(self.start.device if self.start else "").startswith("cpu")
         if name == "peak_mem_mb" and on_cpu:
             return "CPU runs track no device memory"
         if name in ("fwd_ms", "bwd_ms", "opt_ms") and self.config.get("cuda_graph"):
@@ -677,14 +651,14 @@ class _Measured:
             self._table_loaded = True
             from tinylab.analysis.hotspots import load_run_kernel_table
 
-            loaded = load_run_kernel_table(self.run.dir)
+            loaded = load_run_kernel_table(self.run.dir) if self.run else None
             self._table = loaded[0] if loaded else None
         if self._table is None:
             raise checks.Missing("kernel table", self._why_no_table())
         return self._table
 
     def _why_no_table(self) -> str:
-        notes = [p.get("note") for p in self.profiles if p.get("note")]
+        notes = [p.note for p in self.profiles if p.note]
         if self.profiles:
             return f"the {self.role}'s profiler gave no kernel table" + (f" ({notes[-1]})" if notes else "")
         if self.summary is None:
@@ -724,16 +698,16 @@ class _Measured:
         return float(rows["pct"].sum())
 
     def _deepspeed_value(self, name: str) -> float:
-        event = next((p for p in reversed(self.profiles) if p.get("tool") == "deepspeed"), None)
-        if event is None:
+        event = next((p for p in reversed(self.profiles) if p.tool == "deepspeed"), None)
+        if event is None or self.run is None:
             raise checks.Missing(name, f"the {self.role} was not profiled with --profile deepspeed")
-        relative = (event.get("artifacts") or {}).get("flops.json")
+        relative = event.artifacts.get("flops.json")
         try:
             report = json.loads((Path(self.run.dir) / relative).read_text(encoding="utf-8"))
             value = report[_DEEPSPEED_NAMES[name][0]]
         except (TypeError, OSError, ValueError, KeyError):
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile has no flops.json value"
-                                 + (f" ({event['note']})" if event.get("note") else "")) from None
+                                 + (f" ({event.note})" if event.note else "")) from None
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile recorded {value!r}")
         return value * 1e3 if name == "deepspeed_fwd_ms" else value
@@ -749,8 +723,11 @@ class _Measured:
         return float(rows["pct"].sum())
 
 
-def evaluate_checks(step: Step, run: Any, baseline: Any | None, on_gpu: bool) -> list[CheckResult]:
+def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | None, on_gpu: bool) -> list[CheckResult]:
     """Each check of `step` over a run (and its baseline): pass, fail or skip, never an exception.
+
+    `run` is None when the step's run was never started (every check then says why it has no
+    value); `baseline` is None when the step has none, or it was not run.
 
     A value the run did not measure fails the check with "not measured: ...", a GPU-only check
     on a CPU is skipped with its reason, and arithmetic problems fail with their message.

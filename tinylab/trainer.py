@@ -12,6 +12,7 @@ and a host clock suffices. The `unsynced-timing` fault is the one deliberate exc
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import os
 import platform
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.config import ConfigError, RunConfig
-from tinylab.events import EVENTS_FILE, EventWriter, clean_float
+from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 
 GRAPH_WARMUP_ITERS = 3
@@ -122,8 +123,7 @@ class Trainer:
         self.mem_baseline = torch.cuda.memory_allocated(self.device) if self.device.type == "cuda" else 0
         if cfg.version in ("v3", "v4") and self.device.type == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"  # must precede the first triton import
-        if cfg.cuda_graph and self.device.type != "cuda":
-            raise ConfigError("--cuda-graph needs a GPU; drop it or use --device cuda")
+        cfg.check_device(self.device.type)
         # v4 graphs by default where it can; the stored config records what really ran.
         cfg.cuda_graph = cfg.toggle("cuda_graph") and self.device.type == "cuda"
         torch.manual_seed(cfg.seed)
@@ -358,8 +358,7 @@ class Trainer:
         trained = sum(not self.torch.equal(p.detach(), p0) for p, p0 in zip(params, self.initial))
         peaks = [r["mem_peak_mb"] for r in self.records if r["mem_peak_mb"] is not None]
         med = statistics.median(step_ms)
-        summary = self.events.emit(
-            "summary",
+        summary = Summary(
             samples_per_s=cfg.batch_size / (med / 1e3),
             tokens_per_s=cfg.batch_size * cfg.seq_len / (med / 1e3),
             step_ms_median=med,
@@ -378,8 +377,9 @@ class Trainer:
             steps=len(self.records),
             measured_steps=len(measured),
         )
-        _print_summary(summary, self.out)
-        return summary
+        record = self.events.emit("summary", **dataclasses.asdict(summary))
+        print("\n".join(summary.lines()), file=self.out, flush=True)
+        return record
 
     def close(self) -> None:
         if self._stop_telemetry is not None:
@@ -409,25 +409,6 @@ def _triton_version() -> str | None:
         return triton.__version__
     except ImportError:
         return None
-
-
-def _print_summary(s: dict, out) -> None:
-    def fmt(v, spec):
-        return "n/a" if v is None else format(v, spec)
-
-    lines = [
-        "summary (medians after warm-up)",
-        f"  samples/s      {fmt(s['samples_per_s'], ',.1f')}   tokens/s {fmt(s['tokens_per_s'], ',.0f')}",
-        f"  step ms        {fmt(s['step_ms_median'], '.2f')}  (p10 {fmt(s['step_ms_p10'], '.2f')}, p90 {fmt(s['step_ms_p90'], '.2f')})",
-        f"  fwd/bwd/opt ms {fmt(s['fwd_ms_median'], '.2f')} / {fmt(s['bwd_ms_median'], '.2f')} / {fmt(s['opt_ms_median'], '.2f')}",
-        f"  peak memory    {fmt(s['peak_mem_mb'], ',.1f')} MB" if s["peak_mem_mb"] is not None
-        else "  peak memory    n/a (CPU run: device memory is tracked on GPUs only)",
-        f"  loss           {fmt(s['initial_loss'], '.4f')} -> {fmt(s['final_loss'], '.4f')}",
-        f"  trained        {s['params_trained']}/{s['params_total']} parameter tensors",
-        f"  MFU            {100 * s['mfu']:.1f}%" if s["mfu"] is not None
-        else "  MFU            n/a (no peak rate known for this device and precision)",
-    ]
-    print("\n".join(lines), file=out, flush=True)
 
 
 def run_training(cfg: RunConfig, run_dir: Path, out=sys.stdout) -> dict:

@@ -18,7 +18,7 @@ def step(*specs: tuple, baseline: dict | None = None) -> Step:
 
 
 def results(st: Step, run, baseline=None, on_gpu=False) -> dict:
-    return {r.name: r for r in ex.evaluate_checks(st, run, baseline, on_gpu)}
+    return {r.name: r for r in ex.evaluate_checks(st, run.record(), baseline.record() if baseline else None, on_gpu)}
 
 
 KERNELS = [
@@ -49,9 +49,9 @@ def test_pass_fail_and_values(tmp_path):
 def test_gpu_checks_are_skipped_on_cpu_with_the_reason(tmp_path):
     run = make_run(tmp_path)
     st = step(("phases", "abs(fwd_ms + bwd_ms + opt_ms - step_ms) / step_ms > 0.5", True))
-    (skipped,) = ex.evaluate_checks(st, run, None, on_gpu=False)
+    (skipped,) = ex.evaluate_checks(st, run.record(), None, on_gpu=False)
     assert (skipped.status, skipped.value, skipped.detail) == ("skip", None, "GPU-only: needs a GPU because")
-    (ran,) = ex.evaluate_checks(st, run, None, on_gpu=True)
+    (ran,) = ex.evaluate_checks(st, run.record(), None, on_gpu=True)
     assert ran.status == "fail" and ran.value == pytest.approx(0.0)
     assert not ex.step_passed([skipped]) and not ex.step_passed([ran])
 
@@ -80,9 +80,9 @@ def test_failed_and_running_runs(tmp_path):
     failed = make_run(tmp_path, "failed", error={"type": "FloatingPointError", "message": "loss became nan"})
     running = make_run(tmp_path, "running", with_summary=False)
     st = step(("trains", "params_trained == params_total", False))
-    (r,) = ex.evaluate_checks(st, failed, None, False)
+    (r,) = ex.evaluate_checks(st, failed.record(), None, False)
     assert r.status == "fail" and "the run failed: FloatingPointError: loss became nan" in r.detail
-    (r,) = ex.evaluate_checks(st, running, None, False)
+    (r,) = ex.evaluate_checks(st, running.record(), None, False)
     assert r.status == "fail" and "has no summary yet" in r.detail
 
 
@@ -113,14 +113,14 @@ def test_deepspeed_flops_are_read_from_the_profile(tmp_path):
         fh.write(json.dumps({"event": "profile", "tool": "deepspeed", "kernel_table": None,
                              "artifacts": {"flops.json": "profiles/deepspeed/flops.json"}, "note": "forward only"}) + "\n")
     st = step(("agree", "abs(3 * deepspeed_fwd_flops / model_flops_per_step - 1) < 0.3 and deepspeed_fwd_ms == 12", False))
-    (r,) = ex.evaluate_checks(st, run, None, False)
+    (r,) = ex.evaluate_checks(st, run.record(), None, False)
     assert r.status == "pass", r
 
 
 def test_config_values_come_from_the_run(tmp_path):
     run = make_run(tmp_path, config={"version": "v2", "sdpa": False, "fault": None, "batch_size": 4})
     st = step(("cfg", 'version == "v2" and sdpa == false and qkv_fusion == true and fault == "" and batch_size == 4', False))
-    (r,) = ex.evaluate_checks(st, run, None, False)
+    (r,) = ex.evaluate_checks(st, run.record(), None, False)
     assert r.status == "pass", r
 
 

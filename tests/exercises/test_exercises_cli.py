@@ -108,7 +108,7 @@ def test_cpu_observable_fault_steps_pass_on_cpu(fault_runs, fault):
 
 def _evaluate(fault_or_none, run, baseline=None):
     step = ex.get_step(ex.get_scenario(SCENARIO), STEP[fault_or_none])
-    return {r.name: r.status for r in ex.evaluate_checks(step, run, baseline, on_gpu=False)}
+    return {r.name: r.status for r in ex.evaluate_checks(step, run.record(), baseline.record() if baseline else None, on_gpu=False)}
 
 
 def test_fault_checks_fail_on_the_fixed_run(fault_runs):

@@ -173,7 +173,7 @@ def test_loading_and_checking_never_call_eval_or_exec(tmp_path, monkeypatch):
 
     root = write(tmp_path, GOOD)
     run = make_run(tmp_path, summary={"initial_loss": 62.0})
-    ex.evaluate_checks(ex.load_scenarios(root)[0].steps[0], run, None, on_gpu=False)  # imports done first
+    ex.evaluate_checks(ex.load_scenarios(root)[0].steps[0], run.record(), None, on_gpu=False)  # imports done first
 
     def forbidden(*args, **kwargs):
         raise RuntimeError("eval/exec called")
@@ -182,7 +182,7 @@ def test_loading_and_checking_never_call_eval_or_exec(tmp_path, monkeypatch):
     monkeypatch.setattr(builtins, "exec", forbidden)
     ex._parsed.cache_clear()
     (scenario,) = ex.load_scenarios(root)
-    results = ex.evaluate_checks(scenario.steps[0], run, None, on_gpu=False)
+    results = ex.evaluate_checks(scenario.steps[0], run.record(), None, on_gpu=False)
     monkeypatch.undo()
     assert [r.status for r in results] == ["pass"]
 

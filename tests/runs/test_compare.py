@@ -12,16 +12,16 @@ from tinylab.analysis.compare import METRICS, SAME_WITHIN, UNDER_TEST, compare_r
 
 from .helpers import clone_run, cli, with_kernels
 
-KEYS = [m[0] for m in METRICS]
+KEYS = [m.key for m in METRICS]
 
 
 def test_v1_vs_v2_ratios_come_from_the_summaries(finished_pair):
     a, b = finished_pair.v1, finished_pair.v2
-    result = compare_runs(a, b)
+    result = compare_runs(a.record(), b.record())
     sa, sb = a.events().last("summary"), b.events().last("summary")
     assert [m["key"] for m in result["metrics"]] == KEYS
     for m in result["metrics"]:
-        direction = next(d for k, _, _, d, _ in METRICS if k == m["key"])
+        direction = next(f.direction for f in METRICS if f.key == m["key"])
         va, vb = sa[m["key"]], sb[m["key"]]
         if va is None or vb is None:  # peak memory and MFU are not measured on a CPU
             assert m["ratio"] is None and m["better"] is None
@@ -37,7 +37,7 @@ def test_v1_vs_v2_ratios_come_from_the_summaries(finished_pair):
 
 
 def test_v1_vs_v2_differs_only_in_toggles_under_test(finished_pair):
-    result = compare_runs(finished_pair.v1, finished_pair.v2)
+    result = compare_runs(finished_pair.v1.record(), finished_pair.v2.record())
     diff = {d["key"]: d for d in result["config_diff"]}
     assert {"version", "qkv_fusion", "sdpa", "swiglu_fusion"} <= set(diff)
     assert all(d["under_test"] for d in diff.values()) and set(diff) <= UNDER_TEST
@@ -47,7 +47,7 @@ def test_v1_vs_v2_differs_only_in_toggles_under_test(finished_pair):
 
 
 def test_text_table_shows_every_ratio(finished_pair):
-    result = compare_runs(finished_pair.v1, finished_pair.v2)
+    result = compare_runs(finished_pair.v1.record(), finished_pair.v2.record())
     text = format_compare(result)
     assert "B/A" in text and finished_pair.v1.id in text and finished_pair.v2.id in text
     for m in result["metrics"]:
@@ -65,7 +65,7 @@ def test_cli_json_and_text(finished_pair):
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert set(data) == {"a", "b", "metrics", "config_diff", "notes", "kernel_diff"}
-    assert data == json.loads(json.dumps(compare_runs(finished_pair.v1, finished_pair.v2)))
+    assert data == json.loads(json.dumps(compare_runs(finished_pair.v1.record(), finished_pair.v2.record())))
     for m in data["metrics"]:
         assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit"}
     text = cli("compare", finished_pair.v1.id, "last", "--runs-dir", root)
@@ -75,7 +75,7 @@ def test_cli_json_and_text(finished_pair):
 def test_different_dimensions_and_devices_get_notes(finished_pair, tmp_path):
     b = clone_run(finished_pair.v2, tmp_path, config={"batch_size": 8, "seed": 7},
                   edit=lambda e: e.update(device="cuda:0", device_name="NVIDIA H100") if e["event"] == "start" else None)
-    result = compare_runs(finished_pair.v1, b)
+    result = compare_runs(finished_pair.v1.record(), b.record())
     outside = {d["key"] for d in result["config_diff"] if not d["under_test"]}
     assert outside == {"batch_size", "seed"}
     notes = " | ".join(result["notes"])
@@ -86,7 +86,7 @@ def test_different_dimensions_and_devices_get_notes(finished_pair, tmp_path):
 
 def test_missing_summary_is_a_note_not_a_crash(finished_pair, tmp_path):
     b = clone_run(finished_pair.v2, tmp_path, drop=("summary", "exit"))
-    result = compare_runs(finished_pair.v1, b)
+    result = compare_runs(finished_pair.v1.record(), b.record())
     assert result["b"]["status"] == "lost"
     assert all(m["b"] is None and m["ratio"] is None and m["better"] is None for m in result["metrics"])
     assert any("has no summary" in n for n in result["notes"])
@@ -100,7 +100,7 @@ def test_failed_and_running_runs_are_noted(finished_pair, tmp_path, own_process_
         fh.write(json.dumps({"event": "error", "type": "FloatingPointError", "message": "loss became nan"}) + "\n")
     running = clone_run(finished_pair.v2, tmp_path / "r", drop=("summary", "exit"))
     (running.dir / "process.json").write_text(json.dumps(own_process_record))
-    notes = compare_runs(failed, running)["notes"]
+    notes = compare_runs(failed.record(), running.record())["notes"]
     assert any("failed: FloatingPointError: loss became nan" in n for n in notes)
     assert any("is still running" in n for n in notes)
 
@@ -108,7 +108,7 @@ def test_failed_and_running_runs_are_noted(finished_pair, tmp_path, own_process_
 def test_unreadable_config_is_noted(finished_pair, tmp_path):
     b = clone_run(finished_pair.v2, tmp_path, drop=("start",))
     (b.dir / "config.json").write_text("{")
-    result = compare_runs(finished_pair.v1, b)
+    result = compare_runs(finished_pair.v1.record(), b.record())
     assert "run B's config.json is missing or unreadable: its settings are unknown" in result["notes"]
     assert not any("configs differ" in n for n in result["notes"]), "unknown is not different"
 
@@ -116,7 +116,7 @@ def test_unreadable_config_is_noted(finished_pair, tmp_path):
 def test_untrained_parameters_are_called_out(finished_pair, tmp_path):
     b = clone_run(finished_pair.v2, tmp_path,
                   edit=lambda e: e.update(params_trained=1) if e["event"] == "summary" else None)
-    assert any("trained only 1 of" in n for n in compare_runs(finished_pair.v1, b)["notes"])
+    assert any("trained only 1 of" in n for n in compare_runs(finished_pair.v1.record(), b.record())["notes"])
 
 
 def test_kernel_diff_when_both_runs_have_kernel_tables(finished_pair, tmp_path):
@@ -124,7 +124,7 @@ def test_kernel_diff_when_both_runs_have_kernel_tables(finished_pair, tmp_path):
                                                         ("softmax_eager", 10, 2e6), ("rmsnorm", 20, 1e6)])
     b = with_kernels(finished_pair.v2, tmp_path / "b", [("gemm_qkv", 10, 6e6), ("flash_fwd", 10, 1e6),
                                                         ("rmsnorm", 20, 0.5e6)])
-    result = compare_runs(a, b)
+    result = compare_runs(a.record(), b.record())
     diff = result["kernel_diff"]
     assert {k["name"] for k in diff["appeared"]} == {"gemm_qkv", "flash_fwd"}
     assert {k["name"] for k in diff["disappeared"]} == {"gemm_q", "gemm_k", "gemm_v", "softmax_eager"}
@@ -140,11 +140,11 @@ def test_kernel_diff_when_both_runs_have_kernel_tables(finished_pair, tmp_path):
 
 def test_kernel_table_on_one_side_or_unreadable_is_a_note(finished_pair, tmp_path):
     a = with_kernels(finished_pair.v1, tmp_path / "a", [("gemm", 1, 1e6)])
-    result = compare_runs(a, finished_pair.v2)
+    result = compare_runs(a.record(), finished_pair.v2.record())
     assert result["kernel_diff"] is None
     assert any("only run A has a kernel table" in n for n in result["notes"])
     broken = with_kernels(finished_pair.v2, tmp_path / "b", [], raw="\x00\x01 not a table")
-    result = compare_runs(a, broken)
+    result = compare_runs(a.record(), broken.record())
     assert result["kernel_diff"] is None
     assert any("could not read the kernel table of run B" in n for n in result["notes"])
     assert not any("only run A has a kernel table" in n for n in result["notes"]), "B has one, broken"
@@ -154,5 +154,5 @@ def test_without_the_analysis_stack_there_is_no_kernel_diff(finished_pair, tmp_p
     a = with_kernels(finished_pair.v1, tmp_path / "a", [("gemm", 1, 1e6)])
     b = with_kernels(finished_pair.v2, tmp_path / "b", [("gemm", 1, 2e6)])
     monkeypatch.setitem(sys.modules, "tinylab.analysis.hotspots", None)  # makes its import fail
-    result = compare_runs(a, b)
+    result = compare_runs(a.record(), b.record())
     assert result["kernel_diff"] is None and result["notes"] == []

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from tinylab.analysis.compare import compare_runs, format_compare
 from tinylab.analysis.report import build_report
-from tinylab.commands import runs as runs_command
 from tinylab.commands import show as show_command
 from tinylab.events import KINDS, read_events
 from tinylab.runs.store import STATUSES, Run, mark_run
@@ -46,12 +45,12 @@ LINES = st.one_of(records(), st.binary(max_size=40).filter(lambda b: b"\n" not i
 def read_everything(run: Run, other: Run) -> None:
     """Each way a user or the TUI reads a run."""
     assert run.status() in STATUSES
-    runs_command.run_row(run.info())
+    run.record().row()
     with contextlib.redirect_stdout(io.StringIO()):
         for as_json in (False, True):
             show_command.run(argparse.Namespace(run=str(run.dir), runs_dir=str(run.dir.parent), json=as_json))
     for a, b in ((run, other), (other, run)):
-        format_compare(compare_runs(a, b))
+        format_compare(compare_runs(a.record(), b.record()))
     build_report([run, other], "md")
     build_report([run, other], "html")
 

@@ -79,7 +79,7 @@ def test_markdown_two_runs_compares_them(finished_pair):
     a, b = finished_pair.v1, finished_pair.v2
     text = build_report([a, b], "md")
     assert f"## Run {a.id}" in text and f"## Run {b.id}" in text and "## Comparison" in text
-    for m in compare_runs(a, b)["metrics"]:
+    for m in compare_runs(a.record(), b.record())["metrics"]:
         if m["ratio"] is not None:
             assert f"| {m['ratio']:.2f}x |" in text
     overlay = re.findall(r"```text\n(.*?)```", text.split("## Comparison")[1], re.S)[0]

@@ -81,14 +81,14 @@ def test_bad_or_dead_process_records_are_not_running(tmp_path, record):
 def test_start_time_shown_is_one_the_clock_can_show(tmp_path, launched_at, started):
     run = make_run(tmp_path, "20260101-000000-aaaa", [{**START, "time": 1.6e9}])
     (run.dir / "process.json").write_text(json.dumps({"launched_at": launched_at}))
-    assert run.info()["started"] == started
+    assert run.record().started == started
 
 
 def test_process_json_that_is_not_json(tmp_path):
     run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY])
     (run.dir / "process.json").write_bytes(b'{"pid": 12')
     assert run.status() == "finished"
-    assert run.info()["pid"] is None
+    assert run.record().pid is None
 
 
 def test_run_ids_sort_by_time_and_stay_unique_within_a_second(tmp_path):
@@ -169,8 +169,8 @@ class TestReaders:
         run = make_run(tmp_path, "20260101-000000-aaaa")
         (run.dir / "events.jsonl").write_bytes(b"\x00\x01\x02" * 100)  # no newline at all
         (run.dir / "config.json").write_text("{half")
-        info = run.info()
-        assert info["status"] == "lost" and info["config"] == {} and info["summary"] is None
+        record = run.record()
+        assert record.status == "lost" and record.config == {} and record.summary is None
         with pytest.raises(UserError, match="config.json is missing or not valid JSON"):
             run.config()
 

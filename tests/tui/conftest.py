@@ -1,8 +1,10 @@
-"""Shared set-up for the lab's tests: an app over fake runs, with frozen time and a fake doctor."""
+"""Shared set-up for the lab's tests: an app over fake runs, with frozen time, a fake doctor, the
+tests' own scenarios (scenarios/) and a progress file of their own."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Callable
@@ -11,12 +13,23 @@ import pytest
 
 from tinylab.tui.app import TinyLabApp, create_app
 
-from .fakes import NOW, FakeExercises, fake_doctor, make_store
+from .fakes import NOW, fake_doctor, make_store
+
+SCENARIOS = Path(__file__).parent / "scenarios"
 
 
 def make_app(runs_dir: str | Path, **kwargs) -> TinyLabApp:
-    options = dict(clock=lambda: NOW, doctor=fake_doctor(), exercises=FakeExercises(), poll_s=0.1, animate=False)
+    options = dict(clock=lambda: NOW, doctor=fake_doctor(), exercises_root=SCENARIOS, poll_s=0.1, animate=False)
     return create_app(runs_dir, **{**options, **kwargs})
+
+
+@pytest.fixture(autouse=True)
+def progress_file(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The learner has passed step 1 of fusion-basics, and nothing else."""
+    path = tmp_path_factory.mktemp("progress") / "progress.json"
+    path.write_text(json.dumps({"scenarios": {"fusion-basics": {"steps": {"1": {"passed_at": 1.0}}}}}))
+    monkeypatch.setenv("TINYLAB_PROGRESS_FILE", str(path))
+    return path
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:

@@ -1,4 +1,4 @@
-"""Fake run folders, doctor report and exercises for the lab's tests and benchmarks.
+"""Fake run folders and doctor report for the lab's tests and benchmarks.
 
 Runs are written exactly as the trainer and supervisor write them (config.json, events.jsonl,
 output.log, process.json, profiles/<tool>/kernels.csv), with fixed ids and times, so that
@@ -13,7 +13,6 @@ from typing import Any
 
 from tinylab.config import RunConfig
 from tinylab.runs.store import mark_run
-from tinylab.exercises import CheckResult, CheckSpec, Question, Scenario, Step
 
 #: The frozen "now" of every test app: a little after the fake runs started.
 NOW = 1795662000.0
@@ -172,88 +171,3 @@ def fake_doctor() -> dict[str, Any]:
             "nsys": missing("nsys not found on PATH", "install Nsight Systems; needs an NVIDIA GPU"),
         },
     }
-
-
-# ------------------------------------------------------------------------------ exercises
-def _step(number: int, title: str, text: str, **kw: Any) -> Step:
-    """A real exercises.Step, with empty defaults for what a fake step leaves out."""
-    fields: dict[str, Any] = dict(preset={}, cpu_preset={}, baseline=None, checks=[], hints=[], questions=[])
-    fields.update(kw)
-    return Step(number, title, text, **fields)
-
-
-class FakeExercises:
-    """tinylab.exercises over two fixed scenarios, so that screens and snapshots do not change when
-    the course does. Configs, verdicts and formats are the real module's; the checks here only look
-    at the run's status and trained parameters; progress is kept in memory."""
-
-    def __init__(self) -> None:
-        from tinylab import exercises as real
-
-        self.real = real
-        self.recorded: list[tuple[Any, ...]] = []
-        self.progress: dict[str, Any] = {"scenarios": {"fusion-basics": {"steps": {"1": {"passed_at": 1.0}}}}}
-        finished = CheckSpec("finished", "status == 'finished'", "the run finishes", needs_gpu=False)
-        trained = CheckSpec("all-trained", "params_trained == params_total", "every parameter tensor trains",
-                            needs_gpu=False)
-        faster = CheckSpec("faster", "samples_per_s > baseline.samples_per_s", "v2 is faster than v1",
-                           needs_gpu=True, gpu_reason="tiny CPU shapes time the Python overhead")
-        self.scenarios = [
-            Scenario("fusion-basics", "What does fusion buy?", "beginner", 15,
-                     "Run v1, then v2 with its fusions, and read where the time went.",
-                     [_step(1, "Baseline", "# Baseline\n\nLaunch **v1** on a tiny config and watch the log.",
-                           preset={"version": "v1"}, cpu_preset=dict(TINY), checks=[finished, trained],
-                           hints=["Press enter to launch.", "o opens the live view."],
-                           questions=[Question("Which phase takes longest?", "The backward pass",
-                                               "It does about twice the forward's FLOPs.")]),
-                      _step(2, "Fused", "# Fused\n\nNow **v2** with QKV and SwiGLU fusion, against v1.",
-                           preset={"version": "v2"}, cpu_preset=dict(TINY), baseline={"version": "v1"},
-                           checks=[finished, faster], hints=["Compare with r, m, m, v."])],
-                     path=Path("fusion-basics.toml"), notes=""),
-            Scenario("broken-backward", "A speedup too good to be true", "intermediate", 25,
-                     "A Triton kernel without a backward trains only the embedding.",
-                     [_step(1, "Spot it", "# Spot it\n\nRun v3 with the detached-backward fault.",
-                           preset={"version": "v3", "fault": "detached-backward"}, cpu_preset=dict(TINY))],
-                     path=Path("broken-backward.toml"), notes=""),
-        ]
-
-    def load_scenarios(self) -> list[Scenario]:
-        return self.scenarios
-
-    def load_progress(self) -> dict[str, Any]:
-        return self.progress
-
-    def steps_done(self, progress: dict[str, Any], scenario: Scenario) -> int:
-        return self.real.steps_done(progress, scenario)
-
-    def step_config(self, step: Step, device: str, overrides: dict[str, Any]) -> RunConfig:
-        return self.real.step_config(step, device, overrides)
-
-    def baseline_config(self, step: Step, device: str, overrides: dict[str, Any]) -> RunConfig | None:
-        return self.real.baseline_config(step, device, overrides)
-
-    def step_passed(self, results: list[CheckResult]) -> bool:
-        return self.real.step_passed(results)
-
-    def format_value(self, value: Any) -> str:
-        return self.real.format_value(value)
-
-    def evaluate_checks(self, step: Step, run, baseline_run, on_gpu: bool) -> list[CheckResult]:
-        info = run.info()
-        summary = info["summary"] or {}
-        out = []
-        for check in step.checks:
-            if check.needs_gpu and not on_gpu:
-                out.append(CheckResult(check.name, check.expr, check.description, "skip", None, check.gpu_reason))
-                continue
-            if check.name == "finished":
-                ok, value = info["status"] == "finished", info["status"]
-            else:
-                ok = bool(summary) and summary.get("params_trained") == summary.get("params_total")
-                value = f"{summary.get('params_trained')}/{summary.get('params_total')}" if summary else None
-            status = "pass" if ok else ("fail" if info["status"] != "running" else "skip")
-            out.append(CheckResult(check.name, check.expr, check.description, status, value, ""))
-        return out
-
-    def record_progress(self, scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:
-        self.recorded.append((scenario_id, step, [r.status for r in results], run_ids))

@@ -45,12 +45,12 @@ def test_a_flood_is_skipped_to_the_last_backlog_with_one_marker(tmp_path: Path):
     assert all(line.startswith("line ") for line in lines[1:])
 
 
-def test_feed_reports_the_end_once_with_info(tmp_path: Path):
+def test_feed_reports_the_end_once_with_its_record(tmp_path: Path):
     run = Run(make_run(tmp_path, "20261126-020000-a1a1", steps=5))
     update = RunFeed(run).poll()
     assert update.ended and update.status == "finished"
-    assert [e["event"] for e in update.events].count("step") == 5
-    assert update.info["summary"]["steps"] == 5
+    assert [s.step for s in update.steps] == [0, 1, 2, 3, 4] and update.start is not None and update.profiled
+    assert update.record.summary.steps == 5
     assert update.lines[-1].startswith("  samples/s")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -11,7 +13,7 @@ from tinylab.runs.launcher import group_alive
 from tinylab.runs.store import RunStore, mark_run
 
 from .conftest import make_app, wait_for
-from .fakes import FakeExercises, make_run
+from .fakes import make_run
 
 pytestmark = pytest.mark.asyncio
 
@@ -155,12 +157,18 @@ async def test_compare_two_marked_runs(store: Path):
         await wait_for(pilot, lambda: [str(c) for c in metrics.get_row_at(0)][3] == "0.64x", what="swap")
 
 
-async def test_step_through_an_exercise_with_live_checks(store: Path):
+async def test_step_through_an_exercise_with_live_checks(store: Path, progress_file: Path):
     """The step's run is launched through the backend; here it "launches" a finished run (the Lab
     test covers a real launch), so the live checks can be seen to pass."""
-    exercises = FakeExercises()
-    app = make_app(store, exercises=exercises)
+    app = make_app(store)
     launched = []
+
+    def attempt(number: int) -> dict:
+        return json.loads(progress_file.read_text())["scenarios"]["fusion-basics"]["steps"].get(str(number), {})
+
+    def recorded(number: int) -> tuple:
+        got = attempt(number)
+        return [c["status"] for c in got["checks"].values()], got["run_ids"]
 
     def launch(cfg):
         launched.append(cfg)
@@ -187,15 +195,15 @@ async def test_step_through_an_exercise_with_live_checks(store: Path):
         await wait_for(pilot, lambda: "run" in screen.step_runs.get(1, {}), what="the step's run")
         assert launched[0].version == "v1" and launched[0].device == "cpu" and launched[0].hidden_dim == 64
         await wait_for(pilot, lambda: "all checks passed" in text_of(pilot, "#checks"), what="the checks to pass")
-        assert '✓ every parameter tensor trains  = "20/20"' in text_of(pilot, "#checks")
-        await wait_for(pilot, lambda: exercises.recorded, what="recorded progress")
-        assert exercises.recorded[0] == ("fusion-basics", 1, ["pass", "pass"], [V1])
+        assert "✓ every parameter tensor trains  = 20" in text_of(pilot, "#checks")
+        await wait_for(pilot, lambda: "run_ids" in attempt(1), what="recorded progress")
+        assert recorded(1) == (["pass", "pass"], [V1])
         await pilot.press("n", "enter")  # step 2 compares: its baseline runs first, then the step's run
         await wait_for(pilot, lambda: "run" in screen.step_runs.get(2, {}), what="step 2's runs")
         assert [c.version for c in launched[1:]] == ["v1", "v2"]
         assert screen.step_runs[2] == {"baseline": V1, "run": V2}
-        await wait_for(pilot, lambda: len(exercises.recorded) == 2, what="step 2's progress")
-        assert exercises.recorded[1] == ("fusion-basics", 2, ["pass", "skip"], [V1, V2])
+        await wait_for(pilot, lambda: "run_ids" in attempt(2), what="step 2's progress")
+        assert recorded(2) == (["pass", "skip"], [V1, V2])
 
 
 async def test_failed_run_shows_its_error(store: Path):
@@ -323,10 +331,14 @@ async def test_v4_attention_toggle_follows_precision(tmp_path: Path):
 async def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
     """A cancel reaches the trainer as an interrupt and leaves an error event; the run screen
     reports the cancel, not that event as if the run had crashed."""
+    from tinylab.events import ErrorEvent
+    from tinylab.runs.record import RunRecord
     from tinylab.tui.screens.run import outcome_text
 
-    info = {"steps_done": 3, "error": {"type": "KeyboardInterrupt", "message": "interrupted by SIGINT",
-                                       "traceback": "  File \"trainer.py\", line 1\nKeyboardInterrupt"}}
-    assert outcome_text(info, "cancelled").plain == "■ cancelled after 3 steps"
-    failed = outcome_text({"error": {"type": "ValueError", "message": "bad", "traceback": "boom"}}, "failed").plain
+    record = RunRecord("r", Path("r"), "cancelled", None, {}, None, None, None,
+                       ErrorEvent("KeyboardInterrupt", "interrupted by SIGINT",
+                                  "  File \"trainer.py\", line 1\nKeyboardInterrupt"), None, None, 3, None)
+    assert outcome_text(record, "cancelled").plain == "■ cancelled after 3 steps"
+    failed = outcome_text(dataclasses.replace(record, status="failed", error=ErrorEvent("ValueError", "bad", "boom")),
+                          "failed").plain
     assert failed.startswith("✗ failed: ValueError: bad") and "boom" in failed

@@ -6,11 +6,11 @@ plain dict, so the CLI prints it, `--json` dumps it and the TUI lays it out with
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable
 
 from tinylab.errors import UserError
-from tinylab.runs.store import Run
+from tinylab.events import SUMMARY_FIELDS, Summary, number
+from tinylab.runs.record import RunRecord, key_config
 
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note.
 UNDER_TEST = frozenset({
@@ -18,30 +18,18 @@ UNDER_TEST = frozenset({
     "recompute_ffn", "precision", "tf32", "fault", "profilers", "label",
 })
 
-#: (summary key, label, unit, direction, format); direction +1: higher is better, -1: lower is.
-METRICS: tuple[tuple[str, str, str, int, str], ...] = (
-    ("samples_per_s", "samples/s", "samples/s", +1, ",.1f"),
-    ("tokens_per_s", "tokens/s", "tokens/s", +1, ",.0f"),
-    ("step_ms_median", "step median", "ms", -1, ".2f"),
-    ("step_ms_p90", "step p90", "ms", -1, ".2f"),
-    ("fwd_ms_median", "forward", "ms", -1, ".2f"),
-    ("bwd_ms_median", "backward", "ms", -1, ".2f"),
-    ("opt_ms_median", "optimizer", "ms", -1, ".2f"),
-    ("peak_mem_mb", "peak memory", "MB", -1, ",.1f"),
-    ("final_loss", "final loss", "", -1, ".4f"),
-    ("mfu", "MFU", "fraction", +1, ".1%"),
-)
-_FORMATS = {key: fmt for key, _, _, _, fmt in METRICS}
+#: The summary fields an A/B comparison shows: those with a better direction (see events.Summary).
+METRICS = tuple(f for f in SUMMARY_FIELDS if f.direction)
+_FORMATS = {f.key: f.fmt for f in METRICS}
 
 #: Ratios this close to 1 mark neither run as better: run-to-run noise is larger than that.
 SAME_WITHIN = 0.01
 
 
-def compare_runs(a: Run, b: Run) -> dict[str, Any]:
+def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
     """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger."""
-    info_a, info_b = a.info(), b.info()
     notes: list[str] = []
-    cfg_a, cfg_b = _ran_config(info_a), _ran_config(info_b)
+    cfg_a, cfg_b = a.ran_config, b.ran_config
     config_diff = [
         {"key": key, "a": cfg_a.get(key), "b": cfg_b.get(key), "under_test": key in UNDER_TEST}
         for key in sorted(set(cfg_a) | set(cfg_b))
@@ -55,51 +43,34 @@ def compare_runs(a: Run, b: Run) -> dict[str, Any]:
         listed = ", ".join(f"{d['key']} ({d['a']} vs {d['b']})" for d in outside)
         notes.append(f"configs differ in more than the toggles under test: {listed}; "
                      "the ratios mix those effects in")
-    _device_note(info_a, info_b, notes)
-    for side, info in (("A", info_a), ("B", info_b)):
-        _status_notes(side, info, notes)
+    _device_note(a, b, notes)
+    for side, record in (("A", a), ("B", b)):
+        _status_notes(side, record, notes)
     return {
-        "a": _side(info_a, cfg_a),
-        "b": _side(info_b, cfg_b),
-        "metrics": [_metric(key, label, unit, direction, info_a["summary"], info_b["summary"])
-                    for key, label, unit, direction, _ in METRICS],
+        "a": _side(a, cfg_a),
+        "b": _side(b, cfg_b),
+        "metrics": [_metric(f.key, f.label, f.unit, f.direction, a.summary, b.summary) for f in METRICS],
         "config_diff": config_diff,
         "notes": notes,
         "kernel_diff": _kernel_diff(a, b, notes),
     }
 
 
-def _ran_config(info: dict[str, Any]) -> dict[str, Any]:
-    """config.json overlaid with the start event's config, which records what really ran
-    (e.g. v4's CUDA graph resolves to off on a CPU)."""
-    start_cfg = (info["start"] or {}).get("config")
-    return {**info["config"], **(start_cfg if isinstance(start_cfg, dict) else {})}
-
-
-def _side(info: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    from tinylab.commands.runs import key_config
-
+def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
     return {
-        "id": info["id"],
-        "version": info["version"],
-        "status": info["status"],
-        "label": info["label"],
-        "device": info["device"],
-        "device_name": info["device_name"],
+        "id": record.id,
+        "version": record.version,
+        "status": record.status,
+        "label": record.label,
+        "device": record.device,
+        "device_name": record.device_name,
         "key_config": key_config(cfg),
         "config": cfg,
     }
 
 
-def number(value: Any) -> float | None:
-    """A finite number from an event field, or None (a corrupt record must not break a view)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def _metric(key: str, label: str, unit: str, direction: int, sa: dict | None, sb: dict | None) -> dict[str, Any]:
-    va, vb = number((sa or {}).get(key)), number((sb or {}).get(key))
+def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None) -> dict[str, Any]:
+    va, vb = (float(v) if (v := number(s.get(key) if s else None)) is not None else None for s in (sa, sb))
     ratio = vb / va if va is not None and vb is not None and va != 0 else None
     better = None
     if ratio is not None and abs(ratio - 1) >= SAME_WITHIN:
@@ -107,41 +78,40 @@ def _metric(key: str, label: str, unit: str, direction: int, sa: dict | None, sb
     return {"key": key, "label": label, "a": va, "b": vb, "ratio": ratio, "better": better, "unit": unit}
 
 
-def _device_note(info_a: dict[str, Any], info_b: dict[str, Any], notes: list[str]) -> None:
-    da, db = (info_a["device"], info_a["device_name"]), (info_b["device"], info_b["device_name"])
-    if info_a["device"] and info_b["device"] and da != db:
+def _device_note(a: RunRecord, b: RunRecord, notes: list[str]) -> None:
+    da, db = (a.device, a.device_name), (b.device, b.device_name)
+    if a.device and b.device and da != db:
         notes.append(f"the runs used different devices: A on {da[0]} ({da[1]}), B on {db[0]} ({db[1]}); "
                      "their timings do not compare")
 
 
-def _status_notes(side: str, info: dict[str, Any], notes: list[str]) -> None:
-    status = info["status"]
+def _status_notes(side: str, record: RunRecord, notes: list[str]) -> None:
+    status = record.status
     if status == "running":
-        notes.append(f"run {side} ({info['id']}) is still running: its numbers may change")
+        notes.append(f"run {side} ({record.id}) is still running: its numbers may change")
     elif status == "failed":
-        err = info["error"] or {}
-        why = f": {err.get('type')}: {err.get('message')}" if err else ""
-        notes.append(f"run {side} ({info['id']}) failed{why}")
+        err = record.error
+        why = f": {err.type}: {err.message}" if err else ""
+        notes.append(f"run {side} ({record.id}) failed{why}")
     elif status != "finished":
-        notes.append(f"run {side} ({info['id']}) is {status}: it did not finish")
-    summary = info["summary"]
+        notes.append(f"run {side} ({record.id}) is {status}: it did not finish")
+    summary = record.summary
     if summary is None:
-        notes.append(f"run {side} ({info['id']}) has no summary: its metrics are blank")
+        notes.append(f"run {side} ({record.id}) has no summary: its metrics are blank")
         return
-    trained, total = number(summary.get("params_trained")), number(summary.get("params_total"))
-    if trained is not None and total and trained < total:
-        notes.append(f"run {side} trained only {trained:.0f} of {total:.0f} parameter tensors: "
-                     "a step that skips gradients is fast for the wrong reason")
+    if summary.partly_trained:
+        notes.append(f"run {side} trained only {summary.params_trained:.0f} of {summary.params_total:.0f} "
+                     "parameter tensors: a step that skips gradients is fast for the wrong reason")
 
 
-def load_kernels(run: Run, notes: list[str], who: str) -> tuple[Any, str] | None:
+def load_kernels(record: RunRecord, notes: list[str], who: str) -> tuple[Any, str] | None:
     """The run's kernel table and its format, or None; an unreadable table is a note, not a crash."""
-    if not any(p.get("kernel_table") for p in run.events().of("profile")):
+    if not record.has_kernel_table:
         return None  # spares the common unprofiled run the pandas import
     try:
         from tinylab.analysis.hotspots import load_run_kernel_table
 
-        return load_run_kernel_table(run.dir)
+        return load_run_kernel_table(record.dir)
     except ImportError:  # the analysis stack (pandas) is optional for everything but kernel tables
         return None
     except (UserError, OSError, ValueError, KeyError) as exc:  # pandas' parse errors are ValueErrors
@@ -149,9 +119,9 @@ def load_kernels(run: Run, notes: list[str], who: str) -> tuple[Any, str] | None
         return None
 
 
-def _kernel_diff(a: Run, b: Run, notes: list[str]) -> dict[str, Any] | None:
+def _kernel_diff(a: RunRecord, b: RunRecord, notes: list[str]) -> dict[str, Any] | None:
     noted = len(notes)
-    tables = {side: load_kernels(run, notes, f"run {side}") for side, run in (("A", a), ("B", b))}
+    tables = {side: load_kernels(record, notes, f"run {side}") for side, record in (("A", a), ("B", b))}
     present = [side for side, table in tables.items() if table is not None]
     if len(present) == 1 and len(notes) == noted:  # the other run has none (rather than a broken one)
         missing = "B" if present == ["A"] else "A"

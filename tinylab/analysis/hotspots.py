@@ -17,7 +17,7 @@ import pandas as pd
 from tinylab.analysis import formats
 from tinylab.analysis.kernel_table import CATEGORIES, has_durations
 from tinylab.errors import UserError
-from tinylab.events import EVENTS_FILE, read_events
+from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
 
 
 # ----------------------------------------------------------------------------- loading
@@ -32,12 +32,12 @@ def load_run_kernel_table(run_dir: Path) -> tuple[pd.DataFrame, str] | None:
     """The newest kernel table a run recorded through a "profile" event, or None."""
     run_dir = Path(run_dir)
     for event in reversed(read_events(run_dir / EVENTS_FILE).of("profile")):
-        relative = event.get("kernel_table")
-        if not isinstance(relative, str) or not (run_dir / relative).is_file():
+        profile = ProfileEvent.from_event(event)
+        if not profile.kernel_table or not (run_dir / profile.kernel_table).is_file():
             continue
-        table = formats.load(run_dir / relative).table
-        fmt = event.get("format") or event.get("tool") or "tinylab"
-        table.attrs.update(format=fmt, note=event.get("note"), tool=event.get("tool"))
+        table = formats.load(run_dir / profile.kernel_table).table
+        fmt = profile.format or profile.tool or "tinylab"
+        table.attrs.update(format=fmt, note=profile.note, tool=profile.tool)
         return table, str(fmt)
     return None
 

@@ -17,15 +17,15 @@ from tinylab import __version__
 from tinylab.analysis.compare import (
     METRICS,
     compare_runs,
-    format_value,
     kernel_sections,
     load_kernels,
     metric_label,
     metric_rows,
-    number,
     show_value,
 )
 from tinylab.errors import UserError
+from tinylab.events import FIELD_BY_KEY, StepEvent, Summary, number
+from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run
 
 FORMATS = ("md", "html")
@@ -64,7 +64,7 @@ class Chart:
 class RunData:
     """What one run's report section shows, collected once for either output format."""
 
-    info: dict[str, Any]
+    record: RunRecord
     charts: list[Chart]
     kernels: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
@@ -76,26 +76,26 @@ def build_report(runs: list[Run], fmt: str = "md") -> str:
     if not runs:
         raise UserError("a report needs at least one run")
     data = [collect(run) for run in runs]
-    comparisons = [compare_runs(runs[0], other) for other in runs[1:]]
+    comparisons = [compare_runs(data[0].record, other.record) for other in data[1:]]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html
     return render(data, comparisons, overlays)
 
 
 def collect(run: Run) -> RunData:
-    info = run.info()
-    steps = run.events().of("step")
-    warmup = sum(1 for e in steps if e.get("warmup") is True)
+    record = run.record()
+    steps = [StepEvent.from_event(e) for e in run.events().of("step")]  # every step, for the charts
+    warmup = sum(1 for e in steps if e.warmup)
     charts = []
     for key, title, unit in CHARTS:
-        points = [(e["step"] + 1, number(e.get(key))) for e in steps]
+        points = [(e.step + 1, number(getattr(e, key))) for e in steps]
         points = [(x, y) for x, y in points if y is not None]
         reason = "no steps recorded" if not steps else (
             "not recorded: device memory is tracked on GPUs only" if key == "mem_peak_mb" else "not recorded")
-        charts.append(Chart(title, unit, [Series(info["id"], [p[0] for p in points], [p[1] for p in points])],
+        charts.append(Chart(title, unit, [Series(record.id, [p[0] for p in points], [p[1] for p in points])],
                             warmup, reason))
-    data = RunData(info, charts)
-    loaded = load_kernels(run, data.notes, f"run {run.id}")
+    data = RunData(record, charts)
+    loaded = load_kernels(record, data.notes, f"run {run.id}")
     if loaded is not None:
         from tinylab.analysis.hotspots import summarize
 
@@ -108,7 +108,7 @@ def _overlay_charts(data: list[RunData]) -> list[Chart]:
     """Each chart with every run on it, labelled A, B, C... as in the comparison tables."""
     overlays = []
     for i, (_, title, unit) in enumerate(CHARTS):
-        series = [Series(f"{_letter(j)} {d.info['id']}", d.charts[i].series[0].xs, d.charts[i].series[0].ys)
+        series = [Series(f"{_letter(j)} {d.record.id}", d.charts[i].series[0].xs, d.charts[i].series[0].ys)
                   for j, d in enumerate(data)]
         overlays.append(Chart(title, unit, series, 0, data[0].charts[i].empty_reason))
     return overlays
@@ -119,40 +119,38 @@ def _letter(i: int) -> str:
 
 
 # ------------------------------------------------------------------------------ shared rows
-def _header_rows(info: dict[str, Any]) -> list[list[str]]:
-    from tinylab.commands.runs import key_config
-
-    start = info["start"] or {}
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"])) if info["started"] else "-"
-    cfg = info["config"]
+def _header_rows(record: RunRecord) -> list[list[str]]:
+    start = record.start
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started)) if record.started else "-"
+    cfg = record.config
     rows = [
-        ["status", info["status"]],
-        ["version", str(info["version"] or "?")],
-        ["config", key_config(cfg)],
-        ["label", info["label"] or "-"],
-        ["device", f"{info['device_name'] or '-'} ({info['device'] or '-'})"],
+        ["status", record.status],
+        ["version", str(record.version or "?")],
+        ["config", record.key_config],
+        ["label", record.label or "-"],
+        ["device", f"{record.device_name or '-'} ({record.device or '-'})"],
         ["started", started],
-        ["steps", f"{info['steps_done']} of {cfg.get('num_steps', '?')}"],
-        ["torch / triton", f"{start.get('torch') or '-'} / {start.get('triton') or '-'}"],
-        ["folder", str(Path(info["dir"]).resolve())],
+        ["steps", f"{record.steps_done} of {cfg.get('num_steps', '?')}"],
+        ["torch / triton", f"{(start.torch if start else None) or '-'} / {(start.triton if start else None) or '-'}"],
+        ["folder", str(Path(record.dir).resolve())],
     ]
-    if info["exit"]:
-        sig = info["exit"].get("signal")
-        rows.append(["exit code", f"{info['exit'].get('returncode')}" + (f" ({sig})" if sig else "")])
-    if info["corrupt_lines"]:
-        rows.append(["unreadable event lines", ", ".join(map(str, info["corrupt_lines"][:10]))])
+    if record.exit:
+        sig = record.exit.signal
+        rows.append(["exit code", f"{record.exit.returncode}" + (f" ({sig})" if sig else "")])
+    if record.corrupt_lines:
+        rows.append(["unreadable event lines", ", ".join(map(str, record.corrupt_lines[:10]))])
     return rows
 
 
-def _summary_rows(summary: dict[str, Any]) -> list[list[str]]:
+def _summary_rows(summary: Summary) -> list[list[str]]:
+    """The compared metrics, with the initial loss beside the final one."""
     rows = []
-    for key, label, unit, _, _ in METRICS:
-        if key == "final_loss":
-            rows.append(["initial loss", format_value(key, number(summary.get("initial_loss")))])
-        rows.append([metric_label(label, unit), format_value(key, number(summary.get(key)))])
-    trained, total = number(summary.get("params_trained")), number(summary.get("params_total"))
-    if trained is not None and total is not None:
-        rows.append(["trained parameter tensors", f"{trained:.0f} of {total:.0f}"])
+    for f in METRICS:
+        if f.key == "final_loss":
+            rows.append([FIELD_BY_KEY["initial_loss"].label, summary.text("initial_loss")])
+        rows.append([metric_label(f.label, f.unit), summary.text(f.key)])
+    if summary.params_trained is not None and summary.params_total is not None:
+        rows.append(["trained parameter tensors", f"{summary.params_trained:.0f} of {summary.params_total:.0f}"])
     return rows
 
 
@@ -171,10 +169,10 @@ def _config_rows(cfg: dict[str, Any]) -> list[list[str]]:
     return [[key, show_value(value)] for key, value in sorted(cfg.items())]
 
 
-def _not_finished(info: dict[str, Any]) -> str:
-    if info["status"] == "running":
+def _not_finished(record: RunRecord) -> str:
+    if record.status == "running":
         return "The run is still running: no summary yet; the charts show the steps so far."
-    return f"No summary: the run is {info['status']}."
+    return f"No summary: the run is {record.status}."
 
 
 def _chart_caption(chart: Chart) -> str:
@@ -188,22 +186,22 @@ def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: 
     out = [f"# tinylab report: {len(data)} run{'s' if len(data) > 1 else ''}", "",
            f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by tinylab {__version__}.", ""]
     for d in data:
-        info = d.info
-        out += [f"## Run {info['id']} ({info['version'] or '?'}, {info['status']})", ""]
-        out += _md_table(["", ""], _header_rows(info)) + [""]
+        r = d.record
+        out += [f"## Run {r.id} ({r.version or '?'}, {r.status})", ""]
+        out += _md_table(["", ""], _header_rows(r)) + [""]
         out += ["### Summary", ""]
-        out += (_md_table(["metric", "value"], _summary_rows(info["summary"])) if info["summary"]
-                else [_not_finished(info)]) + [""]
-        if info["error"]:
-            err = info["error"]
-            out += ["### Error", "", f"**{_md_text(err.get('type'))}**: {_md_text(err.get('message'))}", ""]
-            if err.get("traceback"):
-                out += ["```text", str(err["traceback"]).rstrip(), "```", ""]
+        out += (_md_table(["metric", "value"], _summary_rows(r.summary)) if r.summary
+                else [_not_finished(r)]) + [""]
+        if r.error:
+            err = r.error
+            out += ["### Error", "", f"**{_md_text(err.type)}**: {_md_text(err.message)}", ""]
+            if err.traceback:
+                out += ["```text", err.traceback.rstrip(), "```", ""]
         out += ["### Charts", ""]
         for chart in d.charts:
             out += _md_chart(chart)
         out += _md_kernels(d)
-        out += ["### Config", ""] + _md_table(["key", "value"], _config_rows(info["config"])) + [""]
+        out += ["### Config", ""] + _md_table(["key", "value"], _config_rows(r.config)) + [""]
     if comparisons:
         out += ["## Comparison", ""]
         for chart in overlays:
@@ -306,19 +304,19 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
            f"<h1>{e(title)}</h1>",
            f"<p class=\"note\">Generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))} by tinylab {e(__version__)}.</p>"]
     for d in data:
-        info = d.info
-        out.append(f'<section id="run-{e(info["id"])}">')
-        out.append(f'<h2>Run {e(info["id"])} ({e(str(info["version"] or "?"))}, '
-                   f'<span class="status-{e(info["status"])}">{e(info["status"])}</span>)</h2>')
-        out += _html_table(None, _header_rows(info))
+        r = d.record
+        out.append(f'<section id="run-{e(r.id)}">')
+        out.append(f'<h2>Run {e(r.id)} ({e(str(r.version or "?"))}, '
+                   f'<span class="status-{e(r.status)}">{e(r.status)}</span>)</h2>')
+        out += _html_table(None, _header_rows(r))
         out.append("<h3>Summary</h3>")
-        out += (_html_table(["metric", "value"], _summary_rows(info["summary"]), numeric=(1,)) if info["summary"]
-                else [f"<p>{e(_not_finished(info))}</p>"])
-        if info["error"]:
-            err = info["error"]
-            out += ["<h3>Error</h3>", f"<p><strong>{e(str(err.get('type')))}</strong>: {e(str(err.get('message')))}</p>"]
-            if err.get("traceback"):
-                out.append(f"<pre>{e(str(err['traceback']).rstrip())}</pre>")
+        out += (_html_table(["metric", "value"], _summary_rows(r.summary), numeric=(1,)) if r.summary
+                else [f"<p>{e(_not_finished(r))}</p>"])
+        if r.error:
+            err = r.error
+            out += ["<h3>Error</h3>", f"<p><strong>{e(str(err.type))}</strong>: {e(str(err.message))}</p>"]
+            if err.traceback:
+                out.append(f"<pre>{e(err.traceback.rstrip())}</pre>")
         out.append("<h3>Charts</h3>")
         out += [_svg_figure(chart) for chart in d.charts]
         if d.kernels is not None or d.notes:
@@ -330,7 +328,7 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
                 out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
             out += [f'<p class="note">{e(n)}</p>' for n in d.notes]
         out.append("<details><summary>Config</summary>")
-        out += _html_table(["key", "value"], _config_rows(info["config"]))
+        out += _html_table(["key", "value"], _config_rows(r.config))
         out += ["</details>", "</section>"]
     if comparisons:
         out += ['<section id="comparison">', "<h2>Comparison</h2>"]

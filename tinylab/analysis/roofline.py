@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.config import RunConfig
+from tinylab.errors import UserError
 from tinylab.flops import forward_flops_per_token, training_flops_per_step
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -179,21 +180,20 @@ def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] 
 
 def for_run(run, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
     """(placement, title, has_kernel_table) for a finished run; UserError when it cannot be placed."""
-    from tinylab.analysis.hotspots import load_run_kernel_table
-    from tinylab.errors import UserError
+    from tinylab.analysis.hotspots import load_run_kernel_table  # pandas: only for a profiled run
 
-    info = run.info()
-    if not info["summary"]:
-        raise UserError(f"run {run.id} has no summary ({info['status']}): a roofline needs a finished run")
+    record = run.record()
+    if not record.summary:
+        raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
     cfg = run.config()
     gemm = ceilings.get("gemm_tflops", {})
     key = "tf32" if cfg.precision == "fp32" and cfg.tf32 else ("bf16" if cfg.precision != "fp32" else "fp32")
     if key not in gemm or not ceilings.get("copy_gbps"):
         raise UserError(f"the ceilings have no {key} GEMM rate or copy bandwidth")
-    loaded = load_run_kernel_table(run.dir)
+    loaded = load_run_kernel_table(run.dir) if record.has_kernel_table else None
     table = loaded[0] if loaded else None
-    start = info.get("start") or {}
-    result = place(cfg, table, info["summary"]["step_ms_median"], cfg.profile_steps,
-                   int(start.get("param_elements") or 0), gemm[key]["large"], ceilings["copy_gbps"])
-    title = f"{run.id} {cfg.version} {cfg.precision} on {info['device_name']}"
+    result = place(cfg, table, record.summary.step_ms_median, cfg.profile_steps,
+                   int((record.start.param_elements if record.start else None) or 0), gemm[key]["large"],
+                   ceilings["copy_gbps"])
+    title = f"{run.id} {cfg.version} {cfg.precision} on {record.device_name}"
     return result, title, table is not None

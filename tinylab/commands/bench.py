@@ -8,8 +8,6 @@ from pathlib import Path
 
 from tinylab.errors import UserError
 
-HELP = "benchmark versions and kernels on this device; print a table"
-
 
 def _csv(kind):
     def parse(text: str):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from tinylab.commands._common import add_runs_dir, store_from
+from tinylab.commands._common import add_runs_dir, lab_from
 from tinylab.errors import UserError
-
-HELP = "cancel a running run (SIGINT, then SIGTERM, then SIGKILL)"
 
 
 def add_arguments(p) -> None:
@@ -14,10 +12,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.runs.launcher import cancel
-
-    run = store_from(args).resolve(args.run)
-    if not cancel(run):
+    lab = lab_from(args)
+    run = lab.run(args.run)
+    if not lab.cancel(run.id):
         raise UserError(f"run {run.id} is not running (status: {run.status()})")
     print(f"run {run.id} {run.status()}")
     return 0

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from tinylab.commands._common import add_runs_dir, print_json, store_from
-
-HELP = "compare two runs side by side (A/B), with kernel diff"
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
 
 
 def add_arguments(p) -> None:
@@ -15,10 +13,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.analysis.compare import compare_runs, format_compare
+    from tinylab.analysis.compare import format_compare
 
-    store = store_from(args)
-    result = compare_runs(store.resolve(args.a), store.resolve(args.b))
+    result = lab_from(args).compare(args.a, args.b)
     if args.json:
         print_json(result)
     else:

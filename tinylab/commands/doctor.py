@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-HELP = "report the environment and which profilers are available"
-
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
@@ -11,7 +9,7 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from tinylab.commands._common import print_json
-    from tinylab.doctor import collect_doctor, render_text
+    from tinylab.doctor import collect_doctor, render_text  # probes torch and every profiler
 
     report = collect_doctor()
     if args.json:

@@ -12,17 +12,10 @@ import dataclasses
 import re
 import sys
 import textwrap
-import time
 
-from tinylab.commands._common import (
-    add_runs_dir,
-    print_json,
-    require_device,
-    store_from,
-)
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.runflags import add_run_arguments
 
-HELP = "guided debugging scenarios: list, show, check"
 MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
 
@@ -71,7 +64,8 @@ def run(args) -> int:
 def _list(args) -> int:
     from tinylab import exercises as ex
 
-    progress = ex.load_progress()
+    lab = lab_from(args)
+    progress = lab.progress()
     rows = [
         {
             "id": s.id,
@@ -82,7 +76,7 @@ def _list(args) -> int:
             "steps_done": ex.steps_done(progress, s),
             "progress": f"{ex.steps_done(progress, s)}/{len(s.steps)}",
         }
-        for s in ex.load_scenarios()
+        for s in lab.scenarios()
     ]
     if args.json:
         print_json(rows)
@@ -99,8 +93,9 @@ def _list(args) -> int:
 def _show(args) -> int:
     from tinylab import exercises as ex
 
-    scenario = ex.get_scenario(args.id)
-    progress = ex.load_progress().get("scenarios", {}).get(scenario.id, {}).get("steps", {})
+    lab = lab_from(args)
+    scenario = lab.scenario(args.id)
+    progress = lab.progress().get("scenarios", {}).get(scenario.id, {}).get("steps", {})
     if args.step is None:
         if args.json:
             print_json({**_scenario_json(scenario), "progress": progress})
@@ -115,7 +110,10 @@ def _show(args) -> int:
             gpu = sum(c.needs_gpu for c in step.checks)
             cpu = len(step.checks) - gpu
             print(f"  {step.number}. {step.title:<58} {cpu} CPU / {gpu} GPU checks  {mark}")
-        print(f"\nnext: tinylab exercises show {scenario.id} --step 1")
+        todo = next((st.number for st in scenario.steps if not (progress.get(str(st.number)) or {}).get("passed_at")),
+                    None)
+        print(f"\nnext: tinylab exercises show {scenario.id} --step {todo}" if todo is not None
+              else f"\nevery step is done; revisit one with: tinylab exercises show {scenario.id} --step N")
         return 0
     step = ex.get_step(scenario, args.step)
     if args.json:
@@ -178,52 +176,40 @@ def _step_json(step, hints: int, answers: bool) -> dict:
 
 # ----------------------------------------------------------------------------- check
 def _check(args) -> int:
-    from tinylab import exercises as ex
+    from tinylab.service import exercise
 
-    scenario = ex.get_scenario(args.id)
-    step = ex.get_step(scenario, args.step)
-    overrides = _overrides(args)
-    device = ex.resolve_device(args.device or "auto")
-    cfg = ex.step_config(step, device, overrides)
-    base_cfg = ex.baseline_config(step, device, overrides)
-    require_device(cfg)
-    on_gpu = device.startswith("cuda")
+    lab = lab_from(args)
+    plan = lab.plan_step(args.id, args.step, args.device or "auto", _overrides(args))
     log = sys.stderr if args.json else sys.stdout
-    print(f"{scenario.id} step {step.number}: {step.title}", file=log, flush=True)
-    if not on_gpu and all(c.needs_gpu for c in step.checks):
-        results = ex.evaluate_checks(step, _NoRun(), None, on_gpu=False)
-        print("nothing to check on a CPU: every check of this step needs a GPU; no run was started.", file=log)
-        return _report(args, scenario, step, results, [], log)
-    store = store_from(args)
-    runs = {}
-    for role, config in (("baseline", base_cfg), ("run", cfg)):
-        if config is None:
-            continue
-        run, status = _launch(store, config, role, args.verbose, log)
-        runs[role] = run
-        if status != "finished" and role == "baseline":
-            print(f"the baseline run {status}; the step's checks need it", file=sys.stderr)
-            break
-    results = ex.evaluate_checks(step, runs.get("run", _NoRun()), runs.get("baseline"), on_gpu)
-    run_ids = [r.id for r in runs.values()]
-    ex.record_progress(scenario.id, step.number, results, run_ids)
-    return _report(args, scenario, step, results, run_ids, log)
+    print(f"{plan.scenario.id} step {plan.step.number}: {plan.step.title}", file=log, flush=True)
+    current: str | None = None
+    try:
+        for event in lab.run_step(plan, output=log if args.verbose else None):
+            if isinstance(event, exercise.RunStarted):
+                current = event.run_id
+                print(f"  {event.role:<8} {event.run_id}  {_describe(event.config)} ...", file=log, flush=True)
+            elif isinstance(event, exercise.RunEnded):
+                current = None
+                print(f"  {'':<8} {event.status} in {event.seconds:.1f} s", file=log, flush=True)
+                if event.status != "finished" and event.error:
+                    print(f"  {'':<8} error: {event.error.type}: {event.error.message}", file=log)
+            elif isinstance(event, exercise.StepDone):
+                if event.note:
+                    print(event.note, file=sys.stderr if event.run_ids else log)
+                return _report(args, plan, event, log)
+    except KeyboardInterrupt:
+        if current is not None:
+            print(f"\ncancelling run {current} ...", file=sys.stderr, flush=True)
+            lab.cancel(current)
+        raise
+    return 1
 
 
-class _NoRun:
-    """Stands in for a run that was never started, so every check reports why it has no value."""
-
-    id = "-"
-    dir = None
-    config_dict: dict = {}
-
-    def events(self):
-        from tinylab.events import EventLog
-
-        return EventLog()
-
-    def status(self) -> str:
-        return "not started"
+def _describe(cfg) -> str:
+    what = f"{cfg.version}" + (" with a fault" if cfg.fault else "") + (
+        f" profile={','.join(cfg.profilers)}" if cfg.profilers else "")
+    return (f"{what}  b{cfg.batch_size} s{cfg.seq_len} h{cfg.hidden_dim} l{cfg.num_layers} "
+            f"{cfg.num_steps} steps on {cfg.device}")
 
 
 def _overrides(args) -> dict:
@@ -236,48 +222,16 @@ def _overrides(args) -> dict:
     return values
 
 
-def _launch(store, cfg, role: str, verbose: bool, log):
-    from tinylab.runs.follow import follow
-    from tinylab.runs.launcher import cancel, launch
-
-    run = launch(store, cfg)
-    what = f"{cfg.version}" + (" with a fault" if cfg.fault else "") + (
-        f" profile={','.join(cfg.profilers)}" if cfg.profilers else "")
-    print(f"  {role:<8} {run.id}  {what}  b{cfg.batch_size} s{cfg.seq_len} h{cfg.hidden_dim} "
-          f"l{cfg.num_layers} {cfg.num_steps} steps on {cfg.device} ...", file=log, flush=True)
-    started = time.monotonic()
-    try:
-        status = follow(run, out=log if verbose else _Discard())
-    except KeyboardInterrupt:
-        print(f"\ncancelling run {run.id} ...", file=sys.stderr, flush=True)
-        cancel(run)
-        raise
-    info = run.info()
-    print(f"  {'':<8} {status} in {time.monotonic() - started:.1f} s", file=log, flush=True)
-    if status != "finished" and info["error"]:
-        print(f"  {'':<8} error: {info['error'].get('type')}: {info['error'].get('message')}", file=log)
-    return run, status
-
-
-class _Discard:
-    def write(self, _text: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
-
-
-def _report(args, scenario, step, results, run_ids: list[str], log) -> int:
+def _report(args, plan, done, log) -> int:
     from tinylab import exercises as ex
 
-    passed = ex.step_passed(results)
-    ran = [r for r in results if r.status != "skip"]
+    scenario, step, results = plan.scenario, plan.step, done.results
     if args.json:
         print_json({
             "scenario": scenario.id,
             "step": step.number,
-            "passed": passed,
-            "run_ids": run_ids,
+            "passed": done.passed,
+            "run_ids": done.run_ids,
             "checks": [dataclasses.asdict(r) for r in results],
         })
     else:
@@ -288,11 +242,6 @@ def _report(args, scenario, step, results, run_ids: list[str], log) -> int:
             print(f"      {r.description}")
             if r.detail:
                 print(f"      {r.detail}")
-    verdict = (
-        "all checks passed" if passed
-        else "no check could run here" if not ran
-        else f"{sum(r.status == 'fail' for r in results)} of {len(ran)} checks failed"
-    )
-    print(f"\n{scenario.id} step {step.number}: {verdict}"
-          + (f"  (runs: {', '.join(run_ids)})" if run_ids else ""), file=log)
-    return 0 if passed else 1
+    print(f"\n{scenario.id} step {step.number}: {done.verdict}"
+          + (f"  (runs: {', '.join(done.run_ids)})" if done.run_ids else ""), file=log)
+    return 0 if done.passed else 1

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tinylab.commands._common import add_runs_dir, store_from
-
-HELP = "stream a live or finished run's progress"
+from tinylab.commands._common import add_runs_dir, lab_from
 
 
 def add_arguments(p) -> None:
@@ -18,7 +16,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from tinylab.runs.follow import EXIT_CODES, follow
 
-    run = store_from(args).resolve(args.run)
+    run = lab_from(args).run(args.run)
     print(f"following run {run.id} ({run.status()}), Ctrl-C stops following (the run keeps going)", file=sys.stderr)
     try:
         status = follow(run, from_start=not args.tail)

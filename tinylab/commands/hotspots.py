@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-HELP = "kernel hotspot table of a run or a profiler output"
 
 CATEGORY_CHOICES = "gemm, attention, norm, elementwise, reduction, memcpy, triton, other"
 DEFAULT_TOP = 25  # text output only: --json and --csv give every kernel unless --top is set
@@ -44,9 +42,10 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     from tinylab.analysis.hotspots import check_category, render_text, summarize
+    from tinylab.commands._common import lab_from
 
     check_category(args.category)
-    table, fmt = resolve_table(args.path, args.runs_dir)
+    table, fmt = lab_from(args).hotspots_table(args.path)
     top = args.top if args.top is not None or args.json or args.csv else DEFAULT_TOP
     summary = summarize(table, top, args.category, fmt=fmt)
     if args.json:
@@ -58,39 +57,6 @@ def run(args) -> int:
     else:
         print(render_text(summary, args.path, width=_terminal_width()))
     return 0
-
-
-def resolve_table(ref: str, runs_dir: str | None):
-    """PATH as a file/folder of profiler output, a run folder, or a run id in the store."""
-    from tinylab.analysis.hotspots import load_kernel_table
-    from tinylab.errors import UserError
-
-    path = Path(ref)
-    if path.is_dir() and (path / "config.json").is_file():
-        return _run_table(path)
-    if path.exists():
-        return load_kernel_table(path)
-    if len(path.parts) > 1 or path.suffix:
-        raise UserError(f"{ref}: no such file or folder")
-    from tinylab.runs.store import RunStore
-
-    return _run_table(RunStore(runs_dir).resolve(ref).dir)
-
-
-def _run_table(run_dir: Path):
-    from tinylab.analysis.hotspots import load_kernel_table, load_run_kernel_table
-    from tinylab.errors import UserError
-
-    found = load_run_kernel_table(run_dir)
-    if found is not None:
-        return found
-    profiles = run_dir / "profiles"
-    if profiles.is_dir() and any(profiles.iterdir()):
-        return load_kernel_table(profiles)
-    raise UserError(
-        f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
-        "(or rocprofv3, ncu, nsys, ...) to get one"
-    )
 
 
 def write_csv(summary: dict) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from tinylab.commands._common import add_runs_dir
 
-HELP = "open the Textual lab (the default with no command)"
-
 
 def add_arguments(p) -> None:
     add_runs_dir(p)

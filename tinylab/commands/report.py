@@ -5,10 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tinylab.commands._common import add_runs_dir, store_from
+from tinylab.commands._common import add_runs_dir, lab_from
 from tinylab.errors import UserError
-
-HELP = "write a self-contained markdown or HTML report of runs"
 
 
 def add_arguments(p) -> None:
@@ -21,12 +19,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.analysis.report import build_report
-
-    store = store_from(args)
-    runs = [store.resolve(ref) for ref in args.runs]
     fmt = args.format or ("html" if args.output and Path(args.output).suffix.lower() in (".html", ".htm") else "md")
-    text = build_report(runs, fmt)
+    runs = args.runs
+    text = lab_from(args).report(runs, fmt)
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from tinylab.commands._common import add_runs_dir, store_from
-
-HELP = "delete runs from the run store"
+from tinylab.commands._common import add_runs_dir, lab_from
 
 
 def add_arguments(p) -> None:
@@ -14,13 +12,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.runs.launcher import cancel
-
-    store = store_from(args)
-    runs = [store.resolve(ref) for ref in args.runs]  # all refs are checked before anything is deleted
-    for run in runs:
-        if args.force:
-            cancel(run)
-        store.remove(run, force=args.force)
-        print(f"removed {run.id}")
+    for run_id in lab_from(args).remove(args.runs, force=args.force):  # all refs are checked first
+        print(f"removed {run_id}")
     return 0

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tinylab.commands._common import add_runs_dir, print_json, store_from
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.errors import UserError
-
-HELP = "ASCII roofline of a run against measured ceilings"
 
 
 def add_arguments(p) -> None:
@@ -51,11 +49,12 @@ def load_ceilings(args, runs_root: Path, device_name: str | None) -> dict:
 def run(args) -> int:
     from tinylab.analysis import roofline
 
-    store = store_from(args)
-    run = store.resolve(args.run)
-    if not run.info()["summary"]:
-        raise UserError(f"run {run.id} has no summary ({run.status()}): a roofline needs a finished run")
-    ceilings = load_ceilings(args, store.root, run.info()["device_name"])
+    lab = lab_from(args)
+    run = lab.run(args.run)
+    record = run.record()
+    if not record.summary:
+        raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
+    ceilings = load_ceilings(args, lab.store.root, record.device_name)
     result, title, has_table = roofline.for_run(run, ceilings)
     if args.json:
         print_json(result)

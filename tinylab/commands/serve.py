@@ -8,8 +8,6 @@ import sys
 from tinylab.commands._common import add_runs_dir
 from tinylab.errors import UserError
 
-HELP = "serve the lab in a browser on localhost (needs textual-serve)"
-
 
 def add_arguments(p) -> None:
     add_runs_dir(p)

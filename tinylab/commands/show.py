@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import time
 
-from tinylab.commands._common import add_runs_dir, print_json, store_from
-
-HELP = "show one run: config, status, summary, artifacts, error"
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.events import SUMMARY_FIELDS
 
 
 def add_arguments(p) -> None:
@@ -16,41 +15,36 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    info = store_from(args).resolve(args.run).info()
+    r = lab_from(args).record(args.run)
     if args.json:
-        print_json(info)
+        print_json(r.to_json())
         return 0
-    print(f"run      {info['id']}")
-    print(f"status   {info['status']}")
-    print(f"folder   {info['dir']}")
-    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info["started"])) if info["started"] else "-"
-    print(f"started  {started}   pid {info['pid'] or '-'}   device {info['device_name'] or '-'} ({info['device'] or '-'})")
-    cfg = info["config"]
+    print(f"run      {r.id}")
+    print(f"status   {r.status}")
+    print(f"folder   {r.dir}")
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "-"
+    print(f"started  {started}   pid {r.pid or '-'}   device {r.device_name or '-'} ({r.device or '-'})")
+    cfg = r.config
     print("config   " + "  ".join(f"{k}={v}" for k, v in sorted(cfg.items()) if v not in (None, "", [])))
-    last = info["last_step"]
-    if last:
-        print(f"progress step {last['step'] + 1}/{cfg.get('num_steps')}  loss {last['loss']}")
-    s = info["summary"]
-    if s:
+    if r.last_step:
+        print(f"progress step {r.last_step.step + 1}/{cfg.get('num_steps')}  loss {r.last_step.loss}")
+    if r.summary:
         print("summary")
-        for key in ("samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p10", "step_ms_p90",
-                    "fwd_ms_median", "bwd_ms_median", "opt_ms_median", "peak_mem_mb", "initial_loss",
-                    "final_loss", "params_trained", "params_total", "mfu"):
-            print(f"  {key:<16} {_fmt(s.get(key))}")
-    for prof in info["profiles"]:
-        print(f"profile  {prof.get('tool')}: kernel table {prof.get('kernel_table') or '-'}"
-              + (f"  ({prof['note']})" if prof.get("note") else ""))
-        for name, path in (prof.get("artifacts") or {}).items():
-            print(f"  {name:<16} {info['dir']}/{path}")
-    if info["error"]:
-        err = info["error"]
-        print(f"error    {err.get('type')}: {err.get('message')}")
-        if err.get("traceback"):
-            print("  " + err["traceback"].rstrip().replace("\n", "\n  "))
-    if info["exit"]:
-        print(f"exit     code {info['exit'].get('returncode')}" + (f" ({info['exit']['signal']})" if info["exit"].get("signal") else ""))
-    if info["corrupt_lines"]:
-        print(f"warning  events.jsonl has {len(info['corrupt_lines'])} unreadable line(s): {info['corrupt_lines'][:5]}")
+        for f in SUMMARY_FIELDS:
+            if f.shown:
+                print(f"  {f.key:<16} {_fmt(r.summary.get(f.key))}")
+    for prof in r.profiles:
+        print(f"profile  {prof.tool}: kernel table {prof.kernel_table or '-'}" + (f"  ({prof.note})" if prof.note else ""))
+        for name, path in prof.artifacts.items():
+            print(f"  {name:<16} {r.dir}/{path}")
+    if r.error:
+        print(f"error    {r.error.type}: {r.error.message}")
+        if r.error.traceback:
+            print("  " + r.error.traceback.rstrip().replace("\n", "\n  "))
+    if r.exit:
+        print(f"exit     code {r.exit.returncode}" + (f" ({r.exit.signal})" if r.exit.signal else ""))
+    if r.corrupt_lines:
+        print(f"warning  events.jsonl has {len(r.corrupt_lines)} unreadable line(s): {list(r.corrupt_lines[:5])}")
     return 0
 
 

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import asdict
 
-from tinylab.commands._common import (
-    add_runs_dir,
-    print_json,
-    require_device,
-    store_from,
-)
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.runflags import add_run_arguments, config_from_args
-
-HELP = "train one model version in a child process and print its summary"
 
 
 def add_arguments(p) -> None:
@@ -27,11 +21,9 @@ def run(args) -> int:
 
 def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
     from tinylab.runs.follow import EXIT_CODES, follow
-    from tinylab.runs.launcher import cancel, launch
 
-    cfg = config_from_args(args)
-    require_device(cfg)
-    run = launch(store_from(args), cfg)
+    lab = lab_from(args)
+    run = lab.launch(config_from_args(args))
     log = sys.stderr if args.json else sys.stdout
     print(f"run {run.id}  ({run.dir})", file=log, flush=True)
     try:
@@ -41,14 +33,14 @@ def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
             print(f"\nstopped following; run {run.id} keeps going: tinylab follow {run.id}", file=sys.stderr)
             return 0
         print(f"\ncancelling run {run.id} ...", file=sys.stderr, flush=True)
-        cancel(run)
+        lab.cancel(run.id)
         status = run.status()
-    info = run.info()
+    record = run.record()
     if args.json:
-        print_json({"id": run.id, "dir": str(run.dir), "status": status, "summary": info["summary"],
-                    "error": info["error"]})
+        print_json({"id": run.id, "dir": str(run.dir), "status": status,
+                    "summary": asdict(record.summary) if record.summary else None,
+                    "error": asdict(record.error) if record.error else None})
     print(f"run {run.id} {status}  ({run.dir})", file=log, flush=True)
-    if status == "failed" and info["error"]:
-        err = info["error"]
-        print(f"error: {err.get('type')}: {err.get('message')}", file=sys.stderr)
+    if status == "failed" and record.error:
+        print(f"error: {record.error.type}: {record.error.message}", file=sys.stderr)
     return EXIT_CODES[status]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Callable, Iterator, TextIO
 
 from tinylab.runs.store import TERMINAL, Run
 
@@ -11,16 +12,27 @@ from tinylab.runs.store import TERMINAL, Run
 EXIT_CODES = {"finished": 0, "failed": 1, "lost": 3, "cancelled": 130}
 
 
-def follow(run: Run, out=sys.stdout, poll_s: float = 0.2, from_start: bool = True) -> str:
-    """Copy output.log to `out` as it grows until the run ends; return the final status."""
+def watch(run: Run, out: TextIO | None = None, poll_s: float = 0.2, from_start: bool = True,
+          stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
+    """The run's status once a poll until it ends (or `stop()`), copying output.log's new text to `out`."""
     offset = 0 if from_start else _size(run)
     while True:
         status = run.status()
         offset = _copy_new(run, offset, out)
         if status in TERMINAL:
             _copy_new(run, offset, out)
-            return status
+        yield status
+        if status in TERMINAL or stop():
+            return
         time.sleep(poll_s)
+
+
+def follow(run: Run, out: TextIO | None = sys.stdout, poll_s: float = 0.2, from_start: bool = True) -> str:
+    """Copy output.log to `out` as it grows until the run ends; return the final status."""
+    status = "running"
+    for status in watch(run, out, poll_s, from_start):
+        pass
+    return status
 
 
 def _size(run: Run) -> int:
@@ -30,7 +42,9 @@ def _size(run: Run) -> int:
         return 0
 
 
-def _copy_new(run: Run, offset: int, out) -> int:
+def _copy_new(run: Run, offset: int, out: TextIO | None) -> int:
+    if out is None:
+        return offset
     try:
         with open(run.output_log, "rb") as fh:
             fh.seek(offset)

@@ -30,9 +30,11 @@ CANCEL_GRACE_S = (3.0, 2.0)
 
 
 def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -> Run:
-    """Create the run folder and start its supervisor; returns at once."""
+    """Create the run folder and start its supervisor; returns at once.
+
+    The mechanics only: tinylab.service.launch checks a config against the machine first.
+    """
     cfg.validate()
-    check_profilers(cfg)
     run = store.create(cfg)
     run_dir = run.dir.resolve()
     child_env = dict(os.environ if env is None else env)
@@ -59,20 +61,6 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
     }
     write_json(run.dir / "process.json", record)
     return run
-
-
-def check_profilers(cfg: RunConfig) -> None:
-    """A missing profiler is a one-line error before the run starts, not a failed run."""
-    if not cfg.profilers:
-        return
-    from tinylab.profilers import get_adapter
-
-    for name in cfg.profilers:
-        adapter = get_adapter(name)
-        avail = adapter.available()
-        if not avail.available:
-            fix = f"; {adapter.fix}" if adapter.fix else ""
-            raise UserError(f"profiler {name!r} is not available here: {avail.reason}{fix}")
 
 
 def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:

@@ -36,6 +36,7 @@ from typing import Any
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
+from tinylab.runs.record import RunRecord
 
 STATUSES = ("running", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
@@ -154,46 +155,11 @@ class Run:
             return "finished"
         return "lost"
 
-    def info(self) -> dict[str, Any]:
-        """Everything `show`, `runs` and the TUI display, read once."""
+    def record(self) -> RunRecord:
+        """Everything `show`, `runs`, compare, report, the exercises and the lab display, read once."""
         log = self.events()
-        start = log.last("start") or {}
-        summary = log.last("summary")
-        error = log.last("error")
-        exit_ev = log.last("exit")
-        cfg = self.config_dict
-        return {
-            "id": self.id,
-            "dir": str(self.dir),
-            "status": self.status(log),
-            "started": _clock_time((self.process or {}).get("launched_at")) or _clock_time(start.get("time")),
-            "version": cfg.get("version"),
-            "label": cfg.get("label") or "",
-            "config": cfg,
-            "start": start or None,
-            "device": start.get("device"),
-            "device_name": start.get("device_name"),
-            "pid": (self.process or {}).get("pid"),
-            "summary": summary,
-            "error": error,
-            "exit": exit_ev,
-            "cancel": self.cancel_record,
-            "steps_done": len(log.of("step")),
-            "last_step": log.last("step"),
-            "profiles": log.of("profile"),
-            "corrupt_lines": log.corrupt_lines,
-        }
-
-
-def _clock_time(value: Any) -> float | None:
-    """A timestamp the local clock can show, or None: a damaged record must not break a listing."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        time.localtime(value)
-    except (OverflowError, OSError, ValueError):
-        return None
-    return float(value)
+        return RunRecord.from_files(self.dir, self.status(log), log, self.config_dict, self.process,
+                                    self.cancel_record)
 
 
 def _record_alive(record: dict[str, Any] | None) -> bool:

@@ -15,15 +15,30 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from textual import on
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.message import Message
 from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinylab.errors import UserError
+from tinylab.runs.record import RunRecord
 from tinylab.tui.backend import Backend
 from tinylab.tui.screens.base import background
+
+
+class LiveRunsScanned(Message):
+    def __init__(self, live: list[RunRecord], announce: bool) -> None:
+        super().__init__()
+        self.live, self.announce = live, announce
+
+
+class DoctorCollected(Message):
+    def __init__(self, report: dict[str, Any] | None, error: str | None) -> None:
+        super().__init__()
+        self.report, self.error = report, error
 
 
 def _lab() -> Screen:
@@ -76,8 +91,8 @@ class TinyLabApp(App):
     #: The doctor report once collected (None until then); the Lab and Doctor screens watch it.
     doctor_report: var[dict[str, Any] | None] = var(None)
     doctor_error: var[str | None] = var(None)
-    #: info() of the runs that were running when last scanned.
-    live_runs: var[list[dict[str, Any]]] = var(list)
+    #: records of the runs that were running when last scanned.
+    live_runs: var[list[RunRecord]] = var(list)
 
     def __init__(self, backend: Backend, *, animate: bool = True) -> None:
         super().__init__()
@@ -97,19 +112,21 @@ class TinyLabApp(App):
 
     @background("live-scan")
     def scan_live_runs(self, announce: bool = True) -> None:
-        live = [info for info in self.backend.infos() if info["status"] == "running"]
-        self.call_from_thread(self._set_live, live, announce)
+        live = [record for record in self.backend.records() if record.status == "running"]
+        self.post_message(LiveRunsScanned(live, announce))
 
     def _rescan_live(self) -> None:
         if self.live_runs:
             self.scan_live_runs(announce=False)
 
-    def _set_live(self, live: list[dict[str, Any]], announce: bool) -> None:
+    @on(LiveRunsScanned)
+    def _set_live(self, message: LiveRunsScanned) -> None:
+        live = message.live
         self.live_runs = live
-        if announce and live:
+        if message.announce and live:
             newest = live[-1]
             more = f" (and {len(live) - 1} more: r lists them)" if len(live) > 1 else ""
-            self.notify(f"{newest['id']} ({newest['version']}) is still running{more}. Press w to watch it.",
+            self.notify(f"{newest.id} ({newest.version}) is still running{more}. Press w to watch it.",
                         title="Live runs")
 
     @background("doctor")
@@ -119,9 +136,16 @@ class TinyLabApp(App):
             report = self.backend.doctor(lambda: worker.is_cancelled)
         except Exception as exc:  # a broken probe must not take the lab down; the screens say why
             if not worker.is_cancelled:
-                self.call_from_thread(setattr, self, "doctor_error", _describe(exc))
+                self.post_message(DoctorCollected(None, _describe(exc)))
             return
-        self.call_from_thread(setattr, self, "doctor_report", report)
+        self.post_message(DoctorCollected(report, None))
+
+    @on(DoctorCollected)
+    def _doctor_collected(self, message: DoctorCollected) -> None:
+        if message.report is not None:
+            self.doctor_report = message.report
+        else:
+            self.doctor_error = message.error
 
     # -------------------------------------------------------------- navigation
     async def action_section(self, mode: str) -> None:
@@ -140,7 +164,7 @@ class TinyLabApp(App):
 
     def action_watch_live(self) -> None:
         if self.live_runs:
-            self.open_run(self.live_runs[-1]["id"])
+            self.open_run(self.live_runs[-1].id)
         else:
             self.notify("No run is running. Launch one from the Lab (l, then enter).")
 
@@ -221,12 +245,12 @@ def create_app(
     *,
     clock: Callable[[], float] | None = None,
     doctor: dict[str, Any] | None = None,
-    exercises: Any = None,
+    exercises_root: Path | None = None,
     poll_s: float = 0.3,
     animate: bool = True,
 ) -> TinyLabApp:
-    """The app for a run store; tests pass a frozen clock, a fake doctor report and exercises."""
-    backend = Backend(runs_dir, clock=clock or time.time, doctor_result=doctor, exercises_api=exercises,
+    """The app for a run store; tests pass a frozen clock, a fake doctor report and their scenarios."""
+    backend = Backend(runs_dir, clock=clock or time.time, doctor_result=doctor, exercises_root=exercises_root,
                       poll_s=poll_s)
     return TinyLabApp(backend, animate=animate)
 
@@ -234,7 +258,7 @@ def create_app(
 def run_app(runs_dir: str | Path | None = None) -> int:
     app = create_app(runs_dir)
     app.run()
-    live = [info["id"] for info in app.backend.infos() if info["status"] == "running"]
+    live = [record.id for record in app.backend.records() if record.status == "running"]
     if live:
         print(f"tinylab: {len(live)} run(s) still running ({', '.join(live)}); "
               "`tinylab` reattaches, `tinylab runs` lists them")

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from tinylab.events import EVENTS_FILE, EventTail
+from tinylab.events import EVENTS_FILE, EventTail, StartEvent, StepEvent, TelemetryEvent
+from tinylab.runs.record import RunRecord
 from tinylab.runs.store import TERMINAL, Run
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -84,13 +84,18 @@ class LogTail:
 
 @dataclass
 class FeedUpdate:
-    events: list[dict[str, Any]] = field(default_factory=list)
+    """What is new in a run since the last poll, typed; the first and the final update carry its record."""
+
+    steps: list[StepEvent] = field(default_factory=list)
+    telemetry: list[TelemetryEvent] = field(default_factory=list)
+    start: StartEvent | None = None
+    profiled: bool = False  # a profile event arrived
     lines: list[str] = field(default_factory=list)
     status: str = "running"
-    info: dict[str, Any] | None = None  # Run.info(): with the first update and the last
+    record: RunRecord | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.events or self.lines or self.info)
+        return bool(self.steps or self.telemetry or self.start or self.profiled or self.lines or self.record)
 
     @property
     def ended(self) -> bool:
@@ -98,7 +103,7 @@ class FeedUpdate:
 
 
 class RunFeed:
-    """What changed in one run since the last poll; the first and the final update carry info()."""
+    """What changed in one run since the last poll; the first and the final update carry its record."""
 
     def __init__(self, run: Run):
         self.run = run
@@ -108,12 +113,22 @@ class RunFeed:
 
     def poll(self) -> FeedUpdate:
         alive = self.run.is_alive()  # checked first: once it is gone, every write is on disk
-        update = FeedUpdate(self.events.poll(), self.log.poll())
+        update = FeedUpdate(lines=self.log.poll())
+        for event in self.events.poll():
+            kind = event.get("event")
+            if kind == "step":
+                update.steps.append(StepEvent.from_event(event))
+            elif kind == "telemetry":
+                update.telemetry.append(TelemetryEvent.from_event(event))
+            elif kind == "start":
+                update.start = StartEvent.from_event(event)
+            elif kind == "profile":
+                update.profiled = True
         if not alive:
             update.lines += self.log.flush()
         if self.first or not alive:
-            info = self.run.info()
-            update.info = info
-            update.status = info["status"] if not alive else "running"
+            record = self.run.record()
+            update.record = record
+            update.status = record.status if not alive else "running"
             self.first = False
         return update

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual import work
+from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
@@ -12,6 +13,14 @@ from tinylab.tui.backend import Backend
 def background(group: str):
     """A thread worker, one at a time per group, whose exception is reported, not fatal."""
     return work(thread=True, exclusive=True, group=group, exit_on_error=False)
+
+
+class Cancelled(Message):
+    """A cancel worker's answer: whether the run was still running to be stopped."""
+
+    def __init__(self, run_id: str, stopped: bool) -> None:
+        super().__init__()
+        self.run_id, self.stopped = run_id, stopped
 
 
 class BaseScreen(Screen):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.tui.screens.base import BaseScreen, background
@@ -16,6 +18,12 @@ from tinylab.tui.widgets.panes import Pane, Panes
 
 #: Metrics drawn in the A/B bar chart, as the ratio B/A.
 CHART_KEYS = ("samples_per_s", "step_ms_median", "fwd_ms_median", "bwd_ms_median", "opt_ms_median", "peak_mem_mb")
+
+
+class Compared(Message):
+    def __init__(self, result: dict[str, Any]) -> None:
+        super().__init__()
+        self.result = result
 
 
 class CompareScreen(BaseScreen):
@@ -53,12 +61,13 @@ class CompareScreen(BaseScreen):
 
     @background("compare")
     def load(self) -> None:
-        result = self.backend.compare(self.a_id, self.b_id)
-        self.app.call_from_thread(self._show, result)
+        self.post_message(Compared(self.backend.compare(self.a_id, self.b_id)))
 
-    def _show(self, result: dict[str, Any]) -> None:
+    @on(Compared)
+    def _show(self, message: Compared) -> None:
         from tinylab.analysis.compare import metric_rows
 
+        result = message.result
         a, b = result["a"], result["b"]
         head = Text()
         for side, info in (("A", a), ("B", b)):

@@ -1,14 +1,13 @@
 """Exercises: the guided scenarios, then one step at a time with its run, live checks, hints and questions.
 
-Scenarios, step configs, checks and progress come from tinylab.exercises, and a step's runs go
-the way `tinylab exercises check` sends them: its baseline run first (when the step compares
-two), then its own run, both through the launcher into the run store. The checks are evaluated
-again while the step's run goes, and the attempt is recorded in the progress file when it ends.
+A step runs through the same code as `tinylab exercises check` (tinylab.service.exercise): its
+baseline run first (when the step compares two), then its own run, the checks evaluated while it
+goes and the attempt recorded when it ends. The worker posts each progress event as a message;
+the handlers here keep the screen's state.
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from rich.table import Table
@@ -17,19 +16,47 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.widgets import Button, Footer, Header, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tinylab.errors import UserError
+from tinylab import exercises as ex
 from tinylab.runs.store import TERMINAL
+from tinylab.service import exercise
 from tinylab.tui.fmt import short_id
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.panes import Pane, Panes
 
 CHECK_MARK = {"pass": "✓", "fail": "✗", "skip": "–"}
-RECHECK_S = 1.5
-POLL_S = 0.5
+
+
+class ScenariosLoaded(Message):
+    def __init__(self, scenarios: list[ex.Scenario], progress: dict[str, Any], error: str | None = None) -> None:
+        super().__init__()
+        self.scenarios, self.progress, self.error = scenarios, progress, error
+
+
+class StepLoaded(Message):
+    def __init__(self, scenario: ex.Scenario, index: int) -> None:
+        super().__init__()
+        self.scenario, self.index = scenario, index
+
+
+class StepRunnerEnded(Message):
+    """The step's worker has stopped (done, stopped, or failed): another step may be launched."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__()
+        self.number = number
+
+
+class StepProgressed(Message):
+    """One progress event of a step's runs (tinylab.service.exercise), for step `number`."""
+
+    def __init__(self, number: int, event: exercise.StepProgress) -> None:
+        super().__init__()
+        self.number, self.event = number, event
 
 
 class ExercisesScreen(BaseScreen):
@@ -58,26 +85,30 @@ class ExercisesScreen(BaseScreen):
     @background("scenarios")
     def load(self) -> None:
         try:
-            api = self.backend.exercises()
-            scenarios, progress = api.load_scenarios(), api.load_progress()
+            scenarios, progress = self.backend.scenarios(), self.backend.progress()
         except Exception as exc:  # a broken scenario file is shown here, where the learner looks
-            self.app.call_from_thread(self.query_one("#scenario-about", Static).update,
-                                      Text(f"Could not load the exercises: {exc}", style="bold"))
+            self.post_message(ScenariosLoaded([], {}, str(exc)))
             return
-        done = {s.id: api.steps_done(progress, s) for s in scenarios}
-        self.app.call_from_thread(self._show, scenarios, progress, done)
+        self.post_message(ScenariosLoaded(scenarios, progress))
 
-    def _show(self, scenarios: list[Any], progress: dict[str, Any], done: dict[str, int]) -> None:
+    @on(ScenariosLoaded)
+    def _show(self, message: ScenariosLoaded) -> None:
+        if message.error is not None:
+            self.query_one("#scenario-about", Static).update(
+                Text(f"Could not load the exercises: {message.error}", style="bold"))
+            return
+        scenarios, progress = message.scenarios, message.progress
         self.scenarios, self.progress = scenarios, progress
         options = self.query_one("#scenarios", OptionList)
         highlighted = options.highlighted
         options.clear_options()
         for s in scenarios:
+            done = ex.steps_done(progress, s)
             row = Table.grid(expand=True, padding=(0, 1))
-            row.add_column(width=3, style="bold" if done[s.id] == len(s.steps) else "dim")
+            row.add_column(width=3, style="bold" if done == len(s.steps) else "dim")
             row.add_column(ratio=1, no_wrap=True, overflow="ellipsis", style="bold")
             row.add_column(justify="right", no_wrap=True, style="dim")
-            row.add_row(f"{done[s.id]}/{len(s.steps)}", s.title, f"{s.level} · {s.minutes} min")
+            row.add_row(f"{done}/{len(s.steps)}", s.title, f"{s.level} · {s.minutes} min")
             options.add_option(Option(row, id=s.id))
         if scenarios:
             options.highlighted = highlighted if highlighted is not None and highlighted < len(scenarios) else 0
@@ -124,10 +155,10 @@ class StepScreen(BaseScreen):
         self.answers_shown = False
         #: step number -> {"baseline": run id, "run": run id}, as far as launched
         self.step_runs: dict[int, dict[str, str]] = {}
-        self.results: list[Any] = []
-        self.run_status = ""
-        #: (step number, run id) -> (results, status) of a run that has ended: evaluated once, recorded once
-        self.finals: dict[tuple[int, str], tuple[list[Any], str]] = {}
+        #: step number -> (check results, status of its run): the latest the step's worker posted
+        self.step_results: dict[int, tuple[list[ex.CheckResult], str]] = {}
+        #: the step whose runs are going (one at a time: two runs at once skew each other's timings)
+        self.running_step: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
@@ -143,25 +174,32 @@ class StepScreen(BaseScreen):
 
     def on_mount(self) -> None:
         self.load()
-        self.set_interval(RECHECK_S, self.recheck)
 
     @background("scenario")
     def load(self) -> None:
-        api = self.backend.exercises()
         scenario = self.backend.scenario(self.scenario_id)
-        progress = api.load_progress().get("scenarios", {}).get(scenario.id, {}).get("steps", {})
+        progress = self.backend.progress().get("scenarios", {}).get(scenario.id, {}).get("steps", {})
         first_open = next((i for i, st in enumerate(scenario.steps)
                            if not (progress.get(str(st.number)) or {}).get("passed_at")), 0)
-        self.app.call_from_thread(self._loaded, scenario, first_open)
+        self.post_message(StepLoaded(scenario, first_open))
 
-    def _loaded(self, scenario: Any, index: int) -> None:
-        self.scenario, self.index = scenario, index
-        self.sub_title = scenario.title
+    @on(StepLoaded)
+    def _loaded(self, message: StepLoaded) -> None:
+        self.scenario, self.index = message.scenario, message.index
+        self.sub_title = message.scenario.title
         self._show_step()
 
     @property
-    def step(self) -> Any:
+    def step(self) -> ex.Step | None:
         return self.scenario.steps[self.index] if self.scenario and self.scenario.steps else None
+
+    @property
+    def results(self) -> list[ex.CheckResult]:
+        return self.step_results.get(self.step.number, ([], ""))[0] if self.step else []
+
+    @property
+    def run_status(self) -> str:
+        return self.step_results.get(self.step.number, ([], ""))[1] if self.step else ""
 
     @property
     def on_gpu(self) -> bool:
@@ -179,13 +217,11 @@ class StepScreen(BaseScreen):
             head.append("  (compares against a baseline run)", style="dim")
         self.query_one("#step-head", Static).update(head)
         self.query_one("#step-text", Markdown).update(step.text)
-        self.hints_shown, self.answers_shown, self.results = 0, False, []
-        self.run_status = ""
+        self.hints_shown, self.answers_shown = 0, False
         self._show_checks()
         self._show_extras()
         self._show_run()
         self.refresh_bindings()
-        self.recheck()
 
     def _show_run(self) -> None:
         runs = self.step_runs.get(self.step.number, {}) if self.step else {}
@@ -197,7 +233,6 @@ class StepScreen(BaseScreen):
         self.query_one("#step-run", Static).update(text)
 
     def _show_checks(self) -> None:
-        api_format = getattr(self.backend.exercises(), "format_value", str)
         step = self.step
         text = Text()
         text.append("Checks\n", style="bold")
@@ -209,7 +244,7 @@ class StepScreen(BaseScreen):
             text.append(f" {mark} ", style="bold")
             text.append(check.description)
             if result is not None and result.value is not None:
-                text.append(f"  = {api_format(result.value)}", style="bold")
+                text.append(f"  = {ex.format_value(result.value)}", style="bold")
             if result is not None and result.detail:
                 text.append(f"\n     {result.detail}", style="dim")
             elif gpu_only:
@@ -225,7 +260,7 @@ class StepScreen(BaseScreen):
     def _verdict(self) -> str:
         if not self.results or self.run_status not in TERMINAL:
             return ""
-        if self.backend.exercises().step_passed(self.results):
+        if ex.step_passed(self.results):
             return "all checks passed: n goes to the next step"
         ran = [r for r in self.results if r.status != "skip"]
         if not ran:
@@ -252,77 +287,60 @@ class StepScreen(BaseScreen):
                         questions.append(f"    {q.explanation}\n", style="dim")
         self.query_one("#questions", Static).update(questions)
 
-    # ------------------------------------------------------------ live checks
-    @background("checks")
-    def recheck(self) -> None:
-        step = self.step
-        runs = self.step_runs.get(step.number, {}) if step else {}
-        if "run" not in runs:
-            return
-        key = (step.number, runs["run"])
-        if key not in self.finals:
-            api = self.backend.exercises()
-            run = self.backend.run(runs["run"])
-            baseline = self.backend.run(runs["baseline"]) if "baseline" in runs else None
-            status = run.status()
-            results = api.evaluate_checks(step, run, baseline, self.on_gpu)
-            if status in TERMINAL:
-                api.record_progress(self.scenario_id, step.number, results, list(runs.values()))
-                self.finals[key] = (results, status)
-        else:
-            results, status = self.finals[key]
-        self.app.call_from_thread(self._checked, step.number, results, status)
-
-    def _checked(self, number: int, results: list[Any], status: str) -> None:
-        if self.step is None or self.step.number != number:
-            return
-        self.results, self.run_status = results, status
-        self._show_checks()
-        self._show_run()
-
     # ---------------------------------------------------------------- actions
     @on(Button.Pressed, "#launch-step")
     def action_launch(self) -> None:
         step = self.step
         if step is None:
             return
-        if not self.on_gpu and step.checks and all(c.needs_gpu for c in step.checks):
+        if self.running_step is not None:
+            self.notify(f"Step {self.running_step}'s runs are still going: one step at a time, so that "
+                        "their timings do not skew each other.", severity="warning")
+            return
+        if not self.backend.machine.has_gpu and step.checks and all(c.needs_gpu for c in step.checks):
             self.notify("Every check of this step needs a GPU: nothing to run on this machine.", severity="warning")
             return
-        self.launch(step)
+        self.running_step = step.number
+        self.step_runs[step.number] = {}
+        self.launch(step.number)
 
     @background("launch")
-    def launch(self, step: Any) -> None:
-        """Baseline first and to its end (two runs at once would skew each other's timings), then the run."""
-        from tinylab.commands._common import require_device
-
-        api = self.backend.exercises()
-        device = "cuda" if self.on_gpu else "cpu"
-        cfg = api.step_config(step, device, {})
-        base_cfg = api.baseline_config(step, device, {})
-        require_device(cfg)
+    def launch(self, number: int) -> None:
+        """The step's runs through tinylab.service.exercise, each progress event posted as a message."""
         worker = get_current_worker()
-        self.step_runs[step.number] = {}
-        if base_cfg is not None:
-            baseline = self.backend.launch(base_cfg)
-            self.step_runs[step.number]["baseline"] = baseline.id
-            self.app.call_from_thread(self._launched, step.number, "baseline")
-            while not worker.is_cancelled and baseline.status() not in TERMINAL:
-                time.sleep(POLL_S)
-            status = baseline.status()
-            if status != "finished":
-                raise UserError(f"the baseline run {baseline.id} {status}; this step's checks need it")
-        if not worker.is_cancelled:
-            run = self.backend.launch(cfg)
-            self.step_runs[step.number]["run"] = run.id
-            self.app.call_from_thread(self._launched, step.number, "run")
+        try:
+            plan = self.backend.plan_step(self.scenario_id, number)
+            for event in self.backend.run_step(plan, poll_s=self.backend.poll_s, stop=lambda: worker.is_cancelled):
+                self.post_message(StepProgressed(number, event))
+        finally:
+            self.post_message(StepRunnerEnded(number))
 
-    def _launched(self, number: int, role: str) -> None:
-        self.run_status = "running"
-        self._show_run()
-        self.refresh_bindings()
-        run_id = self.step_runs[number][role]
-        self.notify(f"Step {number}: {role} {run_id} started; o opens its live view")
+    @on(StepRunnerEnded)
+    def _runner_ended(self, message: StepRunnerEnded) -> None:
+        if self.running_step == message.number:
+            self.running_step = None
+
+    @on(StepProgressed)
+    def _progressed(self, message: StepProgressed) -> None:
+        number, event = message.number, message.event
+        results, status = self.step_results.get(number, ([], ""))
+        if isinstance(event, exercise.RunStarted):
+            self.step_runs.setdefault(number, {})[event.role] = event.run_id
+            status = "running"
+            self.notify(f"Step {number}: {event.role} {event.run_id} started; o opens its live view")
+        elif isinstance(event, exercise.RunEnded):
+            status = event.status
+        elif isinstance(event, exercise.Checked):
+            results, status = event.results, event.status
+        elif isinstance(event, exercise.StepDone):
+            results = event.results
+            if event.note:
+                self.notify(event.note, severity="warning")
+        self.step_results[number] = (results, status)
+        if self.step is not None and self.step.number == number:
+            self._show_checks()
+            self._show_run()
+            self.refresh_bindings()
 
     def action_open_run(self) -> None:
         runs = self.step_runs.get(self.step.number, {}) if self.step else {}

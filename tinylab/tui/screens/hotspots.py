@@ -15,9 +15,11 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from tinylab.runs.record import RunRecord
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -50,6 +52,22 @@ OPEN_WITH = (
     ((".txt", ".md", ".log"), "text: `less FILE`"),
     ((".html",), "report: open in a browser"),
 )
+
+
+class Loaded(Message):
+    """The run's record, its roofline text, and its kernel table with the table's summary (or None)."""
+
+    def __init__(self, record: RunRecord, roofline: str, table: Any, summary: dict[str, Any] | None) -> None:
+        super().__init__()
+        self.record, self.roofline, self.table, self.summary = record, roofline, table, summary
+
+
+class Selected(Message):
+    """The rows to show (filtered, sorted, cut to the top N) and how many matched."""
+
+    def __init__(self, rows: list[dict[str, Any]], matched: int) -> None:
+        super().__init__()
+        self.rows, self.matched = rows, matched
 
 
 def open_hint(path: str) -> str:
@@ -109,38 +127,46 @@ class HotspotsScreen(BaseScreen):
     # ------------------------------------------------------------------ data
     @background("load")
     def load(self) -> None:
-        info = self.backend.run(self.run_id).info()
-        self.app.call_from_thread(self._show_artifacts, info)
+        record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
-        self.app.call_from_thread(self.query_one("#roofline", Static).update, Text(roofline))
         loaded = self.backend.kernel_table(self.run_id)
         if loaded is None:
-            self.app.call_from_thread(self._no_table, info)
+            self.post_message(Loaded(record, roofline, None, None))
             return
         from tinylab.analysis.hotspots import summarize
 
         table, fmt = loaded
-        self.table = table
-        summary = summarize(table, None, None, fmt=fmt)
-        self.app.call_from_thread(self._loaded, summary)
-        self._select()
+        self.post_message(Loaded(record, roofline, table, summarize(table, None, None, fmt=fmt)))
+        self.post_message(self._select(table))
 
-    def _select(self) -> None:
+    def _select(self, table: Any) -> Selected:
         """Filter, sort and cut the table (in the worker that calls it)."""
-        table = self.table
         if self.category:
             table = table[table["category"] == self.category]
         if self.needle:
             table = table[table["name"].str.contains(self.needle, case=False, regex=False)]
         matched = len(table)
         table = table.sort_values(self.sort_key, ascending=not self.descending, na_position="last", kind="stable")
-        rows = table.head(self.top).to_dict("records")
-        self.app.call_from_thread(self._show_rows, rows, matched)
+        return Selected(table.head(self.top).to_dict("records"), matched)
 
     @background("select")
     def reselect(self) -> None:
         if self.table is not None:
-            self._select()
+            self.post_message(self._select(self.table))
+
+    @on(Loaded)
+    def _on_loaded(self, message: Loaded) -> None:
+        self._show_artifacts(message.record)
+        self.query_one("#roofline", Static).update(Text(message.roofline))
+        self.table = message.table
+        if message.summary is None:
+            self._no_table(message.record)
+        else:
+            self._loaded(message.summary)
+
+    @on(Selected)
+    def _on_selected(self, message: Selected) -> None:
+        self._show_rows(message.rows, message.matched)
 
     def _loaded(self, summary: dict[str, Any]) -> None:
         from tinylab.analysis.hotspots import format_ns
@@ -158,8 +184,8 @@ class HotspotsScreen(BaseScreen):
         self.query_one("#categories", BarChart).set_bars(
             labels, [round(cats[c]["pct"], 1) for c in labels], empty="no durations in this table")
 
-    def _no_table(self, info: dict[str, Any]) -> None:
-        profilers = ", ".join(info["config"].get("profilers") or []) or "none"
+    def _no_table(self, record: RunRecord) -> None:
+        profilers = ", ".join(map(str, record.config.get("profilers") or [])) or "none"
         self.query_one("#hot-head", Static).update(Text.assemble(
             (f"{self.run_id}: no kernel table. ", "bold"),
             f"Profilers of this run: {profilers}. Launch a run with a profiler ticked in the Lab "
@@ -222,17 +248,17 @@ class HotspotsScreen(BaseScreen):
             self.sort_key, self.descending = key, SORTS[key][1]
         self.reselect()
 
-    def _show_artifacts(self, info: dict[str, Any]) -> None:
+    def _show_artifacts(self, record: RunRecord) -> None:
         text = Text()
-        if not info["profiles"]:
+        if not record.profiles:
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
-        for prof in info["profiles"]:
-            text.append(f"{prof.get('tool')}", style="bold")
-            if prof.get("note"):
-                text.append(f"  {prof['note']}", style="dim")
+        for prof in record.profiles:
+            text.append(f"{prof.tool}", style="bold")
+            if prof.note:
+                text.append(f"  {prof.note}", style="dim")
             text.append("\n")
-            for name, rel in (prof.get("artifacts") or {}).items():
-                path = Path(rel) if Path(rel).is_absolute() else Path(info["dir"]) / rel
+            for name, rel in prof.artifacts.items():
+                path = Path(rel) if Path(rel).is_absolute() else Path(record.dir) / rel
                 text.append(f"  {name}\n", style="bold")
                 text.append(f"    {path}\n")
                 text.append(f"    {open_hint(str(path)).replace('FILE', str(path))}\n", style="dim")

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Header, Label, OptionList, Select, Static
-from textual.widgets._select import SelectOverlay
+from textual.message import Message
 from textual.widgets.option_list import Option as ListOption
 
 from tinylab.config import (
@@ -32,7 +32,9 @@ from tinylab.config import (
     ConfigError,
     RunConfig,
 )
+from tinylab.runs.record import RunRecord, key_config
 from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.textual_private import SelectOverlay
 from tinylab.tui.widgets.form import NumberInput, Option
 from tinylab.tui.widgets.runtable import RunTable
 
@@ -76,6 +78,18 @@ def flags_in(message: str) -> set[str]:
     return {m.replace("-", "_") for m in _FLAG.findall(message)}
 
 
+class HistoryLoaded(Message):
+    def __init__(self, records: list[RunRecord]) -> None:
+        super().__init__()
+        self.records = records
+
+
+class Launched(Message):
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+
+
 class LabScreen(BaseScreen):
     TITLE = "Lab"
     AUTO_FOCUS = "#versions"
@@ -86,7 +100,7 @@ class LabScreen(BaseScreen):
     def __init__(self) -> None:
         super().__init__()
         self.version = "v1"
-        self.last_runs: dict[str, dict[str, Any]] = {}
+        self.last_runs: dict[str, RunRecord] = {}
         self.prefilled = False
         self._shown_precision: str | None = None
 
@@ -155,22 +169,19 @@ class LabScreen(BaseScreen):
     # ------------------------------------------------------------- run store
     @background("history")
     def load_history(self) -> None:
-        infos = self.backend.infos()
-        last: dict[str, dict[str, Any]] = {}
-        for info in infos:
-            if info["status"] == "finished" and info["version"] in VERSIONS:
-                last[info["version"]] = info
-        self.app.call_from_thread(self._show_history, last, infos)
+        self.post_message(HistoryLoaded(self.backend.records()))
 
-    def _show_history(self, last: dict[str, dict[str, Any]], infos: list[dict[str, Any]]) -> None:
-        newest = infos[-1] if infos else None
-        self.query_one("#recent", RunTable).show(infos[-RECENT:], {}, self.backend.clock())
-        self.last_runs = last
+    @on(HistoryLoaded)
+    def _show_history(self, message: HistoryLoaded) -> None:
+        records = message.records
+        newest = records[-1] if records else None
+        self.query_one("#recent", RunTable).show(records[-RECENT:], {}, self.backend.clock())
+        self.last_runs = {r.version: r for r in records if r.status == "finished" and r.version in VERSIONS}
         versions = self.query_one("#versions", OptionList)
         for v in VERSIONS:
             versions.replace_option_prompt(v, self._version_row(v))
         if newest and not self.prefilled:
-            self._prefill(newest["config"])
+            self._prefill(newest.config)
         self.prefilled = True
         self._describe_version()
 
@@ -200,19 +211,17 @@ class LabScreen(BaseScreen):
         grid.add_column(width=2, style="bold")
         grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         grid.add_column(justify="right", no_wrap=True)
-        info = self.last_runs.get(version)
-        sps = ((info or {}).get("summary") or {}).get("samples_per_s")
-        speed = Text(f"{sps:,.1f} on {info['device']}") if sps else Text("not run yet", style="dim")
+        record = self.last_runs.get(version)
+        sps = record.summary.samples_per_s if record and record.summary else None
+        speed = Text(f"{sps:,.1f} on {record.device}") if record and sps else Text("not run yet", style="dim")
         grid.add_row(version, VERSIONS[version], speed)
         return grid
 
     def _describe_version(self) -> None:
-        info = self.last_runs.get(self.version)
+        record = self.last_runs.get(self.version)
         text = Text(VERSIONS[self.version])
-        if info:
-            from tinylab.commands.runs import key_config
-
-            text.append(f"\nlast: {info['id']}  {key_config(info['config'])}", style="dim")
+        if record:
+            text.append(f"\nlast: {record.id}  {record.key_config}", style="dim")
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor
@@ -241,17 +250,17 @@ class LabScreen(BaseScreen):
         for name in PROFILERS:
             self.query_one(f"#profiler-{name}", Option).help = f"{name}: availability unknown ({error})"
 
-    def _show_live(self, live: list[dict[str, Any]]) -> None:
+    def _show_live(self, live: list[RunRecord]) -> None:
         widget = self.query_one("#live", Static)
         if not live:
             widget.update("")
             return
         newest = live[-1]
-        step = (newest.get("last_step") or {}).get("step")
-        total = (newest.get("config") or {}).get("num_steps")
+        step = newest.last_step.step if newest.last_step else None
+        total = newest.config.get("num_steps")
         progress = f" step {step + 1}/{total}" if step is not None else ""
         more = f" (+{len(live) - 1} more)" if len(live) > 1 else ""
-        widget.update(Text.assemble(("● ", "bold"), f"running: {newest['id']} {newest['version']}{progress}{more}",
+        widget.update(Text.assemble(("● ", "bold"), f"running: {newest.id} {newest.version}{progress}{more}",
                                     ("  w watches it", "dim")))
 
     # ------------------------------------------------------------------ form
@@ -307,8 +316,6 @@ class LabScreen(BaseScreen):
             check.update(Text.assemble(("✗ ", "bold"), str(exc)))
             check.set_class(True, "-error")
             return None
-        from tinylab.commands.runs import key_config
-
         check.set_class(False, "-error")
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved().to_dict())}",
                                    (" · enter launches", "dim")))
@@ -374,13 +381,10 @@ class LabScreen(BaseScreen):
 
     @background("launch")
     def launch(self, cfg: RunConfig) -> None:
-        from tinylab.commands._common import require_device
+        self.post_message(Launched(self.backend.launch(cfg).id))
 
-        require_device(cfg)
-        run = self.backend.launch(cfg)
-        self.app.call_from_thread(self._launched, run.id)
-
-    def _launched(self, run_id: str) -> None:
+    @on(Launched)
+    def _launched(self, message: Launched) -> None:
         self.app.scan_live_runs(announce=False)  # type: ignore[attr-defined]
-        self.app.open_run(run_id)  # type: ignore[attr-defined]
+        self.app.open_run(message.run_id)  # type: ignore[attr-defined]
 

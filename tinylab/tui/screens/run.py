@@ -22,10 +22,11 @@ from textual.message import Message
 from textual.widgets import Footer, Header, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
-from tinylab.commands.runs import key_config
+from tinylab.events import StartEvent, StepEvent, TelemetryEvent
+from tinylab.runs.record import RunRecord, key_config
 from tinylab.tui.feed import FeedUpdate, RunFeed
 from tinylab.tui.fmt import duration, number
-from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.screens.base import BaseScreen, Cancelled, background
 from tinylab.tui.widgets.charts import SeriesChart
 from tinylab.tui.widgets.panes import Pane, Panes
 
@@ -52,11 +53,11 @@ class RunScreen(BaseScreen):
         super().__init__()
         self.run_id = run_id
         self.status = "running"
-        self.info: dict[str, Any] = {}
-        self.start: dict[str, Any] | None = None
-        self.steps: list[dict[str, Any]] = []
-        self.telemetry: list[dict[str, Any]] = []
-        self.outcome: dict[str, Any] | None = None
+        self.record: RunRecord | None = None
+        self.start: StartEvent | None = None
+        self.steps: list[StepEvent] = []
+        self.telemetry: list[TelemetryEvent] = []
+        self.ended_at: float | None = None
         self.has_profile = False
         self.chart_index = 0
         self._head: tuple[str, str] | None = None
@@ -107,20 +108,14 @@ class RunScreen(BaseScreen):
         keys_before = (self.status, self.has_profile)
         if update.lines:
             self.query_one("#log", Log).write_lines(update.lines)
-        if update.info is not None:
-            self.info = update.info
-            self.has_profile = self.has_profile or bool(update.info.get("profiles"))
-        for event in update.events:
-            kind = event.get("event")
-            if kind == "step":
-                self.steps.append(event)
-            elif kind == "telemetry":
-                self.telemetry.append(event)
-            elif kind == "start":
-                self.start = event
-            elif kind == "profile":
-                self.has_profile = True
-        if update.events:
+        if update.record is not None:
+            self.record = update.record
+            self.has_profile = self.has_profile or bool(update.record.profiles)
+        self.steps += update.steps
+        self.telemetry += update.telemetry
+        self.start = update.start or self.start
+        self.has_profile = self.has_profile or update.profiled
+        if update.steps or update.telemetry or update.start:
             self._update_series()
         self.status = update.status
         if update.ended:
@@ -132,12 +127,13 @@ class RunScreen(BaseScreen):
 
     # ------------------------------------------------------------- rendering
     def _config(self) -> dict[str, Any]:
-        return (self.start or {}).get("config") or self.info.get("config") or {}
+        return (self.start.config if self.start else None) or (self.record.config if self.record else {})
 
     def _show_head(self) -> None:
         cfg = self._config()
-        device = (self.start or {}).get("device") or self.info.get("device") or cfg.get("device", "?")
-        name = (self.start or {}).get("device_name") or self.info.get("device_name")
+        start = self.start or (self.record.start if self.record else None)
+        device = (start.device if start else None) or cfg.get("device", "?")
+        name = start.device_name if start else None
         head = (f"{cfg.get('version', '?')}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
                 self.status)
         if head != self._head:  # a changed Static re-lays out the screen: skip the no-op updates
@@ -152,14 +148,14 @@ class RunScreen(BaseScreen):
     def _show_progress(self) -> None:
         total = self._config().get("num_steps")
         bar = self.query_one("#progress", ProgressBar)
-        done = self.steps[-1]["step"] + 1 if self.steps else 0
+        done = self.steps[-1].step + 1 if self.steps else 0
         if isinstance(total, int) and total > 0:
             bar.update(total=total, progress=done)
-        started = self.info.get("started") or (self.start or {}).get("time")
-        end = (self.outcome or {}).get("time") if self.status != "running" else None
+        started = (self.record.started if self.record else None) or (self.start.time if self.start else None)
+        end = self.ended_at if self.status != "running" else None
         now = end or self.backend.clock()
         parts = [f"step {done}/{total if total else '?'}"]
-        recent = [s["step_ms"] for s in self.steps[-10:] if isinstance(s.get("step_ms"), (int, float))]
+        recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
         if recent:
             per_step = statistics.median(recent)
             parts.append(f"{per_step:,.1f} ms/step")
@@ -172,27 +168,27 @@ class RunScreen(BaseScreen):
         self.query_one("#progress-text", Static).update(" · ".join(parts), layout=False)  # fixed size
 
     def _update_series(self) -> None:
-        xs = [s["step"] + 1 for s in self.steps]
-        on_cpu = str((self.start or {}).get("device", "")).startswith("cpu")
-        self.query_one("#chart-speed", SeriesChart).set_data(xs, {"samples/s": [s.get("samples_per_s") for s in self.steps]})
+        xs = [s.step + 1 for s in self.steps]
+        on_cpu = str(self.start.device if self.start else "").startswith("cpu")
+        self.query_one("#chart-speed", SeriesChart).set_data(xs, {"samples/s": [s.samples_per_s for s in self.steps]})
         self.query_one("#chart-memory", SeriesChart).set_data(
             xs,
-            {"allocated": [s.get("mem_alloc_mb") for s in self.steps], "peak": [s.get("mem_peak_mb") for s in self.steps]},
+            {"allocated": [s.mem_alloc_mb for s in self.steps], "peak": [s.mem_peak_mb for s in self.steps]},
             empty="no device memory on a CPU run" if on_cpu else "not recorded",
         )
-        self.query_one("#chart-loss", SeriesChart).set_data(xs, {"loss": [s.get("loss") for s in self.steps]})
+        self.query_one("#chart-loss", SeriesChart).set_data(xs, {"loss": [s.loss for s in self.steps]})
         # a chart that has nothing to show (memory on a CPU, telemetry not recorded) gives its space away
         self.query_one("#chart-memory").set_class(
-            bool(self.steps) and all(s.get("mem_peak_mb") is None for s in self.steps), "-empty")
+            bool(self.steps) and all(s.mem_peak_mb is None for s in self.steps), "-empty")
         self.query_one("#chart-telemetry").set_class(bool(self.steps) and not self.telemetry, "-empty")
         self._show_chart()
         if self.telemetry:
-            t0 = self.telemetry[0].get("time") or 0.0
-            ts = [round((t.get("time") or t0) - t0, 1) for t in self.telemetry]
+            t0 = self.telemetry[0].time or 0.0
+            ts = [round((t.time or t0) - t0, 1) for t in self.telemetry]
             self.query_one("#chart-telemetry", SeriesChart).set_data(ts, {
-                "util %": [t.get("gpu_util_pct") for t in self.telemetry],
-                "power W": [t.get("power_w") for t in self.telemetry],
-                "mem GB": [_gb(t.get("mem_used_mb")) for t in self.telemetry],
+                "util %": [t.gpu_util_pct for t in self.telemetry],
+                "power W": [t.power_w for t in self.telemetry],
+                "mem GB": [_gb(t.mem_used_mb) for t in self.telemetry],
             })
 
     def _redraw_charts(self) -> None:
@@ -204,13 +200,15 @@ class RunScreen(BaseScreen):
                 chart.redraw()
 
     def _show_outcome(self) -> None:
-        info = self.info
-        self.outcome = info.get("summary") or info.get("error") or info.get("exit") or info.get("cancel")
+        record = self.record
+        if record is None:
+            return
+        self.ended_at = record.ended
         widget = self.query_one("#outcome", Static)
         widget.set_class(True, "-shown")
         widget.set_class(self.status == "finished", "-finished")
         widget.set_class(self.status != "finished", "-failed")
-        widget.update(outcome_text(info, self.status))
+        widget.update(outcome_text(record, self.status))
         if self.status == "failed":
             self.query_one("#run-panes", Panes).show("log-pane")
         elif self.status == "finished" and self.steps:
@@ -263,10 +261,11 @@ class RunScreen(BaseScreen):
 
     @background("cancel")
     def cancel_run(self) -> None:
-        if self.backend.cancel(self.run_id):
-            self.app.call_from_thread(self.notify, f"{self.run_id} cancelled")
-        else:
-            self.app.call_from_thread(self.notify, f"{self.run_id} had already stopped")
+        self.post_message(Cancelled(self.run_id, self.backend.cancel(self.run_id)))
+
+    @on(Cancelled)
+    def _cancelled(self, message: Cancelled) -> None:
+        self.notify(f"{message.run_id} {'cancelled' if message.stopped else 'had already stopped'}")
 
 
 def _gb(mb: Any) -> float | None:
@@ -277,42 +276,40 @@ def status_style(status: str) -> str:
     return {"running": "bold $accent", "finished": "bold $success", "failed": "bold $error"}.get(status, "bold $warning")
 
 
-def outcome_text(info: dict[str, Any], status: str) -> Text:
+def outcome_text(record: RunRecord, status: str) -> Text:
     """The end of a run in a few wrapped lines: its summary, or why it did not finish."""
-    summary, error = info.get("summary"), info.get("error")
+    s, error = record.summary, record.error
     text = Text()
-    if status == "finished" and summary:
-        s = summary
-        peak = f"{number(s.get('peak_mem_mb'))} MB" if s.get("peak_mem_mb") is not None else "n/a (CPU)"
-        mfu = f"{100 * s['mfu']:.1f}%" if isinstance(s.get("mfu"), (int, float)) else "n/a"
+    if status == "finished" and s:
+        peak = f"{s.text('peak_mem_mb')} MB" if s.peak_mem_mb is not None else "n/a (CPU)"
+        mfu = f"{100 * s.mfu:.1f}%" if s.mfu is not None else "n/a"
         phases = "/".join(number(s.get(k), ".2f") for k in ("fwd_ms_median", "bwd_ms_median", "opt_ms_median"))
         text.append("✓ finished  ", style="bold")
-        text.append(f"{number(s.get('samples_per_s'))} samples/s", style="bold")
+        text.append(f"{number(s.samples_per_s)} samples/s", style="bold")
         parts = [
-            f"{number(s.get('tokens_per_s'), ',.0f')} tokens/s",
-            f"step {number(s.get('step_ms_median'), '.2f')} ms (p10 {number(s.get('step_ms_p10'), '.2f')},"
-            f" p90 {number(s.get('step_ms_p90'), '.2f')})",
+            f"{number(s.tokens_per_s, ',.0f')} tokens/s",
+            f"step {number(s.step_ms_median, '.2f')} ms (p10 {number(s.step_ms_p10, '.2f')},"
+            f" p90 {number(s.step_ms_p90, '.2f')})",
             f"fwd/bwd/opt {phases} ms",
-            f"loss {number(s.get('initial_loss'), '.4f')} → {number(s.get('final_loss'), '.4f')}",
+            f"loss {number(s.initial_loss, '.4f')} → {number(s.final_loss, '.4f')}",
             f"peak mem {peak}",
-            f"trained {s.get('params_trained')}/{s.get('params_total')} tensors",
+            f"trained {s.params_trained}/{s.params_total} tensors",
             f"MFU {mfu}",
         ]
         text.append(" · " + " · ".join(parts))
-        trained, total = s.get("params_trained"), s.get("params_total")
-        if isinstance(trained, int) and isinstance(total, int) and trained < total:
-            text.append(f"\n! only {trained} of {total} parameter tensors trained: this speed is not a real "
-                        "training step", style="bold")
+        if s.partly_trained:
+            text.append(f"\n! only {s.params_trained} of {s.params_total} parameter tensors trained: this speed is "
+                        "not a real training step", style="bold")
         return text
     if status == "cancelled":  # its error event is the interrupt itself
-        steps = info.get("steps_done", 0)
+        steps = record.steps_done
         text.append(f"■ cancelled after {steps} step{'s' if steps != 1 else ''}", style="bold")
     elif error:
-        text.append(f"✗ {status}: {error.get('type')}: {error.get('message')}\n", style="bold")
-        tail = [line for line in (error.get("traceback") or "").rstrip().splitlines() if line.strip()][-3:]
+        text.append(f"✗ {status}: {error.type}: {error.message}\n", style="bold")
+        tail = [line for line in (error.traceback or "").rstrip().splitlines() if line.strip()][-3:]
         text.append("\n".join(tail), style="dim")
     elif status == "failed":
-        code = (info.get("exit") or {}).get("returncode")
+        code = record.exit.returncode if record.exit else None
         text.append(f"✗ failed with exit code {code}: see the log for why", style="bold")
     else:
         text.append(f"? {status}: the process is gone without a summary, an error or an exit record "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -10,11 +9,19 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tinylab.commands.runs import key_config
-from tinylab.tui.screens.base import BaseScreen, background
+from textual.message import Message
+
+from tinylab.runs.record import RunRecord
+from tinylab.tui.screens.base import BaseScreen, Cancelled, background
 from tinylab.tui.widgets.runtable import RunTable
 
 RESCAN_S = 2.0
+
+
+class Scanned(Message):
+    def __init__(self, records: list[RunRecord]) -> None:
+        super().__init__()
+        self.records = records
 
 
 class RunsScreen(BaseScreen):
@@ -50,15 +57,16 @@ class RunsScreen(BaseScreen):
 
     @background("scan")
     def rescan(self) -> None:
-        infos = self.backend.infos()
-        self.app.call_from_thread(self._show, infos)
+        self.post_message(Scanned(self.backend.records()))
 
-    def _show(self, infos: list[dict[str, Any]]) -> None:
+    @on(Scanned)
+    def _show(self, message: Scanned) -> None:
+        records = message.records
         table = self.query_one(RunTable)
-        self.marked = [m for m in self.marked if any(i["id"] == m for i in infos)]
-        table.show(infos, self._marks(), self.backend.clock())
-        self.app.live_runs = [i for i in infos if i["status"] == "running"]  # type: ignore[attr-defined]
-        if not infos:
+        self.marked = [m for m in self.marked if any(r.id == m for r in records)]
+        table.show(records, self._marks(), self.backend.clock())
+        self.app.live_runs = [r for r in records if r.status == "running"]  # type: ignore[attr-defined]
+        if not records:
             self.query_one("#run-detail", Static).update(
                 f"No runs in {self.backend.store.root} yet. Press l for the Lab, then enter to launch one.")
         else:
@@ -68,33 +76,32 @@ class RunsScreen(BaseScreen):
         return {run_id: "AB"[i] for i, run_id in enumerate(self.marked)}
 
     @property
-    def current(self) -> dict[str, Any] | None:
+    def current(self) -> RunRecord | None:
         table = self.query_one(RunTable)
         run_id = table.current_id
-        return table.infos.get(run_id) if run_id else None
+        return table.records.get(run_id) if run_id else None
 
     @on(DataTable.RowHighlighted)
     def _show_detail(self) -> None:
-        info = self.current
-        if info is None:
+        record = self.current
+        if record is None:
             return
         text = Text()
-        text.append(info["id"], style="bold")
-        text.append(f"  {info['status']}  {info['version']}  {key_config(info['config'])}")
-        if info.get("device_name"):
-            text.append(f"  on {info['device_name']} ({info['device']})")
-        if info.get("error"):
-            err = info["error"]
-            text.append(f"\n{err.get('type')}: {err.get('message')}", style="bold")
-        elif info.get("label"):
-            text.append(f"\nlabel: {info['label']}")
+        text.append(record.id, style="bold")
+        text.append(f"  {record.status}  {record.version}  {record.key_config}")
+        if record.device_name:
+            text.append(f"  on {record.device_name} ({record.device})")
+        if record.error:
+            text.append(f"\n{record.error.type}: {record.error.message}", style="bold")
+        elif record.label:
+            text.append(f"\nlabel: {record.label}")
         self.query_one("#run-detail", Static).update(text)
         self._refresh_keys()
 
     def _refresh_keys(self) -> None:
         """Refresh the footer only when what it offers changed: rebuilding it is not free."""
-        info = self.current or {}
-        state = (info.get("status"), bool(info.get("profiles")), len(self.marked))
+        record = self.current
+        state = (record.status if record else None, bool(record and record.profiles), len(self.marked))
         if state != self._key_state:
             self._key_state = state
             self.refresh_bindings()
@@ -114,35 +121,35 @@ class RunsScreen(BaseScreen):
 
     # ---------------------------------------------------------------- actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        info = self.current
+        record = self.current
         if action in ("open_run", "mark"):
-            return info is not None
+            return record is not None
         if action == "compare":
             return len(self.marked) == 2 or None
         if action == "hotspots":
-            return bool(info and info.get("profiles")) or None
+            return bool(record and record.profiles) or None
         if action == "cancel_run":
-            return bool(info and info["status"] == "running")
+            return bool(record and record.status == "running")
         return True
 
     def action_open_run(self) -> None:
         if self.current:
-            self.app.open_run(self.current["id"])  # type: ignore[attr-defined]
+            self.app.open_run(self.current.id)  # type: ignore[attr-defined]
 
     def action_hotspots(self) -> None:
         if self.current:
-            self.app.open_hotspots(self.current["id"])  # type: ignore[attr-defined]
+            self.app.open_hotspots(self.current.id)  # type: ignore[attr-defined]
 
     def action_mark(self) -> None:
-        info = self.current
-        if info is None:
+        record = self.current
+        if record is None:
             return
-        if info["id"] in self.marked:
-            self.marked.remove(info["id"])
+        if record.id in self.marked:
+            self.marked.remove(record.id)
         else:
-            self.marked = (self.marked + [info["id"]])[-2:]
-        self.query_one(RunTable).show(list(reversed(self.query_one(RunTable).infos.values())), self._marks(),
-                                      self.backend.clock())
+            self.marked = (self.marked + [record.id])[-2:]
+        table = self.query_one(RunTable)
+        table.show(list(reversed(table.records.values())), self._marks(), self.backend.clock())
         self._show_marks()
         self._refresh_keys()
 
@@ -153,10 +160,10 @@ class RunsScreen(BaseScreen):
     def action_cancel_run(self) -> None:
         from tinylab.tui.screens.confirm import ConfirmScreen
 
-        info = self.current
-        if info is None:
+        record = self.current
+        if record is None:
             return
-        run_id = info["id"]
+        run_id = record.id
 
         def answered(yes: bool | None) -> None:
             if yes:
@@ -169,6 +176,9 @@ class RunsScreen(BaseScreen):
 
     @background("cancel")
     def cancel(self, run_id: str) -> None:
-        stopped = self.backend.cancel(run_id)
-        self.app.call_from_thread(self.notify, f"{run_id} {'cancelled' if stopped else 'had already stopped'}")
-        self.app.call_from_thread(self.rescan)
+        self.post_message(Cancelled(run_id, self.backend.cancel(run_id)))
+
+    @on(Cancelled)
+    def _cancelled(self, message: Cancelled) -> None:
+        self.notify(f"{message.run_id} {'cancelled' if message.stopped else 'had already stopped'}")
+        self.rescan()

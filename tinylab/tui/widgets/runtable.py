@@ -7,7 +7,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from tinylab.commands.runs import run_row
+from tinylab.runs.record import RunRecord
 from tinylab.tui.fmt import age, number, short_id
 
 COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), ("version", "ver"),
@@ -15,8 +15,8 @@ COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), 
 STATUS_STYLE = {"running": "bold", "failed": "bold reverse", "lost": "dim", "cancelled": "dim"}
 
 
-def cells(info: dict[str, Any], mark: str, now: float) -> dict[str, Any]:
-    row = run_row(info)
+def cells(record: RunRecord, mark: str, now: float) -> dict[str, Any]:
+    row = record.row()
     label = f" [{row['label']}]" if row["label"] else ""
     return {
         "mark": Text(mark, style="bold reverse") if mark else "",
@@ -34,22 +34,22 @@ def cells(info: dict[str, Any], mark: str, now: float) -> dict[str, Any]:
 class RunTable(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.infos: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, RunRecord] = {}
         self._cells: dict[str, dict[str, Any]] = {}
 
     def on_mount(self) -> None:
         for key, label in COLUMNS:
             self.add_column(label, key=key)
 
-    def show(self, infos: list[dict[str, Any]], marks: dict[str, str], now: float) -> None:
+    def show(self, records: list[RunRecord], marks: dict[str, str], now: float) -> None:
         """Newest first; rows are added, updated cell by cell, or removed by run id."""
-        wanted = {info["id"]: info for info in reversed(infos)}
+        wanted = {record.id: record for record in reversed(records)}
         for run_id in [k for k in self._cells if k not in wanted]:
             self.remove_row(run_id)
             del self._cells[run_id]
         added = False
-        for run_id, info in wanted.items():
-            new = cells(info, marks.get(run_id, ""), now)
+        for run_id, record in wanted.items():
+            new = cells(record, marks.get(run_id, ""), now)
             old = self._cells.get(run_id)
             if old is None:
                 self.add_row(*new.values(), key=run_id)
@@ -62,7 +62,7 @@ class RunTable(DataTable):
         if added and len(wanted) > 1:
             rank = {short_id(run_id): i for i, run_id in enumerate(wanted)}
             self.sort("run", key=lambda sid: rank.get(sid, len(rank)))
-        self.infos = wanted
+        self.records = wanted
 
     @property
     def current_id(self) -> str | None:

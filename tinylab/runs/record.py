@@ -1,0 +1,190 @@
+"""RunRecord: everything known about one run, parsed once from its folder into typed fields.
+
+Every reader (the CLI's runs/show/compare/report, the lab's screens, the exercise checks) reads
+runs through this record instead of event dicts, so a field is named and typed in one place
+(tinylab/events.py declares the events; this module assembles them with the run's files).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinylab.events import (
+    ErrorEvent,
+    EventLog,
+    ExitEvent,
+    ProfileEvent,
+    StartEvent,
+    StepEvent,
+    Summary,
+)
+
+#: The fusion toggles key_config names, in the order it names them.
+_KEY_TOGGLES = ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "cuda_graph")
+
+
+def key_config(cfg: dict[str, Any]) -> str:
+    """The few settings that tell two runs apart, in one short string."""
+    if not cfg:
+        return "?"
+    parts = [f"b{cfg.get('batch_size')} s{cfg.get('seq_len')} h{cfg.get('hidden_dim')} l{cfg.get('num_layers')}"]
+    if cfg.get("precision", "fp32") != "fp32":
+        parts.append(str(cfg["precision"]))
+    on = [k for k in _KEY_TOGGLES if cfg.get(k)]
+    if cfg.get("version") == "v2" and on:
+        parts.append("+".join(on))
+    elif cfg.get("cuda_graph"):
+        parts.append("graph")
+    if cfg.get("recompute_ffn"):
+        parts.append("recompute")
+    if cfg.get("fault"):
+        parts.append(f"fault={cfg['fault']}")
+    if cfg.get("profilers"):
+        parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class CancelRecord:
+    time: float | None = None
+    by_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: str
+    dir: Path
+    status: str
+    started: float | None  # launch time (the local clock can show it), else the start event's
+    config: dict[str, Any]  # config.json as stored ({} when missing or unreadable)
+    start: StartEvent | None
+    pid: int | None
+    summary: Summary | None
+    error: ErrorEvent | None
+    exit: ExitEvent | None
+    cancel: CancelRecord | None
+    steps_done: int
+    last_step: StepEvent | None
+    profiles: tuple[ProfileEvent, ...] = ()
+    corrupt_lines: tuple[int, ...] = field(default=())
+    ended: float | None = None  # when its summary, error or exit was written (or it was cancelled)
+
+    @classmethod
+    def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
+                   process: dict[str, Any] | None, cancel: dict[str, Any] | None) -> "RunRecord":
+        start = log.last("start")
+        summary, error, exit_ev, last = log.last("summary"), log.last("error"), log.last("exit"), log.last("step")
+        pid = (process or {}).get("pid")
+        return cls(
+            id=run_dir.name,
+            dir=run_dir,
+            status=status,
+            started=_clock_time((process or {}).get("launched_at")) or _clock_time((start or {}).get("time")),
+            config=config,
+            start=StartEvent.from_event(start) if start else None,
+            pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+            summary=Summary.from_event(summary) if summary else None,
+            error=ErrorEvent.from_event(error) if error else None,
+            exit=ExitEvent.from_event(exit_ev) if exit_ev else None,
+            cancel=CancelRecord(**{k: v for k, v in cancel.items() if k in ("time", "by_pid")}) if cancel else None,
+            steps_done=len(log.of("step")),
+            last_step=StepEvent.from_event(last) if last else None,
+            profiles=tuple(ProfileEvent.from_event(p) for p in log.of("profile")),
+            corrupt_lines=tuple(log.corrupt_lines),
+            ended=next((float(e["time"]) for e in (summary, error, exit_ev) if e and _is_number(e.get("time"))),
+                       _clock_time((cancel or {}).get("time"))),
+        )
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def version(self) -> str | None:
+        value = self.config.get("version")
+        return value if isinstance(value, str) else None
+
+    @property
+    def label(self) -> str:
+        value = self.config.get("label")
+        return value if isinstance(value, str) else ""
+
+    @property
+    def device(self) -> str | None:
+        return self.start.device if self.start else None
+
+    @property
+    def device_name(self) -> str | None:
+        return self.start.device_name if self.start else None
+
+    @property
+    def ran_config(self) -> dict[str, Any]:
+        """config.json overlaid with the start event's config, which records what really ran
+        (e.g. v4's CUDA graph resolves to off on a CPU)."""
+        return {**self.config, **(self.start.config if self.start else {})}
+
+    @property
+    def key_config(self) -> str:
+        return key_config(self.config)
+
+    @property
+    def has_kernel_table(self) -> bool:
+        return any(p.kernel_table for p in self.profiles)
+
+    def row(self) -> dict[str, Any]:
+        """One line of `tinylab runs` (and its --json), and of the lab's run tables."""
+        s = self.summary
+        return {
+            "id": self.id,
+            "started": self.started,
+            "status": self.status,
+            "version": self.version,
+            "config": self.key_config,
+            "label": self.label,
+            "samples_per_s": s.samples_per_s if s else None,
+            "peak_mem_mb": s.peak_mem_mb if s else None,
+            "final_loss": s.final_loss if s else None,
+            "device": self.device,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """`tinylab show --json`: the record with its events as they were written."""
+        def plain(value: Any) -> Any:
+            return asdict(value) if value is not None else None
+
+        return {
+            "id": self.id,
+            "dir": str(self.dir),
+            "status": self.status,
+            "started": self.started,
+            "version": self.version,
+            "label": self.label,
+            "config": self.config,
+            "start": plain(self.start),
+            "device": self.device,
+            "device_name": self.device_name,
+            "pid": self.pid,
+            "summary": plain(self.summary),
+            "error": plain(self.error),
+            "exit": plain(self.exit),
+            "cancel": plain(self.cancel),
+            "steps_done": self.steps_done,
+            "last_step": plain(self.last_step),
+            "profiles": [asdict(p) for p in self.profiles],
+            "corrupt_lines": list(self.corrupt_lines),
+        }
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _clock_time(value: Any) -> float | None:
+    """A timestamp the local clock can show, or None: a damaged record must not break a listing."""
+    if not _is_number(value):
+        return None
+    try:
+        time.localtime(value)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return float(value)

@@ -1,0 +1,145 @@
+"""Run one exercise step: its baseline run first (when it compares two), then its own run, the
+checks evaluated live while it goes, and the attempt recorded in the progress file at the end.
+
+One code path for `tinylab exercises check` and the lab's step screen: `run_step` is a generator
+of typed progress events; the CLI prints them, the lab's worker posts them as messages.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, TextIO, Union
+
+from tinylab import exercises as ex
+from tinylab.config import RunConfig
+from tinylab.events import ErrorEvent
+from tinylab.runs.follow import watch
+from tinylab.runs.store import TERMINAL, Run
+from tinylab.service.launch import check_run
+from tinylab.service.machine import Machine
+
+#: How often a running step's checks are evaluated again (they read its files).
+RECHECK_S = 1.5
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """What a step will run on this machine: resolved before anything starts, so errors come first."""
+
+    scenario: ex.Scenario
+    step: ex.Step
+    device: str
+    on_gpu: bool
+    config: RunConfig
+    baseline: RunConfig | None
+
+    @property
+    def gpu_only(self) -> bool:
+        """Every check needs a GPU and there is none: nothing to run here."""
+        return not self.on_gpu and bool(self.step.checks) and all(c.needs_gpu for c in self.step.checks)
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    role: str  # "baseline" or "run"
+    run_id: str
+    config: RunConfig
+
+
+@dataclass(frozen=True)
+class RunEnded:
+    role: str
+    run_id: str
+    status: str
+    seconds: float
+    error: ErrorEvent | None
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The checks over the step's run as it is now (the run may still be going)."""
+
+    results: list[ex.CheckResult]
+    status: str
+
+
+@dataclass(frozen=True)
+class StepDone:
+    results: list[ex.CheckResult]
+    run_ids: list[str] = field(default_factory=list)
+    note: str = ""  # why no run was started, or why the step stopped early
+
+    @property
+    def passed(self) -> bool:
+        return ex.step_passed(self.results)
+
+    @property
+    def verdict(self) -> str:
+        ran = [r for r in self.results if r.status != "skip"]
+        if self.passed:
+            return "all checks passed"
+        if not ran:
+            return "no check could run here"
+        return f"{sum(r.status == 'fail' for r in self.results)} of {len(ran)} checks failed"
+
+
+StepProgress = Union[RunStarted, RunEnded, Checked, StepDone]
+
+
+def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_device: str = "auto",
+              overrides: dict | None = None) -> StepPlan:
+    """The step's configs for this machine, each through every pre-launch check (ConfigError/UserError)."""
+    overrides = overrides or {}
+    device = machine.resolve(requested_device)
+    config = ex.step_config(step, device, overrides)
+    baseline = ex.baseline_config(step, device, overrides)
+    plan = StepPlan(scenario, step, device, machine.device_type(device) == "cuda", config, baseline)
+    if not plan.gpu_only:
+        for cfg in (baseline, config):
+            if cfg is not None:
+                check_run(cfg, machine)
+    return plan
+
+
+def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextIO | None = None, poll_s: float = 0.2,
+             recheck_s: float = RECHECK_S, stop: Callable[[], bool] = lambda: False) -> Iterator[StepProgress]:
+    """Baseline first and to its end (two runs at once would skew each other's timings), then the run.
+
+    `start` launches a config (the Lab's launch: checked, detached).
+    `output` receives the runs' output.log text as it grows; `stop()` ends the watching early (the
+    runs keep going; nothing is recorded). Progress is recorded once the step's run has ended.
+    """
+    step = plan.step
+    if plan.gpu_only:
+        yield StepDone(ex.evaluate_checks(step, None, None, on_gpu=False),
+                       note="every check of this step needs a GPU: no run was started")
+        return
+    records = {}
+    for role, cfg in (("baseline", plan.baseline), ("run", plan.config)):
+        if cfg is None:
+            continue
+        run = start(cfg)
+        yield RunStarted(role, run.id, cfg)
+        started, last_check = time.monotonic(), time.monotonic()
+        status = "running"
+        for status in watch(run, output, poll_s, stop=stop):
+            if role == "run" and status not in TERMINAL and time.monotonic() - last_check >= recheck_s:
+                last_check = time.monotonic()
+                yield Checked(_evaluate(plan, run.record(), records.get("baseline")), status)
+        if status not in TERMINAL:  # stopped watching
+            return
+        records[role] = run.record()
+        yield RunEnded(role, run.id, status, time.monotonic() - started, records[role].error)
+        if role == "baseline" and status != "finished":
+            yield StepDone(_evaluate(plan, None, records[role]), [run.id],
+                           note=f"the baseline run {status}; the step's checks need it")
+            return
+    results = _evaluate(plan, records["run"], records.get("baseline"))
+    run_ids = [r.id for r in records.values()]
+    ex.record_progress(plan.scenario.id, step.number, results, run_ids)
+    yield StepDone(results, run_ids)
+
+
+def _evaluate(plan: StepPlan, run, baseline) -> list[ex.CheckResult]:
+    return ex.evaluate_checks(plan.step, run, baseline, plan.on_gpu)

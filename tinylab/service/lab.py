@@ -1,0 +1,145 @@
+"""`Lab`: the one door to tinylab's engine, for the CLI's commands and the Textual lab alike.
+
+It owns the run store and the machine facts, and offers the use cases both faces need: list and
+read typed run records, check and launch a run, cancel and remove runs, read kernel tables,
+compare, report, and plan and run exercise steps. Neither face reaches past it into the engine.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator, TextIO
+
+from tinylab import exercises as ex
+from tinylab.config import RunConfig
+from tinylab.errors import UserError
+from tinylab.runs import launcher
+from tinylab.runs.record import RunRecord
+from tinylab.runs.store import Run, RunStore, is_run_dir
+from tinylab.service import exercise
+from tinylab.service.launch import check_run
+from tinylab.service.machine import Machine
+
+
+class Lab:
+    def __init__(self, runs_dir: str | os.PathLike[str] | None = None, *, exercises_root: Path | None = None,
+                 machine: Callable[[], Machine] = Machine.probe):
+        self.store = RunStore(runs_dir)
+        self.exercises_root = exercises_root
+        self._machine_probe = machine
+        self._machine: Machine | None = None
+        self._scenarios: list[ex.Scenario] | None = None
+
+    # ------------------------------------------------------------------ machine
+    @property
+    def machine(self) -> Machine:
+        """Probed once, on first need (the CLI's probe may import torch)."""
+        if self._machine is None:
+            self._machine = self._machine_probe()
+        return self._machine
+
+    # --------------------------------------------------------------------- runs
+    def run(self, ref: str) -> Run:
+        """A run of the store by id, unique prefix, `last` or folder path (UserError otherwise)."""
+        return self.store.resolve(ref)
+
+    def record(self, ref: str) -> RunRecord:
+        return self.run(ref).record()
+
+    def records(self) -> list[RunRecord]:
+        """Every run's record, oldest first; a run whose folder vanished mid-scan is skipped."""
+        out = []
+        for run in self.store.list():
+            try:
+                out.append(run.record())
+            except OSError:
+                continue
+        return out
+
+    def check(self, cfg: RunConfig) -> RunConfig:
+        """Every pre-launch check (config, device, profilers); ConfigError/UserError names the problem."""
+        return check_run(cfg, self.machine)
+
+    def launch(self, cfg: RunConfig) -> Run:
+        return launcher.launch(self.store, self.check(cfg))
+
+    def cancel(self, ref: str) -> bool:
+        """SIGINT, SIGTERM, SIGKILL to the run's process group; False when it was not running."""
+        return launcher.cancel(self.run(ref))
+
+    def remove(self, refs: list[str], force: bool = False) -> list[str]:
+        """Delete runs (all refs are resolved before anything is deleted); returns their ids."""
+        runs = [self.run(ref) for ref in refs]
+        for run in runs:
+            if force:
+                launcher.cancel(run)
+            self.store.remove(run, force=force)
+        return [run.id for run in runs]
+
+    # ----------------------------------------------------------------- analysis
+    def kernel_table(self, ref: str):
+        """(DataFrame, format) of the run's newest kernel table, or None."""
+        from tinylab.analysis.hotspots import (
+            load_run_kernel_table,  # pandas: only when a table is asked for
+        )
+
+        return load_run_kernel_table(self.run(ref).dir)
+
+    def hotspots_table(self, ref: str):
+        """(DataFrame, format) of a run (id, prefix, `last`, folder) or of any profiler output file/folder."""
+        from tinylab.analysis.hotspots import load_kernel_table, load_run_kernel_table
+
+        path = Path(ref)
+        if is_run_dir(path):
+            run_dir = path
+        elif path.exists():
+            return load_kernel_table(path)
+        elif len(path.parts) > 1 or path.suffix:
+            raise UserError(f"{ref}: no such file or folder")
+        else:
+            run_dir = self.run(ref).dir
+        found = load_run_kernel_table(run_dir)
+        if found is not None:
+            return found
+        profiles = run_dir / "profiles"
+        if profiles.is_dir() and any(profiles.iterdir()):
+            return load_kernel_table(profiles)
+        raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
+                        "(or rocprofv3, ncu, nsys, ...) to get one")
+
+    def compare(self, a: str, b: str) -> dict[str, Any]:
+        from tinylab.analysis.compare import compare_runs
+
+        return compare_runs(self.record(a), self.record(b))
+
+    def report(self, refs: list[str], fmt: str) -> str:
+        from tinylab.analysis.report import build_report
+
+        return build_report([self.run(ref) for ref in refs], fmt)
+
+    # ---------------------------------------------------------------- exercises
+    def scenarios(self) -> list[ex.Scenario]:
+        """Loaded and validated once: the files do not change under a learner."""
+        if self._scenarios is None:
+            self._scenarios = ex.load_scenarios(self.exercises_root)
+        return self._scenarios
+
+    def scenario(self, scenario_id: str) -> ex.Scenario:
+        for scenario in self.scenarios():
+            if scenario.id == scenario_id:
+                return scenario
+        known = ", ".join(s.id for s in self.scenarios()) or "(none)"
+        raise UserError(f"unknown exercise {scenario_id!r}: choose one of {known}")
+
+    def progress(self) -> dict[str, Any]:
+        return ex.load_progress()
+
+    def plan_step(self, scenario_id: str, number: int, device: str = "auto",
+                  overrides: dict | None = None) -> exercise.StepPlan:
+        scenario = self.scenario(scenario_id)
+        return exercise.plan_step(scenario, ex.get_step(scenario, number), self.machine, device, overrides)
+
+    def run_step(self, plan: exercise.StepPlan, *, output: TextIO | None = None, poll_s: float = 0.2,
+                 stop: Callable[[], bool] = lambda: False) -> Iterator[exercise.StepProgress]:
+        return exercise.run_step(plan, start=self.launch, output=output, poll_s=poll_s, stop=stop)

@@ -1,0 +1,64 @@
+"""What the machine offers a run: how many GPUs torch can use, and whose.
+
+The CLI probes it in its own process (importing torch only when a GPU device node exists, so a
+CPU machine's `tinylab run --detach` stays fast); the lab takes it from the doctor report its
+child process collected. Both then decide the same way: `device_type` turns a requested device
+into the one the trainer will get, or a one-line error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tinylab.config import ConfigError
+
+
+@dataclass(frozen=True)
+class Machine:
+    gpus: int = 0  # GPUs torch can use
+    vendor: str | None = None  # "nvidia" or "amd" when torch sees a GPU
+    gpu_name: str | None = None
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpus > 0
+
+    def device_type(self, requested: str) -> str:
+        """"cpu" or "cuda" for a requested device ("auto", "cpu", "cuda", "cuda:N")."""
+        if requested == "auto":
+            return "cuda" if self.has_gpu else "cpu"
+        if requested == "cpu":
+            return "cpu"
+        if not self.has_gpu:
+            raise ConfigError(f"--device {requested} requested but no CUDA/ROCm GPU is visible to torch")
+        index = requested.partition(":")[2]
+        if index and (not index.isdigit() or int(index) >= self.gpus):
+            raise ConfigError(f"--device {requested}: this machine has {self.gpus} GPU(s), cuda:0 to cuda:{self.gpus - 1}")
+        return "cuda"
+
+    def resolve(self, requested: str) -> str:
+        """The device string a step's run is stored with: "auto" made concrete ("cuda" or "cpu")."""
+        return self.device_type(requested) if requested == "auto" else requested
+
+    @classmethod
+    def probe(cls) -> "Machine":
+        """This machine, as the trainer's torch will see it."""
+        from tinylab.profilers.base import gpu_vendors
+
+        if not gpu_vendors():
+            return cls()  # no GPU device node: no torch import needed to know there is no GPU
+        import torch
+
+        if not torch.cuda.is_available():
+            return cls()
+        return cls(torch.cuda.device_count(), "amd" if getattr(torch.version, "hip", None) else "nvidia",
+                   torch.cuda.get_device_name(0))
+
+    @classmethod
+    def from_doctor(cls, report: dict[str, Any] | None) -> "Machine":
+        """From `tinylab doctor --json` (the lab's view): only a GPU torch can use counts."""
+        gpu = (report or {}).get("gpu") or {}
+        if not gpu.get("torch_sees_gpu"):
+            return cls()
+        return cls(int(gpu.get("count") or 1), gpu.get("vendor"), gpu.get("name"))
