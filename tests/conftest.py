@@ -1,13 +1,103 @@
-"""Test-wide set-up: Triton kernels run in the interpreter when no GPU is present.
+"""Test-wide set-up: Triton in its interpreter on a CPU, the run engine's session runs (shared by
+tests/runs, tests/commands and tests/analysis) and the profilers' stand-ins.
 
 TRITON_INTERPRET must be set before triton (and so kernels/) is first imported, which is why
-it happens here, at collection time, and not in a fixture.
+it happens in pytest_configure, before collection, and not in a fixture; nothing this file
+imports imports triton.
 """
 
+from __future__ import annotations
+
+import json
 import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
-if "TRITON_INTERPRET" not in os.environ:
-    import torch
+import psutil
+import pytest
 
-    if not torch.cuda.is_available():
-        os.environ["TRITON_INTERPRET"] = "1"
+from support.paths import BIN
+from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
+from tinylab.exercises import PROGRESS_ENV
+from tinylab.profilers import base
+from tinylab.runs.store import TERMINAL, Run, RunStore
+
+
+@pytest.fixture(autouse=True)
+def progress_file(tmp_path, monkeypatch) -> Path:
+    """Exercise progress always goes to a temporary file in the tests, never to the user's own."""
+    path = tmp_path / "progress" / "progress.json"
+    monkeypatch.setenv(PROGRESS_ENV, str(path))
+    return path
+
+
+def pytest_configure(config) -> None:
+    if "TRITON_INTERPRET" not in os.environ:
+        import torch
+
+        if not torch.cuda.is_available():
+            os.environ["TRITON_INTERPRET"] = "1"
+
+
+# ------------------------------------------------------------------------------ session runs
+@dataclass
+class Pair:
+    store: RunStore
+    v1: Run
+    v2: Run
+    launch_seconds: list[float]
+
+
+@pytest.fixture(scope="session")
+def launched_pair(tmp_path_factory) -> Pair:
+    """A v1 and a v2 run of the same tiny config, launched one after the other with
+    `tinylab run --detach` (so they also serve as the two-concurrent-runs case); not waited for."""
+    root = tmp_path_factory.mktemp("pair_runs")
+    runs, seconds = [], []
+    for version in ("v1", "v2"):
+        t0 = time.perf_counter()
+        proc = cli("run", "--detach", "--json", "--runs-dir", str(root), "--version", version,
+                   "--num-steps", "8", "--warmup-steps", "2", *TINY_FLAGS)
+        seconds.append(time.perf_counter() - t0)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(Run(Path(json.loads(proc.stdout)["dir"])))
+    return Pair(RunStore(root), runs[0], runs[1], seconds)
+
+
+@pytest.fixture(scope="session")
+def finished_pair(launched_pair) -> Pair:
+    for run in (launched_pair.v1, launched_pair.v2):
+        assert wait_for_status(run, TERMINAL, timeout=120) == "finished", output_tail(run)
+    return launched_pair
+
+
+def pytest_collection_modifyitems(items):
+    """Run runs/test_launcher.py first: its fixture launches the session pair along with its own
+    five runs, so all of them start at once (sort is stable: the rest keeps its order)."""
+    launcher = Path(__file__).parent / "runs" / "test_launcher.py"
+    items.sort(key=lambda item: item.path != launcher)
+
+
+@pytest.fixture
+def store(tmp_path) -> RunStore:
+    return RunStore(tmp_path / "runs")
+
+
+@pytest.fixture
+def own_process_record() -> dict:
+    """pid and start time of this test process: a {pid, start_time} record that is alive."""
+    me = psutil.Process(os.getpid())
+    return {"pid": me.pid, "pgid": os.getpgid(me.pid), "start_time": me.create_time(), "launched_at": time.time()}
+
+
+# ------------------------------------------------------------------------------ profilers
+@pytest.fixture
+def standins(monkeypatch, tmp_path) -> Path:
+    """Stand-in rocprofv3/rocprof-sys-run/rocprof-compute/ncu/nsys first on PATH, GPUs of both
+    vendors 'visible'; returns the log file where each stand-in appends the argv it got."""
+    monkeypatch.setenv("PATH", str(BIN) + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd", "nvidia"})
+    log = tmp_path / "standin_argv.log"
+    monkeypatch.setenv("STANDIN_LOG", str(log))
+    return log

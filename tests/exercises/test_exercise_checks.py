@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from exercise_helpers import make_run
+from support.exercises import make_run
 from tinylab import exercises as ex
 from tinylab.exercises import CheckSpec, Step
 

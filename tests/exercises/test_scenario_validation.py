@@ -169,7 +169,7 @@ def test_markdown_with_toml_lookalikes_does_not_confuse_lines(tmp_path):
 
 def test_loading_and_checking_never_call_eval_or_exec(tmp_path, monkeypatch):
     """Scenario data is parsed, never executed: loading and evaluating work with eval/exec gone."""
-    from exercise_helpers import make_run
+    from support.exercises import make_run
 
     root = write(tmp_path, GOOD)
     run = make_run(tmp_path, summary={"initial_loss": 62.0})

@@ -19,8 +19,8 @@ from tinylab.profilers.ncu import NcuAdapter
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 
-from . import samples
-from .conftest import BIN
+from support import samples
+from support.paths import BIN
 
 CONFIG = RunConfig(num_steps=3, warmup_steps=1)
 EXPECTED = samples.expected_from_dispatches(samples.rocm7_dispatches())
@@ -207,9 +207,16 @@ def test_program_failure_is_passed_through(standins, tmp_path):
     assert proc.returncode == 3
 
 
-def test_in_process_adapters_have_no_argv(tmp_path):
-    with pytest.raises(UserError, match="pytorch runs inside the trainer"):
-        get_adapter("pytorch").wrap_argv(tmp_path, CONFIG)
+def test_adapter_contracts_are_declared():
+    """In-process tools have hooks and no argv; wrappers have argv; neither can leave one out."""
+    from tinylab.profilers.base import InProcessAdapter, WrapperAdapter
+
+    for adapter in all_adapters():
+        assert isinstance(adapter, InProcessAdapter) != isinstance(adapter, WrapperAdapter), adapter.name
+        assert hasattr(adapter, "wrap_argv") == isinstance(adapter, WrapperAdapter), adapter.name
+    incomplete = type("Incomplete", (WrapperAdapter,), {"name": "x", "executable": "x", "vendor": "amd"})
+    with pytest.raises(TypeError, match="wrap_argv"):
+        incomplete()
 
 
 def test_inprocess_hooks_only_for_in_process_tools(tmp_path):

@@ -22,8 +22,8 @@ from tinylab.errors import UserError
 from tinylab.profilers import get_adapter, inprocess_hooks, telemetry, write_kernel_table
 from tinylab.profilers.pytorch import OPERATOR_COLUMNS, profile_schedule
 
-from . import samples
-from .conftest import BIN
+from support import samples
+from support.paths import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None

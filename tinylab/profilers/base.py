@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,17 +47,21 @@ class CollectResult:
     format: str | None = None
 
 
-class ProfilerAdapter:
+class ProfilerAdapter(ABC):
+    """One profiler: whether it works here, and how its output becomes the kernel table.
+
+    Subclass InProcessAdapter (hooks inside the trainer) or WrapperAdapter (argv before the
+    trainer's); `kind` names which, for people (doctor's report).
+    """
+
     name: str = ""
-    kind: str = WRAPPER
+    kind: str = ""
     description: str = ""
     fix: str = ""
 
+    @abstractmethod
     def available(self) -> Availability:
-        raise NotImplementedError
-
-    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
-        raise UserError(f"{self.name} runs inside the trainer (in-process); it has no wrapper argv")
+        """Whether the tool works on this machine, its version, or why not."""
 
     def collect(self, out_dir: Path) -> CollectResult:
         """Artifacts and kernel table found in out_dir; a missing or unreadable table is a note."""
@@ -93,8 +98,9 @@ class InProcessHook:
 class InProcessAdapter(ProfilerAdapter):
     kind = IN_PROCESS
 
+    @abstractmethod
     def make_hook(self, config: "RunConfig", out_dir: Path) -> InProcessHook:
-        raise NotImplementedError
+        """The hook the trainer calls around every step, writing into out_dir."""
 
 
 # ----------------------------------------------------------------------------- wrappers
@@ -143,6 +149,10 @@ class WrapperAdapter(ProfilerAdapter):
 
     def argv0(self) -> str:
         return self.executable_path() or self.executable
+
+    @abstractmethod
+    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+        """The tool's argv, to be followed by the trainer's; its output goes under out_dir."""
 
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*(?:[-+.][0-9A-Za-z.]+)?")

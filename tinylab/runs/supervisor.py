@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tinylab.config import RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter
+from tinylab.profilers import get_adapter, write_kernel_table
+from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs.launcher import SAFE_PATH
 from tinylab.runs.store import process_start_time, write_json
 
@@ -24,13 +26,11 @@ def trainer_argv(run_dir: Path) -> list[str]:
     return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
 
 
-def wrapper_adapter(cfg: RunConfig):
+def wrapper_adapter(cfg: RunConfig) -> WrapperAdapter | None:
     """The external (argv-wrapping) profiler of this run, or None."""
-    from tinylab.profilers import get_adapter
-
     for name in cfg.profilers:
         adapter = get_adapter(name)
-        if adapter.kind == "wrapper":
+        if isinstance(adapter, WrapperAdapter):
             return adapter
     return None
 
@@ -65,9 +65,7 @@ def supervise(run_dir: Path) -> int:
     return 0 if rc == 0 else 1
 
 
-def _collect(run_dir: Path, adapter, out_dir: Path, ev: EventWriter) -> None:
-    from tinylab.profilers import write_kernel_table
-
+def _collect(run_dir: Path, adapter: WrapperAdapter, out_dir: Path, ev: EventWriter) -> None:
     try:
         ev.emit("profile", **write_kernel_table(run_dir, adapter.name, adapter.collect(out_dir)))
     except Exception as exc:  # a parse failure must not turn a finished run into a crash

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # tests/profilers: samples.py, rocpd_db.py
+sys.path.insert(0, str(HERE.parents[1] / "support"))  # samples.py, rocpd_db.py
 
 import samples  # noqa: E402
 

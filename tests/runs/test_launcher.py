@@ -22,7 +22,7 @@ from tinylab.runs.follow import follow
 from tinylab.runs.launcher import cancel, launch
 from tinylab.runs.store import TERMINAL, Run, RunStore
 
-from .helpers import (
+from support.runs import (
     FOREVER_STEPS,
     REPO,
     TINY,
@@ -235,7 +235,7 @@ def test_the_trainer_never_imports_from_the_callers_folder(tmp_path):
     """A `models/` package or a `torch.py` in the folder a run is started from must not run."""
     import subprocess
 
-    from .helpers import TINY_FLAGS
+    from support.runs import TINY_FLAGS
 
     sentinel = tmp_path / "foreign-code-ran"
     (tmp_path / "models").mkdir()

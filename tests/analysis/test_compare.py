@@ -7,10 +7,15 @@ import re
 import sys
 
 import pytest
+from support.runs import cli, clone_run, with_kernels
 
-from tinylab.analysis.compare import METRICS, SAME_WITHIN, UNDER_TEST, compare_runs, format_compare
-
-from .helpers import clone_run, cli, with_kernels
+from tinylab.analysis.compare import (
+    METRICS,
+    SAME_WITHIN,
+    UNDER_TEST,
+    compare_runs,
+    format_compare,
+)
 
 KEYS = [m.key for m in METRICS]
 

@@ -19,16 +19,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import samples
+from support.paths import FIX
+from support.rocpd_db import write_rocpd
 
 from tinylab.analysis import formats
 from tinylab.analysis.formats import detect
 from tinylab.analysis.hotspots import load_kernel_table
 from tinylab.cli import main
 from tinylab.errors import UserError
-
-from . import samples
-from .conftest import FIX
-from .rocpd_db import write_rocpd
 
 DISPATCHES = samples.rocm7_dispatches()
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,10 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from support.runs import cli, clone_run, make_run
 
 from tinylab.runs.store import RunStore
-
-from .helpers import clone_run, cli, make_run
 
 #: Every command that takes RUN references, with the arguments that surround them.
 RUN_COMMANDS = {

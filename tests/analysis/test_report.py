@@ -7,12 +7,11 @@ import re
 from html.parser import HTMLParser
 
 import pytest
+from support.runs import cli, clone_run, with_kernels
 
 from tinylab.analysis.compare import compare_runs, format_value
 from tinylab.analysis.report import build_report
 from tinylab.errors import UserError
-
-from .helpers import clone_run, cli, with_kernels
 
 VOID = {"meta", "br", "hr", "img", "input", "link"}
 SVG_SHAPES = {"rect", "line", "polyline", "circle", "path"}

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
+from support.exercises import REPO
 
-from exercise_helpers import REPO
 from tinylab import exercises as ex
 from tinylab.runs.store import RunStore
 

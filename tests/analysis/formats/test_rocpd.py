@@ -1,0 +1,70 @@
+"""rocpd: the SQLite database and `rocpd summary` output.
+
+Expected numbers come from the fixtures themselves, read with plain csv/json code in the test
+(or written out by hand from the file), never from tinylab's parsers.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import samples
+from support.formats import (
+    DISPATCHES,
+    EXPECTED,
+    assert_matches,
+    write,
+)
+from support.rocpd_db import KERNELS_VIEW_COLUMNS, write_rocpd
+
+from tinylab.analysis.hotspots import load_kernel_table
+from tinylab.errors import UserError
+
+
+def test_rocpd_summary_by_rank_merges_processes(tmp_path):
+    text = samples.rocpd_summary_csv(DISPATCHES, by_rank=True)
+    two_ranks = text + "\n".join(text.splitlines()[1:]).replace("714789", "715613") + "\n"
+    table, _ = load_kernel_table(write(tmp_path, "kernels_summary.csv", two_ranks))
+    doubled = {k: (2 * c, 2 * t, lo, hi) for k, (c, t, lo, hi) in EXPECTED.items()}
+    assert_matches(table, doubled)
+
+
+@pytest.mark.parametrize("views,kernels_view,note", [
+    (True, "working", None),
+    (True, "empty", "kernels view was empty"),
+    (True, "none", "kernels view was empty or missing"),
+    (False, "none", "rocpd_kernel_dispatch"),
+])
+def test_rocpd_database(tmp_path, views, kernels_view, note):
+    db = tmp_path / "host" / "4242_results.db"
+    db.parent.mkdir()
+    write_rocpd(db, DISPATCHES, views=views, kernels_view=kernels_view)
+    table, fmt = load_kernel_table(db)
+    assert fmt == "rocpd"
+    assert_matches(table, EXPECTED)
+    assert (table.attrs["note"] is None) == (note is None)
+    if note:
+        assert "rocpd_kernel_dispatch" in table.attrs["note"]
+
+
+def test_rocpd_builder_has_the_documented_kernels_view(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "x.db"
+    write_rocpd(db, DISPATCHES)
+    con = sqlite3.connect(db)
+    cols = [r[1] for r in con.execute("PRAGMA table_info(kernels)")]
+    con.close()
+    assert cols == [c.strip() for c in KERNELS_VIEW_COLUMNS.split(",")]
+
+
+def test_rocpd_without_dispatches_or_tables(tmp_path):
+    import sqlite3
+
+    empty = tmp_path / "empty.db"
+    write_rocpd(empty, [])
+    with pytest.raises(UserError, match=r"empty.db: rocpd database has no kernel dispatches"):
+        load_kernel_table(empty)
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE t (a)").connection.commit()
+    with pytest.raises(UserError, match=r"other.db: SQLite database without rocpd kernel data"):
+        load_kernel_table(other)

@@ -1,0 +1,1 @@
+"""Helpers shared by the test folders: run folders, exercise runs, profiler samples, fixture paths."""

@@ -1,0 +1,10 @@
+"""Where the test data lives."""
+
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+#: Real profiler outputs (every sub-folder has a SOURCE.txt).
+FIX = TESTS / "fixtures"
+#: Stand-in profiler executables.
+BIN = TESTS / "profilers" / "bin"

@@ -1,0 +1,27 @@
+"""Small kernel tables and run folders holding them, for the analysis and hotspots tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from tinylab.analysis.kernel_table import build_table
+from tinylab.events import EventWriter
+from tinylab.runs.store import mark_run
+
+
+def table_of(rows: list[tuple[str, int, float]]) -> pd.DataFrame:
+    return build_table(pd.DataFrame(rows, columns=["name", "calls", "total_ns"]))
+
+
+def run_with_events(tmp_path: Path, events: list[dict]) -> Path:
+    """A marked run folder with an empty config and these events (each stamped with a time)."""
+    run = tmp_path / "runs" / "20260101-000000-abcd"
+    run.mkdir(parents=True)
+    mark_run(run)
+    (run / "config.json").write_text("{}")
+    with EventWriter(run / "events.jsonl") as ev:
+        for e in events:
+            ev.emit(e.pop("event"), **e)
+    return run

@@ -1,0 +1,126 @@
+"""The shape of the code: no import cycle anywhere, the CLI is no library, Textual stays in the lab.
+
+Imports are read from the source (module level and inside functions: a cycle hidden in a
+function-local import is still a cycle), except those under `if TYPE_CHECKING:`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("tinylab", "models", "kernels", "exercises")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+
+
+def _type_checking_lines(tree: ast.Module) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
+
+
+def imports_of(name: str) -> set[str]:
+    """Every module (of any package) `name` imports, by full dotted name."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_lines(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if getattr(node, "lineno", 0) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:  # `from pkg import module` imports the module
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
+    return found
+
+
+GRAPH = {name: {m for m in imports_of(name) if m in MODULES and m != name} for name in MODULES}
+
+
+def cycles(graph: dict[str, set[str]] = GRAPH) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_the_imports_and_the_finder_sees_cycles():
+    """The walker itself: a known module-level and a known function-local import are found, and
+    the cycle finder reports the cycle of the split that formats.py and hotspots.py used to have."""
+    assert "tinylab.service.lab" in GRAPH["tinylab.commands._common"]
+    assert "tinylab.analysis.hotspots" in GRAPH["tinylab.service.lab"]  # imported inside a method
+    was = {"formats": {"hotspots"}, "hotspots": {"formats", "events"}, "events": set()}
+    assert cycles(was) == [["formats", "hotspots"]]
+
+
+def test_no_import_cycle():
+    assert cycles() == []
+
+
+def test_nothing_outside_the_cli_imports_the_commands():
+    allowed = ("tinylab.commands", "tinylab.cli")
+    offenders = {name: sorted(m for m in imps if m == "tinylab.commands" or m.startswith("tinylab.commands."))
+                 for name, imps in ((n, imports_of(n)) for n in MODULES) if not name.startswith(allowed)}
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+@pytest.mark.parametrize("framework", ["textual", "textual_plotext"])
+def test_textual_stays_in_the_lab(framework):
+    offenders = sorted(n for n in MODULES if not n.startswith("tinylab.tui")
+                       and any(m == framework or m.startswith(framework + ".") for m in imports_of(n)))
+    assert offenders == []
+
+
+def test_textual_private_names_come_through_one_module():
+    offenders = sorted(n for n in MODULES if n != "tinylab.tui.textual_private"
+                       and any(part.startswith("_") for m in imports_of(n) if m.startswith("textual.")
+                               for part in m.split(".")[1:]))
+    assert offenders == []
