@@ -16,9 +16,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from support.paths import BIN
 from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
+
 from tinylab.exercises import PROGRESS_ENV
 from tinylab.profilers import base
 from tinylab.runs.store import TERMINAL, Run, RunStore

@@ -16,6 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tinylab.packages import describe, foreign_packages
+from tinylab.profilers import all_adapters
+
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
     "torch": ("torch",),
@@ -31,8 +34,6 @@ PACKAGES = {
 
 def collect_doctor() -> dict[str, Any]:
     """The `tinylab doctor --json` object (plus "os", "python", and per profiler "fix"/"kind")."""
-    from tinylab.profilers import all_adapters
-
     profilers = {}
     for adapter in all_adapters():
         status = adapter.available()
@@ -44,8 +45,6 @@ def collect_doctor() -> dict[str, Any]:
             "description": adapter.description,
             "fix": None if status.available else adapter.fix,
         }
-    from tinylab.packages import describe, foreign_packages
-
     foreign = foreign_packages()
     return {
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine()},

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tinylab import checks
+from tinylab.analysis.categories import CATEGORIES
 from tinylab.config import TOGGLES, ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS
@@ -132,8 +133,6 @@ def _config_types() -> dict[str, str]:
 
 def _category_names() -> dict[str, str]:
     """<category>_ms/_pct/_calls for every kernel category -> description."""
-    from tinylab.analysis.kernel_table import CATEGORIES
-
     return {cat + suffix: f"{cat} kernels: {desc}" for cat in CATEGORIES for suffix, desc in _CATEGORY_SUFFIXES.items()}
 
 

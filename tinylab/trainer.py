@@ -27,6 +27,7 @@ from typing import Any
 from tinylab.config import ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
+from tinylab.packages import describe, foreign_packages
 
 GRAPH_WARMUP_ITERS = 3
 
@@ -132,8 +133,6 @@ class Trainer:
             torch.backends.cudnn.benchmark = False
         torch.backends.cuda.matmul.allow_tf32 = cfg.tf32
         torch.backends.cudnn.allow_tf32 = cfg.tf32
-
-        from tinylab.packages import describe, foreign_packages
 
         foreign = foreign_packages()
         if foreign:

@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 from support.tables import table_of
 
-from tinylab.analysis.kernel_table import (
-    CATEGORIES,
-    KERNEL_COLUMNS,
-    categorize,
-)
+from tinylab.analysis.categories import CATEGORIES, categorize
+from tinylab.analysis.kernel_table import KERNEL_COLUMNS
 
 # Real names from the fixtures (and our kernels/ Triton functions), with the category a learner expects.
 NAMES = {

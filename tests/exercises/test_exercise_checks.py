@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from support.exercises import make_run
+
 from tinylab import exercises as ex
 from tinylab.exercises import CheckSpec, Step
 

@@ -1,7 +1,9 @@
 """Time every GEMM of the v4 step at the model's shapes (bf16, CUDA-graph replays), in the
 layouts v4 uses and in alternatives, to see which GEMMs sit below the large-GEMM rate."""
 import argparse
+
 import torch
+
 from kernels.bench_kernels import median_ms
 from models.v4_ultra import mm_fp32
 

@@ -13,7 +13,14 @@ import sys
 import torch
 import triton
 
-from kernels import add_rmsnorm, flash_attention, flash_attention_qkv, rope, rope_cos_sin, rope_gqa_qkv
+from kernels import (
+    add_rmsnorm,
+    flash_attention,
+    flash_attention_qkv,
+    rope,
+    rope_cos_sin,
+    rope_gqa_qkv,
+)
 from kernels.bench_kernels import fwd_bwd_step, median_ms
 
 fa = importlib.import_module("kernels.flash_attention")

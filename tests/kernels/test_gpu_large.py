@@ -7,7 +7,15 @@ The interpreter runs the same kernel code with tiny blocks; these tests check th
 import pytest
 import torch
 
-from kernels import add_rmsnorm, cross_entropy, flash_attention, rmsnorm, rope, rope_cos_sin, swiglu
+from kernels import (
+    add_rmsnorm,
+    cross_entropy,
+    flash_attention,
+    rmsnorm,
+    rope,
+    rope_cos_sin,
+    swiglu,
+)
 from kernels.reference import (
     add_rmsnorm_reference,
     attention_reference,

@@ -12,7 +12,17 @@ import pytest
 import torch
 import triton
 
-from kernels import _utils, add_rmsnorm, cross_entropy, flash_attention, naive_swiglu_ffn, rmsnorm, rope, rope_cos_sin, swiglu
+from kernels import (
+    _utils,
+    add_rmsnorm,
+    cross_entropy,
+    flash_attention,
+    naive_swiglu_ffn,
+    rmsnorm,
+    rope,
+    rope_cos_sin,
+    swiglu,
+)
 from kernels.reference import (
     add_rmsnorm_reference,
     attention_reference,

@@ -10,17 +10,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import samples
+from support.paths import BIN
 
 from tinylab.config import PROFILERS, RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers import IN_PROCESS, WRAPPER, all_adapters, get_adapter, inprocess_hooks, write_kernel_table
-from tinylab.profilers import base
+from tinylab.profilers import (
+    IN_PROCESS,
+    WRAPPER,
+    all_adapters,
+    base,
+    get_adapter,
+    inprocess_hooks,
+    write_kernel_table,
+)
 from tinylab.profilers.ncu import NcuAdapter
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
-
-from support import samples
-from support.paths import BIN
 
 CONFIG = RunConfig(num_steps=3, warmup_steps=1)
 EXPECTED = samples.expected_from_dispatches(samples.rocm7_dispatches())

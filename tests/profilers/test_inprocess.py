@@ -14,16 +14,20 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from support import samples
+from support.paths import BIN
 
 from tinylab.analysis.hotspots import load_kernel_table
 from tinylab.cli import main
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers import get_adapter, inprocess_hooks, telemetry, write_kernel_table
+from tinylab.profilers import (
+    get_adapter,
+    inprocess_hooks,
+    telemetry,
+    write_kernel_table,
+)
 from tinylab.profilers.pytorch import OPERATOR_COLUMNS, profile_schedule
-
-from support import samples
-from support.paths import BIN
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None

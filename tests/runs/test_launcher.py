@@ -16,12 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from tinylab.config import RunConfig
-from tinylab.runs.follow import follow
-from tinylab.runs.launcher import cancel, launch
-from tinylab.runs.store import TERMINAL, Run, RunStore
-
 from support.runs import (
     FOREVER_STEPS,
     REPO,
@@ -36,6 +30,11 @@ from support.runs import (
     wait_for_status,
     wait_for_step,
 )
+
+from tinylab.config import RunConfig
+from tinylab.runs.follow import follow
+from tinylab.runs.launcher import cancel, launch
+from tinylab.runs.store import TERMINAL, Run, RunStore
 
 LIVE = ("cancel", "kill_all", "kill_trainer", "kill_supervisor")
 ATTACHED_STEPS = 20

@@ -12,14 +12,13 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.runs import tiny_config
 
 from tinylab.analysis.compare import compare_runs, format_compare
 from tinylab.analysis.report import build_report
 from tinylab.commands import show as show_command
 from tinylab.events import KINDS, read_events
 from tinylab.runs.store import STATUSES, Run, mark_run
-
-from support.runs import tiny_config
 
 FIELDS = ["step", "loss", "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s", "tokens_per_s", "mem_alloc_mb",
           "mem_peak_mb", "warmup", "final_loss", "initial_loss", "mfu", "params_trained", "params_total",

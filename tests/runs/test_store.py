@@ -6,12 +6,11 @@ import json
 import os
 
 import pytest
+from support.runs import make_run, tiny_config
 
 from tinylab.errors import UserError
 from tinylab.events import EventTail, read_events
 from tinylab.runs.store import Run, RunStore, new_run_id
-
-from support.runs import make_run, tiny_config
 
 START = {"event": "start", "pid": 1, "device": "cpu", "device_name": "x86_64", "config": {}}
 STEP = {"event": "step", "step": 0, "loss": 6.9, "step_ms": 10.0, "samples_per_s": 400.0, "warmup": False}

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from support.exercises import make_run
+
 from tinylab import exercises as ex
 from tinylab.service import exercise
 from tinylab.service.lab import Lab

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
 from support.paths import FIX
 from support.runs import make_run
+
 from tinylab.errors import UserError
 from tinylab.service.lab import Lab
 

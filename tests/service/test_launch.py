@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from support.runs import tiny_config
+
 from tinylab.config import ConfigError
 from tinylab.errors import UserError
 from tinylab.service.lab import Lab

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tinylab.tui.feed import LogTail, RunFeed, clean_line
 from tinylab.runs.store import Run
+from tinylab.tui.feed import LogTail, RunFeed, clean_line
 
 from .fakes import KERNELS, make_run
 
@@ -55,6 +55,6 @@ def test_feed_reports_the_end_once_with_its_record(tmp_path: Path):
 
 
 def test_fake_kernel_categories_match_the_categorizer():
-    from tinylab.analysis.kernel_table import categorize
+    from tinylab.analysis.categories import categorize
 
     assert [categorize(name) for name, *_ in KERNELS] == [category for *_, category in KERNELS]

@@ -15,7 +15,8 @@ from typing import Any
 import pandas as pd
 
 from tinylab.analysis import formats
-from tinylab.analysis.kernel_table import CATEGORIES, has_durations
+from tinylab.analysis.categories import CATEGORIES
+from tinylab.analysis.kernel_table import has_durations
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
 

@@ -180,7 +180,9 @@ def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] 
 
 def for_run(run, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
     """(placement, title, has_kernel_table) for a finished run; UserError when it cannot be placed."""
-    from tinylab.analysis.hotspots import load_run_kernel_table  # pandas: only for a profiled run
+    from tinylab.analysis.hotspots import (
+        load_run_kernel_table,  # pandas: only for a profiled run
+    )
 
     record = run.record()
     if not record.summary:

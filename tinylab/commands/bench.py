@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from tinylab.errors import UserError
+from tinylab.runflags import add_run_arguments, config_from_args
 
 
 def _csv(kind):
@@ -20,8 +21,6 @@ def _csv(kind):
 
 
 def add_arguments(p) -> None:
-    from tinylab.runflags import add_run_arguments
-
     p.add_argument("--cases", type=_csv(str), default=["v1", "v2", "v2+compile+graph", "v3", "v4"],
                    help="comma-separated cases: a version plus +toggles, e.g. v1,v2,v3,v4,v4+sdpa,v2+compile+graph "
                         "(default: v1,v2,v2+compile+graph,v3,v4)")
@@ -39,8 +38,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab import bench
-    from tinylab.runflags import config_from_args
+    from tinylab import bench  # torch
 
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")

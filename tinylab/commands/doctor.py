@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from tinylab.commands._common import print_json
+from tinylab.doctor import collect_doctor, render_text
+
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
 
 
 def run(args) -> int:
-    from tinylab.commands._common import print_json
-    from tinylab.doctor import collect_doctor, render_text  # probes torch and every profiler
 
     report = collect_doctor()
     if args.json:

@@ -13,8 +13,11 @@ import re
 import sys
 import textwrap
 
+from tinylab import exercises as ex
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.config import RunConfig
 from tinylab.runflags import add_run_arguments
+from tinylab.service import exercise
 
 MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
@@ -51,8 +54,6 @@ def add_arguments(p) -> None:
 
 
 def _override_names() -> list[str]:
-    from tinylab.config import RunConfig
-
     return [f.name for f in dataclasses.fields(RunConfig) if f.name != "version"]
 
 
@@ -62,7 +63,6 @@ def run(args) -> int:
 
 # ----------------------------------------------------------------------------- list
 def _list(args) -> int:
-    from tinylab import exercises as ex
 
     lab = lab_from(args)
     progress = lab.progress()
@@ -91,7 +91,6 @@ def _list(args) -> int:
 
 # ----------------------------------------------------------------------------- show
 def _show(args) -> int:
-    from tinylab import exercises as ex
 
     lab = lab_from(args)
     scenario = lab.scenario(args.id)
@@ -176,8 +175,6 @@ def _step_json(step, hints: int, answers: bool) -> dict:
 
 # ----------------------------------------------------------------------------- check
 def _check(args) -> int:
-    from tinylab.service import exercise
-
     lab = lab_from(args)
     plan = lab.plan_step(args.id, args.step, args.device or "auto", _overrides(args))
     log = sys.stderr if args.json else sys.stdout
@@ -223,7 +220,6 @@ def _overrides(args) -> dict:
 
 
 def _report(args, plan, done, log) -> int:
-    from tinylab import exercises as ex
 
     scenario, step, results = plan.scenario, plan.step, done.results
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from tinylab.commands._common import add_runs_dir, lab_from
+from tinylab.runs.follow import EXIT_CODES, follow
 
 
 def add_arguments(p) -> None:
@@ -14,8 +15,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.runs.follow import EXIT_CODES, follow
-
     run = lab_from(args).run(args.run)
     print(f"following run {run.id} ({run.status()}), Ctrl-C stops following (the run keeps going)", file=sys.stderr)
     try:

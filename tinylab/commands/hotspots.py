@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 
+from tinylab.analysis.categories import CATEGORIES
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
 
-CATEGORY_CHOICES = "gemm, attention, norm, elementwise, reduction, memcpy, triton, other"
 DEFAULT_TOP = 25  # text output only: --json and --csv give every kernel unless --top is set
 
 
@@ -22,8 +23,6 @@ def _positive(text: str) -> int:
 
 
 def add_arguments(p) -> None:
-    from tinylab.commands._common import add_runs_dir
-
     p.add_argument(
         "path",
         metavar="PATH",
@@ -33,7 +32,7 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--top", type=_positive, default=None, metavar="N",
                    help=f"show the N kernels with the most total time (default: {DEFAULT_TOP} as text, all with --json/--csv)")
-    p.add_argument("--category", default=None, metavar="C", help=f"only kernels of category C: {CATEGORY_CHOICES}")
+    p.add_argument("--category", default=None, metavar="C", help=f"only kernels of category C: {', '.join(CATEGORIES)}")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object with full kernel names")
     fmt.add_argument("--csv", action="store_true", help="print the normalized table as CSV")
@@ -41,16 +40,17 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.analysis.hotspots import check_category, render_text, summarize
-    from tinylab.commands._common import lab_from
+    from tinylab.analysis.hotspots import (  # pandas: when it runs
+        check_category,
+        render_text,
+        summarize,
+    )
 
     check_category(args.category)
     table, fmt = lab_from(args).hotspots_table(args.path)
     top = args.top if args.top is not None or args.json or args.csv else DEFAULT_TOP
     summary = summarize(table, top, args.category, fmt=fmt)
     if args.json:
-        from tinylab.commands._common import print_json
-
         print_json({"source": args.path, **summary})
     elif args.csv:
         write_csv(summary)

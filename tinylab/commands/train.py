@@ -7,6 +7,7 @@ from dataclasses import asdict
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.runflags import add_run_arguments, config_from_args
+from tinylab.runs.follow import EXIT_CODES, follow
 
 
 def add_arguments(p) -> None:
@@ -20,8 +21,6 @@ def run(args) -> int:
 
 
 def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
-    from tinylab.runs.follow import EXIT_CODES, follow
-
     lab = lab_from(args)
     run = lab.launch(config_from_args(args))
     log = sys.stderr if args.json else sys.stdout

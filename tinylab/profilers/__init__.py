@@ -21,6 +21,13 @@ from tinylab.profilers.base import (
     profile_dir,
     write_kernel_table,
 )
+from tinylab.profilers.deepspeed import DeepSpeedAdapter
+from tinylab.profilers.ncu import NcuAdapter
+from tinylab.profilers.nsys import NsysAdapter
+from tinylab.profilers.pytorch import PyTorchAdapter
+from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
+from tinylab.profilers.rocprof_sys import RocprofSysAdapter
+from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
@@ -42,14 +49,6 @@ __all__ = [
 
 def _registry() -> dict[str, ProfilerAdapter]:
     """Fresh adapters in tinylab.config.PROFILERS order; env-tunable ones read the env now."""
-    from tinylab.profilers.deepspeed import DeepSpeedAdapter
-    from tinylab.profilers.ncu import NcuAdapter
-    from tinylab.profilers.nsys import NsysAdapter
-    from tinylab.profilers.pytorch import PyTorchAdapter
-    from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
-    from tinylab.profilers.rocprof_sys import RocprofSysAdapter
-    from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
-
     adapters: list[ProfilerAdapter] = [
         PyTorchAdapter(),
         DeepSpeedAdapter(),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
+from tinylab.profilers import get_adapter
 from tinylab.runs.launcher import launch
 from tinylab.runs.store import Run, RunStore
 from tinylab.service.machine import Machine
@@ -25,8 +26,6 @@ def check_profilers(cfg: RunConfig) -> None:
     """A missing profiler is a one-line error before the run starts, not a failed run."""
     if not cfg.profilers:
         return
-    from tinylab.profilers import get_adapter
-
     for name in cfg.profilers:
         adapter = get_adapter(name)
         avail = adapter.available()

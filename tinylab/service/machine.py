@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinylab.config import ConfigError
+from tinylab.profilers.base import gpu_vendors
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,6 @@ class Machine:
     @classmethod
     def probe(cls) -> "Machine":
         """This machine, as the trainer's torch will see it."""
-        from tinylab.profilers.base import gpu_vendors
-
         if not gpu_vendors():
             return cls()  # no GPU device node: no torch import needed to know there is no GPU
         import torch

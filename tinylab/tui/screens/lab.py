@@ -18,8 +18,8 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Label, OptionList, Select, Static
 from textual.message import Message
+from textual.widgets import Footer, Header, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option as ListOption
 
 from tinylab.config import (

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Static
-
 from textual.message import Message
+from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.runs.record import RunRecord
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
