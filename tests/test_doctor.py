@@ -24,7 +24,8 @@ def fast_deepspeed_check(monkeypatch):
 
 def test_report_shape_and_packages():
     report = doctor.collect_doctor()
-    assert set(report) == {"os", "python", "gpu", "packages", "profilers", "warnings"}
+    assert set(report) == {"os", "python", "memory_bytes", "gpu", "packages", "profilers", "warnings"}
+    assert report["memory_bytes"] > 2**28
     assert report["warnings"] == []
     assert list(report["profilers"]) == list(PROFILERS)
     for name, p in report["profilers"].items():
