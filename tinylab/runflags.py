@@ -1,4 +1,9 @@
-"""The run flags shared by `train`, `run`, `bench` and `exercises check`, named as in the workshop."""
+"""The run flags shared by `train`, `run`, `bench` and `exercises check`, named as in the workshop.
+
+Sizes (hidden, layers, heads, kv heads, batch, seq) start from a preset chosen by the machine
+(`--preset auto`: `cpu` when the run will be on the CPU, else the workshop's); a size flag given
+on the command line wins over the preset.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ import dataclasses
 
 from tinylab.config import (
     COMPILE_MODES,
+    PRESET_HELP,
+    PRESETS,
     DATASETS,
     FAULTS,
     PRECISIONS,
@@ -15,25 +22,31 @@ from tinylab.config import (
     TOGGLES,
     VERSIONS,
     RunConfig,
+    preset_for,
 )
 
 _DEFAULTS = RunConfig()
+SIZES = tuple(PRESETS["workshop"])
 
 
-def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True) -> None:
+def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, with_preset: bool = True) -> None:
     m = p.add_argument_group("model")
     if with_version:
         m.add_argument("--version", default=_DEFAULTS.version, metavar="V",
                        help=f"model version: {', '.join(VERSIONS)} (default {_DEFAULTS.version})")
+    if with_preset:
+        m.add_argument("--preset", choices=("auto", *PRESETS), default="auto",
+                       help="starting sizes: " + "; ".join(f"{k}: {v}" for k, v in PRESET_HELP.items())
+                       + "; auto (default): cpu when the run will be on the CPU, else workshop")
     m.add_argument("--vocab-size", type=int, default=_DEFAULTS.vocab_size)
-    m.add_argument("--hidden-dim", type=int, default=_DEFAULTS.hidden_dim)
-    m.add_argument("--num-layers", type=int, default=_DEFAULTS.num_layers)
-    m.add_argument("--num-heads", type=int, default=_DEFAULTS.num_heads)
-    m.add_argument("--num-kv-heads", type=int, default=_DEFAULTS.num_kv_heads,
-                   help="key/value heads for grouped-query attention (must divide --num-heads)")
+    m.add_argument("--hidden-dim", type=int, default=None, help="(default: the preset's)")
+    m.add_argument("--num-layers", type=int, default=None, help="(default: the preset's)")
+    m.add_argument("--num-heads", type=int, default=None, help="(default: the preset's)")
+    m.add_argument("--num-kv-heads", type=int, default=None,
+                   help="key/value heads for grouped-query attention (must divide --num-heads; default: the preset's)")
     t = p.add_argument_group("training")
-    t.add_argument("--batch-size", type=int, default=_DEFAULTS.batch_size)
-    t.add_argument("--seq-len", type=int, default=_DEFAULTS.seq_len)
+    t.add_argument("--batch-size", type=int, default=None, help="(default: the preset's)")
+    t.add_argument("--seq-len", type=int, default=None, help="(default: the preset's)")
     t.add_argument("--num-steps", type=int, default=_DEFAULTS.num_steps)
     t.add_argument("--warmup-steps", type=int, default=_DEFAULTS.warmup_steps,
                    help="steps excluded from the medians (default %(default)s)")
@@ -66,10 +79,21 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True) -> 
     e.add_argument("--label", default="", help="a note shown in run lists")
 
 
-def config_from_args(args: argparse.Namespace, **overrides) -> RunConfig:
-    """RunConfig from parsed flags; validated (ConfigError on bad values)."""
+def chosen_preset(args: argparse.Namespace, device_type: str) -> str:
+    """The preset the flags ask for, `auto` resolved for the device the run will be on."""
+    preset = getattr(args, "preset", "auto")
+    return preset_for(device_type) if preset == "auto" else preset
+
+
+def config_from_args(args: argparse.Namespace, device_type: str = "cuda", **overrides) -> RunConfig:
+    """RunConfig from parsed flags, sizes from the preset unless a flag set them; validated.
+
+    `device_type` ("cpu" or "cuda": where the run will be) picks the preset of `--preset auto`.
+    """
     names = {f.name for f in dataclasses.fields(RunConfig)}
-    values = {k: v for k, v in vars(args).items() if k in names}
+    values = {k: v for k, v in vars(args).items() if k in names and not (k in SIZES and v is None)}
+    sizes = PRESETS[chosen_preset(args, device_type)]
+    values = {**sizes, **values}
     values["precision"] = args.precision or (args.amp_dtype if args.use_amp else "fp32")
     values.update(overrides)
     return RunConfig(**values).validate()

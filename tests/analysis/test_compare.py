@@ -12,6 +12,8 @@ from support.runs import cli, clone_run, with_kernels
 from tinylab.analysis.compare import (
     METRICS,
     SAME_WITHIN,
+    TIMED,
+    ratio_text,
     UNDER_TEST,
     compare_runs,
     format_compare,
@@ -33,8 +35,10 @@ def test_v1_vs_v2_ratios_come_from_the_summaries(finished_pair):
             continue
         assert (m["a"], m["b"]) == (va, vb)
         assert m["ratio"] == pytest.approx(vb / va)
-        expected = None if abs(vb / va - 1) < SAME_WITHIN else ("b" if (vb > va) == (direction > 0) else "a")
+        threshold = result["noise"]["threshold"] if m["key"] in TIMED else SAME_WITHIN
+        expected = None if abs(vb / va - 1) < threshold else ("b" if (vb > va) == (direction > 0) else "a")
         assert m["better"] == expected, m
+        assert m["within_noise"] == (SAME_WITHIN <= abs(vb / va - 1) < threshold)
     ratios = {m["key"]: m["ratio"] for m in result["metrics"]}
     assert ratios["samples_per_s"] == pytest.approx(sa["step_ms_median"] / sb["step_ms_median"])
     assert ratios["final_loss"] == pytest.approx(1.0, abs=1e-3), "same seed, same math: same loss"
@@ -58,7 +62,7 @@ def test_text_table_shows_every_ratio(finished_pair):
     for m in result["metrics"]:
         line = next(line for line in text.splitlines() if line.strip().startswith(m["label"]))
         if m["ratio"] is not None:
-            assert f"{m['ratio']:.2f}x" in line
+            assert ratio_text(m["ratio"]) in line
         if m["better"]:
             assert f"{m['better'].upper()} better" in line
     assert "config differences" in text and "qkv_fusion" in text
@@ -69,10 +73,10 @@ def test_cli_json_and_text(finished_pair):
     proc = cli("compare", finished_pair.v1.id, finished_pair.v2.id, "--json", "--runs-dir", root)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data) == {"a", "b", "metrics", "config_diff", "notes", "kernel_diff"}
+    assert set(data) == {"a", "b", "noise", "metrics", "config_diff", "notes", "kernel_diff"}
     assert data == json.loads(json.dumps(compare_runs(finished_pair.v1.record(), finished_pair.v2.record())))
     for m in data["metrics"]:
-        assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit"}
+        assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit", "within_noise"}
     text = cli("compare", finished_pair.v1.id, "last", "--runs-dir", root)
     assert text.returncode == 0 and "samples/s" in text.stdout and "B/A" in text.stdout
 
@@ -82,7 +86,7 @@ def test_different_dimensions_and_devices_get_notes(finished_pair, tmp_path):
                   edit=lambda e: e.update(device="cuda:0", device_name="NVIDIA H100") if e["event"] == "start" else None)
     result = compare_runs(finished_pair.v1.record(), b.record())
     outside = {d["key"] for d in result["config_diff"] if not d["under_test"]}
-    assert outside == {"batch_size", "seed"}
+    assert outside == {"batch_size", "seed", "device"}  # the device that ran: cpu vs cuda:0
     notes = " | ".join(result["notes"])
     assert "batch_size (4 vs 8)" in notes and "seed (42 vs 7)" in notes
     assert "different devices" in notes and "NVIDIA H100" in notes
@@ -161,3 +165,33 @@ def test_without_the_analysis_stack_there_is_no_kernel_diff(finished_pair, tmp_p
     monkeypatch.setitem(sys.modules, "tinylab.analysis.hotspots", None)  # makes its import fail
     result = compare_runs(a.record(), b.record())
     assert result["kernel_diff"] is None and result["notes"] == []
+
+
+def test_noise_is_never_a_win(finished_pair, tmp_path):
+    """A's p90 is 7x its median: a 2x ratio in samples/s is inside that spread, so no one is better."""
+    noisy = clone_run(finished_pair.v1, tmp_path / "a", edit=lambda e: e.update(
+        step_ms_median=100.0, step_ms_p10=50.0, step_ms_p90=700.0, samples_per_s=40.0) if e["event"] == "summary" else None)
+    steady = clone_run(finished_pair.v2, tmp_path / "b", edit=lambda e: e.update(
+        step_ms_median=50.0, step_ms_p10=49.0, step_ms_p90=51.0, samples_per_s=80.0) if e["event"] == "summary" else None)
+    result = compare_runs(noisy.record(), steady.record())
+    sps = next(m for m in result["metrics"] if m["key"] == "samples_per_s")
+    assert sps["ratio"] == pytest.approx(2.0) and sps["better"] is None and sps["within_noise"]
+    assert result["noise"]["a"] == pytest.approx(3.25)
+    text = format_compare(result)
+    assert "≈ noise" in text and "B better" not in next(l for l in text.splitlines() if "samples/s" in l)
+    assert "differences inside ±325% are marked ≈ noise" in text
+
+
+def test_two_cpu_runs_compare_their_resolved_devices(finished_pair, tmp_path):
+    """One asked for `auto`, the other for `cpu`: both ran on the CPU, which is no config difference."""
+    auto = clone_run(finished_pair.v1, tmp_path / "a", config={"device": "auto"})
+    result = compare_runs(auto.record(), finished_pair.v2.record())
+    assert "device" not in {d["key"] for d in result["config_diff"]}
+
+
+@pytest.mark.parametrize("ratio, text", [(0.944, "0.94x"), (10.4, "10.4x"), (123.4, "123x"), (None, "-")])
+def test_ratios_keep_their_x(ratio, text):
+    from tinylab.analysis.compare import ratio_text
+
+    assert ratio_text(ratio) == text
+

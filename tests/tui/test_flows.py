@@ -243,13 +243,20 @@ async def test_unsupported_toggle_and_missing_profiler_say_why(tmp_path: Path):
         assert "is a toggle of v2, not v1" in text_of(pilot, "#hint")
 
 
-async def test_letters_pass_through_number_fields(tmp_path: Path):
+async def test_number_fields_keep_letters_and_esc_leaves_them(tmp_path: Path):
+    """A letter typed into a number field must not jump to a section (x) or quit the lab (q)."""
     async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
         field = pilot.app.screen.query_one("#num-batch_size")
         field.focus()
         await pilot.press("1")
-        assert field.value.endswith("1")
-        await pilot.press("r")
+        value = field.value
+        assert value.endswith("1")
+        for key in ("x", "q", "r"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert screen_name(pilot) == "LabScreen" and pilot.app.is_running and field.value == value
+        assert "takes digits only" in text_of(pilot, "#hint")
+        await pilot.press("escape", "r")
         await wait_for(pilot, lambda: screen_name(pilot) == "RunsScreen", what="the Runs screen")
 
 

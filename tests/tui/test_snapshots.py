@@ -1,4 +1,4 @@
-"""Snapshots of every screen at 80x24 and 120x40, over fake runs with frozen time.
+"""Snapshots of every screen at 80x24, 120x40 and 200x60, over fake runs with frozen time.
 
 Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`, then look at the SVGs in
 __snapshots__/ before committing them.
@@ -13,7 +13,8 @@ import pytest
 from .conftest import make_app, wait_for
 from .fakes import make_run
 
-SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40"),
+         pytest.param((200, 60), id="200x60")]
 V1, V2, V3 = "20261126-020000-a1a1", "20261126-021000-b2b2", "20261126-022000-c3c3"
 
 
@@ -43,6 +44,18 @@ def test_lab(snap_compare, store, size):
         await settle(pilot)
 
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+def test_lab_monochrome(snap_compare, store, monkeypatch):
+    """NO_COLOR: ticked and unticked boxes, the ready line and the marks must still read apart."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.screen.query_one("#versions").highlighted = 1  # v2: ticked and unticked fusions
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
 
 
 def test_lab_invalid_input_and_unavailable_profiler(snap_compare, store):

@@ -22,8 +22,20 @@ UNDER_TEST = frozenset({
 METRICS = tuple(f for f in SUMMARY_FIELDS if f.direction)
 _FORMATS = {f.key: f.fmt for f in METRICS}
 
-#: Ratios this close to 1 mark neither run as better: run-to-run noise is larger than that.
+#: Ratios this close to 1 mark neither run as better, whatever the runs' own spread.
 SAME_WITHIN = 0.01
+#: Metrics computed from step times: their differences are judged against the step-time spread.
+TIMED = frozenset({"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p90", "fwd_ms_median",
+                   "bwd_ms_median", "opt_ms_median", "mfu"})
+
+
+def step_noise(summary: Summary | None) -> float | None:
+    """A run's own step-to-step spread: half its p10-p90 interval over its median (0.1 = +-10 %).
+
+    A difference between two runs smaller than either run's spread is noise, not a win."""
+    if summary is None or not summary.step_ms_median or summary.step_ms_p10 is None or summary.step_ms_p90 is None:
+        return None
+    return (summary.step_ms_p90 - summary.step_ms_p10) / (2 * summary.step_ms_median)
 
 
 def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
@@ -46,10 +58,14 @@ def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
     _device_note(a, b, notes)
     for side, record in (("A", a), ("B", b)):
         _status_notes(side, record, notes)
+    spreads = [s for s in (step_noise(a.summary), step_noise(b.summary)) if s is not None]
+    noise = max([SAME_WITHIN, *spreads])
     return {
         "a": _side(a, cfg_a),
         "b": _side(b, cfg_b),
-        "metrics": [_metric(f.key, f.label, f.unit, f.direction, a.summary, b.summary) for f in METRICS],
+        "noise": {"a": step_noise(a.summary), "b": step_noise(b.summary), "threshold": noise},
+        "metrics": [_metric(f.key, f.label, f.unit, f.direction, a.summary, b.summary,
+                            noise if f.key in TIMED else SAME_WITHIN) for f in METRICS],
         "config_diff": config_diff,
         "notes": notes,
         "kernel_diff": _kernel_diff(a, b, notes),
@@ -69,13 +85,17 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None) -> dict[str, Any]:
+def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None,
+            threshold: float) -> dict[str, Any]:
+    """One row; `better` only when the ratio is further from 1 than `threshold` (noise never wins)."""
     va, vb = (float(v) if (v := number(s.get(key) if s else None)) is not None else None for s in (sa, sb))
     ratio = vb / va if va is not None and vb is not None and va != 0 else None
     better = None
-    if ratio is not None and abs(ratio - 1) >= SAME_WITHIN:
+    noise = ratio is not None and SAME_WITHIN <= abs(ratio - 1) < threshold
+    if ratio is not None and abs(ratio - 1) >= threshold:
         better = "b" if (ratio > 1) == (direction > 0) else "a"
-    return {"key": key, "label": label, "a": va, "b": vb, "ratio": ratio, "better": better, "unit": unit}
+    return {"key": key, "label": label, "a": va, "b": vb, "ratio": ratio, "better": better, "unit": unit,
+            "within_noise": noise}
 
 
 def _device_note(a: RunRecord, b: RunRecord, notes: list[str]) -> None:
@@ -153,9 +173,11 @@ def metric_rows(result: dict[str, Any], b: str = "B") -> list[list[str]]:
     The arrow is the direction of B's number against A's; `b` names run B (C, D... in reports)."""
     rows = []
     for m in result["metrics"]:
-        ratio = f"{m['ratio']:.2f}x" if m["ratio"] is not None else "-"
+        ratio = ratio_text(m["ratio"])
         if m["better"]:
             verdict = f"{'▲' if m['ratio'] > 1 else '▼'} {b if m['better'] == 'b' else 'A'} better"
+        elif m.get("within_noise"):
+            verdict = "≈ noise"
         elif m["ratio"] is not None:
             verdict = "= same"
         else:
@@ -163,6 +185,23 @@ def metric_rows(result: dict[str, Any], b: str = "B") -> list[list[str]]:
         rows.append([metric_label(m["label"], m["unit"]), format_value(m["key"], m["a"]),
                      format_value(m["key"], m["b"]), ratio, verdict])
     return rows
+
+
+def ratio_text(ratio: float | None) -> str:
+    """B/A as people read it, always with its x: 0.94x, 12.5x, 340x."""
+    if ratio is None:
+        return "-"
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x" if ratio < 100 else f"{ratio:,.0f}x"
+
+
+def noise_note(result: dict[str, Any]) -> str | None:
+    """A line on how noisy the runs' step times are, when that decides some rows."""
+    noise = result.get("noise") or {}
+    if not any(m.get("within_noise") for m in result["metrics"]):
+        return None
+    spreads = ", ".join(f"{side.upper()} ±{100 * noise[side]:.0f}%" for side in ("a", "b") if noise.get(side) is not None)
+    return (f"step times vary ({spreads} around their medians, p10-p90): differences inside ±"
+            f"{100 * noise['threshold']:.0f}% are marked ≈ noise, not a win; repeat the runs or run more steps")
 
 
 def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,
@@ -174,7 +213,7 @@ def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,
         return [[name(k["name"]), format_ns(k["total_ns"]), str(k["calls"])] for k in items]
 
     changed = [[name(k["name"]), format_ns(k["a_total_ns"]), format_ns(k["b_total_ns"]),
-                f"{k['ratio']:.2f}x" if k["ratio"] is not None else "-", f"{k['a_calls']} -> {k['b_calls']}"]
+                ratio_text(k["ratio"]), f"{k['a_calls']} -> {k['b_calls']}"]
                for k in diff["changed"]]
     return [
         ("in both, biggest changes in total time", ["kernel", "A", b, f"{b}/A", f"calls A -> {b}"], changed),
@@ -192,6 +231,8 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         lines.append(f"{side.upper()}  {s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}")
     lines.append("")
     lines += _table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
+    if noise_note(result):
+        lines.append(f"  ({noise_note(result)})")
     if result["config_diff"]:
         lines += ["", "config differences"]
         lines += _table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),

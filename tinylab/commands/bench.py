@@ -42,7 +42,7 @@ def run(args) -> int:
 
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")
-    base = config_from_args(args, version="v1", telemetry=False)
+    base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", version="v1", telemetry=False)
     cases = bench.build_matrix(args.cases, args.precisions, args.seq_lens or [base.seq_len], base)
     import torch
 

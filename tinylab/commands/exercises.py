@@ -44,7 +44,7 @@ def add_arguments(p) -> None:
     check.add_argument("--verbose", "-v", action="store_true", help="stream the runs' output")
     check.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     add_runs_dir(check)
-    add_run_arguments(check, with_version=False)
+    add_run_arguments(check, with_version=False, with_preset=False)
     # Every run flag defaults to None here, so that only the flags the learner typed override the
     # preset; the shared flags' "(default ...)" notes would then read "None", so they go.
     check.set_defaults(**{name: None for name in _override_names()}, use_amp=None, amp_dtype=None)

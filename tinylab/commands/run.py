@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
-from tinylab.commands.train import launch_and_follow
-from tinylab.runflags import add_run_arguments, config_from_args
+from tinylab.commands.train import configure, launch_and_follow
+from tinylab.runflags import add_run_arguments
 
 
 def add_arguments(p) -> None:
@@ -17,7 +19,10 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if not args.detach:
         return launch_and_follow(args, cancel_on_interrupt=False)
-    run = lab_from(args).launch(config_from_args(args))
+    lab = lab_from(args)
+    cfg, sizes = configure(lab, args)
+    run = lab.launch(cfg)
+    print(sizes, file=sys.stderr)
     if args.json:
         print_json({"id": run.id, "dir": str(run.dir), "status": run.status()})
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
@@ -28,13 +30,25 @@ def run(args) -> int:
     if not rows:
         print(f"no runs in {lab.store.root}")
         return 0
-    header = f"{'ID':<22} {'STARTED':<16} {'STATUS':<10} {'VER':<4} {'SAMPLES/S':>10} {'PEAK MB':>9}  CONFIG"
-    print(header)
+    width = _terminal_width()
+    peak = width >= 100  # the peak-memory column only where there is room for it
+    header = f"{'ID':<20} {'STARTED':<11} {'STATUS':<9} {'VER':<3} {'SAMPLES/S':>9}" + (f" {'PEAK MB':>8}" if peak else "")
+    print(header + "  CONFIG")
+    room = max(20, width - len(header) - 3)
     for r in rows:
-        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else "-"
+        started = time.strftime("%m-%d %H:%M", time.localtime(r["started"])) if r["started"] else "-"
         sps = f"{r['samples_per_s']:,.1f}" if r["samples_per_s"] else "-"
-        mem = f"{r['peak_mem_mb']:,.0f}" if r["peak_mem_mb"] else "-"
+        mem = f" {r['peak_mem_mb']:>8,.0f}" if peak and r["peak_mem_mb"] else (f" {'-':>8}" if peak else "")
         label = f"  [{r['label']}]" if r["label"] else ""
-        status, config = ("damaged", f"! {r['problem']}") if r["problem"] else (r["status"], r["config"])
-        print(f"{r['id']:<22} {started:<16} {status:<10} {r['version'] or '?':<4} {sps:>10} {mem:>9}  {config}{label}")
+        status, config = ("damaged", f"! {r['problem']}") if r["problem"] else (r["status"], r["config"] + label)
+        config = config if len(config) <= room else config[: room - 1] + "…"
+        print(f"{r['id']:<20} {started:<11} {status:<9} {r['version'] or '?':<3} {sps:>9}{mem}  {config}")
     return 0
+
+
+def _terminal_width() -> int:
+    """The terminal's width; a pipe gets a wide table (nothing is cut for a script)."""
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return 200

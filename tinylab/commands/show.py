@@ -37,11 +37,14 @@ def run(args) -> int:
         print(f"profile  {prof.tool}: kernel table {prof.kernel_table or '-'}" + (f"  ({prof.note})" if prof.note else ""))
         for name, path in prof.artifacts.items():
             print(f"  {name:<16} {r.dir}/{path}")
-    if r.error:
+    if r.status == "cancelled":  # its error event is the interrupt itself, not a failure
+        print(f"cancelled after {r.steps_done} step{'s' if r.steps_done != 1 else ''}"
+              + (f" ({r.error.message})" if r.error else ""))
+    elif r.error:
         print(f"error    {r.error.type}: {r.error.message}")
         if r.error.traceback:
             print("  " + r.error.traceback.rstrip().replace("\n", "\n  "))
-    if r.exit:
+    if r.exit and r.status != "cancelled":
         print(f"exit     code {r.exit.returncode}" + (f" ({r.exit.signal})" if r.exit.signal else ""))
     if r.corrupt_lines:
         print(f"warning  events.jsonl has {len(r.corrupt_lines)} unreadable line(s): {list(r.corrupt_lines[:5])}")

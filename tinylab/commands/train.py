@@ -6,7 +6,8 @@ import sys
 from dataclasses import asdict
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
-from tinylab.runflags import add_run_arguments, config_from_args
+from tinylab.config import PRESETS, RunConfig
+from tinylab.runflags import SIZES, add_run_arguments, chosen_preset, config_from_args
 from tinylab.runs.follow import EXIT_CODES, follow
 
 
@@ -20,10 +21,25 @@ def run(args) -> int:
     return launch_and_follow(args, cancel_on_interrupt=True)
 
 
+def configure(lab, args) -> tuple[RunConfig, str]:
+    """The run's config from the flags, and a line saying which size preset it started from and
+    how to switch (printed once the run has started: an error stays the only line)."""
+    device_type = lab.machine.device_type(args.device)
+    preset = chosen_preset(args, device_type)
+    where = "the run is on the CPU" if device_type == "cpu" else "the run is on a GPU"
+    switch = ", ".join(f"--preset {p}" for p in PRESETS if p != preset)
+    how = f"{where}; {switch} to switch" if args.preset == "auto" else "--preset"
+    mine = [f"--{k.replace('_', '-')}" for k in SIZES if getattr(args, k) is not None]
+    return config_from_args(args, device_type), f"sizes: preset {preset} ({how})" + (
+        f", with your {' '.join(mine)}" if mine else "")
+
+
 def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
     lab = lab_from(args)
-    run = lab.launch(config_from_args(args))
     log = sys.stderr if args.json else sys.stdout
+    cfg, sizes = configure(lab, args)
+    run = lab.launch(cfg)
+    print(sizes, file=log)
     print(f"run {run.id}  ({run.dir})", file=log, flush=True)
     try:
         status = follow(run, out=log)

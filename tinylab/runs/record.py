@@ -138,8 +138,11 @@ class RunRecord:
     @property
     def ran_config(self) -> dict[str, Any]:
         """config.json overlaid with the start event's config, which records what really ran
-        (e.g. v4's CUDA graph resolves to off on a CPU)."""
-        return {**self.config, **(self.start.config if self.start else {})}
+        (e.g. v4's CUDA graph resolves to off on a CPU), and the device it ran on (not "auto")."""
+        cfg = {**self.config, **(self.start.config if self.start else {})}
+        if self.device:
+            cfg["device"] = self.device
+        return cfg
 
     @property
     def key_config(self) -> str:

@@ -88,8 +88,9 @@ StepProgress = Union[RunStarted, RunEnded, Checked, StepDone]
 
 
 def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_device: str = "auto",
-              overrides: dict | None = None) -> StepPlan:
-    """The step's configs for this machine, each through every pre-launch check (ConfigError/UserError)."""
+              overrides: dict | None = None, check: Callable[[RunConfig], RunConfig] | None = None) -> StepPlan:
+    """The step's configs for this machine, each through every pre-launch check (ConfigError/UserError);
+    `check` is the caller's pre-launch check (default: check_run against `machine`)."""
     overrides = overrides or {}
     device = machine.resolve(requested_device)
     config = ex.step_config(step, device, overrides)
@@ -98,7 +99,7 @@ def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_
     if not plan.gpu_only:
         for cfg in (baseline, config):
             if cfg is not None:
-                check_run(cfg, machine)
+                (check or (lambda c: check_run(c, machine)))(cfg)
     return plan
 
 

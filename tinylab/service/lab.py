@@ -18,8 +18,15 @@ from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run, RunStore, is_run_dir
 from tinylab.service import exercise
-from tinylab.service.launch import check_run
+from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError:
+        return []
 
 
 class Lab:
@@ -58,8 +65,12 @@ class Lab:
         return out
 
     def check(self, cfg: RunConfig) -> RunConfig:
-        """Every pre-launch check (config, device, profilers); ConfigError/UserError names the problem."""
-        return check_run(cfg, self.machine)
+        """Every pre-launch check (config, device, memory, profilers); ConfigError/UserError names the problem."""
+        return check_run(cfg, self.machine, self.profiler_problem)
+
+    def profiler_problem(self, name: str) -> str | None:
+        """Why profiler `name` cannot run here, or None (asks the tool)."""
+        return probe_profiler(name)
 
     def launch(self, cfg: RunConfig) -> Run:
         return launcher.launch(self.store, self.check(cfg))
@@ -93,6 +104,9 @@ class Lab:
         path = Path(ref)
         if is_run_dir(path):
             run_dir = path
+        elif path.is_dir() and (runs := [p.name for p in _children(path) if is_run_dir(p)]):
+            raise UserError(f"{path} holds {len(runs)} runs, whose profiles would be mixed: name one "
+                            f"(tinylab hotspots {runs[-1]} --runs-dir {path})")
         elif path.exists():
             return load_kernel_table(path)
         elif len(path.parts) > 1 or path.suffix:
@@ -138,7 +152,8 @@ class Lab:
     def plan_step(self, scenario_id: str, number: int, device: str = "auto",
                   overrides: dict | None = None) -> exercise.StepPlan:
         scenario = self.scenario(scenario_id)
-        return exercise.plan_step(scenario, ex.get_step(scenario, number), self.machine, device, overrides)
+        return exercise.plan_step(scenario, ex.get_step(scenario, number), self.machine, device, overrides,
+                                  check=self.check)
 
     def run_step(self, plan: exercise.StepPlan, *, output: TextIO | None = None, poll_s: float = 0.2,
                  stop: Callable[[], bool] = lambda: False) -> Iterator[exercise.StepProgress]:

@@ -78,14 +78,16 @@ class TinyLabApp(App):
     MODES = {"lab": _lab, "runs": _runs, "exercises": _exercises, "doctor": _doctor}
     DEFAULT_MODE = "lab"
     COMMAND_PALETTE_BINDING = "colon"
+    #: Work on every screen. An 80-column footer holds a screen's own keys and `?` (help lists
+    #: them all, and the Lab's footer shows these too: SECTION_KEYS).
     BINDINGS = [
-        Binding("l", "section('lab')", "Lab", tooltip="the versions and the config form"),
-        Binding("r", "section('runs')", "Runs", tooltip="the run store; mark two runs to compare"),
-        Binding("x", "section('exercises')", "Exercises", tooltip="guided scenarios"),
-        Binding("d", "section('doctor')", "Doctor", tooltip="environment and profiler availability"),
-        Binding("w", "watch_live", "Watch live", tooltip="reattach to the newest running run"),
+        Binding("l", "section('lab')", "Lab", show=False, tooltip="the versions and the config form"),
+        Binding("r", "section('runs')", "Runs", show=False, tooltip="the run store; mark two runs to compare"),
+        Binding("x", "section('exercises')", "Exercises", show=False, tooltip="guided scenarios"),
+        Binding("d", "section('doctor')", "Doctor", show=False, tooltip="environment and profiler availability"),
+        Binding("w", "watch_live", "Watch live", show=False, tooltip="reattach to the newest running run"),
         Binding("question_mark,h", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit", tooltip="quit the lab; runs keep going"),
+        Binding("q", "quit", "Quit", show=False, tooltip="quit the lab; runs keep going"),
     ]
 
     #: The doctor report once collected (None until then); the Lab and Doctor screens watch it.
@@ -149,18 +151,12 @@ class TinyLabApp(App):
 
     # -------------------------------------------------------------- navigation
     async def action_section(self, mode: str) -> None:
-        if self.current_mode == mode:
-            while len(self.screen_stack) > 1:
-                await self.pop_screen()
-        else:
+        """A section key always shows the section itself: its root screen, never the sub-screen
+        (an old Run view, the last Compare) that was left on top of it."""
+        if self.current_mode != mode:
             await self.switch_mode(mode)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "section" and parameters and parameters[0] == self.current_mode:
-            return len(self.screen_stack) > 1
-        if action == "watch_live":
-            return bool(self.live_runs)
-        return True
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
 
     def action_watch_live(self) -> None:
         if self.live_runs:
@@ -207,18 +203,21 @@ class TinyLabApp(App):
 
     # --------------------------------------------------------- command palette
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        """Every key-bound action of the app and of the current screen, plus Textual's own."""
+        """Every key-bound action of the app and of the current screen, plus Textual's own (less
+        the ones this list already has under the same title, such as Quit)."""
         seen: set[str] = set()
+        titles: set[str] = set()
         for node, binding in [(screen, b) for b in _bindings(screen)] + [(self, b) for b in _bindings(self)]:
-            if not binding.description or binding.action in seen:
+            if not binding.description or binding.action in seen or binding.description.lower() in titles:
                 continue
             if node.check_action(*_split_action(binding.action)) is False:
                 continue
             seen.add(binding.action)
+            titles.add(binding.description.lower())
             key = binding.key_display or binding.key.split(",")[0]
             yield SystemCommand(binding.description, f"key: {key}. {binding.tooltip}".strip(),
                                 partial(self.run_action, binding.action, node))
-        yield from super().get_system_commands(screen)
+        yield from (c for c in super().get_system_commands(screen) if c.title.lower() not in titles)
 
 
 def _bindings(node: Any) -> list[Binding]:

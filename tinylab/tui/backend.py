@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.service.lab import Lab
 from tinylab.service.machine import Machine
@@ -33,6 +34,7 @@ class Backend(Lab):
         self.clock = clock
         self.poll_s = poll_s
         self.doctor_result = doctor_result
+        self._probed: Machine | None = None  # only when the doctor child failed
 
     def _machine_from_doctor(self) -> Machine:
         """The machine as the doctor child saw it (a CPU machine until it has answered)."""
@@ -41,7 +43,36 @@ class Backend(Lab):
     @property
     def machine(self) -> Machine:
         # not cached: the doctor report arrives after the first frame
-        return self._machine_from_doctor()
+        return self._probed or self._machine_from_doctor()
+
+    @property
+    def knows_machine(self) -> bool:
+        """Whether the doctor report (what the machine offers) has arrived."""
+        return self.doctor_result is not None
+
+    def check(self, cfg: RunConfig) -> RunConfig:
+        """Lab.check, answered from the doctor report (fast enough for a form that checks on every
+        key); before the report arrives only the config itself is checked."""
+        if not self.knows_machine and self._probed is None:
+            return cfg.validate()
+        return super().check(cfg)
+
+    def profiler_problem(self, name: str) -> str | None:
+        if self.doctor_result is None:
+            return super().profiler_problem(name)
+        entry = (self.doctor_result.get("profilers") or {}).get(name)
+        if entry is None or entry.get("available"):
+            return None
+        return f"{entry.get('reason') or 'not found'}" + (f"; {entry['fix']}" if entry.get("fix") else "")
+
+    def launch(self, cfg: RunConfig):
+        """Called from a worker: the full check always runs first, from the doctor report (waited
+        for), or from a probe in this process when the doctor child failed."""
+        try:
+            self.doctor()
+        except UserError:
+            self._probed = self._probed or Machine.probe()
+        return super().launch(cfg)
 
     def doctor(self, stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
         """`tinylab doctor --json`, once per app.
@@ -74,7 +105,12 @@ class Backend(Lab):
         from tinylab.analysis import roofline
 
         run = self.run(run_id)
-        device = run.record().device_name
+        record = run.record()
+        device = record.device_name
+        if not str(record.device or "").startswith("cuda"):
+            return ("A roofline places a GPU's kernels against that GPU's measured limits (memory bandwidth, "
+                    "matrix throughput). This run was on the CPU: its table holds CPU operators, which have no "
+                    "roof here. Profile a run on a GPU to see one.")
         ceilings = roofline.cached_ceilings(self.store.root, device)
         if ceilings is None:
             return (f"No ceilings measured for {device or 'this device'} yet. On that GPU run "

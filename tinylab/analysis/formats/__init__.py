@@ -169,12 +169,16 @@ def _load_folder(folder: Path) -> Parsed:
         if spec.mergeable and len(parsed) > 1:
             merged = pd.concat([p.table for p in parsed], ignore_index=True)
             notes = sorted({p.note for p in parsed if p.note})
-            note = f"merged {len(parsed)} files (one per process)" + ("; " + "; ".join(notes) if notes else "")
+            named = ", ".join(str(p.relative_to(folder)) for p in paths[:4]) + (", ..." if len(paths) > 4 else "")
+            note = f"merged {len(parsed)} files (one per process: {named})" + ("; " + "; ".join(notes) if notes else "")
             return Parsed(build_table(merged), fmt, note)
         # one run written several ways (ncu details + raw, rocprof-compute's per-pass files):
         # rocprof-compute's single-pass timestamps.csv is the exact one, else the most GPU time
-        exact = [p for p, path in zip(parsed, paths) if path.name == "timestamps.csv"]
-        return exact[0] if exact else max(parsed, key=lambda p: (p.table["total_ns"].sum(), p.table["calls"].sum()))
+        exact = [(p, path) for p, path in zip(parsed, paths) if path.name == "timestamps.csv"]
+        chosen, where = exact[0] if exact else max(zip(parsed, paths), key=lambda pp: (pp[0].table["total_ns"].sum(),
+                                                                                     pp[0].table["calls"].sum()))
+        read = f"read {where.relative_to(folder)}" + (f" (of {len(parsed)} {fmt} files)" if len(parsed) > 1 else "")
+        return Parsed(chosen.table, chosen.format, "; ".join(filter(None, [read, chosen.note])))
     detail = f"; e.g. {failures[0]}" if failures else ""
     raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
 

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from textual import work
+from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tinylab.tui.backend import Backend
+
+
+#: The way home, shown in the footers of the other sections' root screens (the app's section keys
+#: work everywhere but are not shown there: 80 columns do not hold them; the Lab shows them all).
+HOME = Binding("l", "app.section('lab')", "Lab", tooltip="the versions and the config form")
 
 
 def background(group: str):

@@ -65,7 +65,7 @@ class CompareScreen(BaseScreen):
 
     @on(Compared)
     def _show(self, message: Compared) -> None:
-        from tinylab.analysis.compare import metric_rows
+        from tinylab.analysis.compare import metric_rows, noise_note
 
         result = message.result
         a, b = result["a"], result["b"]
@@ -85,7 +85,7 @@ class CompareScreen(BaseScreen):
             table.add_row(label, Text(va, justify="right"), Text(vb, justify="right"), Text(ratio, justify="right"),
                           Text(verdict, style="bold" if verdict else ""))
         notes = Text()
-        for note in result["notes"]:
+        for note in [*result["notes"], *filter(None, [noise_note(result)])]:
             notes.append(f"• {note}\n")
         self.query_one("#cmp-notes", Static).update(notes)
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
-from tinylab.tui.screens.base import BaseScreen
+from tinylab.tui.screens.base import HOME, BaseScreen
 
 
 def _pairs(data: Any) -> str:
@@ -21,6 +21,7 @@ def _pairs(data: Any) -> str:
 
 class DoctorScreen(BaseScreen):
     TITLE = "Doctor"
+    BINDINGS = [HOME]
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")

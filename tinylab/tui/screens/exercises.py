@@ -25,7 +25,7 @@ from tinylab import exercises as ex
 from tinylab.runs.store import TERMINAL
 from tinylab.service import exercise
 from tinylab.tui.fmt import short_id
-from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.screens.base import HOME, BaseScreen, background
 from tinylab.tui.widgets.panes import Pane, Panes
 
 CHECK_MARK = {"pass": "✓", "fail": "✗", "skip": "–"}
@@ -62,7 +62,7 @@ class StepProgressed(Message):
 class ExercisesScreen(BaseScreen):
     TITLE = "Exercises"
     BINDINGS = [Binding("enter", "start", "Start", priority=True,
-                        tooltip="open the selected scenario at its first step not yet done")]
+                        tooltip="open the selected scenario at its first step not yet done"), HOME]
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,12 +138,12 @@ class StepScreen(BaseScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("enter", "launch", "Launch step", tooltip="run the step's preset (its baseline first, if any)"),
-        Binding("o", "open_run", "Open run", tooltip="the live view of this step's run"),
-        Binding("n", "step(1)", "Next step"),
-        Binding("p", "step(-1)", "Prev step"),
+        Binding("o", "open_run", "Run", tooltip="open the live view of this step's run"),
+        Binding("n", "step(1)", "Next", tooltip="the next step"),
+        Binding("p", "step(-1)", "Prev", tooltip="the previous step"),
         Binding("i", "hint", "Hint", tooltip="reveal the next hint"),
         Binding("a", "answers", "Answers", tooltip="reveal the answers to the step's questions"),
-        Binding("t", "next_pane", "Next panel"),
+        Binding("t", "next_pane", "Panel", tooltip="the next panel (narrow terminals show one at a time)"),
     ]
 
     def __init__(self, scenario_id: str) -> None:

@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 TIPS = (
-    "Number fields take digits; letters still work as keys, so q quits from anywhere.",
+    "Number fields take digits only; esc leaves a field, then letters work as keys again.",
     "tab / shift+tab move through a form; space ticks a box or opens a list.",
     "On an 80x24 terminal panels take turns: t shows the next one.",
     "Runs keep going when you leave a screen or quit: reopen tinylab and press w (or r, then enter).",
@@ -40,10 +40,9 @@ def key_table(title: str, bindings: list) -> Table:
     table.add_column(width=16, no_wrap=True)
     table.add_column(ratio=1, style="dim")
     for b in bindings:
-        if isinstance(b, Binding) and b.description:
-            keys = b.key_display or " ".join(k.replace("question_mark", "?").replace("slash", "/")
-                                             for k in b.key.split(","))
-            table.add_row(keys, b.description, b.tooltip)
+        if isinstance(b, Binding) and b.description and not b.action.startswith("app."):
+            key = b.key_display or b.key.split(",")[0].replace("question_mark", "?").replace("slash", "/")
+            table.add_row(key, b.description, b.tooltip)
     return table
 
 
@@ -59,7 +58,7 @@ class HelpScreen(ModalScreen[None]):
         help_box.border_title = "Keys (esc closes)"
         parts = [key_table("Everywhere", type(self.app).BINDINGS + [Binding(":", "", "Command palette",
                                                                              tooltip="every action, searchable")])]
-        parts += [key_table(name, cls.BINDINGS) for name, cls in _screens() if cls.BINDINGS]
+        parts += [key_table(name, cls.__dict__["BINDINGS"]) for name, cls in _screens() if cls.__dict__.get("BINDINGS")]
         tips = Text("\n".join(f"• {tip}" for tip in TIPS))
         grid = Table.grid(expand=True)
         grid.add_column()

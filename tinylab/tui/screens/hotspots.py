@@ -204,9 +204,10 @@ class HotspotsScreen(BaseScreen):
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
             width = WIDTHS.get(key)
-            if key == "name":  # sized from the names themselves, for the same reason
-                width = max([len(label), *(len(display_name(r["name"])) for r in rows)])
-                width = min(width, 80)
+            if key == "name":  # what is left of the row (the full name shows under the table); from the
+                # screen's width, which is known before the table's own layout is
+                fixed = sum(WIDTHS[k] + 2 for k in columns if k != "name")
+                width = max(len(label), self.size.width - fixed - (6 if not narrow else 4))
             table.add_column(label, key=key, width=width)
         for i, row in enumerate(rows):
             cells = []

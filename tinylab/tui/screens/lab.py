@@ -1,9 +1,14 @@
 """Lab (home): pick a version, set the config, toggles and profilers, and launch with one key.
 
-The form builds a RunConfig and validates it with RunConfig.validate() on every change: the
-flags its one-line message names are the fields flagged red, so the form never re-implements
-a rule. Toggles a version does not support, and profilers `doctor` finds missing, stay focusable
-so that focusing one says why it is off.
+The form builds a RunConfig and checks it on every change with the lab's pre-launch check (the
+one the CLI and the trainer use: config, device, memory, profilers; answered from the doctor
+report): the flags its one-line message names are the fields flagged red, so the form never
+re-implements a rule and can never launch a run the trainer would refuse. Sizes start from the
+machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
+`doctor` finds missing, stay focusable so that focusing one says why it is off.
+
+Each version's figure is its newest clean run (no profiler, no fault) at the form's sizes and
+precision, labelled with them: a profiled or fault-injected run measures something else.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from textual.widgets.option_list import Option as ListOption
 
 from tinylab.config import (
     DEVICES,
+    PRESETS,
     PRECISIONS,
     PROFILERS,
     TOGGLE_HELP,
@@ -31,6 +37,8 @@ from tinylab.config import (
     VERSIONS,
     ConfigError,
     RunConfig,
+    matching_preset,
+    preset_for,
 )
 from tinylab.runs.record import RunRecord, key_config
 from tinylab.tui.screens.base import BaseScreen, background
@@ -40,6 +48,10 @@ from tinylab.tui.widgets.runtable import RunTable
 
 #: Runs listed under the form on a wide terminal.
 RECENT = 20
+#: How often the recent runs' ages are redrawn.
+AGE_TICK_S = 15.0
+#: The size select's value when the numbers match no preset.
+CUSTOM = "custom"
 
 #: Form fields: RunConfig attribute -> label.
 NUMBERS = {
@@ -95,13 +107,23 @@ class LabScreen(BaseScreen):
     AUTO_FOCUS = "#versions"
     BINDINGS = [
         Binding("enter", "launch", "Launch", priority=True, tooltip="validate the form and start the run"),
+        Binding("escape", "leave_field", "Leave field", show=False,
+                tooltip="from a form field back to the versions, where letters are keys again"),
+        # the app's own keys, shown here (the home screen's footer has room for them)
+        Binding("r", "app.section('runs')", "Runs"),
+        Binding("x", "app.section('exercises')", "Exercises"),
+        Binding("d", "app.section('doctor')", "Doctor"),
+        Binding("w", "app.watch_live", "Watch live"),
+        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self) -> None:
         super().__init__()
         self.version = "v1"
+        self.records: list[RunRecord] = []
         self.last_runs: dict[str, RunRecord] = {}
         self.prefilled = False
+        self.sized = False  # the sizes came from history or the machine's preset (once)
         self._shown_precision: str | None = None
 
     # ----------------------------------------------------------------- layout
@@ -110,7 +132,7 @@ class LabScreen(BaseScreen):
         with VerticalScroll(id="lab-body"):
             with Vertical(id="versions-box") as box:
                 box.border_title = "Versions"
-                box.border_subtitle = "last samples/s here"
+                box.border_subtitle = "clean runs at these sizes"
                 yield OptionList(*[ListOption(self._version_row(v), id=v) for v in VERSIONS], id="versions")
                 yield Static(id="version-about")
             with Vertical(id="form-box") as box:
@@ -125,6 +147,9 @@ class LabScreen(BaseScreen):
                         yield from self._number(name)
                 with Horizontal(classes="form-row"):
                     yield Label("run", classes="row-label")
+                    yield Label("size", classes="field-label")
+                    yield Select([(p, p) for p in (*PRESETS, CUSTOM)], value="workshop", allow_blank=False,
+                                 compact=True, id="size")
                     yield Label("precision", classes="field-label")
                     yield Select([(p, p) for p in PRECISIONS], value="fp32", allow_blank=False, compact=True,
                                  id="precision")
@@ -161,6 +186,7 @@ class LabScreen(BaseScreen):
         self.watch(self.app, "doctor_error", self._apply_doctor_error)
         self.watch(self.app, "live_runs", self._show_live)
         self.call_after_refresh(self.load_history)
+        self.set_interval(AGE_TICK_S, self._tick_ages)
 
     def on_screen_resume(self) -> None:
         if self.is_mounted:
@@ -175,15 +201,39 @@ class LabScreen(BaseScreen):
     def _show_history(self, message: HistoryLoaded) -> None:
         records = message.records
         newest = records[-1] if records else None
+        self.records = records
         self.query_one("#recent", RunTable).show(records[-RECENT:], {}, self.backend.clock())
-        self.last_runs = {r.version: r for r in records if r.status == "finished" and r.version in VERSIONS}
-        versions = self.query_one("#versions", OptionList)
-        for v in VERSIONS:
-            versions.replace_option_prompt(v, self._version_row(v))
         if newest and not self.prefilled:
             self._prefill(newest.config)
         self.prefilled = True
+        self._show_versions()
+
+    def _tick_ages(self) -> None:
+        """Ages ("3m") move on without rereading the store."""
+        if self.records:
+            self.query_one("#recent", RunTable).show(self.records[-RECENT:], {}, self.backend.clock())
+
+    def _show_versions(self) -> None:
+        """Each version's newest clean run at the form's sizes (see the module docstring)."""
+        sizes = self._sizes()
+        self.last_runs = {}
+        for record in self.records:
+            cfg = record.config
+            clean = record.status == "finished" and not cfg.get("profilers") and not cfg.get("fault")
+            if clean and record.version in VERSIONS and sizes is not None and all(cfg.get(k) == v for k, v in sizes.items()):
+                self.last_runs[record.version] = record
+        versions = self.query_one("#versions", OptionList)
+        for v in VERSIONS:
+            versions.replace_option_prompt(v, self._version_row(v))
         self._describe_version()
+
+    def _sizes(self) -> dict[str, Any] | None:
+        """The form's sizes and precision (None while a number field is not a number)."""
+        try:
+            sizes = {k: int(self.query_one(f"#num-{k}", NumberInput).value) for k in PRESETS["workshop"]}
+        except ValueError:
+            return None
+        return {**sizes, "precision": self.query_one("#precision", Select).value}
 
     def _prefill(self, cfg: dict[str, Any]) -> None:
         """Start from the newest run's config: the next run is usually that one with one change."""
@@ -193,6 +243,7 @@ class LabScreen(BaseScreen):
             return
         for name in NUMBERS:
             self.query_one(f"#num-{name}", NumberInput).value = str(getattr(previous, name))
+        self.sized = True
         self.query_one("#precision", Select).value = previous.precision
         self.query_one("#device", Select).value = previous.device if previous.device in DEVICES else "auto"
         if previous.version in VERSIONS:
@@ -213,7 +264,8 @@ class LabScreen(BaseScreen):
         grid.add_column(justify="right", no_wrap=True)
         record = self.last_runs.get(version)
         sps = record.summary.samples_per_s if record and record.summary else None
-        speed = Text(f"{sps:,.1f} on {record.device}") if record and sps else Text("not run yet", style="dim")
+        speed = (Text(f"{sps:,.1f} samples/s on {record.device}") if record and sps
+                 else Text("no clean run at these sizes", style="dim"))
         grid.add_row(version, VERSIONS[version], speed)
         return grid
 
@@ -221,13 +273,19 @@ class LabScreen(BaseScreen):
         record = self.last_runs.get(self.version)
         text = Text(VERSIONS[self.version])
         if record:
-            text.append(f"\nlast: {record.id}  {record.key_config}", style="dim")
+            text.append(f"\nfigure from {record.id}  {record.key_config} (no profiler, no fault)", style="dim")
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor
     def _apply_doctor(self, report: dict[str, Any] | None) -> None:
         if report is None:
             return
+        if not self.sized:  # no earlier run to start from: the machine's own preset
+            self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
+        device = self.query_one("#device", Select)
+        if str(device.value).startswith("cuda") and not self.backend.machine.has_gpu:
+            device.value = "auto"  # the run this form started from was on a GPU this machine lacks
+            self._hint("device set to auto: the run the form started from used a GPU, and none is visible here")
         profilers = report.get("profilers") or {}
         for name in PROFILERS:
             box = self.query_one(f"#profiler-{name}", Option)
@@ -284,6 +342,17 @@ class LabScreen(BaseScreen):
         self._describe_version()
         self._validate()
 
+    def _apply_preset(self, preset: str) -> None:
+        for name, value in PRESETS[preset].items():
+            self.query_one(f"#num-{name}", NumberInput).value = str(value)
+        self.sized = True
+        self.query_one("#size", Select).value = preset
+
+    @on(Select.Changed, "#size")
+    def _size_changed(self, event: Select.Changed) -> None:
+        if event.value in PRESETS and matching_preset(self._sizes() or {}) != event.value:
+            self._apply_preset(str(event.value))
+
     def config(self) -> RunConfig:
         """The form as a RunConfig; raises ConfigError naming the first bad field."""
         values: dict[str, Any] = {"version": self.version}
@@ -301,7 +370,7 @@ class LabScreen(BaseScreen):
             if self.version in supported and box.value != self._toggle_default(name, values["precision"]):
                 values[name] = box.value
         values["profilers"] = [n for n in PROFILERS if self.query_one(f"#profiler-{n}", Option).value]
-        return RunConfig(**values).validate()
+        return self.backend.check(RunConfig(**values))
 
     def _validate(self) -> RunConfig | None:
         check = self.query_one("#check", Static)
@@ -317,8 +386,9 @@ class LabScreen(BaseScreen):
             check.set_class(True, "-error")
             return None
         check.set_class(False, "-error")
+        pending = "" if self.backend.knows_machine else " (machine not checked yet)"
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved().to_dict())}",
-                                   (" · enter launches", "dim")))
+                                   (f"{pending} · enter launches", "dim")))
         return cfg
 
     def _toggle_default(self, name: str, precision: str | None = None) -> bool:
@@ -343,10 +413,25 @@ class LabScreen(BaseScreen):
     @on(Option.Changed)
     def _form_changed(self) -> None:
         self._validate()
+        size = self.query_one("#size", Select)
+        preset = matching_preset(self._sizes() or {}) or CUSTOM
+        if size.value != preset:
+            size.value = preset
+        if self.records:
+            self._show_versions()
 
     @on(NumberInput.Submitted)
     def _submitted(self) -> None:
         self.action_launch()
+
+    @on(NumberInput.Refused)
+    def _refused(self, event: NumberInput.Refused) -> None:
+        self._hint(f"{NUMBERS[event.field.field]} takes digits only ({event.character!r} was not typed); "
+                   "esc leaves the field", warn=True)
+
+    def action_leave_field(self) -> None:
+        if isinstance(self.focused, (NumberInput, Option)):
+            self.query_one("#versions", OptionList).focus()
 
     @on(Option.Focused)
     def _option_focused(self, event: Option.Focused) -> None:
@@ -368,8 +453,8 @@ class LabScreen(BaseScreen):
 
     # ---------------------------------------------------------------- launch
     def action_launch(self) -> None:
-        if isinstance(self.focused, SelectOverlay):
-            raise SkipAction()
+        if isinstance(self.focused, (Select, SelectOverlay)):
+            raise SkipAction()  # enter opens (or picks from) the list, as everywhere else
         cfg = self._validate()
         if cfg is None:
             bad = next(iter(self.query(".number.-invalid")), None)

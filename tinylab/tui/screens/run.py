@@ -154,18 +154,23 @@ class RunScreen(BaseScreen):
         started = (self.record.started if self.record else None) or (self.start.time if self.start else None)
         end = self.ended_at if self.status != "running" else None
         now = end or self.backend.clock()
-        parts = [f"step {done}/{total if total else '?'}"]
+        # (priority, text): what does not fit the line's width goes, least important first
+        parts = [(0, f"step {done}/{total if total else '?'}")]
         recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
         if recent:
             per_step = statistics.median(recent)
-            parts.append(f"{per_step:,.1f} ms/step")
+            parts.append((2, f"{per_step:,.1f} ms/step"))
             if self.status == "running" and isinstance(total, int):
-                parts.append(f"ETA {duration((total - done) * per_step / 1000)}")
+                parts.append((1, f"ETA {duration((total - done) * per_step / 1000)}"))
         if started:
-            parts.append(f"{'took' if self.status != 'running' else 'elapsed'} {duration(now - started)}")
+            parts.append((3, f"{'took' if self.status != 'running' else 'elapsed'} {duration(now - started)}"))
         if self.status == "running" and not self.start:
-            parts.append("starting (loading torch and the model)")
-        self.query_one("#progress-text", Static).update(" · ".join(parts), layout=False)  # fixed size
+            parts.append((1, "starting (loading torch and the model)"))
+        widget = self.query_one("#progress-text", Static)
+        width = widget.size.width or 80
+        while len(parts) > 1 and len(" · ".join(t for _, t in parts)) > width:
+            parts.remove(max(parts, key=lambda p: p[0]))
+        widget.update(" · ".join(t for _, t in parts), layout=False)  # fixed size
 
     def _update_series(self) -> None:
         xs = [s.step + 1 for s in self.steps]
@@ -221,7 +226,7 @@ class RunScreen(BaseScreen):
         if action == "next_chart":
             return self.screen.has_class("-narrow")
         if action == "hotspots":
-            return True if self.has_profile else None
+            return True  # without a profile, the action says how to get one
         if action == "next_pane":
             return self.screen.has_class("-narrow")
         return True
@@ -242,6 +247,10 @@ class RunScreen(BaseScreen):
             chart.set_class(chart is current, "-current")
 
     def action_hotspots(self) -> None:
+        if not self.has_profile:
+            self.notify("This run was not profiled: tick a profiler in the Lab (pytorch works on any "
+                        "machine) and launch again for a kernel table.", severity="warning")
+            return
         self.app.open_hotspots(self.run_id)  # type: ignore[attr-defined]
 
     def action_cancel_run(self) -> None:

@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.runs.record import RunRecord
-from tinylab.tui.screens.base import BaseScreen, Cancelled, background
+from tinylab.tui.screens.base import HOME, BaseScreen, Cancelled, background
 from tinylab.tui.widgets.runtable import RunTable
 
 RESCAN_S = 2.0
@@ -30,6 +30,7 @@ class RunsScreen(BaseScreen):
         Binding("v", "compare", "Compare"),
         Binding("k", "hotspots", "Hotspots", tooltip="kernel table of the run's profile"),
         Binding("c", "cancel_run", "Cancel", tooltip="cancel the selected running run (asks first)"),
+        HOME,
     ]
 
     def __init__(self) -> None:
@@ -122,10 +123,8 @@ class RunsScreen(BaseScreen):
         record = self.current
         if action in ("open_run", "mark"):
             return record is not None
-        if action == "compare":
-            return len(self.marked) == 2 or None
-        if action == "hotspots":
-            return bool(record and record.profiles) or None
+        if action in ("compare", "hotspots"):
+            return True  # the action says what is missing (a second mark, a profile)
         if action == "cancel_run":
             return bool(record and record.status == "running")
         return True
@@ -135,8 +134,14 @@ class RunsScreen(BaseScreen):
             self.app.open_run(self.current.id)  # type: ignore[attr-defined]
 
     def action_hotspots(self) -> None:
-        if self.current:
-            self.app.open_hotspots(self.current.id)  # type: ignore[attr-defined]
+        record = self.current
+        if record is None:
+            return
+        if not record.profiles:
+            self.notify(f"{record.id} was not profiled: launch a run with a profiler ticked for a kernel table.",
+                        severity="warning")
+            return
+        self.app.open_hotspots(record.id)  # type: ignore[attr-defined]
 
     def action_mark(self) -> None:
         record = self.current
@@ -154,6 +159,9 @@ class RunsScreen(BaseScreen):
     def action_compare(self) -> None:
         if len(self.marked) == 2:
             self.app.open_compare(*self.marked)  # type: ignore[attr-defined]
+        else:
+            self.notify(f"Mark {2 - len(self.marked)} more run{'s' if len(self.marked) == 0 else ''} with m "
+                        "to compare (A, then B).", severity="warning")
 
     def action_cancel_run(self) -> None:
         from tinylab.tui.screens.confirm import ConfirmScreen

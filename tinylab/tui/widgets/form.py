@@ -1,32 +1,46 @@
-"""Form controls that leave single-letter keys to the app and explain why they are unavailable."""
+"""Form controls: number fields that take digits only, and checkboxes readable without colour
+that explain why they are unavailable."""
 
 from __future__ import annotations
 
 from textual import events
 from textual.binding import Binding
+from textual.content import Content
+from textual.style import Style
 from textual.message import Message
 from textual.widgets import Checkbox, Input
 
 
 class NumberInput(Input):
-    """An integer field that lets letters through: a focused field must not swallow `q` or `l`."""
+    """An integer field that keeps every printable key: a letter typed into it must not jump to
+    another section (`x`) or quit the lab (`q`). It is refused with a bell and a word instead."""
+
+    class Refused(Message):
+        def __init__(self, field: "NumberInput", character: str) -> None:
+            super().__init__()
+            self.field, self.character = field, character
 
     def __init__(self, value: int | str = "", *, field: str, **kwargs) -> None:
         super().__init__(str(value), type="integer", compact=True, **kwargs)
         self.field = field
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
-        return character is not None and (character.isdigit() or character == "-")
+        return character is not None and character.isprintable()
 
     async def _on_key(self, event: events.Key) -> None:
-        if event.is_printable and not self.check_consume_key(event.key, event.character):
-            event.prevent_default()  # skip Input's handler; the key bubbles on to the bindings
+        if event.is_printable and event.character is not None and not (event.character.isdigit() or event.character == "-"):
+            event.prevent_default()
+            event.stop()
+            self.app.bell()
+            self.post_message(self.Refused(self, event.character))
 
 
 class Option(Checkbox):
     """A checkbox that stays focusable when unavailable, so that focusing it can say why.
 
-    Enter is left to the screen (it launches); space toggles.
+    Its box reads `[x]` or `[ ]`: on and off differ in the characters, not only in colour, so a
+    monochrome or light terminal shows them too. Enter is left to the screen (it launches); space
+    toggles.
     """
 
     BINDINGS = [Binding("space", "toggle_button", "Toggle", show=False)]
@@ -41,6 +55,10 @@ class Option(Checkbox):
         super().__init__(label, compact=True, name=name, **kwargs)
         self.help = help
         self.why_not: str | None = None
+
+    @property
+    def _button(self) -> Content:
+        return Content.assemble(("[x]", Style(bold=True)) if self.value else ("[ ]", Style()))
 
     def set_unavailable(self, why: str | None) -> None:
         """Unavailable options are unticked and refuse to tick until `why` is cleared."""

@@ -12,6 +12,9 @@ from tinylab.tui.fmt import age, number, short_id
 
 COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), ("version", "ver"),
            ("sps", "samples/s"), ("peak", "peak MB"), ("loss", "loss"), ("config", "config"))
+#: Below this many columns the table leaves these out, so that the config is not cut off.
+WIDE = 120
+NARROW_HIDDEN = ("peak", "loss")
 STATUS_STYLE = {"running": "bold", "failed": "bold reverse", "lost": "dim", "cancelled": "dim"}
 
 
@@ -38,8 +41,10 @@ class RunTable(DataTable):
         self._cells: dict[str, dict[str, Any]] = {}
 
     def on_mount(self) -> None:
+        narrow = self.app.size.width < WIDE
         for key, label in COLUMNS:
-            self.add_column(label, key=key)
+            if not (narrow and key in NARROW_HIDDEN):
+                self.add_column(label, key=key)
 
     def show(self, records: list[RunRecord], marks: dict[str, str], now: float) -> None:
         """Newest first; rows are added, updated cell by cell, or removed by run id."""
@@ -49,7 +54,7 @@ class RunTable(DataTable):
             del self._cells[run_id]
         added = False
         for run_id, record in wanted.items():
-            new = cells(record, marks.get(run_id, ""), now)
+            new = {k: v for k, v in cells(record, marks.get(run_id, ""), now).items() if k in self.columns}
             old = self._cells.get(run_id)
             if old is None:
                 self.add_row(*new.values(), key=run_id)
