@@ -192,20 +192,22 @@ class HotspotsScreen(BaseScreen):
             "(pytorch works on any machine) to get one."))
 
     def _show_rows(self, rows: list[dict[str, Any]], matched: int) -> None:
-        from tinylab.analysis.hotspots import display_name, format_ns
+        from tinylab.analysis.hotspots import format_ns
+        from tinylab.analysis.names import short_names
 
         narrow = self.screen.has_class("-narrow")
         columns = [k for k in ("total_ns", "pct", "calls", "avg_ns", "min_ns", "max_ns", "category", "name")
                    if not (narrow and k in NARROW_HIDDEN)]
         table = self.query_one("#kernels", DataTable)
         table.clear(columns=True)
+        shorts = short_names([r["name"] for r in rows])
         for key in columns:
             label, _ = SORTS[key]
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
             width = WIDTHS.get(key)
             if key == "name":  # sized from the names themselves, for the same reason
-                width = max([len(label), *(len(display_name(r["name"])) for r in rows)])
+                width = max([len(label), *(len(s) for s in shorts)])
                 width = min(width, 80)
             table.add_column(label, key=key, width=width)
         for i, row in enumerate(rows):
@@ -219,7 +221,7 @@ class HotspotsScreen(BaseScreen):
                 elif key == "calls":
                     cells.append(Text(f"{value:,}", justify="right"))
                 elif key == "name":
-                    cells.append(display_name(value))
+                    cells.append(shorts[i])
                 else:
                     cells.append(value)
             table.add_row(*cells, key=str(i))
