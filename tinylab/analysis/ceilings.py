@@ -51,7 +51,9 @@ def measure_ceilings(model_shapes: list[tuple[int, int, int]] | None = None) -> 
     if not torch.cuda.is_available():
         return {"device": None, "note": "no GPU: ceilings are measured on GPUs only"}
     shapes = model_shapes or [(1024, 2048, 512), (1024, 512, 2048), (1024, 4096, 512)]
-    out: dict[str, Any] = {"device": torch.cuda.get_device_name(), "copy_gbps": measure_copy_gbps(torch), "gemm_tflops": {}}
+    out: dict[str, Any] = {"device": torch.cuda.get_device_name(), "copy_gbps": measure_copy_gbps(torch), "gemm_tflops": {},
+                           # a kernel whose data fits here can beat the DRAM roof (analysis/roofline.py)
+                           "l2_bytes": getattr(torch.cuda.get_device_properties(0), "L2_cache_size", None)}
     for label, dtype, tf32 in (("fp32", torch.float32, False), ("tf32", torch.float32, True), ("bf16", torch.bfloat16, False)):
         big = measure_gemm_tflops(torch, 8192, 8192, 8192, dtype, tf32)
         model = [measure_gemm_tflops(torch, m, n, k, dtype, tf32) for m, n, k in shapes]
