@@ -168,6 +168,9 @@ def test_render_fits_80_columns(tmp_path):
         text = timeline.render(result, "timeline of something")
         assert max(len(line) for line in text.splitlines()) <= 80, text
         assert len(text.splitlines()) <= 22
+        narrow = timeline.render(result, "timeline of something", width=56)
+        assert max(len(line) for line in narrow.splitlines()) <= 56, narrow
+    assert timeline.squeeze("..##..++--", 5, timeline.LANE_ORDER) == ".#.+-"  # the busiest character of each pair
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):

@@ -237,6 +237,21 @@ def lane(busy: list[tuple[float, float]], lo: float, hi: float, width: int = LAN
     return "".join(next((ch for limit, ch in LANE_CHARS if f / cell > limit), ".") for f in filled)
 
 
+#: Which lane character wins when cells are merged: the busiest.
+LANE_ORDER = "#+-."
+
+
+def squeeze(text: str, cells: int, order: str) -> str:
+    """A lane in fewer cells: each keeps the first character in `order` among those it covers."""
+    if cells >= len(text):
+        return text
+    out = []
+    for i in range(cells):
+        part = text[i * len(text) // cells: max(i * len(text) // cells + 1, (i + 1) * len(text) // cells)]
+        out.append(min(part, key=lambda ch: order.index(ch) if ch in order else len(order)))
+    return "".join(out)
+
+
 def host_lane(phases: list[tuple[str, float, float]], lo: float, hi: float, width: int = LANE_WIDTH) -> str:
     """What the host was in at the middle of each cell: F forward, B backward, O optimizer, '.' other."""
     cell = (hi - lo) / width
@@ -417,32 +432,36 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
 
 
 # ------------------------------------------------------------------------------------ text
-def render(result: dict[str, Any], title: str) -> str:
-    """The anatomy for a terminal, 80 columns: a row per step, the shown step's lane, its phases,
-    categories and memory peak."""
+def render(result: dict[str, Any], title: str, width: int = 80) -> str:
+    """The anatomy for a terminal of `width` columns (80 or more: every column; down to 50: the
+    gaps left out of the table and the lanes squeezed): a row per step, the shown step's lanes,
+    its phases, categories and memory peak."""
     steps = result["steps"]
     shown = next(a for a in steps if a["step"] == result["shown_step"])
-    lines = [title[:80], f"{'step':>6} {'wall ms':>9} {'GPU busy':>9} {'idle':>5} {'gaps':>6} {'largest':>9} "
-                         f"{'kernels':>8} {'median':>8}"]
+    wide = width >= 72
+    lines = [title[:width], f"{'step':>6} {'wall ms':>9} {'GPU busy':>9} {'idle':>5} "
+                            + (f"{'gaps':>6} {'largest':>9} " if wide else "") + f"{'kernels':>8} {'median':>8}"]
     for a in steps:
         mark = "*" if a is shown else " "
         if a["gaps"] is None:
-            device = f"{'-':>9} {'-':>5} {'-':>6} {'-':>9}"
+            device = f"{'-':>9} {'-':>5}" + (f" {'-':>6} {'-':>9}" if wide else "")
         else:
-            device = (f"{a['busy_ms']:>9.2f} {_pct(a['idle_pct']):>5} {a['gaps']['count']:>6} "
-                      f"{a['gaps']['largest_ms']:>6.2f} ms")
+            device = f"{a['busy_ms']:>9.2f} {_pct(a['idle_pct']):>5}" + (
+                f" {a['gaps']['count']:>6} {a['gaps']['largest_ms']:>6.2f} ms" if wide else "")
         lines.append(f"{mark}{_step_label(a['step']):>5} {a['wall_ms']:>9.2f} {device} {a['kernels']:>8} "
                      f"{_us(a['kernel_median_us']):>8}")
-    lines += textwrap.wrap(f"step {_step_label(shown['step'])}: {shown['diagnosis']}", 80, subsequent_indent="  ")
+    cells = min(LANE_WIDTH, width - 10)
+    lines += textwrap.wrap(f"step {_step_label(shown['step'])}: {shown['diagnosis']}", width, subsequent_indent="  ")
     annotated = any(ch != "." for ch in shown["host_lane"])
     if result["has_gpu_events"]:
-        lines.append(f"  GPU |{shown['lane']}| {shown['wall_ms']:.2f} ms")
+        lines.append(f"  GPU |{squeeze(shown['lane'], cells, LANE_ORDER)}|")
     if annotated:
-        lines.append(f" host |{shown['host_lane']}|")
-    legend = ["# busy + half - little . idle"] if result["has_gpu_events"] else []
+        lines.append(f" host |{squeeze(shown['host_lane'], cells, 'FBO.')}|")
+    legend = [f"{shown['wall_ms']:.2f} ms: # busy + half - little . idle"] if result["has_gpu_events"] else []
     legend += ["F fwd B bwd O opt (host)"] if annotated else []
     if legend:
-        lines.append("       " + "   ".join(legend))
+        joined = "       " + "   ".join(legend)
+        lines += [joined] if len(joined) <= width else ["       " + part for part in legend]
     if shown["phases"]:
         lines.append(f"  {'phase':<10} {'host ms':>9} {'kernels':>8} {'kernel ms':>10}")
         for p in shown["phases"]:
@@ -451,17 +470,17 @@ def render(result: dict[str, Any], title: str) -> str:
     total = sum(cats.values())
     if total > 0:
         shares = [f"{c} {100 * ms / total:.0f}%" for c, ms in cats.items() if ms / total >= 0.01]
-        lines += textwrap.wrap("kernel time by category: " + " · ".join(shares), 80, initial_indent="  ",
+        lines += textwrap.wrap("kernel time by category: " + " · ".join(shares), width, initial_indent="  ",
                                subsequent_indent="    ")
     memory = result.get("memory")
     if memory:
         where = f", in {memory['peak_phase']}" if memory["peak_phase"] else ""
         top = sorted(memory["peak_by_category_mb"].items(), key=lambda kv: -kv[1])[:3]
         lines += textwrap.wrap(f"memory peak {memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.2f} ms{where}: "
-                               + ", ".join(f"{c} {mb:,.1f} MB" for c, mb in top), 80, initial_indent="  ",
+                               + ", ".join(f"{c} {mb:,.1f} MB" for c, mb in top), width, initial_indent="  ",
                                subsequent_indent="    ")
     for note in result["notes"]:
-        lines += textwrap.wrap(f"note: {note}", 80, subsequent_indent="  ")
+        lines += textwrap.wrap(f"note: {note}", width, subsequent_indent="  ")
     return "\n".join(lines)
 
 

@@ -23,6 +23,10 @@ from tinylab.service.launch import check_run
 from tinylab.service.machine import Machine
 
 
+class NoTrace(UserError):
+    """The run has no PyTorch profiler trace to take a step apart."""
+
+
 class Lab:
     def __init__(self, runs_dir: str | os.PathLike[str] | None = None, *, exercises_root: Path | None = None,
                  machine: Callable[[], Machine] = Machine.probe):
@@ -131,7 +135,7 @@ class Lab:
                 elif name == MEMORY_TIMELINE and full.is_file():
                     memory = full
         if trace is None:
-            raise UserError(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
+            raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
                             "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
         result = analyze(trace, memory, step)
         cfg = record.config

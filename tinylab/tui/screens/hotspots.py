@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
@@ -55,11 +56,14 @@ OPEN_WITH = (
 
 
 class Loaded(Message):
-    """The run's record, its roofline text, and its kernel table with the table's summary (or None)."""
+    """The run's record, its roofline and step-anatomy texts, and its kernel table with the
+    table's summary (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, table: Any, summary: dict[str, Any] | None) -> None:
+    def __init__(self, record: RunRecord, roofline: str, timeline: str, table: Any,
+                 summary: dict[str, Any] | None) -> None:
         super().__init__()
-        self.record, self.roofline, self.table, self.summary = record, roofline, table, summary
+        self.record, self.roofline, self.timeline = record, roofline, timeline
+        self.table, self.summary = table, summary
 
 
 class Selected(Message):
@@ -118,6 +122,7 @@ class HotspotsScreen(BaseScreen):
                        id="categories-pane")
             yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane")
             yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane")
+            yield Pane(VerticalScroll(Static(id="hot-timeline")), title="Timeline", id="timeline-pane")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -129,15 +134,28 @@ class HotspotsScreen(BaseScreen):
     def load(self) -> None:
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
+        timeline = self._timeline_text()
         loaded = self.backend.kernel_table(self.run_id)
         if loaded is None:
-            self.post_message(Loaded(record, roofline, None, None))
+            self.post_message(Loaded(record, roofline, timeline, None, None))
             return
         from tinylab.analysis.hotspots import summarize
 
         table, fmt = loaded
-        self.post_message(Loaded(record, roofline, table, summarize(table, None, None, fmt=fmt)))
+        self.post_message(Loaded(record, roofline, timeline, table, summarize(table, None, None, fmt=fmt)))
         self.post_message(self._select(table))
+
+    def _timeline_text(self) -> str:
+        """The step anatomy of the run's PyTorch trace (in the load worker), or why there is none."""
+        from tinylab.analysis.timeline import render
+
+        try:
+            result = self.backend.timeline(self.run_id)
+        except UserError as exc:
+            return str(exc)
+        # a full-width panel on a narrow screen, half the width in the wide grid
+        width = self.app.size.width - 4 if self.screen.has_class("-narrow") else self.app.size.width // 2 - 6
+        return render(result, result["title"], width=max(50, min(96, width)))
 
     def _select(self, table: Any) -> Selected:
         """Filter, sort and cut the table (in the worker that calls it)."""
@@ -158,6 +176,7 @@ class HotspotsScreen(BaseScreen):
     def _on_loaded(self, message: Loaded) -> None:
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
+        self.query_one("#hot-timeline", Static).update(Text(message.timeline))
         self.table = message.table
         if message.summary is None:
             self._no_table(message.record)
