@@ -92,7 +92,8 @@ class HotspotsScreen(BaseScreen):
         Binding("s", "sort", "Sort", tooltip="sort by the next column (S: reverse)"),
         Binding("S", "reverse", "Reverse", show=False),
         Binding("n", "top", "Top N", tooltip="how many kernels to list"),
-        Binding("t", "next_pane", "Next panel"),
+        Binding("t", "next_pane", "Next panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
+                "timeline take turns in the last cell"),
     ]
 
     def __init__(self, run_id: str) -> None:
@@ -120,9 +121,10 @@ class HotspotsScreen(BaseScreen):
                 yield Static(id="kernel-name")
             yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Categories",
                        id="categories-pane")
-            yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane")
-            yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane")
-            yield Pane(VerticalScroll(Static(id="hot-timeline")), title="Timeline", id="timeline-pane")
+            yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane",
+                       classes="detail -detail")
+            yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane", classes="detail")
+            yield Pane(VerticalScroll(Static(id="hot-timeline")), title="Timeline", id="timeline-pane", classes="detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -153,8 +155,10 @@ class HotspotsScreen(BaseScreen):
             result = self.backend.timeline(self.run_id)
         except UserError as exc:
             return str(exc)
-        # a full-width panel on a narrow screen, half the width in the wide grid
-        width = self.app.size.width - 4 if self.screen.has_class("-narrow") else self.app.size.width // 2 - 6
+        # a full-width panel on a narrow screen, half the width in the wide grid (the app's
+        # breakpoint, from the size: the screen's class may not be set yet when this runs)
+        wide = self.app.size.width >= dict((name, w) for w, name in self.app.HORIZONTAL_BREAKPOINTS)["-wide"]
+        width = self.app.size.width // 2 - 6 if wide else self.app.size.width - 4
         return render(result, result["title"], width=max(50, min(96, width)))
 
     def _select(self, table: Any) -> Selected:
@@ -332,9 +336,12 @@ class HotspotsScreen(BaseScreen):
         self.reselect()
 
     def action_next_pane(self) -> None:
-        self.query_one("#hot-panes", Panes).show_next()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_pane":
-            return self.screen.has_class("-narrow")
-        return True
+        """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
+        timeline) that share the grid's last cell."""
+        if self.screen.has_class("-narrow"):
+            self.query_one("#hot-panes", Panes).show_next()
+            return
+        details = list(self.query(".detail"))
+        current = next((i for i, pane in enumerate(details) if pane.has_class("-detail")), 0)
+        for i, pane in enumerate(details):
+            pane.set_class(i == (current + 1) % len(details), "-detail")
