@@ -60,6 +60,7 @@ def test_run_finished(snap_compare, store, size):
     async def run_before(pilot):
         pilot.app.open_run(V2)
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#anatomy"), what="step panel")  # profiled: a Step panel
         await charts_drawn(pilot)
 
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
@@ -184,6 +185,8 @@ def test_run_step_anatomy(snap_compare, store):
         pilot.app.open_run("20261126-024000-e5e5")
         await wait_for(pilot, lambda: pilot.app.screen.query("#step-pane"), what="step panel")
         pilot.app.screen.query_one("#run-panes").show("step-pane")
+        chart = pilot.app.screen.query_one("#step-memory")
+        await wait_for(pilot, lambda: chart.region.area and not chart.dirty, what="memory chart drawn")
         await charts_drawn(pilot)
 
     assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinylab.analysis.names import short_name
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.flops import forward_flops_per_token, training_flops_per_step
@@ -217,7 +218,7 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
     plt.yscale("log")
     plt.plot(xs, [roof(x, peak, bw) for x in xs], label="roof", marker="braille")
     for i, p in enumerate(result["points"]):
-        plt.scatter([p["intensity"]], [p["achieved_tflops"]], marker=str(i % 10), label=f"{i % 10} {p['name'][:24]}")
+        plt.scatter([p["intensity"]], [p["achieved_tflops"]], marker=str(i % 10), label=f"{i % 10} {short_name(p['name'])[:24]}")
     plt.title(title)
     plt.xlabel("FLOP / byte")
     plt.ylabel("TFLOP/s")
@@ -225,18 +226,18 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
     lines = [chart, "", f"ceilings: {peak:.1f} TFLOP/s, {bw:,.0f} GB/s; ridge at {result['ridge_intensity']:.1f} FLOP/byte",
              f"{'#':>2} {'point':<42} {'FLOP/B':>8} {'TFLOP/s':>9} {'GB/s':>8} {'% roof':>7}  bound"]
     for i, p in enumerate(result["points"]):
-        lines.append(f"{i % 10:>2} {p['name'][:42]:<42} {p['intensity']:>8.2f} {p['achieved_tflops']:>9.3f} "
+        lines.append(f"{i % 10:>2} {short_name(p['name'])[:42]:<42} {p['intensity']:>8.2f} {p['achieved_tflops']:>9.3f} "
                      f"{p['achieved_gbps']:>8,.0f} {p['pct_of_roof']:>6.1f}%  {p['bound']}")
     if result.get("flagged"):
         lines.append("above the roof, not plotted (nothing runs faster than its roof):")
         for p in result["flagged"]:
-            lines += textwrap.wrap(f"{p['name']} at {p['pct_of_roof']:,.0f}% of its roof ({p['achieved_gbps']:,.0f} GB/s, "
+            lines += textwrap.wrap(f"{short_name(p['name'])} at {p['pct_of_roof']:,.0f}% of its roof ({p['achieved_gbps']:,.0f} GB/s, "
                                    f"{p['achieved_tflops']:.3f} TFLOP/s): {p['reason']}", width,
                                    initial_indent="   ", subsequent_indent="     ")
     for p in result.get("skipped", []):
         lines += textwrap.wrap(f"not placed: {p['name']}: {p['reason']}", width, subsequent_indent="  ")
     if result["unplaced"]:
-        shown = ", ".join(result["unplaced"][:6])
+        shown = ", ".join(short_name(n) for n in result["unplaced"][:6])
         more = f" and {len(result['unplaced']) - 6} more" if len(result["unplaced"]) > 6 else ""
         lines.append(f"not placed (no FLOP/byte model for these names): {shown}{more}")
     return "\n".join(lines)

@@ -124,6 +124,8 @@ class Lab:
             result = analyze(path, memory if memory.is_file() else None, step)
             result["title"] = f"timeline of {path.name}"
             return result
+        if path.suffix in (".json", ".gz"):
+            raise UserError(f"{ref}: no such trace file")
         run = self.run(ref)
         record = run.record()
         trace = memory = None
