@@ -1,12 +1,16 @@
 """The bench's arithmetic and its regression guard (the GPU figures themselves live in README)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tinylab import bench
+from tinylab.analysis.ceilings import FLOOR_METHOD
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def rows():
@@ -28,22 +32,57 @@ def test_speedups_compare_within_precision_and_seq():
     assert r[("v4", "bf16")]["speedup_vs_v1"] is None  # no bf16 v1 in the matrix
 
 
-def test_gemm_floor_uses_the_rate_of_each_precision():
-    from tinylab.flops import training_flops_per_step
-
+def test_gemm_floor_is_the_groups_measured_floor_and_a_step_under_it_is_marked():
     out = rows()
     for r in out:
         r.update(step_ms=8.0, mfu=None, params_trained=50, params_total=50, error=None)
-    ceilings = {"gemm_tflops": {"fp32": {"model_shapes": 40.0}, "bf16": {"model_shapes": 200.0}}}
-    bench.add_gemm_floor(out, ceilings, RunConfig())
-    flops = training_flops_per_step(RunConfig())
+    floors = {("fp32", 128): {"floor_ms": 6.0, "method": FLOOR_METHOD}, ("bf16", 128): {"floor_ms": 8.8, "method": FLOOR_METHOD}}
+    bench.add_gemm_floor(out, floors)
     fp32 = next(r for r in out if r["precision"] == "fp32")
     bf16 = next(r for r in out if r["precision"] == "bf16")
-    assert fp32["gemm_floor_ms"] == pytest.approx(flops / 40e12 * 1e3)
-    assert bf16["of_gemm_floor"] == pytest.approx(flops / 200e12 * 1e3 / 8.0)
-    assert "floor%" in bench.format_table(out).splitlines()[0]
-    bench.add_gemm_floor(out, {"gemm_tflops": {}}, RunConfig())
-    assert fp32["of_gemm_floor"] is None
+    assert fp32["gemm_floor_ms"] == 6.0 and fp32["of_gemm_floor"] == pytest.approx(0.75)
+    assert fp32["gemm_floor_method"] == FLOOR_METHOD
+    assert bench.floor_cell(fp32) == "75" and bench.floor_cell(bf16) == "110!"  # 10% under its floor: not a floor
+    table = bench.format_table(out)
+    assert "floor%" in table.splitlines()[0] and "110!" in table
+    bench.add_gemm_floor(out, {})
+    assert fp32["of_gemm_floor"] is None and bench.floor_cell(fp32) == "-"
+
+
+@pytest.mark.parametrize("cfg", [RunConfig(), RunConfig(seq_len=1024, num_kv_heads=8), RunConfig(hidden_dim=256, num_heads=4, num_kv_heads=2, num_layers=3)])
+def test_the_floors_gemms_are_the_models_gemm_flops(cfg):
+    """The floor replays exactly the matmul FLOPs that the roofline's GEMM point counts."""
+    from tinylab.analysis.ceilings import step_gemms
+    from tinylab.analysis.roofline import gemm_flops_per_step
+
+    gemms = step_gemms(cfg)
+    assert len(gemms) == 3 * (4 * cfg.num_layers + 1)
+    assert sum(2 * m * n * k for _, m, n, k in gemms) == pytest.approx(gemm_flops_per_step(cfg))
+
+
+def test_gemm_floor_is_not_measured_without_a_gpu():
+    import torch
+
+    from tinylab.analysis.ceilings import measure_gemm_floor
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert measure_gemm_floor(RunConfig())["floor_ms"] is None
+
+
+def test_recorded_benches_never_beat_their_gemm_floor():
+    """Every recorded bench measured with the CUDA-graph floor (tests/gpu/bench_floor.sh on an
+    H200): no case runs faster than its own GEMMs alone, beyond the noise."""
+    recorded = []
+    for path in sorted((REPO / "tests" / "gpu" / "results").glob("*.json")):
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        rows = [r for r in doc.get("rows", []) if isinstance(doc, dict) and r.get("gemm_floor_method") == FLOOR_METHOD]
+        recorded += [(path.name, r) for r in rows]
+    if not recorded:
+        pytest.skip("no recorded bench with the CUDA-graph GEMM floor yet: tests/gpu/bench_floor.sh writes one")
+    for name, row in recorded:
+        if row["of_gemm_floor"] is not None:
+            assert row["of_gemm_floor"] <= 1 + bench.FLOOR_NOISE, (name, row["case"], row["precision"], row["seq_len"])
 
 
 def test_matrix_builds_the_peer_with_every_fusion():

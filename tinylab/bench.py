@@ -154,19 +154,37 @@ def add_speedups(rows: list[dict]) -> None:
         row["mem_vs_v1"] = row["peak_mem_mb"] / ref["peak_mem_mb"] if ref and row["peak_mem_mb"] else None
 
 
-def add_gemm_floor(rows: list[dict], ceilings: dict, base: RunConfig) -> None:
-    """Each case against its GEMM-bound floor: the step's model FLOPs at the GEMM rate measured
-    in the same run at the model's own shapes (bf16 for autocast, TF32 or strict fp32)."""
-    from tinylab.flops import training_flops_per_step
+#: A step may come out this much under its floor and still count as at it: run-to-run noise of
+#: the step medians and of the floor's replays (each a few %).
+FLOOR_NOISE = 0.05
 
-    rates = ceilings.get("gemm_tflops") or {}
+
+def add_gemm_floor(rows: list[dict], floors: dict[tuple[str, int], dict]) -> None:
+    """Each case against the GEMM floor of its (precision, seq_len) group, measured in the same
+    process (tinylab.analysis.ceilings.measure_gemm_floor): of_gemm_floor = floor / step time,
+    at most 1 (+ FLOOR_NOISE) when the floor is one; groups without a floor get None."""
     for row in rows:
-        label = "bf16" if row["precision"] in ("bf16", "fp16") else ("tf32" if base.tf32 else "fp32")
-        rate = (rates.get(label) or {}).get("model_shapes")
-        cfg = dataclasses.replace(base, seq_len=row["seq_len"], precision=row["precision"])
-        floor_ms = training_flops_per_step(cfg) / (rate * 1e12) * 1e3 if rate else None
+        floor = floors.get((row["precision"], row["seq_len"])) or {}
+        floor_ms = floor.get("floor_ms")
         row["gemm_floor_ms"] = floor_ms
+        row["gemm_floor_method"] = floor.get("method") if floor_ms else None
         row["of_gemm_floor"] = floor_ms / row["step_ms"] if floor_ms and row["step_ms"] else None
+
+
+def measure_gemm_floors(rows: list[dict], base: RunConfig) -> dict[tuple[str, int], dict]:
+    """The GEMM floor of every (precision, seq_len) group of the rows (GPU only)."""
+    from tinylab.analysis.ceilings import measure_gemm_floor
+
+    groups = sorted({(r["precision"], r["seq_len"]) for r in rows})
+    return {g: measure_gemm_floor(dataclasses.replace(base, precision=g[0], seq_len=g[1])) for g in groups}
+
+
+def floor_cell(row: dict) -> str:
+    """floor% of a row; '!' marks a step under its floor beyond the noise: not a floor."""
+    share = row.get("of_gemm_floor")
+    if share is None:
+        return "-"
+    return f"{100 * share:.0f}" + ("!" if share > 1 + FLOOR_NOISE else "")
 
 
 def format_table(rows: list[dict]) -> str:
@@ -188,7 +206,7 @@ def format_table(rows: list[dict]) -> str:
             f"{f(r['step_ms'], '.2f'):>8} {f(r['peak_mem_mb'], ',.0f'):>9} {f(r['speedup_vs_v1'], '.2f'):>6} "
             f"{f(r['mem_vs_v1'], '.2f'):>6} {f(r['speedup_vs_peer'], '.2f'):>7} "
             f"{f(None if r['mfu'] is None else 100 * r['mfu'], '.1f'):>6} {trained:>8}"
-            + (f" {f(None if r.get('of_gemm_floor') is None else 100 * r['of_gemm_floor'], '.0f'):>6}" if floor else "")
+            + (f" {floor_cell(r):>6}" if floor else "")
         )
     return "\n".join(lines)
 

@@ -274,9 +274,11 @@ class Trainer:
     # ---------------------------------------------------------------- events
     def _record_step(self, step: int, loss, times: dict, warmup: bool) -> None:
         cfg = self.cfg
+        # Read the loss first: it waits for the step's device work, so a profiler's step window
+        # (PyTorch's ProfilerStep#N ends in on_step_end) holds all of it (analysis/timeline.py).
+        loss_value = float(loss.detach().float().item())
         for hook in self.hooks:
             hook.on_step_end(step)
-        loss_value = float(loss.detach().float().item())
         mem_alloc = mem_peak = None
         if self.device.type == "cuda":
             # max(0, ...): something held before the run may be freed during it

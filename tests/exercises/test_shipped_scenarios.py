@@ -13,7 +13,8 @@ from tinylab.faults import CATALOGUE
 SCENARIOS = ex.load_scenarios()
 BY_ID = {s.id: s for s in SCENARIOS}
 REQUIRED = ["performance-debugging", "v1-baseline", "v1-memory", "v1-bottlenecks", "v2-fusion",
-            "v2-flash-attention", "profiler-tour", "v3-triton-basics", "v4-fusion"]  # fmt: skip
+            "v2-flash-attention", "profiler-tour", "v3-triton-basics", "v3-flash-attention", "v3-swiglu",
+            "v4-fusion"]  # fmt: skip
 
 
 def test_every_required_scenario_ships():
@@ -37,13 +38,17 @@ def test_scenario_is_complete(scenario):
 
 
 def test_cpu_shapes_stay_small():
-    """CPU presets keep the Triton interpreter (v3/v4) and eager CPU runs to seconds per step."""
+    """CPU presets keep the Triton interpreter (v3/v4) and eager CPU runs to seconds per step: 32
+    tokens for up to 3 steps, or 128 tokens for 2 (v3-flash-attention's online softmax needs two
+    of the interpreter's 64-key blocks: 2.7 s a step)."""
     for scenario in SCENARIOS:
         for step in scenario.steps:
             cfg = ex.step_config(step, "cpu", {})
             assert cfg.hidden_dim <= 64 and cfg.num_layers <= 2, (scenario.id, step.number)
             if cfg.version in ("v3", "v4"):
-                assert cfg.batch_size * cfg.seq_len <= 32 and cfg.num_steps <= 3, (scenario.id, step.number)
+                tokens = cfg.batch_size * cfg.seq_len
+                assert (tokens <= 32 and cfg.num_steps <= 3) or (tokens <= 128 and cfg.num_steps <= 2), (
+                    scenario.id, step.number)
 
 
 def test_performance_debugging_diagnoses_each_fault_then_the_fixed_model():

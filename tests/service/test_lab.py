@@ -45,3 +45,23 @@ def test_hotspots_table_of_a_profiler_output_a_run_and_a_bad_reference(lab, tmp_
 def test_unknown_scenario_names_the_choices(tmp_path):
     with pytest.raises(UserError, match="unknown exercise 'nope': choose one of"):
         Lab(tmp_path).scenario("nope")
+
+
+def test_timeline_of_a_profiled_run_with_its_memory_and_of_a_run_without_a_trace(lab, tmp_path):
+    import shutil
+
+    run_id = "20260101-000000-cccc"
+    profile = {"event": "profile", "time": 2.0, "tool": "pytorch", "kernel_table": None,
+               "artifacts": {"trace.json.gz": "profiles/pytorch/trace.json.gz",
+                             "memory_timeline.json.gz": "profiles/pytorch/memory_timeline.json.gz"}}
+    run_dir = make_run(tmp_path / "runs", run_id, [{**START, "config": {"version": "v1", "precision": "fp32"}}, profile]).dir
+    (run_dir / "profiles" / "pytorch").mkdir(parents=True)
+    for name in ("trace.json.gz", "memory_timeline.json.gz"):
+        shutil.copy(FIX / "pytorch-profiler" / "tinylab_cpu_v1_memory" / name, run_dir / "profiles" / "pytorch" / name)
+    result = lab.timeline(run_id, step=2)
+    assert result["title"] == f"timeline of {run_id} v1 fp32 on x86_64"
+    assert result["shown_step"] == 2 and result["memory"]["peak_mb"] > 0
+    with pytest.raises(UserError, match="has no PyTorch profiler trace: launch it with --profile pytorch"):
+        lab.timeline("20260101-000000-aaaa")
+    trace_only = lab.timeline(str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"))
+    assert trace_only["has_gpu_events"] and trace_only["memory"] is None

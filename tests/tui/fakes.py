@@ -8,8 +8,11 @@ screens built from them are stable enough for snapshots.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
+
+from support.paths import FIX
 
 from tinylab.config import RunConfig
 from tinylab.runs.store import mark_run
@@ -113,9 +116,17 @@ def make_run(
     if profile and status != "running":
         rel = "profiles/pytorch/kernels.csv"
         write_kernels(run_dir / rel, KERNELS, kernel_scale)
-        (run_dir / "profiles/pytorch/trace.json.gz").write_bytes(b"")
+        # real traces: an H100 step of a tiny model (GPU runs), a tinylab CPU run with its memory timeline
+        artifacts = {"trace.json.gz": "profiles/pytorch/trace.json.gz", "kernels.csv": rel}
+        if gpu:
+            shutil.copy(FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz", run_dir / artifacts["trace.json.gz"])
+        else:
+            artifacts["memory_timeline.json.gz"] = "profiles/pytorch/memory_timeline.json.gz"
+            for name, rel_path in artifacts.items():
+                if name != "kernels.csv":
+                    shutil.copy(FIX / "pytorch-profiler/tinylab_cpu_v1_memory" / name, run_dir / rel_path)
         events.append({"event": "profile", "time": started + 5, "tool": "pytorch",
-                       "artifacts": {"trace.json.gz": "profiles/pytorch/trace.json.gz", "kernels.csv": rel},
+                       "artifacts": artifacts,
                        "kernel_table": rel, "format": "pytorch-trace",
                        "note": "steps 2..4 profiled (wait 1, warm-up 1)"})
     if status == "finished":

@@ -349,3 +349,17 @@ async def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
     failed = outcome_text(dataclasses.replace(record, status="failed", error=ErrorEvent("ValueError", "bad", "boom")),
                           "failed").plain
     assert failed.startswith("✗ failed: ValueError: bad") and "boom" in failed
+
+
+async def test_hotspots_timeline_panel_takes_its_turn_on_a_wide_screen(store: Path):
+    """At 120 columns artifacts, roofline and timeline share the grid's last cell; t cycles them."""
+    async with make_app(store).run_test(size=(120, 40)) as pilot:
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#hot-timeline"), what="timeline pane")
+        await wait_for(pilot, lambda: "launch-bound" in text_of(pilot, "#hot-timeline"), what="timeline text")
+        screen = pilot.app.screen
+        assert screen.query_one("#artifacts-pane").display and not screen.query_one("#timeline-pane").display
+        await pilot.press("t", "t")
+        assert screen.query_one("#timeline-pane").display and not screen.query_one("#artifacts-pane").display
+        assert "GPU |" in text_of(pilot, "#hot-timeline")

@@ -81,7 +81,8 @@ async def test_without_a_gpu_the_form_starts_from_the_cpu_preset_and_says_so(tmp
         screen = pilot.app.screen
         assert screen.query_one("#size", Select).value == "cpu"
         assert screen.query_one("#num-hidden_dim").value == "128" and screen.query_one("#num-batch_size").value == "4"
-        screen.query_one("#size", Select).value = "workshop"
+        screen.query_one("#size", Select).focus()
+        await pilot.press("enter", "up", "enter")  # open the list, pick the entry above cpu (workshop)
         await pilot.pause()
         assert screen.query_one("#num-hidden_dim").value == "512"
         screen.query_one("#num-hidden_dim").value = "96"

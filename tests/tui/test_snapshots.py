@@ -73,6 +73,7 @@ def test_run_finished(snap_compare, store, size):
     async def run_before(pilot):
         pilot.app.open_run(V2)
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#anatomy"), what="step panel")  # profiled: a Step panel
         await charts_drawn(pilot)
 
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
@@ -186,3 +187,19 @@ def test_help(snap_compare, store, size):
         await pilot.pause(0.2)
 
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+def test_run_step_anatomy(snap_compare, store):
+    """A CPU run profiled with its memory timeline: the Step panel's host lane, phases and the
+    memory-by-category chart, at 80x24 where the panel takes the screen."""
+    make_run(store, "20261126-024000-e5e5", version="v1", gpu=False, step_ms=146.0)
+
+    async def run_before(pilot):
+        pilot.app.open_run("20261126-024000-e5e5")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#step-pane"), what="step panel")
+        pilot.app.screen.query_one("#run-panes").show("step-pane")
+        chart = pilot.app.screen.query_one("#step-memory")
+        await wait_for(pilot, lambda: chart.region.area and not chart.dirty, what="memory chart drawn")
+        await charts_drawn(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from tinylab.analysis.names import short_name
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
@@ -242,12 +243,8 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         lines += ["", "notes"] + [f"  - {n}" for n in result["notes"]]
     diff = result["kernel_diff"]
     if diff is not None:
-        from tinylab.analysis.hotspots import (
-            display_name,  # the terminal's short kernel names
-        )
-
         lines += ["", "kernel diff (B vs A)"]
-        for title, header, rows in kernel_sections(diff, lambda n: _cut(display_name(n), name_width)):
+        for title, header, rows in kernel_sections(diff, lambda n: _cut(short_name(n), name_width)):
             lines.append(f"  {title}")
             lines += ["  " + line for line in _table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
     return "\n".join(lines)

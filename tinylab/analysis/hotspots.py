@@ -8,7 +8,6 @@ formats are read by tinylab.analysis.formats.
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pandas as pd
 from tinylab.analysis import formats
 from tinylab.analysis.categories import CATEGORIES
 from tinylab.analysis.kernel_table import has_durations
+from tinylab.analysis.names import short_names
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
 
@@ -179,36 +179,9 @@ def format_ns(value: float | int | None) -> str:
     return f"{value:.0f} ns"
 
 
-_NAMESPACES = re.compile(r"\b(?:at::native::|at::cuda::|at::|c10::|std::|\(anonymous namespace\)::|<?unnamed>::)")
-
-
-def display_name(name: str) -> str:
-    """A kernel name shortened for a terminal column.
-
-    The return type, the trailing argument list and the at::/std:: namespaces repeat on every
-    PyTorch kernel and push the part that tells kernels apart (the functor in the template
-    arguments) out of view. Only the text output uses this; --json and --csv keep full names.
-    """
-    text = name.strip()
-    if text.startswith("void "):
-        text = text[5:]
-    if text.endswith(")"):
-        depth = 0
-        for i in range(len(text) - 1, -1, -1):
-            ch = text[i]
-            if ch in ")>]":
-                depth += 1
-            elif ch in "(<[":
-                depth -= 1
-                if depth == 0:
-                    if ch == "(" and i > 0:
-                        text = text[:i]
-                    break
-    return _NAMESPACES.sub("", text).strip() or name
-
-
 def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
-    """The hotspot table for a terminal: short names cut to fit; --json/--csv keep them whole."""
+    """The hotspot table for a terminal: short names (analysis.names) cut to fit; --json/--csv keep
+    the full names."""
     kernels = summary["kernels"]
     timed = summary["total_ns"] is not None
     lines = [
@@ -219,8 +192,7 @@ def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
     lines.append(header)
     fixed = len(header) - len("name")
     name_width = max(20, width - fixed)
-    for i, k in enumerate(kernels, 1):
-        name = display_name(k["name"])
+    for i, (k, name) in enumerate(zip(kernels, short_names([k["name"] for k in kernels])), 1):
         name = name if len(name) <= name_width else name[: name_width - 1] + "…"
         share = f"{k['pct']:.1f}%" if k["pct"] is not None else "-"
         lines.append(

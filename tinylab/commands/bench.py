@@ -28,7 +28,9 @@ def add_arguments(p) -> None:
     p.add_argument("--seq-lens", type=_csv(int), default=None, help="comma-separated (default: --seq-len)")
     p.add_argument("--repeats", type=int, default=2, help="rounds over all cases (default %(default)s)")
     p.add_argument("--kernels", action="store_true", help="also run the Triton kernel micro-benchmarks")
-    p.add_argument("--roofline", action="store_true", help="also measure copy bandwidth and GEMM rates")
+    p.add_argument("--roofline", action="store_true",
+                   help="also measure copy bandwidth, GEMM rates and each case's GEMM floor (floor%%: the step's "
+                        "GEMMs replayed in a CUDA graph, as a share of the step time)")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON to this file")
     p.add_argument("--baseline", type=Path, default=None, help="a saved bench JSON from the same card")
     p.add_argument("--max-regression", type=float, default=5.0, metavar="PCT",
@@ -61,8 +63,10 @@ def run(args) -> int:
     results = bench.run_cases(cases, args.repeats, log=lambda s: print(s, flush=True))
     rows = [r.row() for r in results]
     bench.add_speedups(rows)
-    if extra.get("ceilings", {}).get("gemm_tflops"):
-        bench.add_gemm_floor(rows, extra["ceilings"], base)
+    if args.roofline and torch.cuda.is_available():
+        floors = bench.measure_gemm_floors(rows, base)
+        bench.add_gemm_floor(rows, floors)
+        extra["gemm_floors"] = [{"precision": p, "seq_len": s, **floor} for (p, s), floor in floors.items()]
     if args.kernels:
         from kernels.bench_kernels import (
             format_rows,

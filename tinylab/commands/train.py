@@ -39,8 +39,8 @@ def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
     log = sys.stderr if args.json else sys.stdout
     cfg, sizes = configure(lab, args)
     run = lab.launch(cfg)
-    print(sizes, file=log)
-    print(f"run {run.id}  ({run.dir})", file=log, flush=True)
+    print(f"run {run.id}  ({run.dir})", file=log)
+    print(sizes, file=log, flush=True)
     try:
         status = follow(run, out=log)
     except KeyboardInterrupt:

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, TextIO
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
+from tinylab.profilers.pytorch import MEMORY_TIMELINE
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run, RunStore, is_run_dir
@@ -27,6 +28,10 @@ def _children(folder: Path) -> list[Path]:
         return sorted(folder.iterdir())
     except OSError:
         return []
+
+
+class NoTrace(UserError):
+    """The run has no PyTorch profiler trace to take a step apart."""
 
 
 class Lab:
@@ -121,6 +126,38 @@ class Lab:
             return load_kernel_table(profiles)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
+
+    def timeline(self, ref: str, step: int | None = None) -> dict[str, Any]:
+        """Step anatomy (tinylab.analysis.timeline) of a run's PyTorch trace, or of a trace file
+        given by path; with the run's memory timeline when it has one. UserError without a trace."""
+        from tinylab.analysis.timeline import analyze
+
+        path = Path(ref)
+        if path.is_file():
+            memory = path.parent / MEMORY_TIMELINE
+            result = analyze(path, memory if memory.is_file() else None, step)
+            result["title"] = f"timeline of {path.name}"
+            return result
+        if path.suffix in (".json", ".gz"):
+            raise UserError(f"{ref}: no such trace file")
+        run = self.run(ref)
+        record = run.record()
+        trace = memory = None
+        for profile in record.profiles:
+            for name, rel in profile.artifacts.items():
+                full = run.dir / rel
+                if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
+                    trace = full
+                elif name == MEMORY_TIMELINE and full.is_file():
+                    memory = full
+        if trace is None:
+            raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
+                            "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
+        result = analyze(trace, memory, step)
+        cfg = record.config
+        result["title"] = (f"timeline of {run.id} {cfg.get('version', '?')} {cfg.get('precision', '?')} "
+                           f"on {record.device_name or record.device or '?'}")
+        return result
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         from tinylab.analysis.compare import compare_runs

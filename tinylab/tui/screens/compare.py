@@ -98,7 +98,7 @@ class CompareScreen(BaseScreen):
 
     def _show_kernels(self, diff: dict[str, Any] | None) -> None:
         from tinylab.analysis.compare import kernel_sections
-        from tinylab.analysis.hotspots import display_name
+        from tinylab.analysis.names import short_name
 
         table = self.query_one("#kernel-diff", DataTable)
         table.clear(columns=True)
@@ -109,7 +109,7 @@ class CompareScreen(BaseScreen):
                          "e.g. pytorch).")
             self.query_one("#kernel-notes", Static).update(notes)
             return
-        (title, header, rows), *others = kernel_sections(diff, display_name)
+        (title, header, rows), *others = kernel_sections(diff, short_name)
         table.border_title = title
         for label in header[1:] + header[:1]:  # the long kernel name goes last
             table.add_column(label)

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
@@ -55,11 +56,14 @@ OPEN_WITH = (
 
 
 class Loaded(Message):
-    """The run's record, its roofline text, and its kernel table with the table's summary (or None)."""
+    """The run's record, its roofline and step-anatomy texts, and its kernel table with the
+    table's summary (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, table: Any, summary: dict[str, Any] | None) -> None:
+    def __init__(self, record: RunRecord, roofline: str, timeline: str, table: Any,
+                 summary: dict[str, Any] | None) -> None:
         super().__init__()
-        self.record, self.roofline, self.table, self.summary = record, roofline, table, summary
+        self.record, self.roofline, self.timeline = record, roofline, timeline
+        self.table, self.summary = table, summary
 
 
 class Selected(Message):
@@ -88,7 +92,8 @@ class HotspotsScreen(BaseScreen):
         Binding("s", "sort", "Sort", tooltip="sort by the next column (S: reverse)"),
         Binding("S", "reverse", "Reverse", show=False),
         Binding("n", "top", "Top N", tooltip="how many kernels to list"),
-        Binding("t", "next_pane", "Next panel"),
+        Binding("t", "next_pane", "Next panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
+                "timeline take turns in the last cell"),
     ]
 
     def __init__(self, run_id: str) -> None:
@@ -116,8 +121,10 @@ class HotspotsScreen(BaseScreen):
                 yield Static(id="kernel-name")
             yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Categories",
                        id="categories-pane")
-            yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane")
-            yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane")
+            yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane",
+                       classes="detail -detail")
+            yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane", classes="detail")
+            yield Pane(VerticalScroll(Static(id="hot-timeline")), title="Timeline", id="timeline-pane", classes="detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -129,15 +136,30 @@ class HotspotsScreen(BaseScreen):
     def load(self) -> None:
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
+        timeline = self._timeline_text()
         loaded = self.backend.kernel_table(self.run_id)
         if loaded is None:
-            self.post_message(Loaded(record, roofline, None, None))
+            self.post_message(Loaded(record, roofline, timeline, None, None))
             return
         from tinylab.analysis.hotspots import summarize
 
         table, fmt = loaded
-        self.post_message(Loaded(record, roofline, table, summarize(table, None, None, fmt=fmt)))
+        self.post_message(Loaded(record, roofline, timeline, table, summarize(table, None, None, fmt=fmt)))
         self.post_message(self._select(table))
+
+    def _timeline_text(self) -> str:
+        """The step anatomy of the run's PyTorch trace (in the load worker), or why there is none."""
+        from tinylab.analysis.timeline import render
+
+        try:
+            result = self.backend.timeline(self.run_id)
+        except UserError as exc:
+            return str(exc)
+        # a full-width panel on a narrow screen, half the width in the wide grid (the app's
+        # breakpoint, from the size: the screen's class may not be set yet when this runs)
+        wide = self.app.size.width >= dict((name, w) for w, name in self.app.HORIZONTAL_BREAKPOINTS)["-wide"]
+        width = self.app.size.width // 2 - 6 if wide else self.app.size.width - 4
+        return render(result, result["title"], width=max(50, min(96, width)))
 
     def _select(self, table: Any) -> Selected:
         """Filter, sort and cut the table (in the worker that calls it)."""
@@ -158,6 +180,7 @@ class HotspotsScreen(BaseScreen):
     def _on_loaded(self, message: Loaded) -> None:
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
+        self.query_one("#hot-timeline", Static).update(Text(message.timeline))
         self.table = message.table
         if message.summary is None:
             self._no_table(message.record)
@@ -192,13 +215,15 @@ class HotspotsScreen(BaseScreen):
             "(pytorch works on any machine) to get one."))
 
     def _show_rows(self, rows: list[dict[str, Any]], matched: int) -> None:
-        from tinylab.analysis.hotspots import display_name, format_ns
+        from tinylab.analysis.hotspots import format_ns
+        from tinylab.analysis.names import short_names
 
         narrow = self.screen.has_class("-narrow")
         columns = [k for k in ("total_ns", "pct", "calls", "avg_ns", "min_ns", "max_ns", "category", "name")
                    if not (narrow and k in NARROW_HIDDEN)]
         table = self.query_one("#kernels", DataTable)
         table.clear(columns=True)
+        shorts = short_names([r["name"] for r in rows])
         for key in columns:
             label, _ = SORTS[key]
             if key == self.sort_key:
@@ -220,7 +245,7 @@ class HotspotsScreen(BaseScreen):
                 elif key == "calls":
                     cells.append(Text(f"{value:,}", justify="right"))
                 elif key == "name":
-                    cells.append(display_name(value))
+                    cells.append(shorts[i])
                 else:
                     cells.append(value)
             table.add_row(*cells, key=str(i))
@@ -312,9 +337,12 @@ class HotspotsScreen(BaseScreen):
         self.reselect()
 
     def action_next_pane(self) -> None:
-        self.query_one("#hot-panes", Panes).show_next()
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "next_pane":
-            return self.screen.has_class("-narrow")
-        return True
+        """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
+        timeline) that share the grid's last cell."""
+        if self.screen.has_class("-narrow"):
+            self.query_one("#hot-panes", Panes).show_next()
+            return
+        details = list(self.query(".detail"))
+        current = next((i for i, pane in enumerate(details) if pane.has_class("-detail")), 0)
+        for i, pane in enumerate(details):
+            pane.set_class(i == (current + 1) % len(details), "-detail")

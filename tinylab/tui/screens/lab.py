@@ -246,6 +246,7 @@ class LabScreen(BaseScreen):
         self.sized = True
         self.query_one("#precision", Select).value = previous.precision
         self.query_one("#device", Select).value = previous.device if previous.device in DEVICES else "auto"
+        self._fit_device()
         if previous.version in VERSIONS:
             self.query_one("#versions", OptionList).highlighted = list(VERSIONS).index(previous.version)
             self._apply_version(previous.version, reset=True)
@@ -282,10 +283,7 @@ class LabScreen(BaseScreen):
             return
         if not self.sized:  # no earlier run to start from: the machine's own preset
             self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
-        device = self.query_one("#device", Select)
-        if str(device.value).startswith("cuda") and not self.backend.machine.has_gpu:
-            device.value = "auto"  # the run this form started from was on a GPU this machine lacks
-            self._hint("device set to auto: the run the form started from used a GPU, and none is visible here")
+        self._fit_device()
         profilers = report.get("profilers") or {}
         for name in PROFILERS:
             box = self.query_one(f"#profiler-{name}", Option)
@@ -342,15 +340,29 @@ class LabScreen(BaseScreen):
         self._describe_version()
         self._validate()
 
+    def _fit_device(self) -> None:
+        """A form started from a GPU run, on a machine the doctor found without one: device auto."""
+        device = self.query_one("#device", Select)
+        if self.backend.knows_machine and str(device.value).startswith("cuda") and not self.backend.machine.has_gpu:
+            device.value = "auto"
+            self._hint("device set to auto: the run the form started from used a GPU, and none is visible here")
+
     def _apply_preset(self, preset: str) -> None:
         for name, value in PRESETS[preset].items():
             self.query_one(f"#num-{name}", NumberInput).value = str(value)
         self.sized = True
-        self.query_one("#size", Select).value = preset
+        self._show_size(preset)
+
+    def _show_size(self, value: str) -> None:
+        size = self.query_one("#size", Select)
+        if size.value != value:
+            size.value = value
 
     @on(Select.Changed, "#size")
     def _size_changed(self, event: Select.Changed) -> None:
-        if event.value in PRESETS and matching_preset(self._sizes() or {}) != event.value:
+        """The learner picked a size: its numbers. Changes made by code (the select's own first value,
+        the form following the numbers) arrive here later too, and are not followed."""
+        if event.select.has_focus_within and event.value in PRESETS:
             self._apply_preset(str(event.value))
 
     def config(self) -> RunConfig:
@@ -413,10 +425,7 @@ class LabScreen(BaseScreen):
     @on(Option.Changed)
     def _form_changed(self) -> None:
         self._validate()
-        size = self.query_one("#size", Select)
-        preset = matching_preset(self._sizes() or {}) or CUSTOM
-        if size.value != preset:
-            size.value = preset
+        self._show_size(matching_preset(self._sizes() or {}) or CUSTOM)
         if self.records:
             self._show_versions()
 

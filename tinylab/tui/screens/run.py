@@ -1,4 +1,6 @@
-"""Run: the live log, progress with ETA, and charts of one run; its summary or error at the end.
+"""Run: the live log, progress with ETA, and charts of one run; its summary or error at the end,
+and, for a run profiled with the PyTorch profiler, the anatomy of a measured step (GPU busy/idle
+lane, phases, diagnosis: tinylab.analysis.timeline) with its memory by category over the step.
 
 A thread worker polls the run's files (tinylab/tui/feed.py) and posts what is new; this screen
 only appends to the log in batches and stores points, and a timer redraws the visible charts a
@@ -16,12 +18,13 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, Horizontal
+from textual.containers import Container, Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import Footer, Header, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from tinylab.errors import UserError
 from tinylab.events import StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
 from tinylab.tui.feed import FeedUpdate, RunFeed
@@ -39,12 +42,20 @@ class Fed(Message):
         self.update = update
 
 
+class StepLoaded(Message):
+    """A profiled run's step anatomy (tinylab.analysis.timeline.analyze), or why it failed."""
+
+    def __init__(self, result: dict[str, Any] | None, error: str | None) -> None:
+        super().__init__()
+        self.result, self.error = result, error
+
+
 class RunScreen(BaseScreen):
     TITLE = "Run"
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
         Binding("c", "cancel_run", "Cancel", tooltip="asks first; the run gets SIGINT, SIGTERM, SIGKILL"),
-        Binding("t", "next_pane", "Log/Charts"),
+        Binding("t", "next_pane", "Next panel"),
         Binding("g", "next_chart", "Chart", tooltip="the next chart (narrow terminals show one at a time)"),
         Binding("k", "hotspots", "Hotspots", tooltip="kernel table of this run's profile"),
     ]
@@ -120,10 +131,50 @@ class RunScreen(BaseScreen):
         self.status = update.status
         if update.ended:
             self._show_outcome()
+            if self.has_profile:
+                self.load_step()
         self._show_head()
         self._show_progress()
         if (self.status, self.has_profile) != keys_before:  # the footer rebuilds on every refresh
             self.refresh_bindings()
+
+    @background("step")
+    def load_step(self) -> None:
+        from tinylab.service.lab import NoTrace
+
+        try:
+            self.post_message(StepLoaded(self.backend.timeline(self.run_id), None))
+        except NoTrace:
+            return  # profiled by a tool without a PyTorch trace: no step panel
+        except UserError as exc:
+            self.post_message(StepLoaded(None, str(exc)))
+
+    @on(StepLoaded)
+    def _step_loaded(self, message: StepLoaded) -> None:
+        from tinylab.analysis.timeline import render
+
+        result = message.result
+        chart = SeriesChart("memory over the step (MB)", xlabel="ms into the step", id="step-memory")
+        if result is None:
+            text = Text(f"No step anatomy: {message.error}")
+        else:
+            text = Text(render(result, result["title"], width=76))  # the box's width, less its scrollbar
+            memory = result.get("memory")
+            if memory:
+                # the total and the three largest categories at the peak: more lines are a tangle
+                top = sorted(memory["peak_by_category_mb"], key=lambda c: -memory["peak_by_category_mb"][c])[:3]
+                parts = [memory["series"][c] for c in memory["peak_by_category_mb"]]
+                series = {"total": [sum(vals) for vals in zip(*parts)], **{c: memory["series"][c] for c in top}}
+                chart.set_data(memory["series"]["ms"], series)
+                chart.chart_title = (f"memory over step {result['shown_step']} (MB), peak "
+                                     f"{memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.1f} ms")
+            else:
+                text.append("\nmemory over the step: launch with TINYLAB_PROFILE_MEMORY=1 for the profiler's "
+                            "memory timeline", style="dim")
+        chart.set_class(result is None or not result.get("memory"), "-empty")
+        pane = Pane(Container(VerticalScroll(Static(text, id="anatomy"), id="anatomy-box"), chart, id="step-body"),
+                    title="Step", id="step-pane")
+        self.query_one("#run-panes", Panes).add(pane)
 
     # ------------------------------------------------------------- rendering
     def _config(self) -> dict[str, Any]:
@@ -198,11 +249,11 @@ class RunScreen(BaseScreen):
 
     def _redraw_charts(self) -> None:
         panes = self.query_one("#run-panes", Panes)
-        if not panes.is_showing(self.query_one("#charts-pane", Pane)):
-            return
-        for chart in self.query(SeriesChart):
-            if chart.dirty and chart.display:
-                chart.redraw()
+        for pane in panes.panes:
+            if panes.is_showing(pane):
+                for chart in pane.query(SeriesChart):
+                    if chart.dirty and chart.display:
+                        chart.redraw()
 
     def _show_outcome(self) -> None:
         record = self.record
@@ -241,9 +292,9 @@ class RunScreen(BaseScreen):
 
     def _show_chart(self) -> None:
         """On a narrow terminal one chart shows at a time: the chart_index-th of those with data."""
-        charts = [c for c in self.query(SeriesChart) if not c.has_class("-empty")]
+        charts = [c for c in self.query("#charts SeriesChart") if not c.has_class("-empty")]
         current = charts[self.chart_index % len(charts)] if charts else None
-        for chart in self.query(SeriesChart):
+        for chart in self.query("#charts SeriesChart"):
             chart.set_class(chart is current, "-current")
 
     def action_hotspots(self) -> None:

@@ -34,6 +34,11 @@ class Panes(Container):
         if self.is_mounted:
             self._show()
 
+    def add(self, pane: Pane) -> None:
+        """A panel that exists only for some runs (a profiled run's step anatomy), added last."""
+        self.mount(pane)
+        self._show()
+
     def show_next(self) -> None:
         self.active = (self.active + 1) % max(1, len(self.panes))
 

@@ -1,0 +1,199 @@
+"""Step anatomy: GPU busy/idle from merged kernel intervals per ProfilerStep window, gaps, launches
+per step and phase, the lanes, the diagnosis, and the memory timeline, on hand-made traces with
+known answers and on real traces (H100 kernels; a tinylab CPU run with its memory timeline)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+from support.paths import FIX
+
+from tinylab.analysis import timeline
+from tinylab.errors import UserError
+
+H100 = FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"
+CPU_RUN = FIX / "pytorch-profiler" / "tinylab_cpu_v1_memory"
+
+
+def host(name, ts, dur, cat="user_annotation", **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def kernel(name, ts, dur, corr, stream=7, cat="kernel"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+            "args": {"device": 0, "stream": stream, "correlation": corr}}
+
+
+def launch(ts, corr):
+    return host("cudaLaunchKernel", ts, 2, cat="cuda_runtime", correlation=corr)
+
+
+def two_step_trace() -> dict:
+    """Step 5 [0, 100) µs: forward [0, 40), backward [40, 80), optimizer [80, 95).
+    GPU: k1 [10, 20) and k2 [15, 30) on two streams overlap (union [10, 30)), a copy [50, 55),
+    k3 launched at 81 in the optimizer runs [90, 110): past the window, so 10 µs of it count in
+    step 5 and 10 µs in step 6. Step 6 [100, 200): k4 [150, 160), launched at 120 in its forward."""
+    return {"baseTimeNanoseconds": 1_000_000, "traceEvents": [
+        host("ProfilerStep#5", 0, 100), host("forward", 0, 40), host("backward", 40, 40), host("optimizer", 80, 15),
+        host("ProfilerStep#6", 100, 100), host("forward", 100, 50),
+        launch(5, 1), launch(12, 2), launch(45, 3), launch(81, 4), launch(120, 5),
+        kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel", 10, 10, 1),
+        kernel("_attn_fwd_kernel", 15, 15, 2, stream=8),
+        kernel("Memcpy DtoD (Device -> Device)", 50, 5, 3, cat="gpu_memcpy"),
+        kernel("_adamw_kernel", 90, 20, 4),
+        kernel("_rmsnorm_fwd_kernel", 150, 10, 5),
+    ]}
+
+
+def write(tmp_path, doc, name="trace.json.gz"):
+    path = tmp_path / name
+    with gzip.open(path, "wt") as fh:
+        json.dump(doc, fh)
+    return path
+
+
+def test_busy_idle_gaps_and_launches_per_step(tmp_path):
+    result = timeline.analyze(write(tmp_path, two_step_trace()))
+    s5, s6 = result["steps"]
+    assert (s5["step"], s6["step"]) == (5, 6)
+    # union of [10,30), [50,55), [90,100) within [0,100)
+    assert s5["wall_ms"] == pytest.approx(0.1)
+    assert s5["busy_ms"] == pytest.approx(0.035)
+    assert s5["idle_ms"] == pytest.approx(0.065) and s5["idle_pct"] == pytest.approx(65.0)
+    assert s5["compute_ms"] == pytest.approx(0.030) and s5["non_compute_ms"] == pytest.approx(0.005)  # the copy
+    assert s5["gaps"] == {"count": 3, "total_ms": pytest.approx(0.065), "largest_ms": pytest.approx(0.035),
+                          "largest_at_ms": pytest.approx(0.055), "largest_phase": "backward"}
+    assert (s5["kernels"], s5["copies"]) == (3, 1)  # k1, k2, k3 launched in the window; the copy
+    assert s5["kernel_median_us"] == pytest.approx(15.0)
+    assert [(p["name"], p["kernels"], p["kernel_ms"]) for p in s5["phases"]] == [
+        ("forward", 2, pytest.approx(0.025)), ("backward", 0, pytest.approx(0.005)), ("optimizer", 1, pytest.approx(0.02))]
+    assert s5["categories_ms"] == {"gemm": pytest.approx(0.01), "attention": pytest.approx(0.015),
+                                   "memcpy": pytest.approx(0.005), "elementwise": pytest.approx(0.02)}
+    # step 6: k3's tail [100,110) and k4 [150,160); one kernel launched (k4)
+    assert s6["busy_ms"] == pytest.approx(0.020) and s6["kernels"] == 1
+    assert s6["gaps"]["count"] == 2 and s6["gaps"]["largest_ms"] == pytest.approx(0.040)
+    # the steps' busy and idle add up to the profiled time
+    assert sum(s["busy_ms"] + s["idle_ms"] for s in (s5, s6)) == pytest.approx(0.2)
+
+
+def test_lanes_mark_busy_cells_and_host_phases(tmp_path):
+    result = timeline.analyze(write(tmp_path, two_step_trace()), step=5)
+    s5 = result["steps"][0]
+    assert result["shown_step"] == 5
+    assert len(s5["lane"]) == timeline.LANE_WIDTH == len(s5["host_lane"])
+    # 60 cells of 1.667 µs: [10, 30) covers cells 6 .. 17, [50, 55) cells 30 .. 32
+    assert s5["lane"][:6] == "." * 6 and s5["lane"][6:18] == "#" * 12 and s5["lane"][18:30] == "." * 12
+    assert s5["host_lane"][:24] == "F" * 24 and s5["host_lane"][24:48] == "B" * 24 and s5["host_lane"][-3:] == "..."
+    assert timeline.lane([(0.0, 1.0)], 0.0, 4.0, width=4) == "#..."
+    assert timeline.lane([(0.0, 0.5), (2.0, 2.2)], 0.0, 4.0, width=4) == "+.-."
+
+
+@pytest.mark.parametrize(("anatomy", "start"), [
+    ({"idle_pct": 85.0, "kernel_median_us": 6.0, "kernels": 640}, "launch-bound: the GPU is idle 85% of the step; 640 kernels of 6 µs median"),
+    ({"idle_pct": 70.0, "kernel_median_us": 40.0, "kernels": 30}, "host-bound: the GPU is idle 70% of the step in 4 gaps, the largest 2.00 ms in backward"),
+    ({"idle_pct": 5.0, "kernel_median_us": 40.0, "kernels": 30}, "GPU-bound: the GPU is busy 95% of the step; gemm takes 75% of kernel time"),
+    ({"idle_pct": 30.0, "kernel_median_us": 40.0, "kernels": 30}, "partly idle: the GPU is busy 70% of the step, idle in 4 gaps; gemm takes 75%"),
+])
+def test_diagnosis(anatomy, start):
+    base = {"gaps": {"count": 4, "largest_ms": 2.0, "largest_phase": "backward"}, "phases": [],
+            "categories_ms": {"gemm": 3.0, "norm": 1.0}}
+    assert timeline.diagnose({**base, **anatomy}, has_gpu=True).startswith(start)
+
+
+def hta_busy_us(events: list[dict]) -> float:
+    """HTA's merge_kernel_intervals (hta/utils/utils.py), verbatim in pandas, as the reference; on
+    times relative to the first event, because its sum(end) - sum(ts) over 4.8e12 µs timestamps
+    loses half a microsecond to cancellation."""
+    import pandas as pd
+
+    t0 = min(e["ts"] for e in events)
+    df = pd.DataFrame([{"ts": e["ts"] - t0, "dur": e["dur"]} for e in events])
+    df = df.sort_values(by="ts")
+    df["end"] = df["ts"] + df["dur"]
+    df["group"] = (df["ts"] > df["end"].shift().cummax()).cumsum()
+    merged = df.groupby("group", as_index=False).agg({"ts": "min", "end": "max"})
+    return float(merged.end.sum() - merged.ts.sum())
+
+
+def test_real_h100_trace_matches_hta_merging():
+    with gzip.open(H100) as fh:
+        events = json.load(fh)["traceEvents"]
+    gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    result = timeline.analyze(H100)
+    (whole,) = result["steps"]
+    assert whole["step"] is None and "no ProfilerStep#" in result["notes"][0]
+    # within 0.1 µs: Kineto's timestamps carry nanoseconds, and 370 rounded ends add up
+    assert whole["busy_ms"] == pytest.approx(hta_busy_us(gpu) / 1e3, abs=1e-4)
+    assert whole["compute_ms"] + whole["non_compute_ms"] == pytest.approx(whole["busy_ms"])
+    assert whole["gaps"]["total_ms"] == pytest.approx(whole["idle_ms"])
+    assert whole["kernels"] == sum(e["cat"] == "kernel" for e in gpu) and whole["copies"] == 9
+    assert whole["busy_ms"] < 0.1 * whole["wall_ms"]  # an eager step of a tiny model: mostly idle
+    assert whole["diagnosis"].startswith("launch-bound")
+
+
+def test_cpu_run_phases_and_memory_peak():
+    result = timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz", step=3)
+    assert [s["step"] for s in result["steps"]] == [2, 3] and not result["has_gpu_events"]
+    s3 = result["steps"][1]
+    assert s3["idle_pct"] is None and s3["lane"] is None
+    assert [p["name"] for p in s3["phases"]] == ["forward", "backward", "optimizer"]
+    assert 0.9 * s3["wall_ms"] < sum(p["host_ms"] for p in s3["phases"]) <= s3["wall_ms"]
+    assert s3["diagnosis"].startswith("no GPU events in this trace (a CPU run)")
+    # the peak, found independently: the largest total of the points inside the step's window
+    with gzip.open(CPU_RUN / "memory_timeline.json.gz") as fh:
+        times, sizes = json.load(fh)
+    with gzip.open(CPU_RUN / "trace.json.gz") as fh:
+        doc = json.load(fh)
+    step = next(e for e in doc["traceEvents"] if e.get("name") == "ProfilerStep#3")
+    lo = step["ts"] + doc["baseTimeNanoseconds"] / 1e3
+    inside = [sum(row) for t, row in zip(times, sizes) if lo <= t <= lo + step["dur"]]
+    assert len(inside) > 100
+    memory = result["memory"]
+    assert memory["peak_mb"] == pytest.approx(max(inside) / 2**20)
+    assert memory["peak_phase"] in ("forward", "backward", "optimizer")
+    assert 0 <= memory["peak_at_ms"] <= s3["wall_ms"]
+    assert sum(memory["peak_by_category_mb"].values()) == pytest.approx(memory["peak_mb"])
+    series = memory["series"]
+    assert len(series["ms"]) <= 201 and all(len(v) == len(series["ms"]) for v in series.values())
+    assert series["parameter"][0] > 0 and series["ms"] == sorted(series["ms"])
+
+
+def test_render_fits_80_columns(tmp_path):
+    for result in (timeline.analyze(write(tmp_path, two_step_trace())), timeline.analyze(H100),
+                   timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz")):
+        text = timeline.render(result, "timeline of something")
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+        assert len(text.splitlines()) <= 22
+        narrow = timeline.render(result, "timeline of something", width=56)
+        assert max(len(line) for line in narrow.splitlines()) <= 56, narrow
+    assert timeline.squeeze("..##..++--", 5, timeline.LANE_ORDER) == ".#.+-"  # the busiest character of each pair
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path):
+    with pytest.raises(UserError, match="missing.json: cannot read"):
+        timeline.analyze(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{\"traceEvents\": [", encoding="utf-8")
+    with pytest.raises(UserError, match="bad.json: not a readable JSON trace"):
+        timeline.analyze(tmp_path / "bad.json")
+    with pytest.raises(UserError, match="no ProfilerStep#9; its steps: 5, 6"):
+        timeline.analyze(write(tmp_path, two_step_trace()), step=9)
+    (tmp_path / "mem.json").write_text("[1, 2, 3]", encoding="utf-8")
+    with pytest.raises(UserError, match="not a PyTorch memory timeline"):
+        timeline.analyze(write(tmp_path, two_step_trace()), tmp_path / "mem.json")
+
+
+def test_timeline_command(tmp_path):
+    path = write(tmp_path, two_step_trace())
+    res = subprocess.run([sys.executable, "-m", "tinylab", "timeline", str(path)], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "step 6: host-bound" in res.stdout or "step 5:" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "tinylab", "timeline", str(path), "--step", "6", "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and json.loads(res.stdout)["shown_step"] == 6
+    res = subprocess.run([sys.executable, "-m", "tinylab", "timeline", str(path), "--step", "2"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr

@@ -1,0 +1,492 @@
+"""Step anatomy: where one training step's time goes, from the PyTorch profiler's trace.
+
+For each measured step (a `ProfilerStep#N` range of the trace) this gives its wall time, how long
+the GPU ran a kernel in it, the idle gaps between, the kernels the step launched, its time per
+phase (tinylab's `forward` / `backward` / `optimizer` ranges) and per kernel category, a
+one-line diagnosis, and an ASCII lane of the step (busy/idle along time) that fits 80 columns.
+
+Definitions (Holistic Trace Analysis' temporal breakdown, facebookresearch/HolisticTraceAnalysis
+hta/analyzers/breakdown_analysis.py, `get_temporal_breakdown` and `_get_idle_time_for_kernels`,
+and hta/utils/utils.py `merge_kernel_intervals`):
+- GPU events are the device's kernels, copies and memsets (HTA: every event with a stream),
+  merged into a union of intervals over all streams of the device, so that kernels overlapping
+  on two streams count once.
+- busy = the length of that union; idle = the time no GPU event runs; compute = the union of
+  compute kernels only; non-compute = busy - compute (HTA: copies, memsets and collectives).
+  rocclr's copy kernels on ROCm are copies too (tinylab.analysis.categories "memcpy").
+- HTA measures idle over the span from an iteration's first kernel to its last; here the span
+  is the step's `ProfilerStep#N` window, the wall time the learner's step costs: host time
+  before the first kernel is idle GPU time too, which is what a launch-bound step is made of.
+  The trainer ends each window after the step's loss is read back, so the window holds all of
+  that step's GPU work.
+- A GPU event belongs to the step (and phase) whose window holds its launch (HTA's add_iteration:
+  a GPU event takes the iteration of its correlated CPU launch); the busy time of a window is the
+  union clipped to the window, so the steps' busy and idle times add up to the profiled time.
+Without `ProfilerStep#N` ranges (a trace taken outside tinylab) the whole trace is one window.
+
+The memory timeline that the profiler writes beside the trace with TINYLAB_PROFILE_MEMORY=1
+(torch.profiler export_memory_timeline: `[times_us, sizes]`, one size per category) is cut to
+the same windows: peak, when and in which phase it happens, and the series for a chart.
+
+Pure Python, no pandas: the lab's workers and the CLI read million-event traces with it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import re
+import statistics
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tinylab.analysis.categories import categorize
+from tinylab.errors import UserError
+
+#: Kineto's categories of events that run on the device.
+GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
+#: Host events that launch device work and carry the correlation id of what they launched.
+LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "hip_runtime"})
+PHASES = ("forward", "backward", "optimizer")
+PHASE_MARKS = {"forward": "F", "backward": "B", "optimizer": "O"}
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: HTA's communication kernels (CommunicateKernelGroupingPattern): non-compute like copies.
+_COMMUNICATION = re.compile(r"^nccl|^rccl|ncclKernel|^hccl")
+
+#: A step whose GPU idles this share of its wall time or more is bound by something else.
+IDLE_BOUND = 0.5
+#: ... and launch-bound when its median kernel is shorter than this: a launch from eager
+#: PyTorch costs the host about 5-10 us, so shorter kernels leave the GPU waiting for the next.
+LAUNCH_BOUND_US = 10.0
+#: A step whose GPU idles at most this share is GPU-bound: only faster kernels help.
+GPU_BOUND = 0.1
+#: Torch's memory categories, in the order of export_memory_timeline's sizes (index 0 unused):
+#: torch/profiler/_memory_profiler.py _CATEGORY_TO_INDEX (PARAMETER ... AUTOGRAD_DETAIL, None).
+MEMORY_CATEGORIES = ("parameter", "optimizer state", "input", "temporary", "activation", "gradient",
+                     "autograd detail", "unknown")
+LANE_WIDTH = 60
+#: Lane characters by busy share of a cell; ASCII so that any terminal and log shows them.
+LANE_CHARS = ((2 / 3, "#"), (1 / 3, "+"), (0.0, "-"))
+
+
+@dataclass
+class GpuEvent:
+    start: float  # µs, trace clock
+    end: float
+    name: str
+    launch: float | None  # µs: when the host launched it (None: no correlated launch found)
+    compute: bool
+    is_kernel: bool
+
+
+@dataclass
+class Window:
+    step: int | None
+    start: float
+    end: float
+
+
+@dataclass
+class Trace:
+    """What the anatomy needs from a trace: step windows, phase ranges, the GPU events of one device."""
+
+    source: str
+    windows: list[Window]
+    phases: list[tuple[str, float, float]]  # (name, start, end), host clock = trace clock
+    events: list[GpuEvent]  # sorted by start
+    device: int | None
+    devices: int
+    base_us: float | None  # baseTimeNanoseconds / 1000: trace ts + base = wall-clock µs
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------ reading
+def read_json(path: Path) -> Any:
+    """A JSON document, gzipped or not; UserError naming the file otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (EOFError, ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not a readable JSON trace (truncated or corrupt?): {str(exc)[:120]}") from None
+
+
+def load_trace(path: Path) -> Trace:
+    """Step windows, phases and GPU events of a PyTorch profiler (Kineto) Chrome trace."""
+    doc = read_json(path)
+    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
+    if not isinstance(events, list):
+        raise UserError(f"{path}: no traceEvents: not a PyTorch profiler trace")
+    steps: list[Window] = []
+    phases: list[tuple[str, float, float]] = []
+    launches: dict[Any, float] = {}
+    gpu: list[tuple[float, float, str, Any, Any, str]] = []
+    host_start, host_end = float("inf"), float("-inf")
+    for e in events:
+        if type(e) is not dict or e.get("ph") != "X":
+            continue
+        ts, dur = _number(e.get("ts")), _number(e.get("dur"))
+        if ts is None or dur is None or dur < 0:
+            continue
+        cat, name, args = e.get("cat"), e.get("name"), e.get("args")
+        args = args if isinstance(args, dict) else {}
+        if cat in GPU_CATEGORIES:
+            gpu.append((ts, ts + dur, str(name), args.get("correlation"), args.get("device", e.get("pid")), cat))
+            continue
+        host_start, host_end = min(host_start, ts), max(host_end, ts + dur)
+        if cat in LAUNCH_CATEGORIES and args.get("correlation") is not None:
+            launches[args["correlation"]] = ts
+        elif isinstance(name, str):
+            m = _STEP.match(name)
+            if m:
+                steps.append(Window(int(m.group(1)), ts, ts + dur))
+            elif name in PHASES and cat in ("user_annotation", "cpu_op"):
+                phases.append((name, ts, ts + dur))
+    notes: list[str] = []
+    counts: dict[Any, int] = {}
+    for g in gpu:
+        counts[g[4]] = counts.get(g[4], 0) + 1
+    device = max(counts, key=lambda d: counts[d]) if counts else None
+    if len(counts) > 1:
+        notes.append(f"{len(counts)} devices in the trace; showing device {device}, the one with the most GPU events")
+    gpu_events = sorted(
+        (GpuEvent(s, t, n, launches.get(c), cat == "kernel" and categorize(n) != "memcpy" and not _COMMUNICATION.search(n),
+                  cat in ("kernel", "Kernel"))
+         for s, t, n, c, d, cat in gpu if d == device),
+        key=lambda g: g.start,
+    )
+    steps.sort(key=lambda w: w.start)
+    if not steps:
+        start = min([host_start, *(g.start for g in gpu_events)])
+        end = max([host_end, *(g.end for g in gpu_events)])
+        if not end > start:
+            raise UserError(f"{path}: the trace holds no timed events")
+        steps = [Window(None, start, end)]
+        notes.append("no ProfilerStep# ranges in this trace: the whole trace is one window")
+    base = _number(doc.get("baseTimeNanoseconds")) if isinstance(doc, dict) else None
+    return Trace(str(path), steps, sorted(phases, key=lambda p: p[1]), gpu_events,
+                 device if isinstance(device, int) else None, len(counts), base / 1e3 if base else None, notes)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return value if value == value and abs(value) != float("inf") else None
+
+
+# ------------------------------------------------------------------------------------ anatomy
+def merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Union of intervals, sorted and disjoint (HTA's merge_kernel_intervals)."""
+    merged: list[list[float]] = []
+    for start, end in sorted(intervals):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
+def _clipped(events: list[GpuEvent], starts: list[float], lo: float, hi: float, only_compute: bool = False):
+    """Intervals of the events that overlap [lo, hi], cut to it (events sorted by start)."""
+    out = []
+    for g in events[: bisect.bisect_left(starts, hi)]:
+        if g.end > lo and (g.compute or not only_compute):
+            out.append((max(g.start, lo), min(g.end, hi)))
+    return out
+
+
+def _total(intervals: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def _gaps(busy: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    gaps, cursor = [], lo
+    for a, b in busy:
+        if a > cursor:
+            gaps.append((cursor, a))
+        cursor = max(cursor, b)
+    if hi > cursor:
+        gaps.append((cursor, hi))
+    return gaps
+
+
+def _phase_at(phases: list[tuple[str, float, float]], t: float) -> str | None:
+    for name, a, b in phases:
+        if a <= t < b:
+            return name
+    return None
+
+
+def lane(busy: list[tuple[float, float]], lo: float, hi: float, width: int = LANE_WIDTH) -> str:
+    """One character per 1/width of the window: '#' mostly busy, '+' about half, '-' a little, '.' idle."""
+    cell = (hi - lo) / width
+    filled = [0.0] * width
+    for a, b in busy:
+        first, last = int((a - lo) / cell), min(width - 1, int((b - lo) / cell))
+        for i in range(max(0, first), last + 1):
+            c0, c1 = lo + i * cell, lo + (i + 1) * cell
+            filled[i] += max(0.0, min(b, c1) - max(a, c0))
+    return "".join(next((ch for limit, ch in LANE_CHARS if f / cell > limit), ".") for f in filled)
+
+
+#: Which lane character wins when cells are merged: the busiest.
+LANE_ORDER = "#+-."
+
+
+def squeeze(text: str, cells: int, order: str) -> str:
+    """A lane in fewer cells: each keeps the first character in `order` among those it covers."""
+    if cells >= len(text):
+        return text
+    out = []
+    for i in range(cells):
+        part = text[i * len(text) // cells: max(i * len(text) // cells + 1, (i + 1) * len(text) // cells)]
+        out.append(min(part, key=lambda ch: order.index(ch) if ch in order else len(order)))
+    return "".join(out)
+
+
+def host_lane(phases: list[tuple[str, float, float]], lo: float, hi: float, width: int = LANE_WIDTH) -> str:
+    """What the host was in at the middle of each cell: F forward, B backward, O optimizer, '.' other."""
+    cell = (hi - lo) / width
+    return "".join(PHASE_MARKS.get(_phase_at(phases, lo + (i + 0.5) * cell) or "", ".") for i in range(width))
+
+
+def step_anatomy(trace: Trace, window: Window) -> dict[str, Any]:
+    lo, hi = window.start, window.end
+    starts = [g.start for g in trace.events]
+    busy = merge(_clipped(trace.events, starts, lo, hi))
+    compute = merge(_clipped(trace.events, starts, lo, hi, only_compute=True))
+    busy_us, compute_us, wall_us = _total(busy), _total(compute), hi - lo
+    gaps = _gaps(busy, lo, hi)
+    largest = max(gaps, key=lambda g: g[1] - g[0]) if gaps else None
+    phases = [p for p in trace.phases if lo <= p[1] < hi]
+
+    def launched_in(a: float, b: float) -> list[GpuEvent]:
+        return [g for g in trace.events if a <= (g.launch if g.launch is not None else g.start) < b]
+
+    mine = launched_in(lo, hi)
+    kernels = [g for g in mine if g.is_kernel]
+    durations = sorted(g.end - g.start for g in kernels)
+    categories: dict[str, float] = {}
+    for g in mine:
+        category = categorize(g.name)
+        categories[category] = categories.get(category, 0.0) + (g.end - g.start) / 1e3
+    phase_rows = []
+    for name in PHASES:
+        ranges = [(a, b) for n, a, b in phases if n == name]
+        if not ranges:
+            continue
+        inside = [g for a, b in ranges for g in launched_in(a, b)]
+        phase_rows.append({
+            "name": name,
+            "host_ms": sum(b - a for a, b in ranges) / 1e3,
+            "kernels": sum(g.is_kernel for g in inside),
+            "kernel_ms": sum(g.end - g.start for g in inside) / 1e3,
+        })
+    anatomy = {
+        "step": window.step,
+        "start_us": lo,
+        "wall_ms": wall_us / 1e3,
+        "busy_ms": busy_us / 1e3,
+        "compute_ms": compute_us / 1e3,
+        "non_compute_ms": (busy_us - compute_us) / 1e3,
+        "idle_ms": (wall_us - busy_us) / 1e3,
+        "idle_pct": 100 * (wall_us - busy_us) / wall_us if wall_us > 0 else None,
+        "gaps": {
+            "count": len(gaps),
+            "total_ms": _total(gaps) / 1e3,
+            "largest_ms": (largest[1] - largest[0]) / 1e3 if largest else 0.0,
+            "largest_at_ms": (largest[0] - lo) / 1e3 if largest else None,
+            "largest_phase": _phase_at(phases, (largest[0] + largest[1]) / 2) if largest else None,
+        },
+        "kernels": len(kernels),
+        "copies": len(mine) - len(kernels),
+        "kernel_median_us": statistics.median(durations) if durations else None,
+        "phases": phase_rows,
+        "categories_ms": dict(sorted(categories.items(), key=lambda kv: -kv[1])),
+        "lane": lane(busy, lo, hi),
+        "host_lane": host_lane(phases, lo, hi),
+    }
+    if not trace.events:  # a CPU run: there is no device to be busy or idle
+        anatomy.update(busy_ms=None, compute_ms=None, non_compute_ms=None, idle_ms=None, idle_pct=None, gaps=None,
+                       lane=None)
+    anatomy["diagnosis"] = diagnose(anatomy, has_gpu=bool(trace.events))
+    return anatomy
+
+
+def diagnose(a: dict[str, Any], has_gpu: bool) -> str:
+    """One line that says what bounds the step, with the numbers that show it."""
+    if not has_gpu:
+        phases = ", ".join(f"{p['name']} {p['host_ms']:.2f} ms" for p in a["phases"])
+        return "no GPU events in this trace (a CPU run): the whole step is host time" + (f"; {phases}" if phases else "")
+    idle = (a["idle_pct"] or 0.0) / 100
+    median = a["kernel_median_us"]
+    kernels = f"{a['kernels']} kernels of {_us(median)} median" if median is not None else "no kernels"
+    if idle >= IDLE_BOUND and median is not None and median < LAUNCH_BOUND_US:
+        return f"launch-bound: the GPU is idle {idle:.0%} of the step; {kernels}"
+    gaps = a["gaps"]
+    if idle >= IDLE_BOUND:
+        where = f" in {gaps['largest_phase']}" if gaps["largest_phase"] else ""
+        return (f"host-bound: the GPU is idle {idle:.0%} of the step in {gaps['count']} gaps, the largest "
+                f"{gaps['largest_ms']:.2f} ms{where}; {kernels}")
+    top = next(iter(a["categories_ms"].items()), None)
+    total = sum(a["categories_ms"].values())
+    top_text = f"; {top[0]} takes {100 * top[1] / total:.0f}% of kernel time" if top and total > 0 else ""
+    if idle <= GPU_BOUND:
+        return f"GPU-bound: the GPU is busy {1 - idle:.0%} of the step{top_text}"
+    return f"partly idle: the GPU is busy {1 - idle:.0%} of the step, idle in {gaps['count']} gaps{top_text}"
+
+
+def _us(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.0f} µs" if value < 1000 else f"{value / 1e3:.2f} ms"
+
+
+# ------------------------------------------------------------------------------------- memory
+def load_memory(path: Path) -> tuple[list[float], list[list[int]]]:
+    """torch's export_memory_timeline JSON: ([times µs], [[0, bytes per category...] per time])."""
+    doc = read_json(path)
+    if (not isinstance(doc, list) or len(doc) != 2 or not isinstance(doc[0], list) or not isinstance(doc[1], list)
+            or len(doc[0]) != len(doc[1])):
+        raise UserError(f"{path}: not a PyTorch memory timeline ([times, sizes] from export_memory_timeline)")
+    times = [float(t) for t in doc[0]]
+    sizes = [[int(v) for v in row[1:1 + len(MEMORY_CATEGORIES)]] for row in doc[1]]
+    return times, sizes
+
+
+def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, window: Window,
+                     points: int = 200) -> dict[str, Any] | None:
+    """Memory over one step: its peak (when, in which phase, by category) and a thinned series.
+
+    The timeline's times are wall-clock µs; the trace's are offset by its baseTimeNanoseconds,
+    so a point's place in the trace is time - base."""
+    offset = trace.base_us or 0.0
+    lo, hi = window.start + offset, window.end + offset
+    first = bisect.bisect_left(times, lo)
+    last = bisect.bisect_right(times, hi)
+    idx = ([first - 1] if first > 0 else []) + list(range(first, last))
+    if not idx:
+        return None
+    totals = [sum(sizes[i]) for i in idx]
+    peak_i = idx[max(range(len(idx)), key=lambda j: totals[j])]
+    peak_t = min(max(times[peak_i], lo), hi)
+    phases = [p for p in trace.phases if window.start <= p[1] < window.end]
+    stride = max(1, -(-len(idx) // points))
+    kept = idx[::stride] + ([idx[-1]] if idx[-1] not in idx[::stride] else [])
+    used = [i for i, _ in enumerate(MEMORY_CATEGORIES) if any(sizes[j][i] for j in idx)]
+    return {
+        "peak_mb": sum(sizes[peak_i]) / 2**20,
+        "peak_at_ms": (peak_t - lo) / 1e3,
+        "peak_phase": _phase_at(phases, peak_t - offset),
+        "peak_by_category_mb": {MEMORY_CATEGORIES[i]: sizes[peak_i][i] / 2**20 for i in used},
+        "start_mb": sum(sizes[idx[0]]) / 2**20,
+        "series": {
+            "ms": [(min(max(times[i], lo), hi) - lo) / 1e3 for i in kept],
+            **{MEMORY_CATEGORIES[c]: [sizes[i][c] / 2**20 for i in kept] for c in used},
+        },
+    }
+
+
+# ------------------------------------------------------------------------------------ the whole
+def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> dict[str, Any]:
+    """Every step's anatomy, the step to show (`step`, else the one of median wall time), and
+    that step's memory when a memory timeline is given. UserError on a missing step."""
+    trace = load_trace(Path(trace_path))
+    anatomies = [step_anatomy(trace, w) for w in trace.windows]
+    if step is not None:
+        numbered = [a for a in anatomies if a["step"] == step]
+        if not numbered:
+            have = ", ".join(str(a["step"]) for a in anatomies if a["step"] is not None) or "none (one window)"
+            raise UserError(f"--step {step}: this trace has no ProfilerStep#{step}; its steps: {have}")
+        shown = numbered[0]
+    else:
+        by_wall = sorted(anatomies, key=lambda a: a["wall_ms"])
+        shown = by_wall[(len(by_wall) - 1) // 2]
+    memory = None
+    notes = list(trace.notes)
+    if memory_path is not None:
+        times, sizes = load_memory(Path(memory_path))
+        window = trace.windows[anatomies.index(shown)]
+        memory = memory_in_window(times, sizes, trace, window)
+        if memory is None:
+            notes.append("the memory timeline has no point in this step's window")
+    return {
+        "source": trace.source,
+        "memory_source": str(memory_path) if memory_path else None,
+        "device": trace.device,
+        "has_gpu_events": bool(trace.events),
+        "steps": anatomies,
+        "shown_step": shown["step"],
+        "diagnosis": shown["diagnosis"],
+        "memory": memory,
+        "notes": notes,
+    }
+
+
+# ------------------------------------------------------------------------------------ text
+def render(result: dict[str, Any], title: str, width: int = 80) -> str:
+    """The anatomy for a terminal of `width` columns (80 or more: every column; down to 50: the
+    gaps left out of the table and the lanes squeezed): a row per step, the shown step's lanes,
+    its phases, categories and memory peak."""
+    steps = result["steps"]
+    shown = next(a for a in steps if a["step"] == result["shown_step"])
+    wide = width >= 72
+    lines = [title[:width], f"{'step':>6} {'wall ms':>9} {'GPU busy':>9} {'idle':>5} "
+                            + (f"{'gaps':>6} {'largest':>9} " if wide else "") + f"{'kernels':>8} {'median':>8}"]
+    for a in steps:
+        mark = "*" if a is shown else " "
+        if a["gaps"] is None:
+            device = f"{'-':>9} {'-':>5}" + (f" {'-':>6} {'-':>9}" if wide else "")
+        else:
+            device = f"{a['busy_ms']:>9.2f} {_pct(a['idle_pct']):>5}" + (
+                f" {a['gaps']['count']:>6} {a['gaps']['largest_ms']:>6.2f} ms" if wide else "")
+        lines.append(f"{mark}{_step_label(a['step']):>5} {a['wall_ms']:>9.2f} {device} {a['kernels']:>8} "
+                     f"{_us(a['kernel_median_us']):>8}")
+    cells = min(LANE_WIDTH, width - 10)
+    lines += textwrap.wrap(f"step {_step_label(shown['step'])}: {shown['diagnosis']}", width, subsequent_indent="  ")
+    annotated = any(ch != "." for ch in shown["host_lane"])
+    if result["has_gpu_events"]:
+        lines.append(f"  GPU |{squeeze(shown['lane'], cells, LANE_ORDER)}|")
+    if annotated:
+        lines.append(f" host |{squeeze(shown['host_lane'], cells, 'FBO.')}|")
+    legend = [f"{shown['wall_ms']:.2f} ms: # busy + half - little . idle"] if result["has_gpu_events"] else []
+    legend += ["F fwd B bwd O opt (host)"] if annotated else []
+    if legend:
+        joined = "       " + "   ".join(legend)
+        lines += [joined] if len(joined) <= width else ["       " + part for part in legend]
+    if shown["phases"]:
+        lines.append(f"  {'phase':<10} {'host ms':>9} {'kernels':>8} {'kernel ms':>10}")
+        for p in shown["phases"]:
+            lines.append(f"  {p['name']:<10} {p['host_ms']:>9.2f} {p['kernels']:>8} {p['kernel_ms']:>10.2f}")
+    cats = shown["categories_ms"]
+    total = sum(cats.values())
+    if total > 0:
+        shares = [f"{c} {100 * ms / total:.0f}%" for c, ms in cats.items() if ms / total >= 0.01]
+        lines += textwrap.wrap("kernel time by category: " + " · ".join(shares), width, initial_indent="  ",
+                               subsequent_indent="    ")
+    memory = result.get("memory")
+    if memory:
+        where = f", in {memory['peak_phase']}" if memory["peak_phase"] else ""
+        top = sorted(memory["peak_by_category_mb"].items(), key=lambda kv: -kv[1])[:3]
+        lines += textwrap.wrap(f"memory peak {memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.2f} ms{where}: "
+                               + ", ".join(f"{c} {mb:,.1f} MB" for c, mb in top), width, initial_indent="  ",
+                               subsequent_indent="    ")
+    for note in result["notes"]:
+        lines += textwrap.wrap(f"note: {note}", width, subsequent_indent="  ")
+    return "\n".join(lines)
+
+
+def _step_label(step: int | None) -> str:
+    return "all" if step is None else str(step)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"

@@ -1,0 +1,26 @@
+"""`tinylab timeline RUN`: where each profiled step's time goes (GPU busy/idle, gaps, phases)."""
+
+from __future__ import annotations
+
+from tinylab.commands._common import add_runs_dir, lab_from, print_json
+
+
+def add_arguments(p) -> None:
+    p.add_argument("run", metavar="RUN",
+                   help="run id (or unique prefix, or 'last') of a run profiled with --profile pytorch, "
+                        "or a PyTorch profiler trace file (.json / .json.gz)")
+    p.add_argument("--step", type=int, default=None, metavar="N",
+                   help="the ProfilerStep#N to draw (default: the step of median wall time)")
+    p.add_argument("--json", action="store_true", help="every step's numbers, the lanes and the memory series")
+    add_runs_dir(p)
+
+
+def run(args) -> int:
+    from tinylab.analysis.timeline import render
+
+    result = lab_from(args).timeline(args.run, args.step)
+    if args.json:
+        print_json(result)
+    else:
+        print(render(result, result["title"]))
+    return 0
