@@ -16,6 +16,7 @@ from tinylab.events import (
     ErrorEvent,
     EventLog,
     ExitEvent,
+    PassEvent,
     ProfileEvent,
     StartEvent,
     StepEvent,
@@ -71,6 +72,7 @@ class RunRecord:
     profiles: tuple[ProfileEvent, ...] = ()
     corrupt_lines: tuple[int, ...] = field(default=())
     ended: float | None = None  # when its summary, error or exit was written (or it was cancelled)
+    counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
@@ -96,6 +98,7 @@ class RunRecord:
             corrupt_lines=tuple(log.corrupt_lines),
             ended=next((float(e["time"]) for e in (summary, error, exit_ev) if e and _is_number(e.get("time"))),
                        _clock_time((cancel or {}).get("time"))),
+            counter_pass=PassEvent.from_event(p) if (p := log.last("pass")) else None,
         )
 
     # ------------------------------------------------------------------ derived
@@ -172,6 +175,7 @@ class RunRecord:
             "last_step": plain(self.last_step),
             "profiles": [asdict(p) for p in self.profiles],
             "corrupt_lines": list(self.corrupt_lines),
+            "counter_pass": plain(self.counter_pass),
         }
 
 

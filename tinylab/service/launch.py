@@ -23,7 +23,8 @@ def check_run(cfg: RunConfig, machine: Machine) -> RunConfig:
 
 
 def check_profilers(cfg: RunConfig) -> None:
-    """A missing profiler is a one-line error before the run starts, not a failed run."""
+    """A missing profiler, or a flag or output format its release lacks, is a one-line error
+    before the run starts, not a failed run."""
     if not cfg.profilers:
         return
     for name in cfg.profilers:
@@ -32,6 +33,7 @@ def check_profilers(cfg: RunConfig) -> None:
         if not avail.available:
             fix = f"; {adapter.fix}" if adapter.fix else ""
             raise UserError(f"profiler {name!r} is not available here: {avail.reason}{fix}")
+        adapter.check(cfg)
 
 
 def launch_run(store: RunStore, cfg: RunConfig, machine: Machine) -> Run:

@@ -52,9 +52,10 @@ def find_workload(root: Path) -> Path | None:
 
 
 def longest_dispatch(workload: Path) -> int | None:
-    """Dispatch_ID of the longest dispatch in timestamps.csv, the one worth a detailed look."""
-    path = workload / "timestamps.csv"
-    if not path.is_file():
+    """Dispatch_ID of the longest dispatch, the one worth a detailed look: from timestamps.csv, or
+    from pmc_perf.csv where there is no timestamps pass (7.0's rocprofv3 backend)."""
+    path = next((p for p in (workload / "timestamps.csv", workload / "pmc_perf.csv") if p.is_file()), None)
+    if path is None:
         return None
     best: tuple[float, int] | None = None
     with open(path, newline="", encoding="utf-8", errors="replace") as fh:
