@@ -20,7 +20,8 @@ from typing import Any
 
 from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
-from tinylab.profilers.base import _VENDOR_EVIDENCE, Availability, WrapperAdapter, gpu_vendors, probe, tail
+from tinylab.profilers import base
+from tinylab.profilers.base import _VENDOR_EVIDENCE, Availability, WrapperAdapter, probe, tail
 
 _XYZ = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -159,7 +160,7 @@ class RocmToolAdapter(WrapperAdapter):
                                        f"next to it, nothing in its output); set ROCM_PATH to its ROCm folder",
                                 version)
         label = release.label
-        if self.vendor not in gpu_vendors():
+        if self.vendor not in base.gpu_vendors():
             found = " ".join(p for p in (Path(path).name, version, f"({label})") if p)
             reason = f"{found} found, but no AMD GPU is visible ({_VENDOR_EVIDENCE[self.vendor]} missing)"
             return Availability(False, reason, version, label)
