@@ -55,18 +55,18 @@ def release_from_version(version: str, source: str) -> Release | None:
 
 def rocm_roots(executable: str) -> list[Path]:
     """ROCm trees an executable may belong to: <root>/bin/<tool> as found on PATH (so /opt/rocm keeps
-    pointing at the release it links to), then with links resolved, then $ROCM_PATH and /opt/rocm."""
+    pointing at the release it links to), then with links resolved, then the usual places."""
     path = Path(executable)
-    roots = [path.parent.parent, path.resolve().parent.parent]
-    if os.environ.get("ROCM_PATH"):
-        roots.append(Path(os.environ["ROCM_PATH"]))
-    roots.append(Path("/opt/rocm"))
-    return list(dict.fromkeys(roots))
+    return list(dict.fromkeys([path.parent.parent, path.resolve().parent.parent, *usual_roots()]))
 
 
-def release_of_tree(executable: str) -> Release | None:
-    """The release in the first <root>/.info/version found for this executable."""
-    for root in rocm_roots(executable):
+def usual_roots() -> list[Path]:
+    return ([Path(os.environ["ROCM_PATH"])] if os.environ.get("ROCM_PATH") else []) + [Path("/opt/rocm")]
+
+
+def release_in(roots: list[Path]) -> Release | None:
+    """The release in the first <root>/.info/version found."""
+    for root in roots:
         path = root / rr.VERSION_FILE
         try:
             text = path.read_text(encoding="utf-8", errors="replace").strip()
@@ -76,6 +76,47 @@ def release_of_tree(executable: str) -> Release | None:
         if release is not None:
             return release
     return None
+
+
+def release_of_tree(executable: str) -> Release | None:
+    return release_in(rocm_roots(executable))
+
+
+#: Executables that live in a ROCm tree's bin/, any of which tells where the node's ROCm is.
+ROCM_EXECUTABLES = ("rocprofv3", "rocprof-sys-run", "omnitrace-run", "rocprof-compute", "omniperf", "hipconfig",
+                    "amd-smi", "rocminfo")
+
+
+def node_release() -> Release | None:
+    """The ROCm release of this node: the tree of a ROCm executable on PATH, else $ROCM_PATH or /opt/rocm."""
+    for name in ROCM_EXECUTABLES:
+        found = shutil.which(name)
+        if found:
+            release = release_of_tree(found)
+            if release is not None:
+                return release
+    return release_in(usual_roots())
+
+
+def hip_mismatch(rocm: str, hip: str) -> str | None:
+    """Why the HIP runtime inside the torch wheel and the node's ROCm would break its profilers, or None.
+
+    ROCm's profilers intercept the HIP runtime the program loads, and a ROCm torch wheel brings its
+    own (torch.version.hip). Within one major release its dispatch tables only grow, and the SDK
+    copies what it knows; a newer runtime than the profilers', or another major release, is the
+    combination reported to crash or to record nothing (docs/rocm-tools.md, "torch's HIP").
+    """
+    try:
+        r = tuple(int(x) for x in rocm.split(".")[:2])
+        h = tuple(int(x) for x in hip.split(".")[:2])
+    except ValueError:
+        return None
+    if h == r or (h[0] == r[0] and h < r):
+        return None
+    which = "from another major release than" if h[0] != r[0] else "newer than"
+    return (f"torch's HIP runtime {hip} is {which} ROCm {rocm}, whose profilers (rocprofv3, rocprof-sys, "
+            f"rocprof-compute) intercept it: expect crashes or empty traces; install a torch wheel built for "
+            f"ROCm {r[0]}.{r[1]} (https://download.pytorch.org/whl/rocm{r[0]}.{r[1]})")
 
 
 class RocmToolAdapter(WrapperAdapter):
