@@ -136,6 +136,9 @@ class WrapperAdapter(ProfilerAdapter):
     executable: str = ""
     vendor: str = ""  # "nvidia" or "amd": the tool profiles only that vendor's GPUs
     version_args: tuple[str, ...] = ("--version",)
+    #: Its kernel table covers every step the run trained (the whole process), unless collect says
+    #: otherwise: the supervisor then records that step count with the table.
+    whole_run_table: bool = False
 
     def executable_path(self) -> str | None:
         return shutil.which(self.executable)

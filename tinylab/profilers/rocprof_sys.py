@@ -30,6 +30,7 @@ class RocprofSysAdapter(RocmToolAdapter):
     name = "rocprof-sys"
     executable = "rocprof-sys-run"
     executables = ("rocprof-sys-run", "omnitrace-run")
+    whole_run_table = True
     probe_args = ("--version",)  # timemory's enable_version: EXIT_SUCCESS on every release
     table = rr.ROCPROF_SYS
     description = "AMD whole-program timeline (Perfetto) and per-function/kernel wall-clock tables"

@@ -45,6 +45,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
     name = "rocprofv3"
     executable = "rocprofv3"
     executables = ("rocprofv3",)
+    whole_run_table = True
     probe_args = ("--help",)
     table = rr.ROCPROFV3
     description = "AMD kernel trace and per-kernel stats (ROCprofiler-SDK rocprofv3)"

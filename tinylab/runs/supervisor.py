@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.events import EVENTS_FILE, EventWriter
+from tinylab.events import EVENTS_FILE, EventWriter, read_events
 from tinylab.profilers import wrapper_adapter, write_kernel_table
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
@@ -69,6 +69,8 @@ def _not_started(run_dir: Path, message: str, code: int, kind: str = "UserError"
 def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Path, ev: EventWriter) -> None:
     try:
         result = adapter.collect(out_dir)
+        if result.steps is None and result.table is not None and adapter.whole_run_table:
+            result = dataclasses.replace(result, steps=len(read_events(run_dir / EVENTS_FILE).of("step")))
         count = passes.passes_run(run_dir)
         if count:  # a counter-pass tool: say how many runs there were, and why
             why = passes.describe(count, adapter.name, cfg)
