@@ -187,3 +187,28 @@ def test_release_keys():
     assert rr.release_key("7.2.0") == "7.1" and rr.newer_than_known("7.2.0")  # newest known behaviour, said so
     assert rr.release_key("6.1.3") is None and rr.release_key("junk") is None
     assert set(rr.ROCPROFV3) == set(rr.ROCPROF_SYS) == set(rr.ROCPROF_COMPUTE) == set(rr.RELEASES)
+
+
+@pytest.mark.parametrize("rocm", ["6.2.0", "6.3"], indirect=True)
+def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm, tmp_path):
+    """A GPU run's trace with the trainer's roctx step ranges, in the release's layout: the kernel
+    table is the measured steps' dispatches and the profile says how many steps it covers."""
+    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
+
+    facts = rr.ROCPROFV3[rocm]
+    folder = tmp_path / "out" / (socket.gethostname() if facts.host_dir else "")
+    folder.mkdir(parents=True)
+    dispatches = samples.rocm7_dispatches()
+    base = dispatches[0][1]
+    shifted = [(name, start - base, end - base) for name, start, end in dispatches]
+    (folder / "77_kernel_trace.csv").write_text(samples.rocprofv3_trace_6x(shifted))
+    (folder / "77_kernel_stats.csv").write_text(samples.rocprofv3_stats(shifted))
+    ranges = [("tinylab warm-up step 0", 0, 40_000), ("tinylab step 1", 40_000, 200_000)]
+    (folder / "77_marker_api_trace.csv").write_text(
+        ",".join(MARKER_TRACE_HEADER) + "\n"
+        + "".join(f"MARKER_CORE_API,{n},77,77,{i},{s},{e}\n" for i, (n, s, e) in enumerate(ranges)))
+    result = get_adapter("rocprofv3").collect(tmp_path / "out")
+    measured = [d for d in shifted if d[1] >= 40_000]
+    assert result.steps == 1 and result.format == "rocprofv3-kernel-trace"
+    assert result.table["calls"].sum() == len(measured) < len(shifted)
+    assert "kernels of the 1 measured steps" in result.note
