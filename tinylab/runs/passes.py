@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinylab.config import RunConfig
-from tinylab.events import EVENTS_FILE
+from tinylab.events import EVENTS_FILE, PassEvent
 from tinylab.profilers import profile_dir, wrapper_adapter
 
 PASSES_FILE = "passes.log"
@@ -42,7 +42,7 @@ class CounterPass:
 
     @property
     def label(self) -> str:
-        return f"counter pass {self.number}" + (f" of {self.planned}" if self.planned else "")
+        return PassEvent(self.number, self.planned).label
 
 
 def window_steps(cfg: RunConfig) -> int:
