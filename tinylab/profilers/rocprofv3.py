@@ -54,6 +54,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
     def __init__(self, traces: tuple[str, ...] = (), output_formats: tuple[str, ...] = ("csv",),
                  counters: tuple[tuple[str, ...], ...] = ()):
         super().__init__()
+        self._version: str | None = None  # `--version` output (7.0+), asked once
         for trace in traces:
             if trace not in EXTRA_TRACES:
                 raise UserError(f"unknown rocprofv3 trace {trace!r}: choose from {', '.join(EXTRA_TRACES)}")
@@ -82,8 +83,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
     def release_from_output(self, path: str, output: str) -> Release | None:
         """Outside a ROCm tree: 7.0+ says its rocm_version; older ones are told apart by their options."""
         if "--version" in output:
-            rc, text = _run_version(path)
-            m = re.search(r"rocm_version:\s*(\S+)", text) if rc == 0 else None
+            m = re.search(r"rocm_version:\s*(\S+)", self._version_text(path))
             if m:
                 return release_from_version(m.group(1), f"{Path(path).name} --version")
         for release, marker in _HELP_MARKERS:
@@ -93,12 +93,18 @@ class Rocprofv3Adapter(RocmToolAdapter):
         return None
 
     def version_from_output(self, output: str) -> str | None:
+        """The SDK version, which only releases with --version (7.0+) print."""
         release = self.release()
         if release is None or not self.table[release.key].version_flag:
             return None
-        rc, text = _run_version(self._probe()[0])  # type: ignore[index]
-        m = re.search(r"^\s*version:\s*(\S+)", text, re.MULTILINE) if rc == 0 else None
+        m = re.search(r"^\s*version:\s*(\S+)", self._version_text(self._probe()[0]), re.MULTILINE)  # type: ignore[index]
         return m.group(1) if m else None
+
+    def _version_text(self, path: str) -> str:
+        if self._version is None:
+            rc, text = probe(path, ("--version",))
+            self._version = text if rc == 0 else ""
+        return self._version
 
     # ------------------------------------------------------------------ argv
     def check(self, config: "RunConfig") -> None:
@@ -189,10 +195,6 @@ class Rocprofv3Adapter(RocmToolAdapter):
 def _pass_number(name: str) -> int:
     digits = name.rpartition("_")[2]
     return int(digits) if digits.isdigit() else 0
-
-
-def _run_version(path: str) -> tuple[int | None, str]:
-    return probe(path, ("--version",))
 
 
 def _env_list(name: str) -> tuple[str, ...]:
