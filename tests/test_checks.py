@@ -211,3 +211,10 @@ def _expr(depth: int):
 def test_fuzz_well_formed_arithmetic_evaluates_or_explains(left, op, right):
     """Typed, well-formed comparisons never raise anything but ExprError (math) or Missing."""
     _only_documented_errors(f"{left} {op} {right}")
+
+
+def test_a_measured_integer_too_large_for_a_float_is_an_expr_error():
+    tree = checks.parse("kernel_launches / 3 > 1")
+    with pytest.raises(ExprError, match="too large to compute with"):
+        checks.evaluate(tree, lambda name: 10**400, lambda fname, part: 0.0)
+

@@ -26,6 +26,27 @@ def test_defaults_are_the_workshop_model():
         ({"version": "v3", "hidden_dim": 96, "num_heads": 2, "num_kv_heads": 2}, "head dimension of 16, 32, 64 or 128"),
         ({"profilers": ["ncu", "nsys"]}, "only one external profiler"),
         ({"version": "v4", "cuda_graph": True, "precision": "fp16"}, "not fp16"),
+        # what the trainer would fail on after the run folder exists
+        ({"learning_rate": float("inf")}, "--learning-rate must be a finite number > 0, got inf"),
+        ({"learning_rate": float("nan")}, "--learning-rate must be a finite number > 0, got nan"),
+        ({"weight_decay": float("inf")}, "--weight-decay must be a finite number >= 0, got inf"),
+        ({"weight_decay": float("nan")}, "--weight-decay must be a finite number >= 0, got nan"),
+        ({"norm_eps": 0.0}, "--norm-eps must be a finite number > 0"),
+        ({"seed": 2**64}, "--seed must be an integer from 0 to 4294967295"),
+        ({"seed": -1}, "--seed must be an integer from 0 to 4294967295"),
+        ({"profilers": ["pytorch", "pytorch"]}, "profiler 'pytorch' is asked for twice"),
+        ({"profilers": ["deepspeed", "deepspeed"]}, "profiler 'deepspeed' is asked for twice"),
+        ({"label": "a\x1b[31mb"}, "--label must be text of at most 200 characters without control characters"),
+        ({"label": "x" * 201}, "--label must be text of at most 200 characters"),
+        ({"device": "cuda:x"}, "unknown device 'cuda:x'"),
+        # a hand-edited config.json: wrong types are refused, not a TypeError
+        ({"version": [1, 2]}, "unknown version [1, 2]"),
+        ({"precision": 16}, "unknown precision 16"),
+        ({"profilers": [1, 2]}, "unknown profiler 1"),
+        ({"learning_rate": "fast"}, "--learning-rate must be a finite number > 0, got 'fast'"),
+        ({"tf32": "yes"}, "--tf32 must be true or false"),
+        ({"sdpa": 1, "version": "v2"}, "--sdpa must be true, false or unset"),
+        ({"fault": ["x"]}, "unknown fault ['x']"),
     ],
 )
 def test_bad_values_get_one_line_errors(kwargs, fragment):
@@ -58,3 +79,21 @@ def test_round_trip_and_unknown_keys():
     assert RunConfig.from_dict(cfg.to_dict()) == cfg
     with pytest.raises(ConfigError, match="unknown config key 'colour'"):
         RunConfig.from_dict({"colour": "red"})
+
+
+def test_the_memory_floor_refuses_a_model_that_cannot_fit():
+    cfg = RunConfig(num_layers=100_000_000).validate()
+    assert cfg.parameter_count() > 10**12
+    with pytest.raises(ConfigError, match=r"needs at least [\d,.]+ GiB .* and this machine has 23.0 GiB"):
+        cfg.check_fits(23 * 2**30, "this machine")
+    assert RunConfig().check_fits(23 * 2**30, "this machine").num_layers == 8
+    assert RunConfig().check_fits(None, "an unknown machine").num_layers == 8  # unknown memory: nothing refused
+
+
+def test_the_default_parameter_count_matches_the_model():
+    """The estimate's parameter count is the model's own (v1's tensors, counted by torch)."""
+    from models import build_model
+
+    cfg = RunConfig(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2)
+    assert cfg.parameter_count() == sum(p.numel() for p in build_model(cfg).parameters())
+

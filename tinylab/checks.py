@@ -394,24 +394,32 @@ def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, s
     """Value of `node`; names come from lookup(name), run functions from kernels(fname, part).
 
     Raises ExprError on arithmetic problems (division by zero, ln of a non-positive number,
-    a value of the wrong type) and lets `Missing` from the lookups through.
+    a value of the wrong type, a measured integer too large for a float) and lets `Missing` from
+    the lookups through.
     """
+    try:
+        return _evaluate(node, lookup, kernels)
+    except OverflowError:
+        raise ExprError("a value too large to compute with", node.column) from None
+
+
+def _evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], float]) -> Any:
     op, args = node.op, node.args
     if op in ("num", "str", "bool"):
         return args[0]
     if op == "name":
         return lookup(args[0])
     if op == "neg":
-        return -_number(evaluate(args[0], lookup, kernels), node)
+        return -_number(_evaluate(args[0], lookup, kernels), node)
     if op == "not":
-        return not _boolean(evaluate(args[0], lookup, kernels), node)
+        return not _boolean(_evaluate(args[0], lookup, kernels), node)
     if op == "and":
-        return _boolean(evaluate(args[0], lookup, kernels), node) and _boolean(evaluate(args[1], lookup, kernels), node)
+        return _boolean(_evaluate(args[0], lookup, kernels), node) and _boolean(_evaluate(args[1], lookup, kernels), node)
     if op == "or":
-        return _boolean(evaluate(args[0], lookup, kernels), node) or _boolean(evaluate(args[1], lookup, kernels), node)
+        return _boolean(_evaluate(args[0], lookup, kernels), node) or _boolean(_evaluate(args[1], lookup, kernels), node)
     if op in ("+", "-", "*", "/"):
-        a = _number(evaluate(args[0], lookup, kernels), args[0])
-        b = _number(evaluate(args[1], lookup, kernels), args[1])
+        a = _number(_evaluate(args[0], lookup, kernels), args[0])
+        b = _number(_evaluate(args[1], lookup, kernels), args[1])
         if op == "/" and b == 0:
             raise ExprError("division by zero", node.column)
         result = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b}[op]()
@@ -420,7 +428,7 @@ def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, s
         return result
     if op == "cmp":
         ops, operands = args
-        values = [evaluate(o, lookup, kernels) for o in operands]
+        values = [_evaluate(o, lookup, kernels) for o in operands]
         for i, cmp in enumerate(ops):
             if not _compare(cmp, values[i], values[i + 1], operands[i + 1]):
                 return False
@@ -432,7 +440,7 @@ def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, s
 
 def _call(node: Node, lookup, kernels) -> Any:
     fname, arg_nodes = node.args
-    values = [evaluate(a, lookup, kernels) for a in arg_nodes]
+    values = [_evaluate(a, lookup, kernels) for a in arg_nodes]
     if _base(fname) in KERNEL_FUNCTIONS:
         return kernels(fname, _text(values[0], arg_nodes[0]))
     if fname == "contains":

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +66,11 @@ PROFILERS = (
     "ncu",
     "nsys",
 )
+
+
+MAX_SEED = 2**32 - 1
+MAX_LABEL = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 class ConfigError(UserError):
@@ -162,8 +169,13 @@ class RunConfig:
 
     # ------------------------------------------------------------- validation
     def validate(self) -> "RunConfig":
-        """Raise ConfigError (one line, naming the value and what is allowed) on bad input."""
-        if self.version not in VERSIONS:
+        """Raise ConfigError (one line, naming the value and what is allowed) on bad input.
+
+        Every value the trainer would choke on is refused here (types, finite floats, the seed's
+        range, a profiler named twice, control characters in the label): flags, the lab's form,
+        exercise presets and a hand-edited config.json all pass through it.
+        """
+        if not isinstance(self.version, str) or self.version not in VERSIONS:
             raise ConfigError(f"unknown version {self.version!r}: choose one of {', '.join(VERSIONS)}")
         positive = {
             "vocab_size": self.vocab_size,
@@ -204,19 +216,31 @@ class RunConfig:
                 f"{self.version}'s flash-attention kernel needs a head dimension of 16, 32, 64 or 128;"
                 f" hidden {self.hidden_dim} / heads {self.num_heads} gives {self.head_dim}"
             )
-        if not self.learning_rate > 0:
-            raise ConfigError(f"--learning-rate must be > 0, got {self.learning_rate!r}")
-        if self.weight_decay < 0:
-            raise ConfigError(f"--weight-decay must be >= 0, got {self.weight_decay!r}")
-        if self.norm_eps <= 0:
-            raise ConfigError(f"--norm-eps must be > 0, got {self.norm_eps!r}")
-        if self.precision not in PRECISIONS:
+        for name, lowest, strict in (("learning_rate", 0.0, True), ("weight_decay", 0.0, False),
+                                     ("norm_eps", 0.0, True), ("rope_theta", 0.0, True)):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or (value <= lowest if strict else value < lowest):
+                raise ConfigError(f"{_flag(name)} must be a finite number {'>' if strict else '>='} {lowest:g}, "
+                                  f"got {value!r}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(f"--seed must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {self.seed!r}")
+        for name in ("tf32", "deterministic", "telemetry"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{_flag(name)} must be true or false, got {getattr(self, name)!r}")
+        for name in TOGGLES:
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{_flag(name)} must be true, false or unset, got {getattr(self, name)!r}")
+        if not isinstance(self.label, str) or len(self.label) > MAX_LABEL or _CONTROL.search(self.label):
+            raise ConfigError(f"--label must be text of at most {MAX_LABEL} characters without control characters, "
+                              f"got {self.label!r}"[:200])
+        if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
-        if self.dataset not in DATASETS:
+        if not isinstance(self.dataset, str) or self.dataset not in DATASETS:
             raise ConfigError(f"unknown dataset {self.dataset!r}: choose one of {', '.join(DATASETS)}")
-        if self.device not in DEVICES and not self.device.startswith("cuda:"):
+        if not isinstance(self.device, str) or (self.device not in DEVICES and not re.fullmatch(r"cuda:\d+", self.device)):
             raise ConfigError(f"unknown device {self.device!r}: choose one of {', '.join(DEVICES)} or cuda:N")
-        if self.compile_mode not in COMPILE_MODES:
+        if not isinstance(self.compile_mode, str) or self.compile_mode not in COMPILE_MODES:
             raise ConfigError(
                 f"unknown compile mode {self.compile_mode!r}: choose one of {', '.join(COMPILE_MODES)}"
             )
@@ -228,16 +252,20 @@ class RunConfig:
                 )
         if self.cuda_graph and self._graph_blocked():
             raise ConfigError(self._graph_blocked())
-        for prof in self.profilers:
-            if prof not in PROFILERS:
+        if not isinstance(self.profilers, list):
+            raise ConfigError(f"--profile takes tool names, got {self.profilers!r}")
+        for i, prof in enumerate(self.profilers):
+            if not isinstance(prof, str) or prof not in PROFILERS:
                 raise ConfigError(f"unknown profiler {prof!r}: choose from {', '.join(PROFILERS)}")
+            if prof in self.profilers[:i]:
+                raise ConfigError(f"profiler {prof!r} is asked for twice: name each tool once")
         wrappers = [p for p in self.profilers if p not in ("pytorch", "deepspeed")]
         if len(wrappers) > 1:
             raise ConfigError(
                 f"only one external profiler can wrap a run, got {', '.join(wrappers)}"
             )
         if self.fault is not None:
-            if self.fault not in FAULTS:
+            if not isinstance(self.fault, str) or self.fault not in FAULTS:
                 raise ConfigError(f"unknown fault {self.fault!r}: choose one of {', '.join(FAULTS)}")
             if self.version not in FAULTS[self.fault]:
                 raise ConfigError(
@@ -253,6 +281,31 @@ class RunConfig:
         """
         if device_type != "cuda" and self.cuda_graph:
             raise ConfigError("--cuda-graph needs a GPU; drop it or use --device cuda")
+        return self
+
+    def parameter_count(self) -> int:
+        """Parameters of the model (every version has the same ones: q/k/v/o, gate/up/down, norms,
+        the tied embedding)."""
+        d, hd = self.hidden_dim, self.head_dim
+        per_layer = d * self.num_heads * hd * 2 + d * self.num_kv_heads * hd * 2 + 3 * d * self.ffn_dim + 2 * d
+        return self.vocab_size * d + self.num_layers * per_layer + d
+
+    def memory_floor_bytes(self) -> int:
+        """A lower bound on the memory training needs: fp32 weights, gradients and AdamW's two moments
+        (16 bytes a parameter), plus the activations every version keeps for the backward (about 10
+        hidden-sized and 3 ffn-sized fp32 values a token and layer). A run above it cannot fit."""
+        tokens = self.batch_size * self.seq_len
+        activations = 4 * tokens * self.num_layers * (10 * self.hidden_dim + 3 * self.ffn_dim)
+        return 16 * self.parameter_count() + activations
+
+    def check_fits(self, available_bytes: int | None, where: str) -> "RunConfig":
+        """Refuse, from the estimate, a model that cannot fit in `available_bytes` of `where`."""
+        need = self.memory_floor_bytes()
+        if available_bytes and need > available_bytes:
+            raise ConfigError(
+                f"this model needs at least {need / 2**30:,.1f} GiB ({self.parameter_count():,} parameters, "
+                f"{self.num_layers} layers of hidden {self.hidden_dim}) and {where} has {available_bytes / 2**30:,.1f} GiB: "
+                "use fewer --num-layers, a smaller --hidden-dim or --batch-size")
         return self
 
     # ----------------------------------------------------------- (de)serialise

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from tinylab.packages import describe, foreign_packages
 from tinylab.profilers import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, node_release
@@ -55,6 +57,7 @@ def collect_doctor() -> dict[str, Any]:
     return {
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine()},
         "python": {"version": platform.python_version(), "executable": sys.executable},
+        "memory_bytes": psutil.virtual_memory().total,
         "gpu": gpu_info(),
         "rocm": rocm,
         "packages": {name: _version(dists) for name, dists in PACKAGES.items()},

@@ -28,9 +28,11 @@ from tinylab.config import TOGGLES, ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS
 from tinylab.runs.record import RunRecord
+from tinylab.safeio import UnsafeFile, read_bounded
 
 LEVELS = ("beginner", "intermediate", "advanced")
 PROGRESS_ENV = "TINYLAB_PROGRESS_FILE"
+PROGRESS_LIMIT = 16 << 20
 
 
 # ----------------------------------------------------------------------------- data model
@@ -988,12 +990,16 @@ def load_progress() -> dict:
     """{"scenarios": {id: {"steps": {"N": attempt}}}}; a missing or unreadable file is empty progress.
 
     An attempt is {"time", "passed", "passed_at" (first time every check passed, kept), "checks":
-    {name: {"status", "value", "detail"}}, "passed_checks": [...], "run_ids": [...]}.
+    {name: {"status", "value", "detail"}}, "passed_checks": [...], "run_ids": [...]}. A progress
+    file that is a FIFO, a device or larger than PROGRESS_LIMIT is a UserError: it is never read.
     """
+    path = progress_path()
     try:
-        data = json.loads(progress_path().read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, UnicodeDecodeError, IsADirectoryError):
+        data = json.loads(read_bounded(path, PROGRESS_LIMIT, follow_links=True))
+    except (FileNotFoundError, IsADirectoryError, ValueError, UnicodeDecodeError):
         return {"scenarios": {}}
+    except UnsafeFile as exc:
+        raise UserError(f"progress file ({PROGRESS_ENV}): {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):
         return {"scenarios": {}}
     return data

@@ -30,6 +30,7 @@ from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
 from tinylab.packages import describe, foreign_packages
+from tinylab.safeio import FULL_DISK
 
 GRAPH_WARMUP_ITERS = 3
 
@@ -129,6 +130,12 @@ class Trainer:
         if cfg.version in ("v3", "v4") and self.device.type == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"  # must precede the first triton import
         cfg.check_device(self.device.type)
+        if self.device.type == "cuda":
+            cfg.check_fits(torch.cuda.get_device_properties(self.device).total_memory, "the GPU")
+        else:
+            import psutil
+
+            cfg.check_fits(psutil.virtual_memory().total, "this machine")
         # v4 graphs by default where it can; the stored config records what really ran.
         cfg.cuda_graph = cfg.toggle("cuda_graph") and self.device.type == "cuda"
         if cfg.profilers:
@@ -517,11 +524,16 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, KeyboardInterrupt):
             # A signal (a cancel, Ctrl-C): its traceback says where the step was, not what went wrong.
             message, where = f"interrupted by {str(exc) or 'SIGINT'}", ""
+        elif isinstance(exc, OSError) and exc.errno in FULL_DISK:
+            message, where = f"the disk is full ({exc.filename or run_dir}): free some space and run it again", ""
         else:
             message, where = str(exc) or type(exc).__name__, "".join(traceback.format_exception(exc)[-8:])
-        with EventWriter(run_dir / EVENTS_FILE) as writer:
-            writer.emit("error", type=type(exc).__name__, message=message, traceback=where)
-        print(f"error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
+        try:
+            with EventWriter(run_dir / EVENTS_FILE) as writer:
+                writer.emit("error", type=type(exc).__name__, message=message, traceback=where)
+            print(f"error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
+        except OSError:  # nowhere left to say it: the supervisor's exit event still records the failure
+            pass
         return code
 
 

@@ -113,6 +113,18 @@ def test_html_escapes_run_text(finished_pair, tmp_path):
     assert evil in " ".join(doc.text), "escaped, the text still reads as written"
 
 
+def test_markdown_passes_no_markup_through(finished_pair, tmp_path):
+    """A label or an error message with HTML in it must not become live markup in a Markdown viewer."""
+    evil = "<script>alert('x')</script> | `tick`"
+    run = clone_run(finished_pair.v1, tmp_path, config={"label": evil},
+                    edit=lambda e: e.update(event="error", type="Boom<i>", message=evil, traceback="```\n<tb>")
+                    if e["event"] == "summary" else None)
+    md = build_report([run, finished_pair.v2], "md")
+    assert "<script>" not in md and "<i>" not in md and "&lt;script>" in md
+    fence = next(line for line in md.splitlines() if line.startswith("````"))
+    assert fence == "````text"  # longer than the traceback's own ``` so that it cannot end the block
+
+
 def test_top_kernels_and_kernel_diff(finished_pair, tmp_path):
     template = "void gemm<float, 128>(Params<float> | p)"  # <...> and a pipe: HTML and table syntax
     a = with_kernels(finished_pair.v1, tmp_path / "a", [(template, 30, 3e6), ("rmsnorm", 20, 1e6)])

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
-from support.runs import cli, clone_run, make_run
+from support.runs import TINY_FLAGS, cli, clone_run, make_run
 
 from tinylab.runs.store import RunStore
 
@@ -152,3 +153,88 @@ def test_rm_never_follows_a_symlinked_run_folder(tmp_path):
         proc = cli("rm", ref, "--runs-dir", str(store))
         assert_one_line_error(proc)
     assert (elsewhere.dir / "data.txt").read_text() == "important"
+
+
+# ------------------------------------------------------------------------------ a store that cannot be used
+@pytest.mark.parametrize("where, message", [
+    ("afile", "is not a folder"),
+    ("afile/sub", "a file is in its path"),
+    ("/dev/null", "is not a folder"),
+    ("n" * 300, "File name too long"),
+])
+@pytest.mark.parametrize("command", [["runs"], ["run", "--detach", *TINY_FLAGS]])
+def test_a_store_that_cannot_be_used_is_a_one_line_error(tmp_path, where, message, command):
+    (tmp_path / "afile").write_text("x")
+    proc = tinylab_in(tmp_path, *command, "--runs-dir", where)
+    assert_one_line_error(proc, message)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_store_is_a_one_line_error(tmp_path):
+    (tmp_path / "ro").mkdir(mode=0o555)
+    proc = tinylab_in(tmp_path, "run", "--detach", *TINY_FLAGS, "--runs-dir", "ro/store")
+    assert_one_line_error(proc, "Permission denied")
+
+
+# ------------------------------------------------------------------------------ damaged records
+DAMAGE = {
+    "version-list": lambda run: _config(run, version=[1, 2]),
+    "precision-int": lambda run: _config(run, precision=16),
+    "profilers-ints": lambda run: _config(run, profilers=[1, 2]),
+    "config-to-dev-zero": lambda run: _replace(run.dir / "config.json", lambda p: p.symlink_to("/dev/zero")),
+    "config-fifo": lambda run: _replace(run.dir / "config.json", os.mkfifo),
+    "events-to-dev-zero": lambda run: _replace(run.dir / "events.jsonl", lambda p: p.symlink_to("/dev/zero")),
+    "events-fifo": lambda run: _replace(run.dir / "events.jsonl", os.mkfifo),
+}
+
+
+def _config(run, **values) -> None:
+    cfg = json.loads((run.dir / "config.json").read_text())
+    (run.dir / "config.json").write_text(json.dumps({**cfg, **values}))
+
+
+def _replace(path, make) -> None:
+    path.unlink()
+    make(path)
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_one_damaged_record_shows_in_its_own_row_and_the_rest_lists(finished_pair, tmp_path, damage):
+    root = tmp_path / "runs"
+    damaged = clone_run(finished_pair.v1, root)
+    clone_run(finished_pair.v2, root)
+    DAMAGE[damage](damaged)
+    text = cli("runs", "--runs-dir", str(root), timeout=30)
+    assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
+    rows = {line.split()[0]: line for line in text.stdout.splitlines()[1:]}
+    assert " damaged " in rows[damaged.id] and "finished" in rows[finished_pair.v2.id]
+    listed = {r["id"]: r for r in json.loads(cli("runs", "--json", "--runs-dir", str(root), timeout=30).stdout)}
+    assert listed[damaged.id]["problem"] and listed[finished_pair.v2.id]["problem"] is None
+    for command in (["show", damaged.id], ["report", damaged.id, finished_pair.v2.id]):
+        proc = cli(*command, "--runs-dir", str(root), timeout=30)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr and "damaged" in proc.stdout, proc.stderr
+    damaged_only = json.loads(cli("runs", "--json", "--status", "damaged", "--runs-dir", str(root), timeout=30).stdout)
+    assert [r["id"] for r in damaged_only] == [damaged.id]
+
+
+def test_follow_never_prints_a_file_the_log_links_to(finished_pair, tmp_path):
+    run = clone_run(finished_pair.v1, tmp_path / "runs")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET\n")
+    _replace(run.dir / "output.log", lambda p: p.symlink_to(secret))
+    proc = cli("follow", run.id, "--runs-dir", str(tmp_path / "runs"), timeout=30)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith("output.log: is a symbolic link; not followed")
+    assert "TOP SECRET" not in proc.stdout + proc.stderr
+
+
+def test_runs_status_must_be_a_status(two_run_store):
+    proc = cli("runs", "--status", "bogus", "--runs-dir", str(two_run_store.root))
+    assert proc.returncode == 2 and "invalid choice: 'bogus'" in proc.stderr
+
+
+def test_control_characters_in_a_stored_label_do_not_reach_the_terminal(finished_pair, tmp_path):
+    run = clone_run(finished_pair.v1, tmp_path / "runs")
+    _config(run, label="evil\x1b[2J\nsecond line")
+    out = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout
+    assert "\x1b" not in out and len(out.strip().splitlines()) == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from tinylab import exercises as ex
@@ -51,3 +53,25 @@ def test_default_location_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert ex.progress_path() == tmp_path / "home" / ".local" / "share" / "tinylab" / "progress.json"
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "link-to-device"])
+def test_a_progress_file_that_is_no_file_is_refused_not_read(progress_file, kind, tmp_path):
+    """TINYLAB_PROGRESS_FILE=/dev/zero grew a reader to 7.6 GB; a FIFO would block it."""
+    import os
+
+    from tinylab.errors import UserError
+
+    if kind == "device":
+        os.environ[ex.PROGRESS_ENV] = "/dev/zero"
+    elif kind == "fifo":
+        progress_file.parent.mkdir(parents=True)
+        os.mkfifo(progress_file)
+    else:
+        progress_file.parent.mkdir(parents=True)
+        progress_file.symlink_to("/dev/zero")
+    with pytest.raises(UserError, match="not a regular file; not read"):
+        ex.load_progress()
+    with pytest.raises(UserError, match="not a regular file; not read"):
+        ex.record_progress("demo", 1, [result("a", "pass")], [])
+

@@ -246,3 +246,44 @@ def test_the_trainer_never_imports_from_the_callers_folder(tmp_path):
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert not sentinel.exists(), sentinel.read_text()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 4 MiB tmpfs (root only): a real full disk, not a simulated one."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({proc.stderr.decode().strip() or proc.returncode})")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def fill(folder: Path) -> None:
+    """Take every free byte of the filesystem `folder` is on."""
+    with open(folder / "ballast", "wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * (1 << 16))
+                fh.flush()
+        except OSError:
+            pass
+
+
+def test_a_disk_that_fills_during_the_run_ends_it_failed_with_the_reason(small_disk):
+    store = RunStore(small_disk / "runs")
+    run = launch(store, tiny_config(num_steps=FOREVER_STEPS))
+    wait_for_step(run)
+    fill(small_disk)
+    assert wait_for_status(run, TERMINAL, timeout=60) == "failed"
+    error = run.events().last("error")
+    assert error is not None and "the disk is full" in error["message"], run.events().events[-3:]
+    assert run.events().last("exit") is not None
+
+
+def test_no_run_starts_on_a_full_disk(small_disk):
+    fill(small_disk)
+    proc = cli("run", "--detach", *TINY_FLAGS, "--runs-dir", str(small_disk / "runs"))
+    assert proc.returncode == 2 and proc.stderr.strip().endswith("the disk is full"), proc.stderr
+    assert not any((small_disk / "runs").glob("*/config.json"))

@@ -170,7 +170,7 @@ class TestReaders:
         (run.dir / "config.json").write_text("{half")
         record = run.record()
         assert record.status == "lost" and record.config == {} and record.summary is None
-        with pytest.raises(UserError, match="config.json is missing or not valid JSON"):
+        with pytest.raises(UserError, match="config.json is not valid JSON"):
             run.config()
 
 
@@ -192,3 +192,28 @@ def test_runs_in_a_store_are_only_folders_with_a_config(tmp_path):
     (tmp_path / "stray.txt").write_text("x")
     assert [r.id for r in RunStore(tmp_path).list()] == ["20260101-000000-aaaa"]
     assert isinstance(RunStore(tmp_path).list()[0], Run)
+
+
+def test_a_cancel_that_comes_after_the_summary_leaves_the_run_finished(tmp_path):
+    """The trainer wrote its summary, then a cancel arrived while the supervisor collected the profile."""
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY])
+    (run.dir / "cancel.json").write_text(json.dumps({"time": 1.0, "by_pid": 1}))
+    assert run.status() == "finished"
+    early = make_run(tmp_path, "20260101-000000-bbbb", [START, STEP])
+    (early.dir / "cancel.json").write_text(json.dumps({"time": 1.0, "by_pid": 1}))
+    assert early.status() == "cancelled"
+
+
+def test_a_full_disk_at_creation_leaves_no_half_run(tmp_path, monkeypatch):
+    import errno
+
+    from tinylab.safeio import os as safeio_os
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(safeio_os, "posix_fallocate", full)
+    store = RunStore(tmp_path / "runs")
+    with pytest.raises(UserError, match="cannot create a run in .*: the disk is full"):
+        store.create(tiny_config())
+    assert list((tmp_path / "runs").iterdir()) == []

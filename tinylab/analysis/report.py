@@ -8,6 +8,7 @@ formats are rendered from the same collected data, so they always show the same 
 from __future__ import annotations
 
 import html
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from tinylab.analysis.compare import (
     show_value,
 )
 from tinylab.errors import UserError
-from tinylab.events import FIELD_BY_KEY, StepEvent, Summary, number
+from tinylab.events import EVENTS_FILE, FIELD_BY_KEY, Summary, number, sample_steps
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run
 
@@ -84,8 +85,8 @@ def build_report(runs: list[Run], fmt: str = "md") -> str:
 
 def collect(run: Run) -> RunData:
     record = run.record()
-    steps = [StepEvent.from_event(e) for e in run.events().of("step")]  # every step, for the charts
-    warmup = sum(1 for e in steps if e.warmup)
+    steps = sample_steps(run.dir / EVENTS_FILE)  # a bounded sample of every step, for the charts
+    warmup = max((e.step + 1 for e in steps if e.warmup), default=0)
     charts = []
     for key, title, unit in CHARTS:
         points = [(e.step + 1, number(getattr(e, key))) for e in steps]
@@ -139,6 +140,8 @@ def _header_rows(record: RunRecord) -> list[list[str]]:
         rows.append(["exit code", f"{record.exit.returncode}" + (f" ({sig})" if sig else "")])
     if record.corrupt_lines:
         rows.append(["unreadable event lines", ", ".join(map(str, record.corrupt_lines[:10]))])
+    if record.problem:
+        rows.append(["damaged", record.problem])
     return rows
 
 
@@ -187,7 +190,7 @@ def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: 
            f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by tinylab {__version__}.", ""]
     for d in data:
         r = d.record
-        out += [f"## Run {r.id} ({r.version or '?'}, {r.status})", ""]
+        out += [f"## Run {_md_text(r.id)} ({_md_text(r.version or '?')}, {r.status})", ""]
         out += _md_table(["", ""], _header_rows(r)) + [""]
         out += ["### Summary", ""]
         out += (_md_table(["metric", "value"], _summary_rows(r.summary)) if r.summary
@@ -196,7 +199,7 @@ def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: 
             err = r.error
             out += ["### Error", "", f"**{_md_text(err.type)}**: {_md_text(err.message)}", ""]
             if err.traceback:
-                out += ["```text", err.traceback.rstrip(), "```", ""]
+                out += _md_fence(err.traceback.rstrip()) + [""]
         out += ["### Charts", ""]
         for chart in d.charts:
             out += _md_chart(chart)
@@ -263,8 +266,19 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
 
 
 def _md_text(value: Any) -> str:
-    """One table cell or line: pipes would split cells and newlines would end the row."""
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    """One table cell or line: pipes would split cells and newlines would end the row; outside a
+    code span, markup (a `<script>` in a label or an error message) is escaped, never passed on."""
+    text = str(value).replace("|", "\\|").replace("\n", " ")
+    if len(text) > 1 and text.startswith("`") and text.endswith("`"):  # a code span shows markup as text
+        return text
+    return text.replace("&", "&amp;").replace("<", "&lt;")  # no tag can open; "->" stays readable
+
+
+def _md_fence(text: str) -> list[str]:
+    """A fenced block for text that may itself hold backticks: the fence is longer than any run."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + "text", text, fence]
 
 
 def _md_code(name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
-from tinylab.events import SUMMARY_FIELDS
+from tinylab.events import SUMMARY_FIELDS, TAIL_BYTES
 
 
 def add_arguments(p) -> None:
@@ -45,6 +45,12 @@ def run(args) -> int:
         print(f"exit     code {r.exit.returncode}" + (f" ({r.exit.signal})" if r.exit.signal else ""))
     if r.corrupt_lines:
         print(f"warning  events.jsonl has {len(r.corrupt_lines)} unreadable line(s): {list(r.corrupt_lines[:5])}")
+    if r.skipped_bytes:
+        print(f"note     events.jsonl is large: read its start and its last {TAIL_BYTES >> 20} MiB "
+              f"({r.skipped_bytes / 2**20:,.0f} MiB in between not read)"
+              + (f"; {r.corrupt_unnumbered} unreadable line(s) there" if r.corrupt_unnumbered else ""))
+    if r.problem:
+        print(f"damaged  {r.problem}")
     return 0
 
 

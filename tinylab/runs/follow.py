@@ -7,6 +7,10 @@ import time
 from typing import Callable, Iterator, TextIO
 
 from tinylab.runs.store import TERMINAL, Run
+from tinylab.safeio import open_regular
+
+#: At most this much output is copied a poll (a run that floods its log is followed in steps).
+READ_CHUNK = 4 << 20
 
 #: Exit codes of `follow`, `run` and `train` by final status.
 EXIT_CODES = {"finished": 0, "failed": 1, "lost": 3, "cancelled": 130}
@@ -46,9 +50,9 @@ def _copy_new(run: Run, offset: int, out: TextIO | None) -> int:
     if out is None:
         return offset
     try:
-        with open(run.output_log, "rb") as fh:
+        with open_regular(run.output_log) as fh:  # a link (to /etc/shadow, say) or a FIFO: UserError
             fh.seek(offset)
-            data = fh.read()
+            data = fh.read(READ_CHUNK)
     except FileNotFoundError:
         return offset
     if data:

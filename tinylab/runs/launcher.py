@@ -19,6 +19,7 @@ import time
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.store import Run, RunStore, process_start_time, write_json
+from tinylab.safeio import FULL_DISK, release_space
 
 #: Python flags of every process tinylab starts: `-P` (3.11+) keeps the caller's folder off
 #: sys.path, so a `models/` or `torch.py` there is never imported into a run. Runs also start in
@@ -59,7 +60,12 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
         "launched_at": time.time(),
         "argv": argv,
     }
-    write_json(run.dir / "process.json", record)
+    try:
+        write_json(run.dir / "process.json", record)
+    except OSError as exc:  # the disk filled since the reserve was made: use it, the run has started
+        if exc.errno not in FULL_DISK or not release_space(run.dir):
+            raise
+        write_json(run.dir / "process.json", record)
     return run
 
 

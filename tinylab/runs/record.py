@@ -7,6 +7,7 @@ runs through this record instead of event dicts, so a field is named and typed i
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,8 +28,17 @@ from tinylab.events import (
 _KEY_TOGGLES = ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "cuda_graph")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Text from a run's files as a terminal may show it: control characters (escape sequences,
+    newlines that would split a table row) become '?'."""
+    return _CONTROL.sub("?", text)
+
+
 def key_config(cfg: dict[str, Any]) -> str:
-    """The few settings that tell two runs apart, in one short string."""
+    """The few settings that tell two runs apart, in one short string (printable: it comes from a file)."""
     if not cfg:
         return "?"
     parts = [f"b{cfg.get('batch_size')} s{cfg.get('seq_len')} h{cfg.get('hidden_dim')} l{cfg.get('num_layers')}"]
@@ -45,7 +55,7 @@ def key_config(cfg: dict[str, Any]) -> str:
         parts.append(f"fault={cfg['fault']}")
     if cfg.get("profilers"):
         parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
-    return " ".join(parts)
+    return printable(" ".join(parts))
 
 
 @dataclass(frozen=True)
@@ -72,11 +82,15 @@ class RunRecord:
     profiles: tuple[ProfileEvent, ...] = ()
     corrupt_lines: tuple[int, ...] = field(default=())
     ended: float | None = None  # when its summary, error or exit was written (or it was cancelled)
+    problem: str | None = None  # why the record is damaged (config.json or events.jsonl unreadable or invalid)
+    skipped_bytes: int = 0  # the middle of a huge events.jsonl, not read (steps_done counts from the last step)
+    corrupt_unnumbered: int = 0
     counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
-                   process: dict[str, Any] | None, cancel: dict[str, Any] | None) -> "RunRecord":
+                   process: dict[str, Any] | None, cancel: dict[str, Any] | None,
+                   problem: str | None = None) -> "RunRecord":
         start = log.last("start")
         summary, error, exit_ev, last = log.last("summary"), log.last("error"), log.last("exit"), log.last("step")
         pid = (process or {}).get("pid")
@@ -92,12 +106,16 @@ class RunRecord:
             error=ErrorEvent.from_event(error) if error else None,
             exit=ExitEvent.from_event(exit_ev) if exit_ev else None,
             cancel=CancelRecord(**{k: v for k, v in cancel.items() if k in ("time", "by_pid")}) if cancel else None,
-            steps_done=len(log.of("step")),
+            # a huge log is read at its head and tail: steps are numbered from 0, so count from the last
+            steps_done=(last["step"] + 1 if last else 0) if log.skipped_bytes else len(log.of("step")),
             last_step=StepEvent.from_event(last) if last else None,
             profiles=tuple(ProfileEvent.from_event(p) for p in log.of("profile")),
             corrupt_lines=tuple(log.corrupt_lines),
             ended=next((float(e["time"]) for e in (summary, error, exit_ev) if e and _is_number(e.get("time"))),
                        _clock_time((cancel or {}).get("time"))),
+            problem=printable(problem) if problem else None,
+            skipped_bytes=log.skipped_bytes,
+            corrupt_unnumbered=log.corrupt_unnumbered,
             counter_pass=PassEvent.from_event(p) if (p := log.last("pass")) else None,
         )
 
@@ -110,7 +128,7 @@ class RunRecord:
     @property
     def label(self) -> str:
         value = self.config.get("label")
-        return value if isinstance(value, str) else ""
+        return printable(value) if isinstance(value, str) else ""
 
     @property
     def device(self) -> str | None:
@@ -148,6 +166,7 @@ class RunRecord:
             "peak_mem_mb": s.peak_mem_mb if s else None,
             "final_loss": s.final_loss if s else None,
             "device": self.device,
+            "problem": self.problem,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -175,6 +194,7 @@ class RunRecord:
             "last_step": plain(self.last_step),
             "profiles": [asdict(p) for p in self.profiles],
             "corrupt_lines": list(self.corrupt_lines),
+            "problem": self.problem,
             "counter_pass": plain(self.counter_pass),
         }
 

@@ -15,7 +15,7 @@
 Status is never stored, because a stored status goes stale the moment a process dies:
 running    the supervisor or the trainer is alive (pid AND start time match: pids get reused);
            the trainer counts too because it keeps training when only the supervisor is killed
-cancelled  cancel.json exists and the process is gone
+cancelled  cancel.json exists, the process is gone, and it wrote no summary
 failed     an error event, or a non-zero exit code
 finished   a summary event and a zero (or not yet recorded) exit code
 lost       the process is gone with no summary, error or exit record
@@ -23,6 +23,7 @@ lost       the process is gone with no summary, error or exit record
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -37,6 +38,7 @@ from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord
+from tinylab.safeio import UnsafeFile, read_bounded, reserve_space
 
 STATUSES = ("running", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
@@ -74,11 +76,21 @@ def is_run_dir(path: Path) -> bool:
         (path / name).is_file() and not (path / name).is_symlink() for name in ("config.json", "process.json"))
 
 
+def _why(exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "the disk is full"
+    return exc.strerror or str(exc)
+
+
 def write_json(path: Path, obj: dict[str, Any]) -> None:
     """Write-then-rename, so a reader never sees half a record."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def process_start_time(pid: int) -> float | None:
@@ -103,25 +115,48 @@ class Run:
         return self.dir.name
 
     # ------------------------------------------------------------- files
+    def _read_json(self, name: str) -> dict[str, Any]:
+        """A record file as an object; UserError (one line) when missing, unsafe, too large or not an object."""
+        try:
+            data = json.loads(read_bounded(self.dir / name))
+        except FileNotFoundError:
+            raise UserError(f"{name} is missing") from None
+        except UnsafeFile as exc:
+            raise UserError(str(exc).replace(str(self.dir) + os.sep, "")) from None
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise UserError(f"{name} is not valid JSON ({type(exc).__name__})") from None
+        if not isinstance(data, dict):
+            raise UserError(f"{name} holds a {type(data).__name__}, not an object")
+        return data
+
     def _json(self, name: str) -> dict[str, Any] | None:
         try:
-            data = json.loads((self.dir / name).read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError, UnicodeDecodeError):
+            return self._read_json(name)
+        except UserError:
             return None
-        return data if isinstance(data, dict) else None
 
     @property
     def config_dict(self) -> dict[str, Any]:
         return self._json("config.json") or {}
 
     def config(self) -> RunConfig:
-        data = self._json("config.json")
-        if data is None:
-            raise UserError(f"run {self.id}: config.json is missing or not valid JSON")
+        """The run's config, validated; UserError naming the run and the problem when it is damaged."""
         try:
-            return RunConfig.from_dict(data)
-        except (ConfigError, TypeError) as exc:
+            data = self._read_json("config.json")
+        except UserError as exc:
+            raise UserError(f"run {self.id}: {exc}") from None
+        try:
+            return RunConfig.from_dict(data).validate()
+        except (ConfigError, TypeError, ValueError) as exc:
             raise UserError(f"run {self.id}: config.json: {exc}") from None
+
+    def problem(self) -> str | None:
+        """Why this run's record is damaged (its config or events unreadable), or None."""
+        try:
+            self.config()
+        except UserError as exc:
+            return str(exc).removeprefix(f"run {self.id}: ")
+        return None
 
     @property
     def process(self) -> dict[str, Any] | None:
@@ -146,8 +181,8 @@ class Run:
         log = log if log is not None else self.events()
         if self.is_alive():
             return "running"
-        if self.cancel_record is not None:
-            return "cancelled"
+        if self.cancel_record is not None and log.last("summary") is None:  # a cancel after the summary
+            return "cancelled"                                               # came too late to stop it
         exit_ev = log.last("exit")
         if log.last("error") is not None or (exit_ev is not None and exit_ev.get("returncode") != 0):
             return "failed"
@@ -158,8 +193,9 @@ class Run:
     def record(self) -> RunRecord:
         """Everything `show`, `runs`, compare, report, the exercises and the lab display, read once."""
         log = self.events()
+        problems = [p.replace(f"{self.dir}{os.sep}", "") for p in (self.problem(), log.problem) if p]
         return RunRecord.from_files(self.dir, self.status(log), log, self.config_dict, self.process,
-                                    self.cancel_record)
+                                    self.cancel_record, "; ".join(problems) or None)
 
 
 def _record_alive(record: dict[str, Any] | None) -> bool:
@@ -176,7 +212,17 @@ class RunStore:
         self.root = Path(root) if root is not None else default_runs_dir()
 
     def create(self, cfg: RunConfig) -> Run:
-        self.root.mkdir(parents=True, exist_ok=True)
+        """A new run folder with its marker, config and disk reserve, or UserError with nothing left behind.
+
+        A store that cannot be written (a file in the way, read-only, a name too long, a full disk)
+        is a one-line error here, before anything starts: never a half-written run.
+        """
+        if self._exists():
+            self._check_folder()
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot use {self.root} as the run store: {_why(exc)}") from None
         for _ in range(10):
             run_dir = self.root / new_run_id()
             try:
@@ -184,16 +230,44 @@ class RunStore:
                 break
             except FileExistsError:
                 continue
+            except OSError as exc:
+                raise UserError(f"cannot create a run in {self.root}: {_why(exc)}") from None
         else:  # pragma: no cover - ten collisions of a 16-bit random tail in one second
             raise UserError(f"could not create a unique run folder in {self.root}")
-        mark_run(run_dir)
-        (run_dir / "config.json").write_text(cfg.resolved().to_json() + "\n", encoding="utf-8")
+        try:
+            mark_run(run_dir)
+            write_json(run_dir / "config.json", cfg.resolved().to_dict())
+            reserve_space(run_dir)
+        except OSError as exc:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise UserError(f"cannot create a run in {self.root}: {_why(exc)}") from None
         return Run(run_dir)
 
     def list(self) -> list[Run]:
-        if not self.root.is_dir():
+        """The store's runs, oldest first; a store that exists but cannot be read is a UserError."""
+        if not self._exists():
             return []
-        return [Run(p) for p in sorted(self.root.iterdir()) if is_run_dir(p)]
+        self._check_folder()
+        try:
+            entries = sorted(self.root.iterdir())
+        except OSError as exc:
+            raise UserError(f"cannot read the run store {self.root}: {_why(exc)}") from None
+        return [Run(p) for p in entries if is_run_dir(p)]
+
+    def _exists(self) -> bool:
+        try:
+            self.root.stat()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:  # a name too long, a file where a folder should be on the way ...
+            if exc.errno == errno.ENOTDIR:
+                raise UserError(f"the run store {self.root} is not a folder: a file is in its path") from None
+            raise UserError(f"cannot use {self.root} as the run store: {_why(exc)}") from None
+
+    def _check_folder(self) -> None:
+        if not self.root.is_dir():
+            raise UserError(f"the run store {self.root} is not a folder (set --runs-dir or $TINYLAB_RUNS_DIR)")
 
     def resolve(self, ref: str) -> Run:
         """A full id, a unique prefix, `last`, or a path to a run folder of this store."""

@@ -41,7 +41,10 @@ def supervise(run_dir: Path) -> int:
             argv = adapter.wrap_argv(out_dir, cfg) + argv
         except UserError as exc:  # the tool changed since the pre-launch check (another ROCm on PATH)
             return _not_started(run_dir, str(exc), 2)
-    print("$ " + " ".join(argv), flush=True)
+    try:
+        print("$ " + " ".join(argv), flush=True)
+    except OSError:  # output.log on a full disk: the run still starts, and its events say how it ends
+        pass
     # Cancel signals the whole group; the supervisor outlives the trainer to record the end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -50,12 +53,18 @@ def supervise(run_dir: Path) -> int:
     except OSError as exc:
         return _not_started(run_dir, f"could not start {argv[0]}: {exc}", 127, type(exc).__name__)
     # The trainer outlives a killed supervisor; this record keeps such a run `running` and cancellable.
-    write_json(run_dir / "trainer.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid)})
+    try:
+        write_json(run_dir / "trainer.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid)})
+    except OSError:  # a full disk: process.json (ours) still shows the run as running while we live
+        pass
     rc = proc.wait()
     with EventWriter(run_dir / EVENTS_FILE) as ev:
         ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None)
         if adapter is not None and out_dir is not None:
-            _collect(run_dir, cfg, adapter, out_dir, ev)
+            try:
+                _collect(run_dir, cfg, adapter, out_dir, ev)
+            except OSError:  # no room for the profile: the run's end is already recorded
+                pass
     return 0 if rc == 0 else 1
 
 

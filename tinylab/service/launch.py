@@ -17,7 +17,9 @@ from tinylab.service.machine import Machine
 def check_run(cfg: RunConfig, machine: Machine) -> RunConfig:
     """The config as it will run, or ConfigError/UserError (one line) naming what is wrong."""
     cfg.validate()
-    cfg.check_device(machine.device_type(cfg.device))
+    device_type = machine.device_type(cfg.device)
+    cfg.check_device(device_type)
+    cfg.check_fits(machine.memory_bytes(device_type), "the GPU" if device_type == "cuda" else "this machine")
     check_profilers(cfg)
     return cfg
 

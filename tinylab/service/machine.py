@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
+
 from tinylab.config import ConfigError
 from tinylab.profilers.base import gpu_vendors
 
@@ -20,6 +22,12 @@ class Machine:
     gpus: int = 0  # GPUs torch can use
     vendor: str | None = None  # "nvidia" or "amd" when torch sees a GPU
     gpu_name: str | None = None
+    gpu_memory_bytes: int | None = None  # of one GPU
+    host_memory_bytes: int | None = None
+
+    def memory_bytes(self, device_type: str) -> int | None:
+        """The memory a run on this device type may use (None: unknown, nothing is refused)."""
+        return self.gpu_memory_bytes if device_type == "cuda" else self.host_memory_bytes
 
     @property
     def has_gpu(self) -> bool:
@@ -45,19 +53,24 @@ class Machine:
     @classmethod
     def probe(cls) -> "Machine":
         """This machine, as the trainer's torch will see it."""
+        host = psutil.virtual_memory().total
         if not gpu_vendors():
-            return cls()  # no GPU device node: no torch import needed to know there is no GPU
+            return cls(host_memory_bytes=host)  # no GPU device node: no torch import needed to know
         import torch
 
         if not torch.cuda.is_available():
-            return cls()
+            return cls(host_memory_bytes=host)
         return cls(torch.cuda.device_count(), "amd" if getattr(torch.version, "hip", None) else "nvidia",
-                   torch.cuda.get_device_name(0))
+                   torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory, host)
 
     @classmethod
     def from_doctor(cls, report: dict[str, Any] | None) -> "Machine":
         """From `tinylab doctor --json` (the lab's view): only a GPU torch can use counts."""
-        gpu = (report or {}).get("gpu") or {}
+        report = report or {}
+        host = report.get("memory_bytes") if isinstance(report.get("memory_bytes"), int) else None
+        gpu = report.get("gpu") or {}
         if not gpu.get("torch_sees_gpu"):
-            return cls()
-        return cls(int(gpu.get("count") or 1), gpu.get("vendor"), gpu.get("name"))
+            return cls(host_memory_bytes=host)
+        memory = gpu.get("memory_gb")
+        return cls(int(gpu.get("count") or 1), gpu.get("vendor"), gpu.get("name"),
+                   int(memory * 2**30) if isinstance(memory, (int, float)) else None, host)

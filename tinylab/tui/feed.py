@@ -14,6 +14,7 @@ from pathlib import Path
 from tinylab.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import TERMINAL, Run
+from tinylab.safeio import UnsafeFile, open_regular
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -41,11 +42,14 @@ class LogTail:
     max_line: int = 64 * 1024
     line_limit: int = 2000
     offset: int = 0
+    refused: bool = False
     _partial: bytes = b""
 
     def poll(self) -> list[str]:
+        if self.refused:
+            return []
         try:
-            with open(self.path, "rb") as fh:
+            with open_regular(self.path) as fh:
                 size = fh.seek(0, 2)
                 if size < self.offset:  # truncated or replaced: start over
                     self.offset, self._partial = 0, b""
@@ -61,6 +65,9 @@ class LogTail:
                 data = fh.read(size - self.offset)
         except FileNotFoundError:
             return []
+        except UnsafeFile as exc:  # said once: the run's log is not shown, the rest of the view is
+            self.refused = True
+            return [f"(not shown: {exc})"]
         self.offset += len(data)
         return lines + self._split(data)
 

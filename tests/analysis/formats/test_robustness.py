@@ -264,3 +264,57 @@ def test_sqlite_file_that_is_not_rocpd_but_valid(tmp_path):
     con.commit()
     con.close()
     check_table(load_bytes(db.read_bytes()))
+
+
+# ----------------------------------------------------------------------------- bounds: nothing hangs
+def test_a_recursive_view_is_not_followed_and_a_slow_query_is_stopped(tmp_path, monkeypatch):
+    """A `kernels` view that recurses forever: skipped; a slow query through the dispatch tables: cut off."""
+    from tinylab.analysis.formats import rocpd
+
+    db = tmp_path / "crafted.db"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE VIEW kernels AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)
+            SELECT 'k' AS name, x AS duration FROM n;
+        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER, kernel_name TEXT);
+        CREATE VIEW rocpd_kernel_dispatch AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)
+            SELECT 1 AS kernel_id, x AS start, x + 1 AS "end" FROM n;
+    """)
+    con.close()
+    monkeypatch.setattr(rocpd, "QUERY_SECONDS", 0.5)
+    with pytest.raises(UserError, match=r"crafted.db: reading it took over 0 s and was stopped"):
+        formats.load(db)
+    with pytest.raises(UserError, match="no supported profiler output"):  # also when it merely sits in a folder
+        formats.load(tmp_path)
+
+
+def test_a_folder_scan_stays_inside_and_survives_a_link_loop(tmp_path):
+    inside = tmp_path / "profile"
+    (inside / "host").mkdir(parents=True)
+    (inside / "host" / "loop").symlink_to(inside, target_is_directory=True)
+    (inside / "out").symlink_to(FIX, target_is_directory=True)  # real outputs, but outside the folder
+    with pytest.raises(UserError, match="no supported profiler output found in this folder"):
+        formats.load(inside)
+
+
+def test_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "kernel_stats.csv"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match="is a FIFO, not a regular file"):
+        formats.load(fifo)
+    with pytest.raises(UserError, match="no supported profiler output"):  # and skipped in a scan
+        formats.load(tmp_path)
+
+
+def test_a_huge_folder_scan_stops_with_a_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(formats, "SCAN_FILES", 20)
+    for i in range(30):
+        (tmp_path / f"notes{i}.txt").write_text("nothing here\n")
+    with pytest.raises(UserError, match="stopped looking after 20 files"):
+        formats.load(tmp_path)
+
+
+@pytest.mark.parametrize("where", ["/proc/1", "/proc/1/root", "/root/.ssh/none"])
+def test_system_folders_are_one_line_errors(where):
+    with pytest.raises(UserError):
+        formats.load(Path(where))

@@ -14,6 +14,8 @@ from __future__ import annotations
 import csv
 import json
 import sqlite3
+import stat
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +45,7 @@ from tinylab.analysis.formats.detect import json_kind, sniff
 from tinylab.analysis.formats.dispatch import parse_dispatch_trace
 from tinylab.analysis.kernel_table import build_table
 from tinylab.errors import UserError
+from tinylab.safeio import is_plain_dir, is_plain_file
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,20 @@ FORMATS: dict[str, Format] = {f.name: f for f in REGISTRY}
 _JSON = Format("json", "JSON (PyTorch trace or rocprof-sys timemory)", _parse_json)
 
 
+#: A folder scan stops after this many files or seconds: `tinylab hotspots /` must end, and say why.
+SCAN_FILES = 5000
+SCAN_SECONDS = 15.0
+
+
 def load(path: Path) -> Parsed:
     """Read a native output file or folder into the normalized table."""
-    if not path.exists():
-        raise UserError(f"{path}: no such file or folder")
-    if path.is_dir():
+    try:
+        kind = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file or folder") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(kind):
         return _load_folder(path)
     fmt, head = sniff(path)
     return _parse_as(path, fmt, head)
@@ -167,9 +179,14 @@ def _load_folder(folder: Path) -> Parsed:
     raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
 
 
-def _candidate_files(folder: Path, limit: int = 5000) -> Iterator[Path]:
-    """Files under folder, shallowest first; rocprofv3 nests <host>/<pid>_*, rocprof-sys a timestamp."""
+def _candidate_files(folder: Path) -> Iterator[Path]:
+    """Files under folder, shallowest first (rocprofv3 nests <host>/<pid>_*, rocprof-sys a timestamp).
+
+    Links are never followed, so the scan stays inside the folder and a link loop cannot trap it;
+    FIFOs and devices are skipped; past SCAN_FILES files or SCAN_SECONDS it stops with a UserError.
+    """
     seen = 0
+    deadline = time.monotonic() + SCAN_SECONDS
     level = [folder]
     for _depth in range(6):
         next_level = []
@@ -179,12 +196,19 @@ def _candidate_files(folder: Path, limit: int = 5000) -> Iterator[Path]:
             except OSError:
                 continue
             for entry in entries:
-                if entry.is_dir():
+                if is_plain_dir(entry):
                     next_level.append(entry)
-                elif entry.is_file() and entry.stat().st_size > 0:
+                elif is_plain_file(entry) and _non_empty(entry):
                     seen += 1
-                    if seen > limit:
-                        return
+                    if seen > SCAN_FILES or time.monotonic() > deadline:
+                        raise UserError(f"{folder}: stopped looking after {seen - 1:,} files: point at the "
+                                        "profiler's own output folder or file")
                     yield entry
         level = next_level
 
+
+def _non_empty(path: Path) -> bool:
+    try:
+        return path.lstat().st_size > 0
+    except OSError:
+        return False

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from tinylab.errors import UserError
+from tinylab.safeio import open_regular
 
 SNIFF_BYTES = 1 << 20  # ncu/nsys stdout can carry the program's own output before the CSV header
 
@@ -92,12 +93,19 @@ class Columns:
         return None
 
 
+#: The most a whole-file reader (text tables, JSON traces) takes in; pandas' CSV readers stream.
+TEXT_LIMIT = 512 << 20
+
+
 def read_text(path: Path, head: Head) -> str:
-    if head.compression == "gzip":
-        with gzip.open(path, "rb") as fh:
-            raw = fh.read()
-    else:
-        raw = path.read_bytes()
+    with open_regular(path, follow_links=True) as fh:
+        if head.compression == "gzip":
+            with gzip.open(fh, "rb") as gz:
+                raw = gz.read(TEXT_LIMIT + 1)
+        else:
+            raw = fh.read(TEXT_LIMIT + 1)
+    if len(raw) > TEXT_LIMIT:
+        raise FormatError(f"more than {TEXT_LIMIT >> 20} MiB of text: too large to read whole (profile fewer steps)")
     if b"\x00" in raw:
         raise FormatError("binary data inside a text file (NUL bytes)")
     return raw.decode("utf-8", errors="replace")

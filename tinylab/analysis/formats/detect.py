@@ -24,6 +24,7 @@ from tinylab.analysis.formats._base import (
     read_text,
 )
 from tinylab.errors import UserError
+from tinylab.safeio import open_regular
 
 #: Headers we recognize but that hold no kernels: a pointed message beats "unknown format".
 NOT_KERNEL_HEADERS: list[tuple[set[str], str]] = [
@@ -41,7 +42,7 @@ NOT_KERNEL_HEADERS: list[tuple[set[str], str]] = [
 def sniff(path: Path) -> tuple[str, "Head"]:
     """(format, head) of one file, from its first bytes."""
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path, follow_links=True) as fh:  # a FIFO or a device would block or never end
             raw = fh.read(SNIFF_BYTES)
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -51,8 +52,8 @@ def sniff(path: Path) -> tuple[str, "Head"]:
         return "rocpd", Head(raw, None)
     if raw.startswith(GZIP_MAGIC):
         try:
-            with gzip.open(path, "rb") as fh:
-                inner = fh.read(SNIFF_BYTES)
+            with open_regular(path, follow_links=True) as fh, gzip.open(fh, "rb") as gz:
+                inner = gz.read(SNIFF_BYTES)
         except (OSError, EOFError, zlib.error) as exc:
             raise UserError(f"{path}: corrupt or truncated gzip data ({exc})") from None
         return sniff_text(path, Head(inner, "gzip"))

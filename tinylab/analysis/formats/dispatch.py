@@ -14,6 +14,7 @@ import pandas as pd
 
 from tinylab.analysis.formats._base import Columns, FormatError, Head, Parsed, join
 from tinylab.analysis.formats.detect import header_offset
+from tinylab.safeio import open_regular
 from tinylab.analysis.kernel_table import counts_table, table_from_durations
 
 _SCI = re.compile(r"^\s*-?\d+(?:\.\d+)?[eE][+-]?\d+\s*$")
@@ -31,7 +32,7 @@ def parse_dispatch_trace(path: Path, head: Head, fmt: str) -> Parsed:
     i_end = columns.find("End_Timestamp", required=False)
     i_dispatch = columns.find("Dispatch_Id", "Correlation_Id", required=False)
     wanted = sorted({i for i in (i_name, i_start, i_end, i_dispatch) if i is not None})
-    with open(path, "rb") as fh:
+    with open_regular(path, follow_links=True) as fh:
         fh.seek(offset)
         try:
             df = pd.read_csv(fh, usecols=wanted, engine="c", encoding_errors="replace")

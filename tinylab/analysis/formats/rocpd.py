@@ -1,7 +1,8 @@
 """rocpd, ROCm 7's output: the SQLite database, `rocpd summary` CSV and console text.
 
-The database is read through a time limit (a SQLite progress handler): a crafted view can make
-a query run forever.
+The database is read read-only, through a time limit (a SQLite progress handler), and a
+`kernels` view that recurses is not used: a crafted view can make a query run forever, also when
+the file merely sits in a folder being scanned.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -26,6 +28,10 @@ from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.kernel_table import build_table
 
 
+#: A query running longer than this is stopped; rocpd's own tables of a few steps read in seconds.
+QUERY_SECONDS = 60.0
+
+
 def parse_database(path: Path, head: Head) -> Parsed:
     """ROCm 7 rocpd database: the `kernels` view, else the dispatch and symbol tables joined."""
     uri = path.resolve().as_uri() + "?mode=ro"
@@ -33,9 +39,17 @@ def parse_database(path: Path, head: Head) -> Parsed:
         con = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise FormatError(f"cannot open SQLite database: {exc}") from None
+    deadline = time.monotonic() + QUERY_SECONDS
+    con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
     try:
-        objects = {row[0] for row in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        objects = {row[0]: row[1] or "" for row in
+                   con.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view')")}
         df, note = _kernels(con, objects)
+    except sqlite3.OperationalError as exc:
+        if time.monotonic() > deadline:
+            raise FormatError(f"reading it took over {QUERY_SECONDS:.0f} s and was stopped "
+                              "(a damaged or crafted database?)") from None
+        raise FormatError(f"corrupt or unreadable SQLite database: {exc}") from None
     except sqlite3.DatabaseError as exc:
         raise FormatError(f"corrupt or unreadable SQLite database: {exc}") from None
     finally:
@@ -45,15 +59,17 @@ def parse_database(path: Path, head: Head) -> Parsed:
     return Parsed(build_table(df), "rocpd", note)
 
 
+_RECURSIVE = re.compile(r"\bRECURSIVE\b", re.IGNORECASE)
 _AGG = "COUNT(*) AS calls, SUM({d}) AS total_ns, MIN({d}) AS min_ns, MAX({d}) AS max_ns"
 
 
-def _kernels(con: sqlite3.Connection, objects: set[str]) -> tuple[pd.DataFrame, str | None]:
+def _kernels(con: sqlite3.Connection, objects: dict[str, str]) -> tuple[pd.DataFrame, str | None]:
+    """`objects`: name -> the SQL that made it, for every table and view."""
     def frame(sql: str) -> pd.DataFrame:
         rows = con.execute(sql).fetchall()
         return pd.DataFrame(rows, columns=["name", "calls", "total_ns", "min_ns", "max_ns"])
 
-    if "kernels" in objects:
+    if "kernels" in objects and not _RECURSIVE.search(objects["kernels"]):
         cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
         if {"name"} <= cols and ("duration" in cols or {"start", "end"} <= cols):
             d = "duration" if "duration" in cols else '("end" - start)'
@@ -61,7 +77,7 @@ def _kernels(con: sqlite3.Connection, objects: set[str]) -> tuple[pd.DataFrame, 
             if not df.empty:
                 return df, None
     pairs = []
-    if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects:
+    if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects.keys():
         pairs.append(("rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"))
     else:  # un-merged per-process tables carry a UUID suffix
         for name in sorted(objects):

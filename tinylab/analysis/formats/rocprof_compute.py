@@ -6,6 +6,7 @@ roofline ceilings) and `analyze`'s pmc_kernel_top.csv. The workload's per-dispat
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
+from tinylab.safeio import open_regular
 from tinylab.analysis.kernel_table import build_table
 
 
@@ -58,7 +60,7 @@ def longest_dispatch(workload: Path) -> int | None:
     if path is None:
         return None
     best: tuple[float, int] | None = None
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
         for row in csv.DictReader(fh):
             lowered = {(k or "").strip().lower(): v for k, v in row.items()}
             try:
@@ -79,7 +81,7 @@ def read_roofline(workload: Path) -> dict[str, Any] | None:
     path = workload / "roofline.csv"
     if not path.is_file():
         return None
-    with open(path, newline="", encoding="utf-8", errors="replace") as fh:
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
         rows = list(csv.DictReader(fh))
     peaks: dict[str, float] = {}
     for column in rows[0].keys() if rows else ():

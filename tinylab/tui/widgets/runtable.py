@@ -22,12 +22,12 @@ def cells(record: RunRecord, mark: str, now: float) -> dict[str, Any]:
         "mark": Text(mark, style="bold reverse") if mark else "",
         "run": short_id(row["id"]),
         "age": age(row["started"], now),
-        "status": Text(row["status"], style=STATUS_STYLE.get(row["status"], "")),
+        "status": Text("damaged", style="bold") if row["problem"] else Text(row["status"], style=STATUS_STYLE.get(row["status"], "")),
         "version": row["version"] or "?",
         "sps": Text(number(row["samples_per_s"]), justify="right"),
         "peak": Text(number(row["peak_mem_mb"], ",.0f"), justify="right"),
         "loss": Text(number(row["final_loss"], ".3f"), justify="right"),
-        "config": row["config"] + label,
+        "config": f"! {row['problem']}" if row["problem"] else row["config"] + label,
     }
 
 
