@@ -24,7 +24,11 @@ def lookup(name):
 
 
 def kernels(fname, part):
-    return {"kernel_calls": 7, "kernel_ms": 1.5, "kernel_pct": 12.0}[checks._base(fname)] + (1 if fname.startswith("baseline.") else 0)
+    if checks._base(fname) == "top_bound":
+        return "memory"
+    values = {"kernel_calls": 7, "kernel_ms": 1.5, "kernel_pct": 12.0, "top_intensity": 0.5, "top_bw_pct": 62.0,
+              "top_flops_pct": 0.1, "profile_files": 2}
+    return values[checks._base(fname)] + (1 if fname.startswith("baseline.") else 0)
 
 
 def run(expr, allow_baseline=True):
@@ -54,6 +58,9 @@ def run(expr, allow_baseline=True):
         ('kernel_ms("x") == 1.5 and kernel_pct("x") == 12', True),
         ("false or initial_loss > 1", True),
         ("not sdpa or fwd_ms > 100", False),
+        ('top_bound("gemm") == "memory" and top_intensity("gemm") < 1', True),
+        ('top_bw_pct("x") > 50 and top_flops_pct("x") < 1 and profile_files(".proto") == 2', True),
+        ('baseline.profile_files(".proto") > profile_files(".proto")', True),
     ],
 )
 def test_evaluates(expr, expected):
@@ -84,6 +91,8 @@ def test_evaluates(expr, expected):
         ("sdpa and 1", "'and' needs a boolean, got a number"),
         ("not 1", "'not' needs a boolean, got a number"),
         ('kernel_calls(1) > 0', "kernel_calls() needs a text, got a number"),
+        ('top_bound("gemm") > 1', "'>' needs a number, got a text"),
+        ('top_intensity("gemm") == "memory"', "'==' compares a number with a text"),
         ("1e999 > 0", "too large"),
         ("and", "needs an operand"),
         ("", "expected a value"),

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 
 import pytest
+from support.rocm import VERSIONS, rocm_tree
 
 from tinylab import doctor
 from tinylab.cli import main
 from tinylab.config import PROFILERS
 from tinylab.profilers import base
 from tinylab.profilers.deepspeed import DeepSpeedAdapter
+from tinylab.profilers.rocm import hip_mismatch
 
 WRAPPERS = ("rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")
 
@@ -24,7 +27,7 @@ def fast_deepspeed_check(monkeypatch):
 
 def test_report_shape_and_packages():
     report = doctor.collect_doctor()
-    assert set(report) == {"os", "python", "memory_bytes", "gpu", "packages", "profilers", "warnings"}
+    assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "warnings"}
     assert report["memory_bytes"] > 2**28
     assert report["warnings"] == []
     assert list(report["profilers"]) == list(PROFILERS)
@@ -33,8 +36,8 @@ def test_report_shape_and_packages():
         assert (p["reason"] is None) == p["available"] and (p["fix"] is None) == p["available"]
     assert report["packages"]["torch"] == importlib.metadata.version("torch")
     assert report["profilers"]["pytorch"] == {
-        "available": True, "reason": None, "version": importlib.metadata.version("torch"), "kind": "in-process",
-        "description": report["profilers"]["pytorch"]["description"], "fix": None}
+        "available": True, "reason": None, "version": importlib.metadata.version("torch"), "release": None,
+        "kind": "in-process", "description": report["profilers"]["pytorch"]["description"], "fix": None}
 
 
 def test_cpu_machine_without_tools(monkeypatch, tmp_path):
@@ -76,3 +79,39 @@ def test_cli_json_and_text(capsys, standins):
     assert main(["doctor"]) == 0
     text = capsys.readouterr().out
     assert "profilers" in text and "ok rocprofv3" in text and "-- deepspeed" in text and "fix: pip install deepspeed" in text
+
+
+@pytest.mark.parametrize("key", ["6.2.0", "7.1"])
+def test_amd_node_reports_its_rocm_and_each_tools_release(key, monkeypatch, tmp_path):
+    """On an AMD node the ROCm release is read from its tree, each tool is named with it, and a torch
+    wheel whose HIP would break the profilers is a warning."""
+    monkeypatch.setenv("PATH", str(rocm_tree(tmp_path, key)) + os.pathsep + os.environ["PATH"])
+    monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
+    monkeypatch.delenv("ROCM_PATH", raising=False)
+    monkeypatch.delenv("STANDIN_ROCM_RELEASE", raising=False)
+    version = VERSIONS[key].split("-")[0]
+    monkeypatch.setattr(doctor, "_torch_hip", lambda: "7.2.53211-0f2a5b3")
+    report = doctor.collect_doctor()
+    assert report["rocm"]["release"] == version and report["rocm"]["source"].endswith(".info/version")
+    for name in ("rocprofv3", "rocprof-sys", "rocprof-compute"):
+        assert report["profilers"][name]["available"] and report["profilers"][name]["release"] == f"ROCm {version}"
+    assert report["rocm"]["warning"] in report["warnings"]
+    assert "torch's HIP runtime 7.2.53211-0f2a5b3 is" in report["rocm"]["warning"]
+    text = doctor.render_text(report)
+    assert f"ROCm      {version}" in text and "ok rocprofv3" in text and f"ROCm {version}" in text
+
+
+def test_hip_mismatch_rule():
+    assert hip_mismatch("6.2.2", "6.2.41133-dd7f95766") is None  # the same release
+    assert hip_mismatch("6.4.0", "6.2.41133") is None  # an older wheel of the same major release
+    assert "newer than ROCm 6.2.2" in hip_mismatch("6.2.2", "6.4.43482")
+    assert "from another major release than ROCm 7.0.2" in hip_mismatch("7.0.2", "6.4.43482")
+    assert "rocm6.2" in hip_mismatch("6.2.2", "7.0.51831")
+
+
+def test_no_rocm_section_without_rocm(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("ROCM_PATH", raising=False)
+    monkeypatch.setattr(doctor, "node_release", lambda: None)
+    monkeypatch.setattr(doctor, "_torch_hip", lambda: None)
+    assert doctor.rocm_info() is None

@@ -106,3 +106,51 @@ def test_peak_memory_counts_only_the_runs_own_allocations(tmp_path):
     after = run_training(RunConfig(**cfg), tmp_path / "b", out=io.StringIO())["peak_mem_mb"]
     del leftover
     assert after == pytest.approx(alone, abs=8), (alone, after)
+
+
+class _Nvtx:
+    """torch.cuda.nvtx as far as the trainer uses it, recording what it marks."""
+
+    def __init__(self, broken: bool = False):
+        self.marked: list[str] = []
+        self.broken = broken
+
+    def range_push(self, name):
+        if self.broken:
+            raise RuntimeError("NVTX functions not installed")
+
+    def range_pop(self):
+        pass
+
+    def range(self, name):
+        import contextlib
+
+        self.marked.append(name)
+        return contextlib.nullcontext()
+
+
+def test_gpu_runs_mark_steps_and_phases_cpu_runs_do_not(tmp_path):
+    """On a GPU each step is a roctx/NVTX range named for readers (warm-up says so) and the phases
+    are ranges too; on a CPU nothing is marked (record_function only, as before)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from tinylab.trainer import Trainer, _markers_work
+
+    nvtx = _Nvtx()
+    trainer = Trainer(RunConfig(device="cpu"), tmp_path)
+    trainer.torch = SimpleNamespace(cuda=SimpleNamespace(nvtx=nvtx), profiler=torch.profiler)
+    trainer.markers = True
+    with trainer._step_marker(0, warmup=True), trainer._range("forward"):
+        pass
+    with trainer._step_marker(5, warmup=False):
+        pass
+    assert nvtx.marked == ["tinylab warm-up step 0", "forward", "tinylab step 5"]
+    trainer.markers = False
+    with trainer._step_marker(6, warmup=False), trainer._range("backward"):
+        pass
+    assert nvtx.marked[-1] == "tinylab step 5"
+    assert _markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=nvtx)))
+    assert not _markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=_Nvtx(broken=True))))
+    trainer.close()

@@ -17,10 +17,14 @@ know is an ExprError, whose message names the problem and its column.
     NAME     := measured value, or "baseline." + measured value (the step's comparison run)
     CALL     := FUNCTION "(" [expr ("," expr)*] ")"
 
-Functions: abs, ln, sqrt, min, max (numbers); contains(text, part); and over the run's kernel
-table kernel_calls(part), kernel_ms(part), kernel_pct(part): calls, total milliseconds and
-share of all kernel time of the kernels whose name contains `part` (case-insensitive). The
-kernel functions take the "baseline." prefix too: baseline.kernel_calls("copy").
+Functions: abs, ln, sqrt, min, max (numbers); contains(text, part); and the run functions, which
+read the run: over its kernel table kernel_calls(part), kernel_ms(part), kernel_pct(part): calls,
+total milliseconds and share of all kernel time of the kernels whose name contains `part`
+(case-insensitive); over its hardware counters (rocprof-compute) top_bound(sel) ("memory" or
+"compute"), top_intensity(sel) (FLOP per HBM byte), top_bw_pct(sel) and top_flops_pct(sel) (% of
+the measured peak) of the kernel with the most time among those whose name contains `sel` or
+whose category is `sel`; and profile_files(part), the files its profilers wrote whose path holds
+`part`. The run functions take the "baseline." prefix too: baseline.kernel_calls("copy").
 """
 
 from __future__ import annotations
@@ -48,8 +52,12 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...] | None, str]] = {
     "max": (None, NUM),
     "contains": ((STR, STR), BOOL),
 }
-#: Kernel-table functions: they read the run (or its baseline) and take a name fragment.
-KERNEL_FUNCTIONS = ("kernel_calls", "kernel_ms", "kernel_pct")
+#: Run functions: they read the run (or its baseline), take one text argument; name -> result type.
+KERNEL_FUNCTIONS: dict[str, str] = {
+    "kernel_calls": NUM, "kernel_ms": NUM, "kernel_pct": NUM,
+    "top_bound": STR, "top_intensity": NUM, "top_bw_pct": NUM, "top_flops_pct": NUM,
+    "profile_files": NUM,
+}
 KEYWORDS = ("and", "or", "not", "true", "false")
 
 
@@ -314,7 +322,7 @@ def _call_type(node: Node, names: dict[str, str], allow_baseline: bool) -> str:
         if len(args) != 1:
             raise ExprError(f"{fname}() takes one text argument, got {len(args)}", node.column)
         _want(check_types(args[0], names, allow_baseline), STR, f"{fname}()", args[0])
-        return NUM
+        return KERNEL_FUNCTIONS[_base(fname)]
     if fname not in FUNCTIONS:
         known = ", ".join([*FUNCTIONS, *KERNEL_FUNCTIONS])
         raise ExprError(f"unknown function {fname!r}: the functions are {known}", node.column)
@@ -382,8 +390,8 @@ class Missing(Exception):
         self.reason = reason
 
 
-def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], float]) -> Any:
-    """Value of `node`; names come from lookup(name), kernel functions from kernels(fname, part).
+def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], Any]) -> Any:
+    """Value of `node`; names come from lookup(name), run functions from kernels(fname, part).
 
     Raises ExprError on arithmetic problems (division by zero, ln of a non-positive number,
     a value of the wrong type, a measured integer too large for a float) and lets `Missing` from

@@ -20,6 +20,7 @@ import psutil
 
 from tinylab.packages import describe, foreign_packages
 from tinylab.profilers import all_adapters
+from tinylab.profilers.rocm import hip_mismatch, node_release
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
@@ -43,20 +44,46 @@ def collect_doctor() -> dict[str, Any]:
             "available": status.available,
             "reason": status.reason,
             "version": status.version,
+            "release": status.release,
             "kind": adapter.kind,
             "description": adapter.description,
             "fix": None if status.available else adapter.fix,
         }
     foreign = foreign_packages()
+    rocm = rocm_info()
+    warnings = [describe(foreign)] if foreign else []
+    if rocm and rocm["warning"]:
+        warnings.append(rocm["warning"])
     return {
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine()},
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "memory_bytes": psutil.virtual_memory().total,
         "gpu": gpu_info(),
+        "rocm": rocm,
         "packages": {name: _version(dists) for name, dists in PACKAGES.items()},
         "profilers": profilers,
-        "warnings": [describe(foreign)] if foreign else [],
+        "warnings": warnings,
     }
+
+
+def rocm_info() -> dict[str, Any] | None:
+    """The node's ROCm release, the HIP runtime inside the installed torch wheel, and whether the
+    two clash for the profilers; None where there is neither (an NVIDIA or CPU-only machine)."""
+    release = node_release()
+    hip = _torch_hip()
+    if release is None and hip is None:
+        return None
+    warning = hip_mismatch(release.version, hip) if release and hip else None
+    return {"release": release.version if release else None, "source": release.source if release else None,
+            "torch_hip": hip, "warning": warning}
+
+
+def _torch_hip() -> str | None:
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return getattr(torch.version, "hip", None)
 
 
 def _version(dists: tuple[str, ...]) -> str | None:
@@ -171,12 +198,16 @@ def render_text(report: dict[str, Any]) -> str:
         vendor = gpu["vendor"].upper()
         name = gpu["name"] if gpu["name"].upper().startswith(vendor) else f"{vendor} {gpu['name']}"
         lines.append(f"GPU       {name}{count}" + (f" ({', '.join(details)})" if details else ""))
+    rocm = report.get("rocm")
+    if rocm:
+        found = f"{rocm['release']} ({rocm['source']})" if rocm["release"] else "not found (no .info/version)"
+        lines.append(f"ROCm      {found} · torch's HIP {rocm['torch_hip'] or '- (not a ROCm torch build)'}")
     packages = " · ".join(f"{name} {version or '-'}" for name, version in report["packages"].items())
     lines.append(f"packages  {packages}")
     lines.append("profilers")
     for name, p in report["profilers"].items():
         mark = "ok " if p["available"] else "-- "
-        what = f"{p['version'] or ''}".strip() if p["available"] else f"{p['reason']}"
+        what = " ".join(v for v in (p["version"], p.get("release")) if v) if p["available"] else f"{p['reason']}"
         lines.append(f"  {mark}{name:<16} {p['kind']:<11} {what}")
         if not p["available"] and p.get("fix"):
             lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p['fix']}")

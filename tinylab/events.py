@@ -10,7 +10,11 @@ summary   samples_per_s (median after warm-up), tokens_per_s, step_ms_median, st
           step_ms_p90, fwd_ms_median, bwd_ms_median, opt_ms_median, peak_mem_mb,
           initial_loss, final_loss, params_trained, params_total, model_flops_per_step, mfu,
           steps, measured_steps
-profile   tool, artifacts {name: path relative to the run dir}, kernel_table (path or null), note
+profile   tool, artifacts {name: path relative to the run dir}, kernel_table (path or null), note,
+          steps (training steps the kernel table covers, when the tool says), passes (runs of the
+          program by a counter-pass tool such as rocprof-compute)
+pass      pass, planned, tool, steps: a counter-pass tool started the program again (pass >= 1);
+          passes after the first write their other events to events.pass<k>.jsonl
 telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null)
 error     type, message, traceback
 exit      returncode, signal (written by the supervisor after the trainer ends)
@@ -33,7 +37,7 @@ from typing import Any
 from tinylab.safeio import FULL_DISK, UnsafeFile, open_regular, release_space
 
 EVENTS_FILE = "events.jsonl"
-KINDS = ("start", "step", "summary", "profile", "telemetry", "error", "exit")
+KINDS = ("start", "step", "summary", "profile", "pass", "telemetry", "error", "exit")
 
 _NUM = (int, float, type(None))
 _STR = (str, type(None))
@@ -192,10 +196,30 @@ class ProfileEvent:
     kernel_table: str | None = None
     format: str | None = None
     note: str | None = None
+    steps: int | None = None  # training steps the kernel table covers (None: not known)
+    passes: int | None = None  # runs of the program by a counter-pass tool
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "ProfileEvent":
         return _typed(cls, event)
+
+
+@dataclass(frozen=True)
+class PassEvent:
+    """A counter-pass profiler (rocprof-compute, rocprofv3 -i) started the program again."""
+
+    number: int
+    planned: int | None = None  # runs the tool will make, when known
+    tool: str | None = None
+    steps: int | None = None  # steps this pass trains
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "PassEvent":
+        return _typed(cls, {**event, "number": event.get("pass")})
+
+    @property
+    def label(self) -> str:
+        return f"counter pass {self.number}" + (f" of {self.planned}" if self.planned else "")
 
 
 @dataclass(frozen=True)
@@ -281,6 +305,7 @@ FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
     },
     "summary": {f.key: (_NUM, False) for f in SUMMARY_FIELDS},
     "profile": {"artifacts": ((dict, type(None)), False), "kernel_table": (_STR, False)},
+    "pass": {"pass": ((int,), True), "planned": ((int, type(None)), False)},
     "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False)},
     "exit": {"returncode": ((int,), True), "signal": (_STR, False)},
 }
@@ -411,7 +436,8 @@ def _well_typed(record: dict[str, Any]) -> bool:
         return False
     for name, (types, required) in FIELD_TYPES.get(record["event"], {}).items():
         if name in record:
-            if not isinstance(record[name], types):
+            value = record[name]  # true/false is no count: `"returncode": false` would break ExitEvent
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
                 return False
         elif required:
             return False

@@ -50,6 +50,16 @@ class CheckSpec:
     description: str
     needs_gpu: bool
     gpu_reason: str = ""  # why a GPU is needed: shown when the check is skipped on a CPU
+    on: str = "run"  # "run": the step's run; "recorded": the step's recorded output (any machine)
+
+
+@dataclass
+class Recorded:
+    """A real output of the step's tool, shipped with the exercises: what a learner without the tool
+    (or its GPU) reads instead, and what the step's `on = "recorded"` checks read."""
+
+    path: Path
+    about: str  # where it comes from: tool, release, GPU, program
 
 
 @dataclass
@@ -63,6 +73,9 @@ class Step:
     checks: list[CheckSpec]
     hints: list[str]
     questions: list[Question]
+    tool: str | None = None  # the profiler the step is about: without it here, only the recorded output is read
+    recorded: Recorded | None = None
+    nvidia: str = ""  # the NVIDIA equivalent of the step's command, for a learner on an NVIDIA GPU
 
 
 @dataclass
@@ -108,6 +121,12 @@ _KERNEL_NAMES: dict[str, tuple[str, str]] = {
     "kernel_launches": (checks.NUM, "kernel launches (calls) in the profiled steps"),
     "kernel_total_ms": (checks.NUM, "total kernel time in the profiled steps (ms)"),
 }
+_PROFILE_NAMES: dict[str, tuple[str, str]] = {
+    "profiled_steps": (checks.NUM, "training steps the kernel table covers (rocprofv3: the measured steps, "
+                                   "from the trainer's roctx step ranges)"),
+    "counter_passes": (checks.NUM, "runs of the program by a counter-pass profiler (rocprof-compute: one a "
+                                   "group of hardware counters)"),
+}
 _DEEPSPEED_NAMES: dict[str, tuple[str, str]] = {
     # check name: (flops.json key, description)
     "deepspeed_fwd_flops": ("flops", "FLOPs of one forward pass, counted by the DeepSpeed FLOPS profiler"),
@@ -150,6 +169,8 @@ def names() -> dict[str, tuple[str, str]]:
         out[name] = (kind, f"config: {name}")
     for name, (kind, desc) in _KERNEL_NAMES.items():
         out[name] = (kind, desc)
+    for name, (kind, desc) in _PROFILE_NAMES.items():
+        out[name] = (kind, desc)
     for name, (_, desc) in _DEEPSPEED_NAMES.items():
         out[name] = (checks.NUM, desc)
     for name, desc in _category_names().items():
@@ -157,8 +178,10 @@ def names() -> dict[str, tuple[str, str]]:
     return out
 
 
-def _name_types() -> dict[str, str]:
-    return {name: kind for name, (kind, _) in names().items()}
+def _name_types(recorded: bool = False) -> dict[str, str]:
+    """Names a check may read: every one over a run; over a recorded output its kernel table's."""
+    kernel_names = set(_KERNEL_NAMES) | set(_category_names())
+    return {name: kind for name, (kind, _) in names().items() if not recorded or name in kernel_names}
 
 
 # ----------------------------------------------------------------------------- TOML
@@ -263,8 +286,10 @@ class _Locator:
 _SCENARIO_KEYS = {"id", "title", "level", "minutes", "summary", "order", "notes_file", "defaults", "steps"}
 _SCENARIO_REQUIRED = ("id", "title", "level", "minutes", "summary", "steps")
 _DEFAULTS_KEYS = {"preset", "cpu_preset"}
-_STEP_KEYS = {"title", "text", "text_file", "preset", "cpu_preset", "baseline", "checks", "hints", "questions"}
-_CHECK_KEYS = {"name", "expr", "description", "needs_gpu", "gpu_reason"}
+_STEP_KEYS = {"title", "text", "text_file", "preset", "cpu_preset", "baseline", "checks", "hints", "questions", "tool",
+              "recorded", "nvidia"}
+_CHECK_KEYS = {"name", "expr", "description", "needs_gpu", "gpu_reason", "on"}
+_RECORDED_KEYS = {"path", "about"}
 _QUESTION_KEYS = {"prompt", "answer", "explanation"}
 #: Keys a CPU override may not change: they decide what the step is about, not how big it is.
 _CPU_FIXED = ("version", "fault")
@@ -372,10 +397,20 @@ class _Validator:
             raise self.error(layers[-1][0], f"{what}: {message}") from None
 
     # -- expressions
-    def expression(self, expr: str, where: tuple, check_name: str, has_baseline: bool) -> None:
+    def recorded(self, data: dict, where: tuple) -> Recorded:
+        self.table(data, where, _RECORDED_KEYS, ("path", "about"))
+        name = self.get(data, "path", where, str)
+        target = (self.root / name).resolve()
+        if not target.is_relative_to(self.root.resolve()):
+            raise self.error(where + ("path",), f"recorded output {name!r} points outside the exercises folder")
+        if not target.exists():
+            raise self.error(where + ("path",), f"recorded output {name!r} not found in the exercises folder")
+        return Recorded(target, self.get(data, "about", where, str).strip())
+
+    def expression(self, expr: str, where: tuple, check_name: str, has_baseline: bool, recorded: bool = False) -> None:
         try:
             tree = checks.parse(expr)
-            kind = checks.check_types(tree, _name_types(), has_baseline)
+            kind = checks.check_types(tree, _name_types(recorded), has_baseline)
         except checks.ExprError as exc:
             raise self.error(where, f"check {check_name!r}: {exc}") from None
         if kind != checks.BOOL:
@@ -507,6 +542,13 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
         base_layers = [(("defaults", "preset"), base_preset), (at + ("baseline",), own_base)]
         v.config(base_layers, f"step {number} baseline")
         v.config(base_layers + cpu_layers, f"step {number} baseline with cpu_preset")
+    tool = v.get(raw, "tool", at, str)
+    if tool is not None and tool not in preset.get("profilers", []):
+        raise v.error(at + ("tool",), f"step {number}'s tool {tool!r} is not among its preset's profilers "
+                      f"{preset.get('profilers', [])}")
+    recorded = v.recorded(v.get(raw, "recorded", at, dict, None, "a table (path, about)"), at + ("recorded",)) \
+        if "recorded" in raw else None
+    nvidia = v.get(raw, "nvidia", at, str, "").strip()
     step_checks = []
     seen: set[str] = set()
     for j, rc in enumerate(v.table_list(raw, "checks", at)):
@@ -519,14 +561,21 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
             raise v.error(where + ("name",), f"step {number} has two checks named {name!r}")
         seen.add(name)
         expr = v.get(rc, "expr", where, str)
-        v.expression(expr, where + ("expr",), name, baseline is not None)
+        on = v.get(rc, "on", where, str, "run")
+        if on not in ("run", "recorded"):
+            raise v.error(where + ("on",), f"check {name!r}: on must be \"run\" or \"recorded\", got {on!r}")
+        if on == "recorded" and recorded is None:
+            raise v.error(where + ("on",), f"check {name!r} reads a recorded output: give the step a `recorded` table")
+        v.expression(expr, where + ("expr",), name, baseline is not None and on == "run", recorded=on == "recorded")
         needs_gpu = v.get(rc, "needs_gpu", where, bool, False)
+        if needs_gpu and on == "recorded":
+            raise v.error(where + ("needs_gpu",), f"check {name!r} reads a recorded output: it needs no GPU")
         gpu_reason = v.get(rc, "gpu_reason", where, str, "").strip()
         if needs_gpu and not gpu_reason:
             raise v.error(where + ("needs_gpu",), f"check {name!r} needs a GPU: say why in `gpu_reason`")
         if gpu_reason and not needs_gpu:
             raise v.error(where + ("gpu_reason",), f"check {name!r} has a gpu_reason but needs_gpu is false")
-        step_checks.append(CheckSpec(name, expr, v.get(rc, "description", where, str).strip(), needs_gpu, gpu_reason))
+        step_checks.append(CheckSpec(name, expr, v.get(rc, "description", where, str).strip(), needs_gpu, gpu_reason, on))
     if not step_checks:
         raise v.error(at, f"step {number} has no checks: every step is checked on a real run")
     questions = []
@@ -539,7 +588,8 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
             v.get(rq, "explanation", where, str, "").strip(),
         ))
     hints = [h.strip() for h in v.string_list(raw, "hints", at)]
-    return Step(number, title, text.strip() + "\n", preset, cpu_preset, baseline, step_checks, hints, questions)
+    return Step(number, title, text.strip() + "\n", preset, cpu_preset, baseline, step_checks, hints, questions,
+                tool, recorded, nvidia)
 
 
 def load_scenarios(root: Path | None = None) -> list[Scenario]:
@@ -604,6 +654,8 @@ class _Measured:
         self.config = (self.start.config if self.start and self.start.config else None) or (run.config if run else {})
         self._table: Any = None
         self._table_loaded = False
+        self._counters: Any = None
+        self._counters_loaded = False
 
     def _no_summary(self) -> str:
         if self.error:
@@ -627,6 +679,8 @@ class _Measured:
             return self._kernel_value(name)
         if name in _DEEPSPEED_NAMES:
             return self._deepspeed_value(name)
+        if name in _PROFILE_NAMES:
+            return self._profile_value(name)
         if name in self.config or name == "fault":
             value = self.config.get(name)
             if name == "fault":
@@ -698,6 +752,66 @@ class _Measured:
             return float(rows["total_ns"].sum()) / 1e6
         return float(rows["pct"].sum())
 
+    def _profile_value(self, name: str) -> int:
+        if name == "counter_passes":
+            counted = [p.passes for p in self.profiles if p.passes]
+            if not counted:
+                raise checks.Missing(name, f"the {self.role} was not profiled by a tool that re-runs the program "
+                                           "(rocprof-compute)" if self.summary else self._no_summary())
+            return max(counted)
+        tabled = [p for p in self.profiles if p.kernel_table]
+        if not tabled:
+            self.table()  # says why there is no table
+        steps = tabled[-1].steps if tabled else None
+        if steps is None:
+            raise checks.Missing(name, f"the {self.role}'s profile does not say which steps its kernel table covers "
+                                       "(rocprofv3 needs the trainer's roctx step ranges: a GPU run)")
+        return steps
+
+    # -- hardware counters (rocprof-compute)
+    def counters(self, name: str):
+        """Per-kernel counters and roofline of the rocprof-compute workload (tinylab.analysis.formats.rocprof_compute)."""
+        if not self._counters_loaded:
+            self._counters_loaded = True
+            from tinylab.analysis.formats.rocprof_compute import find_workload, kernel_roofline
+
+            workload = find_workload(self._workload_root()) if self._workload_root() else None
+            self._counters = kernel_roofline(workload) if workload else None
+        if self._counters is None or not len(self._counters):
+            raise checks.Missing(name, f"the {self.role} has no rocprof-compute counters (profile it with "
+                                       "--profile rocprof-compute on an AMD GPU)")
+        return self._counters
+
+    def _workload_root(self) -> Path | None:
+        return Path(self.run.dir) / "profiles" / "rocprof-compute" / "workload" if self.run else None
+
+    def counter_function(self, fname: str, sel: str) -> Any:
+        """top_bound/top_intensity/top_bw_pct/top_flops_pct of the kernel with the most time among those
+        whose name contains `sel` or whose category is `sel`."""
+        from tinylab.analysis.categories import categorize
+
+        call = f"{fname}({sel!r})"
+        table = self.counters(call)
+        chosen = table[[sel.lower() in n.lower() or categorize(n) == sel for n in table["name"]]]
+        if not len(chosen):
+            raise checks.Missing(call, f"no kernel of the {self.role}'s counters matches {sel!r}")
+        top = chosen.iloc[0]  # sorted by time
+        column = {"top_bound": "bound", "top_intensity": "intensity", "top_bw_pct": "bw_pct",
+                  "top_flops_pct": "flops_pct"}[fname]
+        value = top[column]
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            why = ("no FLOP or HBM counters for it" if fname == "top_intensity" else
+                   "no measured ceilings: rocprof-compute ran without its roofline benchmark "
+                   "(--no-roof, or MI300 on ROCm 6.2/6.3)")
+            raise checks.Missing(call, f"{top['name'][:60]}: {why}")
+        if fname in ("top_bw_pct", "top_flops_pct") and bool(top["above_peak"]):
+            raise checks.Missing(call, f"{top['name'][:60]} measured above its peak ({value:.0f}%): past a "
+                                       "physical limit, so its counters or timing are off; not shown")
+        return str(value) if fname == "top_bound" else float(value)
+
+    def files(self, part: str) -> int:
+        return sum(part.lower() in name.lower() for p in self.profiles for name in p.artifacts)
+
     def _deepspeed_value(self, name: str) -> float:
         event = next((p for p in reversed(self.profiles) if p.tool == "deepspeed"), None)
         if event is None or self.run is None:
@@ -713,7 +827,11 @@ class _Measured:
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile recorded {value!r}")
         return value * 1e3 if name == "deepspeed_fwd_ms" else value
 
-    def kernel_function(self, fname: str, part: str) -> float:
+    def kernel_function(self, fname: str, part: str) -> Any:
+        if fname.startswith("top_"):
+            return self.counter_function(fname, part)
+        if fname == "profile_files":
+            return self.files(part)
         table = self.table()
         rows = table[table["name"].str.lower().str.contains(part.lower(), regex=False)]
         if fname == "kernel_calls":
@@ -724,11 +842,46 @@ class _Measured:
         return float(rows["pct"].sum())
 
 
-def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | None, on_gpu: bool) -> list[CheckResult]:
+class _RecordedOutput(_Measured):
+    """A step's recorded output, read as a run's profile: its kernel table and, for a rocprof-compute
+    workload, its counters; it has no summary, config or start record."""
+
+    def __init__(self, recorded: Recorded):
+        super().__init__(None, "recorded output")
+        self.recorded = recorded
+
+    def value(self, name: str) -> Any:
+        if name in _KERNEL_NAMES or name in _category_names():
+            return self._kernel_value(name)
+        raise checks.Missing(name, "a recorded output has only a kernel table")
+
+    def table(self):
+        if not self._table_loaded:
+            self._table_loaded = True
+            from tinylab.analysis.hotspots import load_kernel_table
+
+            try:
+                self._table = load_kernel_table(self.recorded.path)[0]
+            except UserError as exc:
+                raise checks.Missing("kernel table", f"the recorded output cannot be read: {exc}") from None
+        return self._table
+
+    def _workload_root(self) -> Path | None:
+        return self.recorded.path
+
+    def files(self, part: str) -> int:
+        return sum(part.lower() in p.name.lower() for p in self.recorded.path.rglob("*")) \
+            if self.recorded.path.is_dir() else int(part.lower() in self.recorded.path.name.lower())
+
+
+def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | None, on_gpu: bool,
+                    unavailable: str = "") -> list[CheckResult]:
     """Each check of `step` over a run (and its baseline): pass, fail or skip, never an exception.
 
     `run` is None when the step's run was never started (every check then says why it has no
-    value); `baseline` is None when the step has none, or it was not run.
+    value); `baseline` is None when the step has none, or it was not run. `unavailable` says why
+    the step's tool cannot run here: its run checks are then skipped with that reason, and only
+    its `on = "recorded"` checks (over the shipped output) run.
 
     A value the run did not measure fails the check with "not measured: ...", a GPU-only check
     on a CPU is skipped with its reason, and arithmetic problems fail with their message.
@@ -736,6 +889,7 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
     measured = {"run": _Measured(run, "run")}
     if baseline is not None:
         measured["baseline"] = _Measured(baseline, "baseline run")
+    recorded = _RecordedOutput(step.recorded) if step.recorded else None
 
     def source(name: str) -> tuple[_Measured, str]:
         if name.startswith(checks.BASELINE):
@@ -754,7 +908,12 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
 
     results = []
     for spec in step.checks:
-        results.append(_evaluate_one(spec, lookup, kernels, on_gpu))
+        if spec.on == "recorded" and recorded is not None:
+            results.append(_evaluate_one(spec, recorded.value, recorded.kernel_function, True))
+        elif unavailable:
+            results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable))
+        else:
+            results.append(_evaluate_one(spec, lookup, kernels, on_gpu))
     return results
 
 

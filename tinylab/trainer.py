@@ -12,6 +12,7 @@ and a host clock suffices. The `unsynced-timing` fault is the one deliberate exc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 import os
@@ -27,6 +28,7 @@ from typing import Any
 from tinylab.config import ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
+from tinylab.markers import step_range
 from tinylab.packages import describe, foreign_packages
 from tinylab.safeio import FULL_DISK
 
@@ -110,6 +112,8 @@ class Trainer:
         self.events = EventWriter(run_dir / EVENTS_FILE)
         self.hooks: list[Any] = []
         self._stop_telemetry = None
+        self.counter_pass = None  # set when a profiler runs the program once per counter group
+        self.markers = False  # roctx/NVTX ranges around steps and phases (GPU runs only)
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -134,6 +138,9 @@ class Trainer:
             cfg.check_fits(psutil.virtual_memory().total, "this machine")
         # v4 graphs by default where it can; the stored config records what really ran.
         cfg.cuda_graph = cfg.toggle("cuda_graph") and self.device.type == "cuda"
+        if cfg.profilers:
+            self._claim_counter_pass()
+        self.markers = self.device.type == "cuda" and _markers_work(torch)
         torch.manual_seed(cfg.seed)
         if cfg.deterministic:
             torch.use_deterministic_algorithms(True)
@@ -175,19 +182,64 @@ class Trainer:
             self.timer = PhaseTimer(sync) if sync else CudaEventTimer(torch)
         else:
             self.timer = PhaseTimer()
-        if cfg.profilers:
+        later_pass = self.counter_pass is not None and self.counter_pass.number > 1
+        if cfg.profilers and not later_pass:  # a later counter pass only repeats the kernels
             from tinylab.profilers import inprocess_hooks
 
             self.hooks = inprocess_hooks(cfg, self.run_dir)
         for hook in self.hooks:
             hook.on_train_start(self.model, self.device)
-        if cfg.telemetry and self.device.type == "cuda":
+        if cfg.telemetry and self.device.type == "cuda" and not later_pass:
             try:
                 from tinylab.profilers.telemetry import start_sampler
             except ImportError:
                 start_sampler = None
             if start_sampler is not None:
-                self._stop_telemetry = start_sampler(self.events.emit)
+                self._stop_telemetry = start_sampler(self.events.emit, _gpu_index(torch, self.device),
+                                                     _pci_bus_id(torch, self.device))
+
+    def _claim_counter_pass(self) -> None:
+        """Under rocprof-compute (or rocprofv3 -i), which run of the program this is: pass 1 is the run's
+        record; a later pass trains the warm-up and a few steps into its own events file and only
+        announces itself in the run's (tinylab/runs/passes.py)."""
+        from tinylab.runs.passes import claim
+
+        arch = None
+        if self.device.type == "cuda" and getattr(self.torch.version, "hip", None):
+            arch = getattr(self.torch.cuda.get_device_properties(self.device), "gcnArchName", None)
+        counter_pass = claim(self.run_dir, self.cfg, arch)
+        if counter_pass is None:
+            return
+        self.counter_pass = counter_pass
+        fields = dict(planned=counter_pass.planned, tool=counter_pass.tool, steps=counter_pass.steps)
+        if counter_pass.number > 1:
+            with EventWriter(self.run_dir / EVENTS_FILE) as run_events:
+                run_events.emit("pass", **{"pass": counter_pass.number}, **fields)
+            self.events.close()
+            self.events = EventWriter(self.run_dir / counter_pass.events_file)
+            self.cfg.num_steps = counter_pass.steps
+        else:
+            self.events.emit("pass", **{"pass": 1}, **fields)
+        print(f"{counter_pass.label} ({counter_pass.tool} runs the program once per group of hardware counters): "
+              f"training {counter_pass.steps} steps" + (f", events in {counter_pass.events_file}"
+                                                        if counter_pass.number > 1 else ""),
+              file=self.out, flush=True)
+
+    def _range(self, name: str):
+        """A named range: record_function for the PyTorch profiler and, on a GPU, a roctx/NVTX range
+        that rocprofv3 --marker-trace, rocprof-sys and Nsight Systems record."""
+        rf = self.torch.profiler.record_function(name)
+        if not self.markers:
+            return rf
+        stack = contextlib.ExitStack()
+        stack.enter_context(rf)
+        stack.enter_context(self.torch.cuda.nvtx.range(name))
+        return stack
+
+    def _step_marker(self, step: int, warmup: bool):
+        """The step's roctx/NVTX range (GPU only): it closes after the step's synchronize, so every
+        kernel of the step runs inside it."""
+        return self.torch.cuda.nvtx.range(step_range(step, warmup)) if self.markers else contextlib.nullcontext()
 
     # ------------------------------------------------------------------ steps
     def _autocast(self):
@@ -198,9 +250,8 @@ class Trainer:
         return self.torch.autocast(self.device.type, dtype=self.amp_dtype)
 
     def _eager_step(self, step: int) -> tuple[Any, dict]:
-        torch = self.torch
         x, y = self.batches.get(step)
-        rf = torch.profiler.record_function
+        rf = self._range
         self.timer.start()
         for hook in self.hooks:
             hook.on_step_start(step)
@@ -235,7 +286,9 @@ class Trainer:
                 step = first_step + i
                 if step >= self.cfg.num_steps:
                     break
-                self._record_step(step, *self._timed_host_step(step), warmup=True)
+                with self._step_marker(step, warmup=True):
+                    result = self._timed_host_step(step)
+                self._record_step(step, *result, warmup=True)
                 steps_done += 1
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
@@ -347,7 +400,8 @@ class Trainer:
         if use_graph:
             step = self._capture_graph(0)
         while step < cfg.num_steps:
-            loss, times = self._graph_step(step) if use_graph else self._eager_step(step)
+            with self._step_marker(step, warmup=step < cfg.warmup_steps):
+                loss, times = self._graph_step(step) if use_graph else self._eager_step(step)
             self._record_step(step, loss, times, warmup=step < cfg.warmup_steps)
             step += 1
         return self._finish(params, flops)
@@ -393,6 +447,29 @@ class Trainer:
         if self._stop_telemetry is not None:
             self._stop_telemetry()
         self.events.close()
+
+
+def _markers_work(torch) -> bool:
+    """Whether this torch build can mark ranges (roctx on ROCm, NVTX on CUDA)."""
+    try:
+        torch.cuda.nvtx.range_push("tinylab")
+        torch.cuda.nvtx.range_pop()
+    except (RuntimeError, AttributeError):
+        return False
+    return True
+
+
+def _gpu_index(torch, device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+def _pci_bus_id(torch, device) -> str | None:
+    """The GPU's PCI address ("0000:c1:00.0"), so telemetry reads this GPU whatever the numbering."""
+    props = torch.cuda.get_device_properties(device)
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is None:
+        return None
+    return f"{getattr(props, 'pci_domain_id', 0):04x}:{bus:02x}:{getattr(props, 'pci_device_id', 0):02x}.0"
 
 
 def _profile_fields(run_dir: Path, hook) -> dict:

@@ -196,3 +196,49 @@ def test_unknown_scenario_lists_the_ids(tmp_path):
         ex.get_scenario("nope", root)
     with pytest.raises(UserError, match="foo has steps 1..2, not 3"):
         ex.get_step(ex.get_scenario("foo", root), 3)
+
+
+TOOL_STEP = '''
+[[steps]]
+title = "Third"
+text = "About rocprofv3."
+preset = { profilers = ["rocprofv3"] }
+tool = "rocprofv3"
+recorded = { path = "foo/recorded.csv", about = "a recorded table" }
+nvidia = "tinylab run --profile nsys"
+checks = [
+  { name = "run-side", expr = "kernel_count > 1", description = "run", needs_gpu = true, gpu_reason = "AMD kernels" },
+  { name = "recorded-side", expr = "kernel_launches > 1", on = "recorded", description = "recorded" },
+]
+'''
+
+
+def write_tool_step(tmp_path, old: str = "", new: str = ""):
+    root = write(tmp_path, GOOD + TOOL_STEP.replace(old, new, 1))
+    (root / "foo" / "recorded.csv").write_text('"Name","Calls","TotalDurationNs"\n"k",2,10\n', encoding="utf-8")
+    return root
+
+
+def test_a_tool_step_with_a_recorded_output_loads(tmp_path):
+    (scenario,) = ex.load_scenarios(write_tool_step(tmp_path))
+    step = scenario.steps[2]
+    assert step.tool == "rocprofv3" and step.nvidia == "tinylab run --profile nsys"
+    assert step.recorded.path.name == "recorded.csv" and step.recorded.about == "a recorded table"
+    assert [c.on for c in step.checks] == ["run", "recorded"]
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('tool = "rocprofv3"', 'tool = "rocprof-sys"', "tool 'rocprof-sys' is not among its preset's profilers"),
+    ('path = "foo/recorded.csv"', 'path = "foo/missing.csv"', "recorded output 'foo/missing.csv' not found"),
+    ('path = "foo/recorded.csv"', 'path = "../../etc/passwd"', "points outside the exercises folder"),
+    ('recorded = { path = "foo/recorded.csv", about = "a recorded table" }', "", "reads a recorded output: give the step a `recorded` table"),
+    ('on = "recorded"', 'on = "elsewhere"', 'on must be "run" or "recorded"'),
+    ('"kernel_launches > 1", on', '"samples_per_s > 1", on', "unknown name 'samples_per_s'"),
+    ('on = "recorded", description = "recorded"', 'on = "recorded", description = "recorded", needs_gpu = true, gpu_reason = "x"',
+     "reads a recorded output: it needs no GPU"),
+])
+def test_tool_step_problems(tmp_path, old, new, message):
+    root = write_tool_step(tmp_path, old, new)
+    with pytest.raises(ex.ScenarioError, match=None) as info:
+        ex.load_scenarios(root)
+    assert message in str(info.value) and str(info.value).startswith("exercises/foo.toml:")

@@ -55,19 +55,21 @@ def test_registry_matches_config_names():
         get_adapter("vtune")
 
 
-@pytest.mark.parametrize("name,version", [
-    ("rocprofv3", "1.0.0"), ("rocprof-sys", "1.1.0"), ("rocprof-compute", "3.1.0"), ("ncu", "2025.3.1.0"),
-    ("nsys", "2024.6.1.90-246135386443v0"),
+@pytest.mark.parametrize("name,version,release", [
+    # outside a ROCm tree the AMD stand-ins are 7.0: rocprofv3 --version names its ROCm, the others
+    # are mapped from their own version (rocm_releases.SYS_TO_ROCM / COMPUTE_TO_ROCM)
+    ("rocprofv3", "1.0.0", "ROCm 7.0.0"), ("rocprof-sys", "1.1.0", "ROCm 7.0"), ("rocprof-compute", "3.2.2", "ROCm 7.0"),
+    ("ncu", "2025.3.1.0", None), ("nsys", "2024.6.1.90-246135386443v0", None),
 ])
-def test_available_finds_the_tool_and_its_version(standins, name, version):
-    assert get_adapter(name).available() == base.Availability(True, None, version)
+def test_available_finds_the_tool_and_its_version(standins, name, version, release):
+    assert get_adapter(name).available() == base.Availability(True, None, version, release)
 
 
 def test_unavailable_reasons(monkeypatch, tmp_path, standins):
     monkeypatch.setattr(base, "gpu_vendors", lambda: {"nvidia"})
     amd = get_adapter("rocprofv3").available()
     assert not amd.available and amd.version == "1.0.0"
-    assert amd.reason == "rocprofv3 1.0.0 found, but no AMD GPU is visible (/dev/kfd missing)"
+    assert amd.reason == "rocprofv3 1.0.0 (ROCm 7.0.0) found, but no AMD GPU is visible (/dev/kfd missing)"
     assert get_adapter("ncu").available().available
     monkeypatch.setenv("PATH", str(tmp_path))
     assert get_adapter("nsys").available() == base.Availability(False, "nsys not found on PATH", None)
@@ -93,7 +95,7 @@ def test_rocprofv3(standins, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "program_ran").read_text() == "yes"
     argv = adapter.wrap_argv(out, CONFIG)
-    assert argv[1:] == ["--kernel-trace", "--stats", "--truncate-kernels", "--output-format", "csv",
+    assert argv[1:] == ["--kernel-trace", "--stats", "--truncate-kernels", "--marker-trace", "--output-format", "csv",
                         "--output-directory", str(out), "--"]
     result = adapter.collect(out)
     assert result.format == "rocprofv3-kernel-stats"
@@ -144,19 +146,20 @@ def test_rocprof_sys(standins, tmp_path):
     assert "ui.perfetto.dev" in result.note and any(n.endswith(".proto") for n in result.artifacts)
 
 
-@pytest.mark.parametrize("mode,flag", [("counters", "--no-roof"), ("roof-only", "--roof-only")])
-def test_rocprof_compute(standins, tmp_path, mode, flag):
+@pytest.mark.parametrize("mode,flags", [("full", []), ("counters", ["--no-roof"]), ("roof-only", ["--roof-only"])])
+def test_rocprof_compute(standins, tmp_path, mode, flags):
     adapter = RocprofComputeAdapter(mode)
     out, proc = run_wrapped(adapter, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert adapter.wrap_argv(out, CONFIG)[1:] == ["profile", "-n", "tinylab", "-p", str(out / "workload"), flag, "--"]
+    assert adapter.wrap_argv(out, CONFIG)[1:] == ["profile", "-n", "tinylab", "-p", str(out / "workload"), *flags,
+                                                  "--device", "0", "--"]
     result = adapter.collect(out)
     assert result.format == "rocprof-compute"
     assert totals(result.table) == {"vecCopy(double*, double*, double*, int, int) [clone .kd]": (3, 52320.0)}
     assert "analyze/list_stats.txt" in result.artifacts
     assert "analyze/dispatch_0/2.1_Speed-of-Light.csv" in result.artifacts  # dispatch 0 is the longest (20480 ns)
     assert "workload/pmc_kernel_top.csv" in result.artifacts
-    if mode == "roof-only":
+    if mode != "counters":
         roofline = json.loads((out / "roofline.json").read_text())
         assert roofline["devices"] == 4 and roofline["peaks"]["HBMBw"] == pytest.approx(1389.07, abs=0.01)
     else:
@@ -233,7 +236,8 @@ def test_inprocess_hooks_only_for_in_process_tools(tmp_path):
 
 def test_write_kernel_table_without_table(tmp_path):
     event = write_kernel_table(tmp_path, "deepspeed", base.CollectResult({"flops.json": str(tmp_path / "x")}, None, "n", "f"))
-    assert event == {"tool": "deepspeed", "artifacts": {"flops.json": "x"}, "kernel_table": None, "format": "f", "note": "n"}
+    assert event == {"tool": "deepspeed", "artifacts": {"flops.json": "x"}, "kernel_table": None, "format": "f", "note": "n",
+                     "steps": None, "passes": None}
 
 
 def test_bin_folder_is_not_on_path_by_default():

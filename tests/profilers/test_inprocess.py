@@ -264,3 +264,36 @@ def test_profiled_run_stores_its_kernel_tables(tmp_path, capsys):
     truncated = samples.expected_from_dispatches(
         samples.rocm7_dispatches(samples.FIXTURES / "rocprofv3/rocm7-docs-data/kernel_trace_truncated.csv"))
     assert {k["name"]: k["calls"] for k in data["kernels"]} == {k: v[0] for k, v in truncated.items()}
+
+
+def test_amd_telemetry_reads_the_runs_own_gpu(monkeypatch):
+    """By PCI address when torch gives one, else torch's index through HIP/CUDA_VISIBLE_DEVICES and
+    then ROCR_VISIBLE_DEVICES (the order HIP applies them)."""
+    bdf = {"g0": "0000:05:00.0", "g1": "0000:26:00.0", "g2": "0000:46:00.0", "g3": "0000:65:00.0"}
+    smi = SimpleNamespace(amdsmi_get_processor_handles=lambda: list(bdf), amdsmi_get_gpu_device_bdf=bdf.get)
+    for var in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        monkeypatch.delenv(var, raising=False)
+    assert telemetry.amd_handle(smi, 0, "0000:46:00.0") == "g2"
+    assert telemetry.amd_handle(smi, 1, None) == "g1"
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "2,3")
+    assert telemetry.amd_handle(smi, 1, None) == "g3"
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "1,2,3")
+    assert telemetry.amd_handle(smi, 0, None) == "g2"
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "7")
+    with pytest.raises(LookupError):
+        telemetry.amd_handle(smi, 0, None)
+
+
+def test_nvml_telemetry_by_pci_address(monkeypatch):
+    mod = fake_pynvml()
+    mod.nvmlDeviceGetHandleByPciBusId_v2 = lambda bus: ("gpu", bus)
+    mod.nvmlDeviceGetHandleByIndex = lambda i: pytest.fail("the PCI address decides")
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    events = []
+    stop = telemetry.start_sampler(lambda kind, **f: events.append(f), 1, "0000:c1:00.0", interval_s=10)
+    deadline = time.monotonic() + 5
+    while not events and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert events and events[0]["gpu_util_pct"] == 37.0

@@ -95,3 +95,12 @@ def test_a_parseable_record_with_wrong_field_types_is_corrupt(tmp_path):
     log = read_events(path)
     assert [e["event"] for e in log.events] == ["step", "exit"]
     assert log.corrupt_lines == [2, 3, 4, 5, 6, 7]
+
+
+def test_true_false_is_no_count():
+    """`"pass": true` or `"returncode": false` parse as JSON ints in Python: they are corrupt records."""
+    from tinylab.events import parse_lines
+
+    events, corrupt, _ = parse_lines(b'{"event": "pass", "pass": true}\n{"event": "exit", "returncode": false}\n'
+                                     b'{"event": "pass", "pass": 2, "planned": 16}\n')
+    assert corrupt == [1, 2] and [e["pass"] for e in events] == [2]

@@ -58,3 +58,17 @@ def test_fake_kernel_categories_match_the_categorizer():
     from tinylab.analysis.categories import categorize
 
     assert [categorize(name) for name, *_ in KERNELS] == [category for *_, category in KERNELS]
+
+
+def test_feed_carries_the_counter_pass(tmp_path: Path):
+    """A counter-pass profiler's `pass` events reach the Run screen, which shows "counter pass k of N"."""
+    import json
+
+    run = Run(make_run(tmp_path, "20261126-020000-b2b2", steps=3))
+    with open(run.dir / "events.jsonl", "a") as fh:
+        for k in (1, 2):
+            fh.write(json.dumps({"event": "pass", "time": 1.0, "pass": k, "planned": 16, "tool": "rocprof-compute",
+                                 "steps": 3}) + "\n")
+    update = RunFeed(run).poll()
+    assert update.counter_pass is not None and update.counter_pass.label == "counter pass 2 of 16"
+    assert update.record.counter_pass == update.counter_pass

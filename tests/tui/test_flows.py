@@ -363,3 +363,28 @@ async def test_hotspots_timeline_panel_takes_its_turn_on_a_wide_screen(store: Pa
         await pilot.press("t", "t")
         assert screen.query_one("#timeline-pane").display and not screen.query_one("#artifacts-pane").display
         assert "GPU |" in text_of(pilot, "#hot-timeline")
+
+
+async def test_a_step_whose_tool_is_missing_reads_its_recorded_output(store: Path, monkeypatch):
+    """rocm-tools on a machine without the AMD tools: the step view says what to do without them,
+    running the step starts no run and its recorded checks pass over the shipped output."""
+    from tinylab.exercises import default_root
+    from tinylab.profilers import base
+
+    monkeypatch.setattr(base, "gpu_vendors", lambda: set())
+    app = make_app(store, exercises_root=default_root())
+    app.backend.launch = lambda cfg: pytest.fail("no run may start without the step's tool")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_step(pilot, app, "rocm-tools")
+        assert "recorded output:" in text_of(pilot, "#hints") and "on an NVIDIA GPU:" in text_of(pilot, "#hints")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "all checks passed" in text_of(pilot, "#checks"), what="the recorded checks")
+        assert "no run: its tool is not here" in text_of(pilot, "#step-run") and screen.step_runs[1] == {}
+
+
+async def open_step(pilot, app, scenario_id: str):
+    from tinylab.tui.screens.exercises import StepScreen
+
+    app.push_screen(StepScreen(scenario_id))
+    await wait_for(pilot, lambda: screen_name(pilot) == "StepScreen" and pilot.app.screen.scenario, what="the step view")
+    return pilot.app.screen

@@ -126,10 +126,17 @@ def _show(args) -> int:
         print(f"  on a CPU    {_settings(step.cpu_preset)}")
     if step.baseline is not None:
         print(f"  baseline    {_settings(step.baseline)}  (run first, for comparison)")
+    if step.tool:
+        print(f"\nTool: {step.tool} (tinylab doctor says whether it works here)")
+    if step.recorded:
+        print(f"  recorded    {step.recorded.path}\n              {step.recorded.about}: what the step reads without the tool")
+    if step.nvidia:
+        print(f"  on NVIDIA   {step.nvidia}")
     print("\nChecks:")
     for c in step.checks:
         print(f"  {c.name:<24} {c.expr}")
-        print(f"  {'':<24} {c.description}" + ("  [GPU only]" if c.needs_gpu else ""))
+        tag = "  [GPU only]" if c.needs_gpu else ("  [recorded output]" if c.on == "recorded" else "")
+        print(f"  {'':<24} {c.description}" + tag)
     if step.hints:
         print(f"\nHints: {min(args.hints, len(step.hints))} of {len(step.hints)} shown (--hints N reveals more)")
         for i, hint in enumerate(step.hints[: args.hints], 1):

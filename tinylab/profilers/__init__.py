@@ -18,6 +18,7 @@ from tinylab.profilers.base import (
     InProcessAdapter,
     InProcessHook,
     ProfilerAdapter,
+    WrapperAdapter,
     profile_dir,
     write_kernel_table,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "get_adapter",
     "inprocess_hooks",
     "profile_dir",
+    "wrapper_adapter",
     "write_kernel_table",
 ]
 
@@ -84,3 +86,12 @@ def inprocess_hooks(config: "RunConfig", run_dir: Path) -> list[InProcessHook]:
         if isinstance(adapter, InProcessAdapter):
             hooks.append(adapter.make_hook(config, profile_dir(run_dir, name)))
     return hooks
+
+
+def wrapper_adapter(config: "RunConfig") -> WrapperAdapter | None:
+    """The external (argv-wrapping) profiler of a run, or None (config allows at most one)."""
+    for name in config.profilers:
+        adapter = get_adapter(name)
+        if isinstance(adapter, WrapperAdapter):
+            return adapter
+    return None

@@ -37,6 +37,7 @@ class Availability:
     available: bool
     reason: str | None = None
     version: str | None = None
+    release: str | None = None  # the ROCm (or toolkit) release the tool belongs to, e.g. "ROCm 6.2.2"
 
 
 @dataclass
@@ -45,6 +46,8 @@ class CollectResult:
     table: "pd.DataFrame | None" = None
     note: str | None = None
     format: str | None = None
+    steps: int | None = None  # training steps the kernel table covers, when the tool says
+    passes: int | None = None  # times the tool ran the program (counter passes)
 
 
 class ProfilerAdapter(ABC):
@@ -62,6 +65,9 @@ class ProfilerAdapter(ABC):
     @abstractmethod
     def available(self) -> Availability:
         """Whether the tool works on this machine, its version, or why not."""
+
+    def check(self, config: "RunConfig") -> None:
+        """Refuse, before anything starts, what this tool cannot do for `config` (one-line UserError)."""
 
     def collect(self, out_dir: Path) -> CollectResult:
         """Artifacts and kernel table found in out_dir; a missing or unreadable table is a note."""
@@ -130,6 +136,9 @@ class WrapperAdapter(ProfilerAdapter):
     executable: str = ""
     vendor: str = ""  # "nvidia" or "amd": the tool profiles only that vendor's GPUs
     version_args: tuple[str, ...] = ("--version",)
+    #: Its kernel table covers every step the run trained (the whole process), unless collect says
+    #: otherwise: the supervisor then records that step count with the table.
+    whole_run_table: bool = False
 
     def executable_path(self) -> str | None:
         return shutil.which(self.executable)
@@ -154,24 +163,45 @@ class WrapperAdapter(ProfilerAdapter):
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
         """The tool's argv, to be followed by the trainer's; its output goes under out_dir."""
 
+    def reruns_program(self, out_dir: Path) -> bool:
+        """Whether the tool runs the program once per group of hardware counters. Asked inside the
+        profiled program, so it reads files only: a tool started from there would be profiled too."""
+        return False
+
+    def planned_passes(self, out_dir: Path, arch: str | None) -> int | None:
+        """How many runs of the program the tool will make (None: not known), for "pass k of N";
+        files only, as reruns_program."""
+        return None
+
 
 _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*(?:[-+.][0-9A-Za-z.]+)?")
 
 
-def tool_version(path: str, args: tuple[str, ...], timeout: float = 30.0) -> tuple[bool, str | None, str]:
-    """(ran ok, version, output tail) of `path args`; the version is the first on a 'version' line."""
+def probe(path: str, args: tuple[str, ...], timeout: float = 30.0) -> tuple[int | None, str]:
+    """(exit code, stdout + stderr) of `path args`; (None, why) when it could not run."""
     try:
         proc = subprocess.run(
             [path, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, errors="replace"
         )
     except subprocess.TimeoutExpired:
-        return False, None, f"no answer within {timeout:.0f} s"
+        return None, f"no answer within {timeout:.0f} s"
     except OSError as exc:
-        return False, None, exc.strerror or str(exc)
-    output = (proc.stdout or "") + "\n" + (proc.stderr or "")
-    if proc.returncode != 0:
-        tail = " ".join(output.split())[-200:] or f"exit code {proc.returncode}"
-        return False, None, tail
+        return None, exc.strerror or str(exc)
+    return proc.returncode, (proc.stdout or "") + "\n" + (proc.stderr or "")
+
+
+def tail(output: str, limit: int = 200) -> str:
+    """The end of a tool's output on one line, for a one-line reason."""
+    return " ".join(output.split())[-limit:]
+
+
+def tool_version(path: str, args: tuple[str, ...], timeout: float = 30.0) -> tuple[bool, str | None, str]:
+    """(ran ok, version, output tail) of `path args`; the version is the first on a 'version' line."""
+    rc, output = probe(path, args, timeout)
+    if rc is None:
+        return False, None, output
+    if rc != 0:
+        return False, None, tail(output) or f"exit code {rc}"
     lines = [line for line in output.splitlines() if line.strip()]
     ranked = [line for line in lines if "version" in line.lower()] + lines
     for line in ranked:
@@ -254,6 +284,8 @@ def write_kernel_table(run_dir: Path, tool: str, result: CollectResult) -> dict[
         "kernel_table": kernel_table,
         "format": result.format,
         "note": result.note,
+        "steps": result.steps,
+        "passes": result.passes,
     }
 
 

@@ -30,6 +30,7 @@ KERNEL_REPORTS = ("cuda_gpu_kern_sum", "gpukernsum")
 class NsysAdapter(WrapperAdapter):
     name = "nsys"
     executable = "nsys"
+    whole_run_table = True
     vendor = "nvidia"
     description = "NVIDIA Nsight Systems: CUDA/NVTX/OS-runtime timeline and kernel summary"
     fix = "install Nsight Systems (CUDA toolkit or nsight-systems package) and put nsys on PATH; needs an NVIDIA GPU"

@@ -1,57 +1,120 @@
-"""rocprof-compute (formerly Omniperf): hardware-counter analysis of AMD kernels.
+"""rocprof-compute (Omniperf in ROCm 6.2): hardware counters, speed-of-light and roofline of AMD kernels.
 
-Profile: `rocprof-compute profile -n tinylab -p <out>/workload --no-roof -- <trainer>` (or
-`--roof-only` for roofline ceilings only). With -p the path is used as is, so the workload is
-always <out>/workload (FORMATS.md 3). Collect then runs `analyze`: `--list-stats` (kernel and
-dispatch lists; also writes pmc_kernel_top.csv) and `--dispatch N --save-dfs` for the longest
-dispatch, whose per-panel tables are saved as CSV: the fancy_grid boxes are never parsed.
+Profile: `<exe> profile -n tinylab -p <out>/workload [--no-roof | --roof-only] [-k ...] [-d ...]
+--device <gpu> -- <trainer>`, exe `omniperf` on 6.2 and `rocprof-compute` from 6.3. With -p the
+path is used as is, so the workload is always <out>/workload (docs/rocm-tools.md). The program
+is given as the interpreter's absolute path: 6.2-6.4 refuse an argv[0] that is not a file.
+
+rocprof-compute runs the program once per group of hardware counters: 15-25 times on MI200/MI300
+(the perfmon/*.txt files it writes first, one a run). It never tells the program which run it is
+in, so the trainer counts its own starts (tinylab/runs/passes.py): pass 1 is the run's record, the
+other passes train only the warm-up and a few steps, their events kept apart. `--device` is the
+run's GPU; rocprof-compute uses it only for its roofline microbenchmark. TINYLAB_ROCPROF_COMPUTE_KERNELS
+("name,name": -k, rocprof's kernel filter) and TINYLAB_ROCPROF_COMPUTE_DISPATCH ("20:40": -d, a
+dispatch range) narrow the counters to the kernels that matter.
+
+Collect then runs `analyze`: `--list-stats` (kernel and dispatch lists; also writes
+pmc_kernel_top.csv) and `--dispatch N --save-dfs` for the longest dispatch, whose per-panel tables
+(speed-of-light among them) are saved as CSV: the fancy_grid boxes are never parsed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.errors import UserError
-from tinylab.profilers.base import (
-    CollectResult,
-    WrapperAdapter,
-    list_artifacts,
-    read_table,
-    run_tool,
-)
+from tinylab.profilers import rocm_releases as rr
+from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
+from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version, release_of_tree
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
+#: -n: at most 35 characters without "-" or "." (6.x), no "/" (7.0): RocprofComputeFacts.name_forbids
 WORKLOAD_NAME = "tinylab"
-MODES = {"counters": "--no-roof", "roof-only": "--roof-only"}
+#: mode -> the profile flag it adds (full: counters and the roofline benchmark)
+MODES = {"full": None, "counters": "--no-roof", "roof-only": "--roof-only"}
+_DISPATCH = re.compile(r"\d+(?::\d+)?")
+_VERSION = re.compile(r"version:\s*(\d+\.\d+\.\d+)", re.IGNORECASE)
 
 
-class RocprofComputeAdapter(WrapperAdapter):
+class RocprofComputeAdapter(RocmToolAdapter):
     name = "rocprof-compute"
     executable = "rocprof-compute"
-    vendor = "amd"
+    executables = ("rocprof-compute", "omniperf")
+    probe_args = ("--version",)  # -v/--version on every release (argparse action="version"); -V is --verbose
+    table = rr.ROCPROF_COMPUTE
     description = "AMD per-kernel hardware counters, speed-of-light and roofline (rocprof-compute)"
-    fix = "install ROCm >= 6.3 with rocprofiler-compute and its Python requirements; needs an AMD Instinct GPU"
+    fix = ("install ROCm >= 6.2 with rocprofiler-compute (omniperf on 6.2) and its Python requirements; "
+           "needs an AMD Instinct GPU")
 
-    def __init__(self, mode: str = "counters"):
+    def __init__(self, mode: str = "full", kernels: tuple[str, ...] = (), dispatches: tuple[str, ...] = ()):
+        super().__init__()
         if mode not in MODES:
             raise UserError(f"unknown rocprof-compute mode {mode!r}: choose from {', '.join(MODES)}")
+        for dispatch in dispatches:
+            if not _DISPATCH.fullmatch(dispatch):
+                raise UserError(f"rocprof-compute dispatch {dispatch!r}: give an id or a range such as 20:40")
         self.mode = mode
+        self.kernels = tuple(kernels)
+        self.dispatches = tuple(dispatches)
 
     @classmethod
     def from_env(cls) -> "RocprofComputeAdapter":
-        """Mode from TINYLAB_ROCPROF_COMPUTE_MODE (counters | roof-only)."""
-        return cls(os.environ.get("TINYLAB_ROCPROF_COMPUTE_MODE", "counters").strip() or "counters")
+        """TINYLAB_ROCPROF_COMPUTE_MODE (full | counters | roof-only), TINYLAB_ROCPROF_COMPUTE_KERNELS
+        ("a,b") and TINYLAB_ROCPROF_COMPUTE_DISPATCH ("20:40,55")."""
+        def items(name: str) -> tuple[str, ...]:
+            return tuple(i.strip() for i in os.environ.get(name, "").split(",") if i.strip())
+
+        mode = os.environ.get("TINYLAB_ROCPROF_COMPUTE_MODE", "full").strip() or "full"
+        return cls(mode, items("TINYLAB_ROCPROF_COMPUTE_KERNELS"), items("TINYLAB_ROCPROF_COMPUTE_DISPATCH"))
+
+    # ------------------------------------------------------------------ release
+    def version_from_output(self, output: str) -> str | None:
+        m = _VERSION.search(output)
+        return m.group(1) if m else None
+
+    def release_from_output(self, path: str, output: str) -> Release | None:
+        version = self.version_from_output(output)
+        rocm = rr.COMPUTE_TO_ROCM.get(version or "")
+        return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None
+
+    # ------------------------------------------------------------------ argv
+    def check(self, config: "RunConfig") -> None:
+        self._options()
+
+    def _options(self) -> list[str]:
+        flags = ["--name", "--path", "--device"] + ([MODES[self.mode]] if MODES[self.mode] else [])
+        flags += ["--kernel"] if self.kernels else []
+        flags += ["--dispatch"] if self.dispatches else []
+        return [self.option(flag) for flag in flags]
 
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
-        return [
-            self.argv0(), "profile", "-n", WORKLOAD_NAME, "-p", str(out_dir / "workload"), MODES[self.mode], "--",
-        ]  # fmt: skip
+        self._options()
+        argv = [self.argv0(), "profile", "-n", WORKLOAD_NAME, "-p", str(out_dir / "workload")]
+        argv += [MODES[self.mode]] if MODES[self.mode] else []
+        argv += ["-k", *self.kernels] if self.kernels else []
+        argv += ["-d", *self.dispatches] if self.dispatches else []
+        return argv + ["--device", str(gpu_index(config.device)), "--"]
 
+    def reruns_program(self, out_dir: Path) -> bool:
+        return True
+
+    def planned_passes(self, out_dir: Path, arch: str | None) -> int | None:
+        """Runs of the program: rocprof-compute's own pass files, written before the first run (exact),
+        else this release's count for the GPU (rocm_releases.py; computed from source for 6.3/6.4)."""
+        files = list((out_dir / "workload").rglob("perfmon/*.txt"))
+        if files:
+            return len(files)
+        path = self.executable_path()
+        release = release_of_tree(path) if path else None
+        return self.table[release.key].passes.get((arch or "").split(":")[0]) if release else None
+
+    # ------------------------------------------------------------------ collect
     def collect(self, out_dir: Path) -> CollectResult:
         from tinylab.analysis.formats.rocprof_compute import (  # pandas: after the run
             find_workload,
@@ -90,3 +153,9 @@ class RocprofComputeAdapter(WrapperAdapter):
             return [f"analyze --dispatch {dispatch} failed: {detail}"]
         saved = sorted(tables.glob("*.csv")) if tables.is_dir() else []
         return [f"analyze: {len(saved)} tables for dispatch {dispatch} (the longest) in analyze/{tables.name}/"]
+
+
+def gpu_index(device: str) -> int:
+    """The GPU index of a run's device ("cuda:2" -> 2; "cuda", "auto" -> 0, the default device)."""
+    index = device.partition(":")[2]
+    return int(index) if index.isdigit() else 0

@@ -1,36 +1,59 @@
-"""rocprof-sys (ROCm Systems Profiler, formerly omnitrace): whole-program trace + timemory tables.
+"""rocprof-sys (ROCm Systems Profiler; omnitrace in ROCm 6.2): whole-program trace + timemory tables.
 
-`rocprof-sys-run --profile --trace -o <out> --` (flags from rocprof-sys' argparse.cpp, FORMATS.md 2).
-It writes <out>[/<timestamp>]/perfetto-trace-<pid>.proto (open in ui.perfetto.dev) and
-wall_clock-<pid>.{json,txt}. With ROCm support each GPU kernel dispatch is a wall_clock entry
-named by its kernel, so the kernel table comes from wall_clock-<pid>.json; the Perfetto trace
-is read instead only when the `perfetto` package is installed and no wall_clock file exists.
+`<runner> --profile --trace -o <out> --` with runner `omnitrace-run` on 6.2 and `rocprof-sys-run`
+from 6.3 (rocm_releases.py). Both flags are needed: --profile alone turns the trace off. It
+writes <out>/<timestamp>/perfetto-trace-<pid>.proto (open it in ui.perfetto.dev) and
+wall_clock-<pid>.{json,txt}. With ROCm support each GPU kernel dispatch is a wall_clock entry named
+by its kernel, so the kernel table comes from wall_clock-<pid>.json. In the Perfetto trace the
+kernels are slices of category device_hip (6.2, 6.3) or rocm_kernel_dispatch (6.4+), and the
+trainer's roctx step ranges show above them, which is what the lab tells the learner to look for.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.profilers.base import (
-    CollectResult,
-    WrapperAdapter,
-    list_artifacts,
-    read_table,
-)
+from tinylab.errors import UserError
+from tinylab.profilers import rocm_releases as rr
+from tinylab.profilers.base import CollectResult, list_artifacts, read_table
+from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
+_VERSION = re.compile(r"v(\d+\.\d+\.\d+)")
 
-class RocprofSysAdapter(WrapperAdapter):
+
+class RocprofSysAdapter(RocmToolAdapter):
     name = "rocprof-sys"
     executable = "rocprof-sys-run"
-    vendor = "amd"
+    executables = ("rocprof-sys-run", "omnitrace-run")
+    whole_run_table = True
+    probe_args = ("--version",)  # timemory's enable_version: EXIT_SUCCESS on every release
+    table = rr.ROCPROF_SYS
     description = "AMD whole-program timeline (Perfetto) and per-function/kernel wall-clock tables"
-    fix = "install ROCm >= 6.3 with rocprofiler-systems (rocprof-sys-run on PATH); needs an AMD GPU (/dev/kfd)"
+    fix = ("install ROCm >= 6.2 with rocprofiler-systems (rocprof-sys-run, or omnitrace-run on 6.2) on PATH; "
+           "needs an AMD GPU (/dev/kfd)")
+
+    def version_from_output(self, output: str) -> str | None:
+        m = _VERSION.search(output)
+        return m.group(1) if m else None
+
+    def release_from_output(self, path: str, output: str) -> Release | None:
+        version = self.version_from_output(output)
+        rocm = rr.SYS_TO_ROCM.get(version or "")
+        return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None
+
+    def check(self, config: "RunConfig") -> None:
+        self._options()
+
+    def _options(self) -> list[str]:
+        return [self.option(flag) for flag in ("--profile", "--trace", "--output")]
 
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+        self._options()
         return [self.argv0(), "--profile", "--trace", "-o", str(out_dir), "--"]
 
     def collect(self, out_dir: Path) -> CollectResult:
@@ -38,6 +61,12 @@ class RocprofSysAdapter(WrapperAdapter):
         table, fmt, note = read_table(out_dir)
         traces = [name for name in artifacts if name.endswith(".proto")]
         if traces:
-            view = f"open {traces[0]} in https://ui.perfetto.dev for the timeline"
+            try:
+                facts = self.facts()
+                where = f"kernels are slices of category {facts.kernel_category} ({self.release().label})"  # type: ignore[union-attr]
+            except UserError:
+                where = f"kernels are slices of category {' or '.join(rr.SYS_KERNEL_CATEGORIES)}"
+            view = (f"open {traces[0]} in https://ui.perfetto.dev for the timeline: {where}, "
+                    "under the 'tinylab step' ranges")
             note = f"{note}; {view}" if note else view
         return CollectResult(artifacts, table, note, fmt)

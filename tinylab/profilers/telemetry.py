@@ -1,9 +1,11 @@
 """Live GPU telemetry during a run: utilization, memory, power and SM clock, once a second.
 
-Read through NVML (the `nvidia-ml-py` package, module `pynvml`) or AMD SMI (`amdsmi`) when
-installed, and written as `telemetry` events. Telemetry is a nice-to-have next to training:
-every failure (library missing, no GPU, a query a driver does not support) degrades to None
-values or to no sampler at all, and never raises into the trainer.
+Read through NVML (the `nvidia-ml-py` package, module `pynvml`) or AMD SMI (`amdsmi`, matching the
+node's ROCm) when installed, and written as `telemetry` events, for the run's own GPU: found by its
+PCI address when torch gives one (tool and runtime may number GPUs differently), else by its index
+mapped through the visible-devices variables. Telemetry is a nice-to-have next to training: every
+failure (library missing or not matching the driver, no GPU, a query a driver does not support)
+degrades to None values or to no sampler at all, and never raises into the trainer.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import Any, Callable
 Sample = dict[str, float | None]
 
 
-def start_sampler(emit: Callable[..., Any], interval_s: float = 1.0) -> Callable[[], None] | None:
-    """Start a daemon thread emitting `telemetry` events; return its stop(), or None."""
+def start_sampler(emit: Callable[..., Any], index: int = 0, pci_bus_id: str | None = None,
+                  interval_s: float = 1.0) -> Callable[[], None] | None:
+    """Start a daemon thread emitting `telemetry` events of GPU `index` (as torch numbers it, or at
+    `pci_bus_id` when known); return its stop(), or None."""
     try:
-        source = _nvml_source() or _amdsmi_source()
+        source = _nvml_source(index, pci_bus_id) or _amdsmi_source(index, pci_bus_id)
     except Exception:  # a broken driver stack must not stop a run
         source = None
     if source is None:
@@ -60,16 +64,17 @@ def _guard(query: Callable[[], Any], scale: float = 1.0) -> float | None:
         return None
 
 
-def _visible_index() -> str:
-    """First entry of CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES: the GPU the trainer uses."""
-    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
-        value = os.environ.get(var, "").split(",")[0].strip()
-        if value:
-            return value
-    return "0"
+def physical_gpu(index: int, variables: tuple[str, ...]) -> str:
+    """The entry for torch's GPU `index` in the first visible-devices variable set (an index or a
+    UUID, as the variable gives it); str(index) when none is set."""
+    for var in variables:
+        entries = [e.strip() for e in os.environ.get(var, "").split(",") if e.strip()]
+        if entries:
+            return entries[index] if index < len(entries) else entries[-1]
+    return str(index)
 
 
-def _nvml_source() -> tuple[Callable[[], Sample], Callable[[], None]] | None:
+def _nvml_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
     try:
         import pynvml
     except ImportError:
@@ -79,8 +84,10 @@ def _nvml_source() -> tuple[Callable[[], Sample], Callable[[], None]] | None:
     except Exception:
         return None
     try:
-        visible = _visible_index()
-        if visible.startswith("GPU-") or visible.startswith("MIG-"):
+        visible = physical_gpu(index, ("CUDA_VISIBLE_DEVICES",))
+        if pci_bus_id:
+            handle = pynvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.encode())
+        elif visible.startswith("GPU-") or visible.startswith("MIG-"):
             handle = pynvml.nvmlDeviceGetHandleByUUID(visible)
         else:
             if pynvml.nvmlDeviceGetCount() < 1:
@@ -101,19 +108,17 @@ def _nvml_source() -> tuple[Callable[[], Sample], Callable[[], None]] | None:
     return read, pynvml.nvmlShutdown
 
 
-def _amdsmi_source() -> tuple[Callable[[], Sample], Callable[[], None]] | None:
+def _amdsmi_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
     try:
-        import amdsmi
-    except ImportError:
+        import amdsmi  # raises KeyError (not ImportError) when ROCm's libamd_smi.so is missing
+    except Exception:
         return None
     try:
         amdsmi.amdsmi_init()
     except Exception:
         return None
     try:
-        handles = amdsmi.amdsmi_get_processor_handles()
-        visible = _visible_index()
-        handle = handles[int(visible) if visible.isdigit() and int(visible) < len(handles) else 0]
+        handle = amd_handle(amdsmi, index, pci_bus_id)
     except Exception:
         amdsmi.amdsmi_shut_down()
         return None
@@ -139,3 +144,19 @@ def _amdsmi_source() -> tuple[Callable[[], Sample], Callable[[], None]] | None:
         }
 
     return read, amdsmi.amdsmi_shut_down
+
+
+def amd_handle(amdsmi: Any, index: int, pci_bus_id: str | None) -> Any:
+    """The AMD SMI handle of torch's GPU `index`: by PCI address when known, else through
+    ROCR_VISIBLE_DEVICES then HIP/CUDA_VISIBLE_DEVICES (HIP applies both, in that order)."""
+    handles = amdsmi.amdsmi_get_processor_handles()
+    if pci_bus_id:
+        for handle in handles:
+            if str(amdsmi.amdsmi_get_gpu_device_bdf(handle)).lower() == pci_bus_id.lower():
+                return handle
+    logical = physical_gpu(index, ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"))
+    physical = physical_gpu(int(logical) if logical.isdigit() else 0, ("ROCR_VISIBLE_DEVICES",))
+    chosen = int(physical) if physical.isdigit() else 0
+    if chosen >= len(handles):
+        raise LookupError(f"GPU {chosen} not among {len(handles)} AMD SMI devices")
+    return handles[chosen]

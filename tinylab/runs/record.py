@@ -17,6 +17,7 @@ from tinylab.events import (
     ErrorEvent,
     EventLog,
     ExitEvent,
+    PassEvent,
     ProfileEvent,
     StartEvent,
     StepEvent,
@@ -84,6 +85,7 @@ class RunRecord:
     problem: str | None = None  # why the record is damaged (config.json or events.jsonl unreadable or invalid)
     skipped_bytes: int = 0  # the middle of a huge events.jsonl, not read (steps_done counts from the last step)
     corrupt_unnumbered: int = 0
+    counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
@@ -114,6 +116,7 @@ class RunRecord:
             problem=printable(problem) if problem else None,
             skipped_bytes=log.skipped_bytes,
             corrupt_unnumbered=log.corrupt_unnumbered,
+            counter_pass=PassEvent.from_event(p) if (p := log.last("pass")) else None,
         )
 
     # ------------------------------------------------------------------ derived
@@ -195,6 +198,7 @@ class RunRecord:
             "profiles": [asdict(p) for p in self.profiles],
             "corrupt_lines": list(self.corrupt_lines),
             "problem": self.problem,
+            "counter_pass": plain(self.counter_pass),
         }
 
 

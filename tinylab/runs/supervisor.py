@@ -8,6 +8,7 @@ it ended, and nobody would be left to parse a wrapper's files after a detached r
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -15,24 +16,17 @@ import traceback
 from pathlib import Path
 
 from tinylab.config import RunConfig
-from tinylab.events import EVENTS_FILE, EventWriter
-from tinylab.profilers import get_adapter, write_kernel_table
+from tinylab.errors import UserError
+from tinylab.events import EVENTS_FILE, EventWriter, read_events
+from tinylab.profilers import wrapper_adapter, write_kernel_table
 from tinylab.profilers.base import WrapperAdapter
+from tinylab.runs import passes
 from tinylab.runs.launcher import SAFE_PATH
 from tinylab.runs.store import process_start_time, write_json
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
     return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
-
-
-def wrapper_adapter(cfg: RunConfig) -> WrapperAdapter | None:
-    """The external (argv-wrapping) profiler of this run, or None."""
-    for name in cfg.profilers:
-        adapter = get_adapter(name)
-        if isinstance(adapter, WrapperAdapter):
-            return adapter
-    return None
 
 
 def supervise(run_dir: Path) -> int:
@@ -43,7 +37,10 @@ def supervise(run_dir: Path) -> int:
     if adapter is not None:
         out_dir = run_dir / "profiles" / adapter.name
         out_dir.mkdir(parents=True, exist_ok=True)
-        argv = adapter.wrap_argv(out_dir, cfg) + argv
+        try:
+            argv = adapter.wrap_argv(out_dir, cfg) + argv
+        except UserError as exc:  # the tool changed since the pre-launch check (another ROCm on PATH)
+            return _not_started(run_dir, str(exc), 2)
     try:
         print("$ " + " ".join(argv), flush=True)
     except OSError:  # output.log on a full disk: the run still starts, and its events say how it ends
@@ -54,10 +51,7 @@ def supervise(run_dir: Path) -> int:
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir)
     except OSError as exc:
-        with EventWriter(run_dir / EVENTS_FILE) as ev:
-            ev.emit("error", type=type(exc).__name__, message=f"could not start {argv[0]}: {exc}", traceback="")
-            ev.emit("exit", returncode=127, signal=None)
-        return 127
+        return _not_started(run_dir, f"could not start {argv[0]}: {exc}", 127, type(exc).__name__)
     # The trainer outlives a killed supervisor; this record keeps such a run `running` and cancellable.
     try:
         write_json(run_dir / "trainer.json", {"pid": proc.pid, "start_time": process_start_time(proc.pid)})
@@ -68,15 +62,29 @@ def supervise(run_dir: Path) -> int:
         ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None)
         if adapter is not None and out_dir is not None:
             try:
-                _collect(run_dir, adapter, out_dir, ev)
+                _collect(run_dir, cfg, adapter, out_dir, ev)
             except OSError:  # no room for the profile: the run's end is already recorded
                 pass
     return 0 if rc == 0 else 1
 
 
-def _collect(run_dir: Path, adapter: WrapperAdapter, out_dir: Path, ev: EventWriter) -> None:
+def _not_started(run_dir: Path, message: str, code: int, kind: str = "UserError") -> int:
+    with EventWriter(run_dir / EVENTS_FILE) as ev:
+        ev.emit("error", type=kind, message=message, traceback="")
+        ev.emit("exit", returncode=code, signal=None)
+    return code
+
+
+def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Path, ev: EventWriter) -> None:
     try:
-        ev.emit("profile", **write_kernel_table(run_dir, adapter.name, adapter.collect(out_dir)))
+        result = adapter.collect(out_dir)
+        if result.steps is None and result.table is not None and adapter.whole_run_table:
+            result = dataclasses.replace(result, steps=len(read_events(run_dir / EVENTS_FILE).of("step")))
+        count = passes.passes_run(run_dir)
+        if count:  # a counter-pass tool: say how many runs there were, and why
+            why = passes.describe(count, adapter.name, cfg)
+            result = dataclasses.replace(result, passes=count, note=f"{why}; {result.note}" if result.note else why)
+        ev.emit("profile", **write_kernel_table(run_dir, adapter.name, result))
     except Exception as exc:  # a parse failure must not turn a finished run into a crash
         ev.emit(
             "profile",

@@ -14,6 +14,7 @@ from typing import Callable, Iterator, TextIO, Union
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
 from tinylab.events import ErrorEvent
+from tinylab.profilers import get_adapter
 from tinylab.runs.follow import watch
 from tinylab.runs.store import TERMINAL, Run
 from tinylab.service.launch import check_run
@@ -33,6 +34,7 @@ class StepPlan:
     on_gpu: bool
     config: RunConfig
     baseline: RunConfig | None
+    unavailable: str = ""  # why the step's tool cannot run here: only its recorded output is read
 
     @property
     def gpu_only(self) -> bool:
@@ -95,8 +97,12 @@ def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_
     device = machine.resolve(requested_device)
     config = ex.step_config(step, device, overrides)
     baseline = ex.baseline_config(step, device, overrides)
-    plan = StepPlan(scenario, step, device, machine.device_type(device) == "cuda", config, baseline)
-    if not plan.gpu_only:
+    unavailable = ""
+    if step.tool:
+        status = get_adapter(step.tool).available()
+        unavailable = "" if status.available else f"{step.tool} is not available here: {status.reason}"
+    plan = StepPlan(scenario, step, device, machine.device_type(device) == "cuda", config, baseline, unavailable)
+    if not plan.gpu_only and not plan.unavailable:
         for cfg in (baseline, config):
             if cfg is not None:
                 (check or (lambda c: check_run(c, machine)))(cfg)
@@ -112,6 +118,11 @@ def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextI
     runs keep going; nothing is recorded). Progress is recorded once the step's run has ended.
     """
     step = plan.step
+    if plan.unavailable:
+        results = ex.evaluate_checks(step, None, None, plan.on_gpu, unavailable=plan.unavailable)
+        ex.record_progress(plan.scenario.id, step.number, results, [])
+        yield StepDone(results, note=without_tool(step, plan.unavailable))
+        return
     if plan.gpu_only:
         yield StepDone(ex.evaluate_checks(step, None, None, on_gpu=False),
                        note="every check of this step needs a GPU: no run was started")
@@ -140,6 +151,16 @@ def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextI
     run_ids = [r.id for r in records.values()]
     ex.record_progress(plan.scenario.id, step.number, results, run_ids)
     yield StepDone(results, run_ids)
+
+
+def without_tool(step: ex.Step, why: str) -> str:
+    """What a learner without the step's tool does instead: the recorded output, the NVIDIA command."""
+    lines = [f"{why}."]
+    if step.recorded:
+        lines.append(f"Read the recorded output instead ({step.recorded.about}): tinylab hotspots {step.recorded.path}")
+    if step.nvidia:
+        lines.append(f"On an NVIDIA GPU the same question: {step.nvidia}")
+    return "\n".join(lines)
 
 
 def _evaluate(plan: StepPlan, run, baseline) -> list[ex.CheckResult]:

@@ -69,9 +69,10 @@ class Lab:
                 continue
         return out
 
-    def check(self, cfg: RunConfig) -> RunConfig:
-        """Every pre-launch check (config, device, memory, profilers); ConfigError/UserError names the problem."""
-        return check_run(cfg, self.machine, self.profiler_problem)
+    def check(self, cfg: RunConfig, *, final: bool = True) -> RunConfig:
+        """Every pre-launch check (config, device, memory, profilers); ConfigError/UserError names the
+        problem. `final=False` leaves out the checks that run a profiler (for a form's every key)."""
+        return check_run(cfg, self.machine, self.profiler_problem, tool_checks=final)
 
     def profiler_problem(self, name: str) -> str | None:
         """Why profiler `name` cannot run here, or None (asks the tool)."""

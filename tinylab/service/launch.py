@@ -11,8 +11,6 @@ from typing import Callable
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers import get_adapter
-from tinylab.runs.launcher import launch
-from tinylab.runs.store import Run, RunStore
 from tinylab.service.machine import Machine
 
 
@@ -20,11 +18,14 @@ from tinylab.service.machine import Machine
 ProfilerCheck = Callable[[str], "str | None"]
 
 
-def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck | None = None) -> RunConfig:
+def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck | None = None,
+              tool_checks: bool = True) -> RunConfig:
     """The config as it will run, or ConfigError/UserError (one line) naming what is wrong.
 
     `profiler_problem` says why a profiler cannot run (default: ask the tool itself; the lab
     answers from its doctor report, which it already has, so its form can check on every key).
+    `tool_checks`: also ask each profiler whether its installed release can do what the config asks
+    (a rocprofv3 output format, say); it may run the tool, so the lab's form leaves it to launch.
     """
     cfg.validate()
     device_type = machine.device_type(cfg.device)
@@ -34,6 +35,8 @@ def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck 
         problem = (profiler_problem or probe_profiler)(name)
         if problem:
             raise UserError(f"profiler {name!r} is not available here: {problem}")
+        if tool_checks:
+            get_adapter(name).check(cfg)
     return cfg
 
 
@@ -44,8 +47,3 @@ def probe_profiler(name: str) -> str | None:
     if avail.available:
         return None
     return f"{avail.reason}; {adapter.fix}" if adapter.fix else avail.reason
-
-
-def launch_run(store: RunStore, cfg: RunConfig, machine: Machine) -> Run:
-    """Check, then start the run detached; returns at once."""
-    return launch(store, check_run(cfg, machine))

@@ -50,12 +50,12 @@ class Backend(Lab):
         """Whether the doctor report (what the machine offers) has arrived."""
         return self.doctor_result is not None
 
-    def check(self, cfg: RunConfig) -> RunConfig:
+    def check(self, cfg: RunConfig, *, final: bool = True) -> RunConfig:
         """Lab.check, answered from the doctor report (fast enough for a form that checks on every
-        key); before the report arrives only the config itself is checked."""
+        key, with final=False); before the report arrives only the config itself is checked."""
         if not self.knows_machine and self._probed is None:
             return cfg.validate()
-        return super().check(cfg)
+        return super().check(cfg, final=final)
 
     def profiler_problem(self, name: str) -> str | None:
         if self.doctor_result is None:

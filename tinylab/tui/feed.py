@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tinylab.events import EVENTS_FILE, EventTail, StartEvent, StepEvent, TelemetryEvent
+from tinylab.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import TERMINAL, Run
 from tinylab.safeio import UnsafeFile, open_regular
@@ -97,12 +97,14 @@ class FeedUpdate:
     telemetry: list[TelemetryEvent] = field(default_factory=list)
     start: StartEvent | None = None
     profiled: bool = False  # a profile event arrived
+    counter_pass: PassEvent | None = None  # a counter-pass profiler started the program again
     lines: list[str] = field(default_factory=list)
     status: str = "running"
     record: RunRecord | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.steps or self.telemetry or self.start or self.profiled or self.lines or self.record)
+        return bool(self.steps or self.telemetry or self.start or self.profiled or self.lines or self.record
+                    or self.counter_pass)
 
     @property
     def ended(self) -> bool:
@@ -131,6 +133,8 @@ class RunFeed:
                 update.start = StartEvent.from_event(event)
             elif kind == "profile":
                 update.profiled = True
+            elif kind == "pass":
+                update.counter_pass = PassEvent.from_event(event)
         if not alive:
             update.lines += self.log.flush()
         if self.first or not alive:

@@ -97,3 +97,40 @@ def test_legacy_rocprof_stats_have_no_min_max():
     assert table["total_ns"][0] == 331634184678 and math.isnan(table["min_ns"][0])
     assert table["category"][0] == "gemm"
     assert "legacy" in table.attrs["note"]
+
+
+# ----------------------------------------------------------------------------- measured steps
+def marker_trace(ranges: list[tuple[str, int, int]]) -> str:
+    """marker_api_trace.csv with rocprofv3's own header (rocm_releases.MARKER_TRACE_HEADER)."""
+    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
+
+    lines = [",".join(f'"{c}"' for c in MARKER_TRACE_HEADER)]
+    lines += [f'"MARKER_CORE_API","{name}",4242,4242,{i},{start},{end}' for i, (name, start, end) in enumerate(ranges, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_only_the_kernels_of_measured_step_ranges_are_kept(tmp_path):
+    """Two warm-up and two measured step ranges (plus phase ranges inside): the dispatches of the
+    real ROCm 7 docs trace are shifted into them, one outside every range."""
+    from tinylab.analysis.formats.rocprofv3 import measured_kernels, step_windows
+
+    base = DISPATCHES[0][1]
+    shifted = [(name, start - base, end - base) for name, start, end in DISPATCHES]  # 0 .. ~150 us
+    ranges = [("tinylab warm-up step 0", 0, 20_000), ("tinylab warm-up step 1", 20_000, 40_000),
+              ("tinylab step 2", 40_000, 90_000), ("forward", 40_100, 60_000), ("tinylab step 3", 90_000, 130_000)]
+    write(tmp_path, "1_marker_api_trace.csv", marker_trace(ranges))
+    write(tmp_path, "1_kernel_trace.csv", samples.rocprofv3_trace_6x(shifted))
+    windows = step_windows([tmp_path / "1_marker_api_trace.csv"])
+    assert [(w[0], w[1]) for w in windows] == [(0, True), (1, True), (2, False), (3, False)]  # "forward" is no step
+    table, steps = measured_kernels([tmp_path / "1_kernel_trace.csv"], windows)
+    inside = [(n, s, e) for n, s, e in shifted if 40_000 <= s <= 130_000]
+    assert steps == 2 and 0 < len(inside) < len(shifted)
+    assert_matches(table, samples.expected_from_dispatches(inside))
+
+
+def test_no_measured_range_means_no_restriction(tmp_path):
+    from tinylab.analysis.formats.rocprofv3 import measured_kernels, step_windows
+
+    write(tmp_path, "m.csv", marker_trace([("tinylab warm-up step 0", 0, 10)]))
+    assert measured_kernels([ROCM7 / "kernel_trace.csv"], step_windows([tmp_path / "m.csv"])) is None
+    assert step_windows([ROCM7 / "hip_trace.csv", tmp_path / "missing.csv"]) == []  # not marker traces

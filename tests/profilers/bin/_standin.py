@@ -1,13 +1,17 @@
 """Shared by the stand-in profiler executables in this folder.
 
-A stand-in parses its argv with the flags the real tool documents (FORMATS.md; unknown flags
-exit 2 like argparse), writes the real tool's output format (copied from tests/fixtures, or
-built by tests/profilers/samples.py from the documented headers), and runs the program after
-"--" with the real tool's exit code convention. Stdlib only.
+A stand-in parses its argv with the flags the real tool has (unknown flags fail with the real
+tool's exit code), writes the real tool's output format (copied from tests/fixtures, or built by
+tests/support/samples.py from the real headers), and runs the program after "--" with the real
+tool's exit code convention. The three AMD stand-ins behave as one ROCm release, taken from the
+project's release table (tinylab/profilers/rocm_releases.py, loaded by path): the release in
+$STANDIN_ROCM_RELEASE, else in the .info/version of the ROCm tree they are called from
+(<root>/bin/<tool>, as tests/support/rocm.py lays out), else 7.0. Stdlib only.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -16,11 +20,55 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE.parents[1] / "support"))  # samples.py, rocpd_db.py
 
 import samples  # noqa: E402
 
 FIXTURES = samples.FIXTURES
+DEFAULT_RELEASE = "7.0"
+
+
+def releases():
+    """tinylab/profilers/rocm_releases.py, loaded by path (not through the tinylab package)."""
+    spec = importlib.util.spec_from_file_location("rocm_releases", REPO / "tinylab" / "profilers" / "rocm_releases.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rocm_releases"] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+rr = releases()
+
+
+def release() -> str:
+    """The release key this stand-in behaves as."""
+    version = os.environ.get("STANDIN_ROCM_RELEASE")
+    if not version:
+        info = Path(os.path.abspath(sys.argv[0])).parent.parent / rr.VERSION_FILE  # not resolved: the tree it was called in
+        version = info.read_text().strip() if info.is_file() else DEFAULT_RELEASE
+    key = rr.release_key(version)
+    if key is None:
+        raise SystemExit(f"stand-in: no release table entry for ROCm {version}")
+    return key
+
+
+def add_options(parser, options: dict, known: dict) -> None:
+    """Every option of a release's table: `known` gives the argparse keywords of those a stand-in
+    reads (by long name); the rest take any values, as far as this stand-in cares."""
+    for long, short in options.items():
+        if long in ("--help", "--version"):
+            continue
+        names = [long] + ([short] if short else [])
+        parser.add_argument(*names, **known.get(long, dict(nargs="*")))
+
+
+def split_optional(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(tool options, program) around the first "--"; the program may be missing."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1 :]
 
 
 def split_program(argv: list[str], tool: str) -> tuple[list[str], list[str]]:
@@ -45,6 +93,16 @@ def run_program(program: list[str]) -> int:
     except OSError as exc:
         sys.stderr.write(f"could not run {program[0]}: {exc}\n")
         return 127
+
+
+def run_program_pid(program: list[str], env: dict | None = None) -> tuple[int, int]:
+    """Run the profiled program; (exit code, its pid). A missing program is exit 127 like a shell."""
+    try:
+        proc = subprocess.Popen(program, env={**os.environ, **(env or {})})
+    except OSError as exc:
+        sys.stderr.write(f"could not run {program[0]}: {exc}\n")
+        return 127, os.getpid()
+    return proc.wait(), proc.pid
 
 
 def expand(template: str, pid: int) -> str:

@@ -54,9 +54,10 @@ def find_workload(root: Path) -> Path | None:
 
 
 def longest_dispatch(workload: Path) -> int | None:
-    """Dispatch_ID of the longest dispatch in timestamps.csv, the one worth a detailed look."""
-    path = workload / "timestamps.csv"
-    if not path.is_file():
+    """Dispatch_ID of the longest dispatch, the one worth a detailed look: from timestamps.csv, or
+    from pmc_perf.csv where there is no timestamps pass (7.0's rocprofv3 backend)."""
+    path = next((p for p in (workload / "timestamps.csv", workload / "pmc_perf.csv") if p.is_file()), None)
+    if path is None:
         return None
     best: tuple[float, int] | None = None
     with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
@@ -95,3 +96,63 @@ def read_roofline(workload: Path) -> dict[str, Any] | None:
         if values:
             peaks[column] = sum(values) / len(values)
     return {"source": str(path), "devices": len(rows), "peaks": peaks} if peaks else None
+
+
+# ----------------------------------------------------------------------------- counters -> roofline
+#: FLOPs a counter stands for, with rocprof-compute's own arithmetic (CMP@rocm-6.3.0
+#: src/utils/roofline_calc.py:220-297): 64 lanes a VALU instruction (an FMA counts twice), 512 FLOPs
+#: an MFMA "MOPS" unit. Each class is set against the ceiling rocprof-compute plots it under.
+_FLOPS = {
+    "valu": (64, [(f"SQ_INSTS_VALU_{op}_{dt}", 2 if op == "FMA" else 1)
+                  for dt in ("F16", "F32", "F64") for op in ("ADD", "MUL", "FMA", "TRANS")], "FP32Flops"),
+    "mfma_f16": (512, [("SQ_INSTS_VALU_MFMA_MOPS_F16", 1)], "MFMAF16Flops"),
+    "mfma_bf16": (512, [("SQ_INSTS_VALU_MFMA_MOPS_BF16", 1)], "MFMABF16Flops"),
+    "mfma_f32": (512, [("SQ_INSTS_VALU_MFMA_MOPS_F32", 1)], "MFMAF32Flops"),
+    "mfma_f64": (512, [("SQ_INSTS_VALU_MFMA_MOPS_F64", 1)], "MFMAF64Flops"),
+}
+#: HBM bytes (roofline_calc.py:341-346): 32- and 64-byte read requests, 64- and 32-byte writes; MI300's
+#: roofline config names the same counters TCC_EA0_* (profile_configs/gfx940/roofline/pmc_roof_perf.txt).
+_HBM = (("RDREQ_32B_sum", 32), ("RDREQ_sum", 64), ("RDREQ_32B_sum", -64), ("WRREQ_64B_sum", 64),
+        ("WRREQ_sum", 32), ("WRREQ_64B_sum", -32))
+
+
+def kernel_roofline(workload: Path) -> pd.DataFrame | None:
+    """Per kernel of a workload's pmc_perf.csv: calls, time, FLOPs and HBM bytes from the counters,
+    arithmetic intensity, and against the measured ceilings of roofline.csv (when it was run):
+    achieved share of peak bandwidth and FLOP rate, the ridge point and whether it is memory- or
+    compute-bound. None when the workload has no pmc_perf.csv or no FLOP/HBM counters.
+
+    Durations are pmc_perf's own (serialized dispatches under counter collection), as rocprof-compute's
+    roofline uses. A share above 100% is past a physical limit: it is kept and flagged (`above_peak`).
+    """
+    path = workload / "pmc_perf.csv"
+    if not path.is_file():
+        return None
+    df = pd.read_csv(path)
+    prefix = next((p for p in ("TCC_EA_", "TCC_EA0_") if f"{p}RDREQ_sum" in df.columns), None)
+    if prefix is None or not any(c in df.columns for _, terms, _ in _FLOPS.values() for c, _ in terms):
+        return None
+    per = pd.DataFrame({"name": df["Kernel_Name"].astype(str),
+                        "ns": pd.to_numeric(df["End_Timestamp"], errors="coerce") - pd.to_numeric(df["Start_Timestamp"], errors="coerce")})
+    for cls, (lanes, terms, _) in _FLOPS.items():
+        per[cls] = sum(lanes * weight * pd.to_numeric(df[c], errors="coerce").fillna(0) for c, weight in terms if c in df.columns)
+    per["hbm_bytes"] = sum(size * pd.to_numeric(df[prefix + name], errors="coerce").fillna(0) for name, size in _HBM)
+    grouped = per.groupby("name", sort=False)
+    out = grouped[["ns", "hbm_bytes", *_FLOPS]].sum()
+    out.insert(0, "calls", grouped.size())
+    out["flops"] = out[list(_FLOPS)].sum(axis=1)
+    out["intensity"] = out["flops"] / out["hbm_bytes"].where(out["hbm_bytes"] > 0)
+    out["gflops_per_s"] = out["flops"] / out["ns"]  # FLOP/ns = GFLOP/s
+    out["gb_per_s"] = out["hbm_bytes"] / out["ns"]
+    out["ceiling"] = out[list(_FLOPS)].idxmax(axis=1).map(lambda cls: _FLOPS[cls][2])
+    roofline = read_roofline(workload)
+    peaks = roofline["peaks"] if roofline else {}
+    out["peak_gflops_per_s"] = out["ceiling"].map(lambda c: peaks.get(c, math.nan))
+    out["peak_gb_per_s"] = peaks.get("HBMBw", math.nan)
+    out["ridge"] = out["peak_gflops_per_s"] / out["peak_gb_per_s"]
+    out["bound"] = [("memory" if ai < ridge else "compute") if pd.notna(ai) and pd.notna(ridge) else None
+                    for ai, ridge in zip(out["intensity"], out["ridge"])]
+    out["flops_pct"] = 100 * out["gflops_per_s"] / out["peak_gflops_per_s"]
+    out["bw_pct"] = 100 * out["gb_per_s"] / out["peak_gb_per_s"]
+    out["above_peak"] = (out["flops_pct"] > 100) | (out["bw_pct"] > 100)
+    return out.reset_index().sort_values("ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -20,6 +20,7 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.kernel_table import build_table
+from tinylab.profilers.rocm_releases import SYS_KERNEL_CATEGORIES
 
 #: Host-side regions that share rocprof-sys' wall_clock table with the GPU kernels.
 HOST_REGION = re.compile(
@@ -107,7 +108,8 @@ def parse_timemory(path: Path, data: dict[str, Any]) -> Parsed:
 def parse_perfetto(path: Path, head: Head) -> Parsed:
     """rocprof-sys Perfetto trace through the optional `perfetto` package's trace processor.
 
-    Kernel dispatch slices carry the category "rocm_kernel_dispatch" (rocprof-sys source).
+    Kernel dispatch slices carry the category "device_hip" (ROCm 6.2, 6.3) or "rocm_kernel_dispatch"
+    (6.4+): every category a release uses is queried, so the trace's release need not be known.
     """
     try:
         from perfetto.trace_processor import TraceProcessor
@@ -122,7 +124,7 @@ def parse_perfetto(path: Path, head: Head) -> Parsed:
             rows = list(
                 processor.query(
                     "SELECT name, COUNT(*) AS calls, SUM(dur) AS total_ns, MIN(dur) AS min_ns, MAX(dur) AS max_ns "
-                    "FROM slice WHERE category = 'rocm_kernel_dispatch' GROUP BY name"
+                    f"FROM slice WHERE category IN ({', '.join(repr(c) for c in SYS_KERNEL_CATEGORIES)}) GROUP BY name"
                 )
             )
         finally:

@@ -55,6 +55,9 @@ class DoctorScreen(BaseScreen):
         env.append(f"{_pairs(report.get('python'))}\n")
         env.append("gpu ", style="bold")
         env.append(_pairs(report["gpu"]) if report.get("gpu") else "none visible: CPU runs only (GPU profilers are unavailable)")
+        if report.get("rocm"):
+            env.append("\nrocm ", style="bold")
+            env.append(f"{report['rocm'].get('release') or 'not found'} · torch's HIP {report['rocm'].get('torch_hip') or '-'}")
         env.append("\npackages ", style="bold")
         env.append(", ".join(f"{k} {v or 'missing'}" for k, v in (report.get("packages") or {}).items()))
         for warning in report.get("warnings") or []:
@@ -69,7 +72,7 @@ class DoctorScreen(BaseScreen):
                 Text(name, style="bold"),
                 entry.get("kind") or "",
                 Text("✓ available" if ok else "✗ missing", style="bold" if ok else "reverse"),
-                entry.get("version") or "",
+                " ".join(v for v in (entry.get("version"), entry.get("release")) if v),
                 entry.get("reason") or "",
                 key=name,
             )

@@ -51,6 +51,10 @@ class StepRunnerEnded(Message):
         self.number = number
 
 
+#: The status of a step that started no run because its tool is missing: it read its recorded output.
+RECORDED = "read the recorded output"
+
+
 class StepProgressed(Message):
     """One progress event of a step's runs (tinylab.service.exercise), for step `number`."""
 
@@ -226,7 +230,8 @@ class StepScreen(BaseScreen):
     def _show_run(self) -> None:
         runs = self.step_runs.get(self.step.number, {}) if self.step else {}
         if not runs:
-            text = Text("no run for this step yet", style="dim")
+            text = Text(f"no run: its tool is not here, so the checks {RECORDED}", style="dim") \
+                if self.run_status == RECORDED else Text("no run for this step yet", style="dim")
         else:
             text = Text(" ".join(f"{role} {short_id(run_id)}" for role, run_id in runs.items()))
             text.append(f"  {self.run_status}", style="bold")
@@ -258,7 +263,7 @@ class StepScreen(BaseScreen):
         self.query_one("#checks", Static).update(text)
 
     def _verdict(self) -> str:
-        if not self.results or self.run_status not in TERMINAL:
+        if not self.results or self.run_status not in (*TERMINAL, RECORDED):
             return ""
         if ex.step_passed(self.results):
             return "all checks passed: n goes to the next step"
@@ -271,6 +276,12 @@ class StepScreen(BaseScreen):
     def _show_extras(self) -> None:
         step = self.step
         hints = Text()
+        if step.recorded or step.nvidia:
+            hints.append(f"\nWithout {step.tool or 'its tool'} here\n", style="bold")
+            if step.recorded:
+                hints.append(f" recorded output: {step.recorded.about}\n   tinylab hotspots {step.recorded.path}\n")
+            if step.nvidia:
+                hints.append(f" on an NVIDIA GPU: {step.nvidia}\n")
         if step.hints:
             hints.append(f"\nHints ({self.hints_shown}/{len(step.hints)}, i reveals one)\n", style="bold")
             for hint in step.hints[: self.hints_shown]:
@@ -334,6 +345,7 @@ class StepScreen(BaseScreen):
             results, status = event.results, event.status
         elif isinstance(event, exercise.StepDone):
             results = event.results
+            status = status or (RECORDED if not event.run_ids else status)
             if event.note:
                 self.notify(event.note, severity="warning")
         self.step_results[number] = (results, status)

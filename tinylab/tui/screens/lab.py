@@ -382,7 +382,7 @@ class LabScreen(BaseScreen):
             if self.version in supported and box.value != self._toggle_default(name, values["precision"]):
                 values[name] = box.value
         values["profilers"] = [n for n in PROFILERS if self.query_one(f"#profiler-{n}", Option).value]
-        return self.backend.check(RunConfig(**values))
+        return self.backend.check(RunConfig(**values), final=False)
 
     def _validate(self) -> RunConfig | None:
         check = self.query_one("#check", Static)

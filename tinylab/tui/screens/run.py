@@ -25,7 +25,7 @@ from textual.widgets import Footer, Header, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tinylab.errors import UserError
-from tinylab.events import StartEvent, StepEvent, TelemetryEvent
+from tinylab.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
 from tinylab.tui.feed import FeedUpdate, RunFeed
 from tinylab.tui.fmt import duration, number
@@ -70,6 +70,7 @@ class RunScreen(BaseScreen):
         self.telemetry: list[TelemetryEvent] = []
         self.ended_at: float | None = None
         self.has_profile = False
+        self.counter_pass: PassEvent | None = None
         self.chart_index = 0
         self._head: tuple[str, str] | None = None
 
@@ -125,6 +126,8 @@ class RunScreen(BaseScreen):
         self.steps += update.steps
         self.telemetry += update.telemetry
         self.start = update.start or self.start
+        self.counter_pass = update.counter_pass or (update.record.counter_pass if update.record else None) \
+            or self.counter_pass
         self.has_profile = self.has_profile or update.profiled
         if update.steps or update.telemetry or update.start:
             self._update_series()
@@ -207,6 +210,8 @@ class RunScreen(BaseScreen):
         now = end or self.backend.clock()
         # (priority, text): what does not fit the line's width goes, least important first
         parts = [(0, f"step {done}/{total if total else '?'}")]
+        if self.counter_pass is not None and self.status == "running":  # the log says why there are passes
+            parts.insert(0, (0, f"{self.counter_pass.label} ({self.counter_pass.tool})"))
         recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
         if recent:
             per_step = statistics.median(recent)

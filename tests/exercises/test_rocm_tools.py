@@ -1,0 +1,94 @@
+"""The rocm-tools scenario: it loads and validates; on a machine without the AMD tools its steps start
+no run and teach from the real recorded outputs they ship; with the tools their run checks read the
+run's real outputs (kernel table, counters, profile files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from support.exercises import make_run
+from support.paths import FIX
+
+from tinylab import exercises as ex
+from tinylab.profilers import base
+from tinylab.service.lab import Lab
+from tinylab.service.machine import Machine
+
+SCENARIO = ex.get_scenario("rocm-tools")
+TOOLS = ["rocprofv3", "rocprofv3", "rocprof-sys", "rocprof-compute", "rocprof-compute"]
+
+
+def test_five_steps_one_tool_each_with_a_recorded_output_and_checks_for_both():
+    assert [s.tool for s in SCENARIO.steps] == TOOLS
+    for step in SCENARIO.steps:
+        assert step.recorded is not None and step.recorded.path.exists() and step.recorded.about, step.number
+        assert step.nvidia and step.tool in step.preset["profilers"]
+        on = {c.on for c in step.checks}
+        assert on == {"run", "recorded"}, step.number
+        assert all(c.needs_gpu for c in step.checks if c.on == "run")  # they read GPU kernels
+
+
+@pytest.mark.parametrize("number", range(1, 6))
+def test_without_the_tool_a_step_teaches_from_its_recorded_output(number, monkeypatch, tmp_path, progress_file):
+    """No AMD GPU here: no run starts, the run checks are skipped with the tool's reason, the recorded
+    checks pass over the real shipped output, and the note points at it and at the NVIDIA command."""
+    monkeypatch.setattr(base, "gpu_vendors", lambda: set())
+    lab = Lab(tmp_path / "runs", machine=Machine)
+    lab.launch = lambda cfg: pytest.fail("no run may start without the step's tool")
+    plan = lab.plan_step("rocm-tools", number, "cpu")
+    step = SCENARIO.steps[number - 1]
+    assert plan.unavailable.startswith(f"{step.tool} is not available here")
+    (done,) = list(lab.run_step(plan))
+    by_on = {r.name: r for r in done.results}
+    for check in step.checks:
+        result = by_on[check.name]
+        if check.on == "recorded":
+            assert result.status == "pass", (check.name, result.detail)
+        else:
+            assert result.status == "skip" and result.detail == plan.unavailable
+    assert done.passed and done.run_ids == []
+    assert str(step.recorded.path) in done.note and step.nvidia in done.note
+    assert json.loads(progress_file.read_text())["scenarios"]["rocm-tools"]["steps"][str(number)]["passed"]
+
+
+def test_with_the_tools_a_step_runs_and_its_checks_read_the_run(monkeypatch, tmp_path):
+    """With the stand-ins (tools found, an AMD GPU 'visible') the step plans its run; over a run that
+    recorded rocprof-compute's real counters and passes, the GPU checks read them."""
+    from support.paths import BIN
+
+    monkeypatch.setenv("PATH", f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
+    plan = Lab(tmp_path / "runs", machine=Machine).plan_step("rocm-tools", 4, "cpu")
+    assert plan.unavailable == "" and plan.config.profilers == ["rocprof-compute"]
+    run = make_run(tmp_path, "amd", device="cuda:0")
+    workload = run.dir / "profiles" / "rocprof-compute" / "workload"
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", workload)
+    with open(run.dir / "events.jsonl", "a") as fh:
+        fh.write(json.dumps({"event": "profile", "time": 4.0, "tool": "rocprof-compute", "artifacts": {},
+                             "kernel_table": None, "passes": 16}) + "\n")
+    results = {r.name: r for r in ex.evaluate_checks(SCENARIO.steps[3], run.record(), None, on_gpu=True)}
+    assert results["passes"].status == "pass" and results["passes"].value == 16
+    assert "counter_passes=16" in results["passes"].detail
+    assert results["norm-memory-bound"].status == "fail"  # the recorded vecCopy workload has no RMSNorm kernel
+    assert "no kernel of the run's counters matches '_rmsnorm'" in results["norm-memory-bound"].detail
+
+
+def test_counter_functions_refuse_what_was_not_measured(tmp_path):
+    """No roofline benchmark: bound and shares are not measured (intensity still is); a share above
+    the peak is past a physical limit and refused."""
+    workload = tmp_path / "w"
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", workload)
+    recorded = ex._RecordedOutput(ex.Recorded(workload, "test"))
+    assert recorded.kernel_function("top_intensity", "vecCopy") == 0.0
+    (workload / "roofline.csv").unlink()
+    fresh = ex._RecordedOutput(ex.Recorded(workload, "test"))
+    with pytest.raises(ex.checks.Missing, match="no measured ceilings"):
+        fresh.kernel_function("top_bound", "vecCopy")
+    (workload / "roofline.csv").write_text("device,HBMBw,FP32Flops\n0,100.0,1000.0\n")  # a tenth of the real peak
+    slow = ex._RecordedOutput(ex.Recorded(workload, "test"))
+    with pytest.raises(ex.checks.Missing, match="above its peak"):
+        slow.kernel_function("top_bw_pct", "vecCopy")
+    assert slow.kernel_function("top_bound", "elementwise") == "memory"  # selected by its category

@@ -1,0 +1,323 @@
+"""What each ROCm release's profilers accept and write: rocprofv3, rocprof-sys, rocprof-compute.
+
+Plain data and two pure helpers, stdlib only. The adapters build argv only from the options a
+release has, refuse what it lacks, and find its outputs where it writes them; the test stand-ins
+(tests/profilers/bin) load this file by path and behave as the release they are told to be. So a
+fact lives here once, with its source; docs/rocm-tools.md explains each one.
+
+Evidence codes ("evidence" of every entry):
+  T  read at the release's own tag or release branch
+  M  read on the mainline branch at a commit dated before the release branch was cut (named)
+  C  stated in the project's CHANGELOG only
+  D  stated on a versioned docs page only
+  U  UNVERIFIED: assumed, and the entry says from what
+
+Repositories (git refs): SDK = ROCm/rocprofiler-sdk (tags rocm-6.2.0 = b2b99d4, rocm-6.2.1 =
+rocm-6.2.2 = 03fe8df); RS = ROCm/rocm-systems (release/rocm-rel-7.0 = 64cf36def, develop =
+1b1610fc2); SYS = ROCm/rocprofiler-systems (release/rocm-rel-6.2 = c9edd24); CMP =
+ROCm/rocprofiler-compute (tags rocm-6.2.0 = 17eb9e3a, rocm-6.2.4 = afcf6ef1, rocm-6.3.0 = 4244ddb0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+#: Release keys, oldest first. 6.2 patch levels differ in rocprofv3's output layout history, so
+#: they are kept apart; later releases are keyed by major.minor (their patches change none of this).
+RELEASES = ("6.2.0", "6.2.1", "6.2.2", "6.2.4", "6.3", "6.4", "7.0", "7.1")
+#: Where ROCm records its own version (rocm-core CMakeLists.txt @052cc955: file(WRITE .info/version
+#: "X.Y.Z"), installed under <rocm>/.info). Some builds append "-<build>"; only X.Y.Z is read.
+VERSION_FILE = ".info/version"
+
+
+def release_key(version: str) -> Optional[str]:
+    """The table key of a ROCm version ("6.2.2-123" -> "6.2.2", "6.3.1" -> "6.3"), or None when
+    older than 6.2. A release newer than the newest known maps to the newest known (see newer_than_known)."""
+    parts = version.strip().split("-")[0].split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1])
+        patch = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 0
+    except (ValueError, IndexError):
+        return None
+    if (major, minor) < (6, 2):
+        return None
+    if (major, minor) == (6, 2):
+        return {0: "6.2.0", 1: "6.2.1", 2: "6.2.2"}.get(patch, "6.2.4")
+    key = f"{major}.{minor}"
+    return key if key in RELEASES else (RELEASES[-1] if newer_than_known(version) else None)
+
+
+def newer_than_known(version: str) -> bool:
+    """A release after the newest one read here (its tools are assumed to behave as that one)."""
+    try:
+        major, minor = (int(p) for p in version.strip().split("-")[0].split(".")[:2])
+    except ValueError:
+        return False
+    newest = tuple(int(p) for p in RELEASES[-1].split("."))
+    return (major, minor) > newest
+
+
+# =============================================================================== rocprofv3
+# Option tables: long option -> short alias (or None), from each release's argparse calls.
+# SDK@rocm-6.2.0:source/bin/rocprofv3.py:39-194 (identical at rocm-6.2.2).
+_V62_OPTIONS = {
+    "--hip-trace": None, "--hip-runtime-trace": None, "--hip-compiler-trace": None,
+    "--marker-trace": None, "--kernel-trace": None, "--memory-copy-trace": None,
+    "--scratch-memory-trace": None, "--stats": None, "--hsa-trace": None, "--hsa-core-trace": None,
+    "--hsa-amd-trace": None, "--hsa-image-trace": None, "--hsa-finalizer-trace": None,
+    "--sys-trace": "-s", "--mangled-kernels": "-M", "--truncate-kernels": "-T",
+    "--list-metrics": "-L", "--input": "-i", "--output-file": "-o", "--output-directory": "-d",
+    "--output-format": None, "--log-level": None, "--kernel-names": None, "--preload": None,
+}
+# RS@39db3e8a1 (2024-11-22, mainline before the 6.3 cut; M):projects/rocprofiler-sdk/source/bin/rocprofv3.py
+_V63_OPTIONS = {
+    "--input": "-i", "--output-file": "-o", "--output-directory": "-d", "--output-format": None,
+    "--log-level": None, "--extra-counters": "-E", "--runtime-trace": "-r", "--sys-trace": "-s",
+    "--hip-trace": None, "--marker-trace": None, "--kernel-trace": None,
+    "--memory-copy-trace": None, "--memory-allocation-trace": None, "--scratch-memory-trace": None,
+    "--hsa-trace": None, "--rccl-trace": None, "--kokkos-trace": None, "--hip-runtime-trace": None,
+    "--hip-compiler-trace": None, "--hsa-core-trace": None, "--hsa-amd-trace": None,
+    "--hsa-image-trace": None, "--hsa-finalizer-trace": None, "--pmc": None, "--stats": None,
+    "--summary": "-S", "--summary-per-domain": "-D", "--summary-groups": None,
+    "--summary-output-file": None, "--summary-units": "-u", "--mangled-kernels": "-M",
+    "--truncate-kernels": "-T", "--kernel-rename": None, "--kernel-include-regex": None,
+    "--kernel-exclude-regex": None, "--kernel-iteration-range": None, "--perfetto-backend": None,
+    "--perfetto-buffer-size": None, "--perfetto-buffer-fill-policy": None,
+    "--perfetto-shmem-size-hint": None, "--list-metrics": "-L", "--preload": None,
+    "--suppress-marker-preload": None,
+}
+# RS@0608bbb4d (2025-02-12, before the 0.7.0 VERSION bump; M). Here -p is --collection-period.
+_V64_OPTIONS = {
+    **{k: v for k, v in _V63_OPTIONS.items() if k != "--list-metrics"},
+    "--att-library-path": None, "--rocdecode-trace": None, "--pc-sampling-beta-enabled": None,
+    "--pc-sampling-unit": None, "--pc-sampling-method": None, "--pc-sampling-interval": None,
+    "--collection-period": "-p", "--collection-period-unit": None, "--list-avail": "-L", "--echo": None,
+    "--advanced-thread-trace": "--att", "--att-target-cu": None, "--att-simd-select": None,
+    "--att-buffer-size": None, "--att-shader-engine-mask": None, "--att-parse": None,
+    "--att-serialize-all": None,
+}
+# RS@64cf36def (release/rocm-rel-7.0):projects/rocprofiler-sdk/source/bin/rocprofv3.py:251-808.
+# -p is now the hidden --pid; --collection-period moved to -P (871686ad4).
+_V70_OPTIONS = {
+    **{k: v for k, v in _V64_OPTIONS.items() if k not in ("--att-parse", "--collection-period")},
+    "--version": "-v", "--output-format": "-f", "--output-config": None, "--rocjpeg-trace": None,
+    "--collection-period": "-P", "--selected-regions": None, "--group-by-queue": None,
+    "--rocm-root": None, "--sdk-soversion": None, "--sdk-version": None, "--readlink": None,
+    "--realpath": None, "--benchmark-mode": None, "--agent-index": "-A",
+    "--disable-signal-handlers": None, "--minimum-output-data": None, "--pid": "-p",
+    "--att-perfcounters": None, "--att-perfcounter-ctrl": None, "--att-activity": None,
+}
+
+# kernel_trace.csv headers. SDK@rocm-6.2.0:source/lib/rocprofiler-sdk-tool/generateCSV.cpp:285-302.
+KERNEL_TRACE_HEADER_62 = (
+    "Kind", "Agent_Id", "Queue_Id", "Kernel_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp",
+    "End_Timestamp", "Private_Segment_Size", "Group_Segment_Size", "Workgroup_Size_X", "Workgroup_Size_Y",
+    "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z",
+)
+# RS@39db3e8a1 generateCSV.cpp:264-281 (M) and RS@0608bbb4d :265-282 (M); Thread_Id and Dispatch_Id
+# came with SDK ebb021c (2024-07-29), after the 6.2 branch. ROCm/rocprofiler-sdk issue #83 shows this
+# header from real 6.3.1, 6.4.0 and 6.4.1 runs.
+KERNEL_TRACE_HEADER_63 = (
+    "Kind", "Agent_Id", "Queue_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Kernel_Name", "Correlation_Id",
+    "Start_Timestamp", "End_Timestamp", "Private_Segment_Size", "Group_Segment_Size", "Workgroup_Size_X",
+    "Workgroup_Size_Y", "Workgroup_Size_Z", "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z",
+)
+# RS@64cf36def projects/rocprofiler-sdk/source/lib/output/generateCSV.cpp:262-285; Agent_Id is a
+# string such as "Agent 4" there.
+KERNEL_TRACE_HEADER_70 = (
+    "Kind", "Agent_Id", "Queue_Id", "Stream_Id", "Thread_Id", "Dispatch_Id", "Kernel_Id", "Kernel_Name",
+    "Correlation_Id", "Start_Timestamp", "End_Timestamp", "LDS_Block_Size", "Scratch_Size", "VGPR_Count",
+    "Accum_VGPR_Count", "SGPR_Count", "Workgroup_Size_X", "Workgroup_Size_Y", "Workgroup_Size_Z",
+    "Grid_Size_X", "Grid_Size_Y", "Grid_Size_Z",
+)
+# The same header on every release: SDK@rocm-6.2.0 generateCSV.cpp:480-487 and RS@64cf36def
+# generateCSV.cpp:523-532. A roctxRangePush/Pop pair is one row, Function = the range's message, its
+# start at the push and its end at the pop (SDK@rocm-6.2.0 rocprofiler-sdk-tool/tool.cpp:342-382),
+# on the clock the kernel records use (rocprofiler_get_timestamp).
+MARKER_TRACE_HEADER = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_Id", "Start_Timestamp",
+                       "End_Timestamp")
+STATS_HEADER = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage", "MinNs", "MaxNs", "StdDev")
+#: argparse usage line of every release (SDK@rocm-6.2.0 rocprofv3.py:31-36; RS@64cf36def :230-236).
+ROCPROFV3_USAGE = "usage: rocprofv3 [options] -- <application> [application options]"
+
+
+@dataclass(frozen=True)
+class Rocprofv3Facts:
+    release: str
+    evidence: str
+    sdk_version: str
+    options: dict  # long option -> short alias or None
+    formats: tuple  # what --output-format accepts
+    default_format: str  # what is written when --output-format is not given
+    version_flag: bool  # `rocprofv3 --version` exists (else argparse exits 2)
+    allow_abbrev: bool  # argparse accepts unique prefixes of long options
+    host_dir: bool  # the default output name is %hostname%/%pid% (else %pid%)
+    kernel_trace_header: tuple
+    marker_preload: bool  # --marker-trace preloads the SDK's roctx, catching apps linked to roctracer's
+    pmc_option: bool  # --pmc exists (one pass); several counter groups always need -i FILE (a run each)
+
+    @property
+    def layout(self) -> str:
+        """Where a file lands, relative to --output-directory."""
+        return "<dir>/<hostname>/<pid>_<name>" if self.host_dir else "<dir>/<pid>_<name>"
+
+    def has(self, option: str) -> bool:
+        return option in self.options or option in self.options.values()
+
+
+_V62 = Rocprofv3Facts(
+    release="6.2.0", evidence="T", sdk_version="0.4.0", options=_V62_OPTIONS,
+    formats=("csv", "json", "pftrace"),  # rocprofv3.py:167-174, default=["csv"]
+    default_format="csv", version_flag=False, allow_abbrev=True,
+    # rocprofiler-sdk-tool/config.hpp:81-82 output_file = getpid(); output_file.cpp:55-64
+    host_dir=False, kernel_trace_header=KERNEL_TRACE_HEADER_62,
+    marker_preload=False,  # no --suppress-marker-preload and no roctx LD_PRELOAD in rocprofv3.py:366-369
+    pmc_option=False,  # counters only via -i; one subprocess per pmc line into <dir>/pmc_<n> (:488-510)
+)
+_V63 = replace(
+    _V62, release="6.3", evidence="M", sdk_version="0.5.0", options=_V63_OPTIONS,
+    formats=("csv", "json", "pftrace", "otf2"),  # rocprofv3.py:133-139 (otf2: RS ef22b7a48, 2024-07-30)
+    host_dir=True,  # output_config.hpp:75-76 "%hostname%/%pid%" (SDK 395f01b, 2024-09-09, after the 6.2 branch)
+    kernel_trace_header=KERNEL_TRACE_HEADER_63, marker_preload=True, pmc_option=True,  # --pmc: 651e28f7f
+)
+_V64 = replace(_V63, release="6.4", sdk_version="0.6.0", options=_V64_OPTIONS)  # RS@0608bbb4d (M)
+_V70 = replace(
+    _V64, release="7.0", evidence="T", sdk_version="1.0.0", options=_V70_OPTIONS,
+    formats=("csv", "json", "pftrace", "otf2", "rocpd"),  # rocprofv3.py:282-289
+    default_format="rocpd",  # rocprofv3.py:1108-1109: <pid>_results.db
+    version_flag=True,  # rocprofv3.py:251-252, prints "rocm_version: X.Y.Z" among others (:32-42)
+    allow_abbrev=False, kernel_trace_header=KERNEL_TRACE_HEADER_70,
+)
+ROCPROFV3 = {
+    "6.2.0": _V62,
+    "6.2.1": replace(_V62, release="6.2.1"),  # tag rocm-6.2.1 is the rocm-6.2.2 commit: same source
+    "6.2.2": replace(_V62, release="6.2.2"),
+    # U: no rocm-6.2.4 tag in the snapshot; the rocm-6.2.x branch head (2024-10-24) is the 6.2.2 commit
+    "6.2.4": replace(_V62, release="6.2.4", evidence="U"),
+    "6.3": _V63,
+    "6.4": _V64,
+    "7.0": _V70,
+    # C/D + U: SDK CHANGELOG "1.1.0 for ROCm 7.1"; docs-7.1.1 lists -f and the rocpd default; the options
+    # are 7.0's (RS develop@1b1610fc2 of 2025-08-09 matches the 7.0 branch; no 7.1 branch was read)
+    "7.1": replace(_V70, release="7.1", evidence="C", sdk_version="1.1.0"),
+}
+
+
+# =============================================================================== rocprof-sys
+# Runner flags: source/lib/core/argparse.cpp add_argument() calls; timemory adds -h/-?/--help and
+# --version. SYS@release/rocm-rel-6.2 argparse.cpp:312-1248; RS@7e1c3f9ff (6.3, M) the same set.
+_SYS_OPTIONS_62 = {
+    "--monochrome": None, "--debug": None, "--verbose": "-v", "--config": "-c", "--output": "-o",
+    "--trace": "-T", "--profile": "-P", "--flat-profile": "-F", "--sample": "-S", "--host": "-H",
+    "--device": "-D", "--wait": "-w", "--duration": "-d", "--periods": None, "--include": "-I",
+    "--exclude": "-E", "--launcher": "-l", "--trace-file": None, "--trace-buffer-size": None,
+    "--trace-fill-policy": None, "--trace-wait": None, "--trace-duration": None, "--trace-periods": None,
+    "--trace-clock-id": None, "--profile-format": None, "--profile-diff": None, "--process-freq": None,
+    "--process-wait": None, "--process-duration": None, "--cpus": None, "--gpus": None,
+    "--sampling-freq": "-f", "--tids": "-t", "--sampling-wait": None, "--sampling-duration": None,
+    "--sample-cputime": None, "--sample-realtime": None, "--sample-overflow": None, "--cpu-events": "-C",
+    "--gpu-events": "-G", "--inlines": "-i", "--hsa-interrupt": None, "--fork": None, "--help": "-h",
+    "--version": None,
+}
+# RS@572f9532e (6.4, M) and RS@64cf36def (7.0, T): --gpu-events/-G is gone.
+_SYS_OPTIONS_64 = {k: v for k, v in _SYS_OPTIONS_62.items() if k != "--gpu-events"}
+
+
+@dataclass(frozen=True)
+class RocprofSysFacts:
+    release: str
+    evidence: str
+    version: str
+    runner: str  # the executable that wraps a program
+    options: dict
+    env_prefix: str
+    output_prefix: str  # default output folder "<prefix>-<tag>-output" (timemory_init in config.cpp)
+    kernel_category: str  # Perfetto category of GPU kernel slices
+    kernel_track: str  # Perfetto track name of kernel slices
+    parse_error_exit_code: int  # impl.cpp:289-292 on_error -> exit(EXIT_FAILURE)
+
+
+_SYS62 = RocprofSysFacts(
+    release="6.2.0", evidence="T", version="1.11.2", runner="omnitrace-run", options=_SYS_OPTIONS_62,
+    env_prefix="OMNITRACE_", output_prefix="omnitrace",  # config.cpp:1042
+    kernel_category="device_hip",  # source/lib/core/categories.hpp:94
+    kernel_track="HIP Activity Device {dev}, Queue {queue}",  # library/roctracer.cpp:917-922
+    parse_error_exit_code=1,
+)
+_SYS63 = replace(_SYS62, release="6.3", evidence="M", version="0.1.0", runner="rocprof-sys-run",
+                 env_prefix="ROCPROFSYS_", output_prefix="rocprofsys")  # RS@7e1c3f9ff config.cpp:1055
+_SYS64 = replace(_SYS63, release="6.4", version="1.0.0", options=_SYS_OPTIONS_64,
+                 kernel_category="rocm_kernel_dispatch",  # RS@572f9532e categories.hpp:97 (b29cfac10)
+                 kernel_track="GPU Kernel Dispatch [{dev}] Queue {queue}")  # library/rocprofiler-sdk.cpp:676
+_SYS70 = replace(_SYS64, release="7.0", evidence="T", version="1.1.0")  # RS@64cf36def categories.hpp:97
+# C + develop@1b1610fc2: kernels grouped by HIP stream by default (CHANGELOG 1.2.0); options U (7.0's)
+_SYS71 = replace(_SYS70, release="7.1", evidence="C", version="1.2.0", kernel_track="HIP Activity Stream {stream}")
+ROCPROF_SYS = {
+    # one 6.2 branch: its patch releases cannot be told apart
+    **{key: replace(_SYS62, release=key) for key in ("6.2.0", "6.2.1", "6.2.2", "6.2.4")},
+    "6.3": _SYS63, "6.4": _SYS64, "7.0": _SYS70, "7.1": _SYS71,
+}
+#: Every Perfetto category a rocprof-sys release files GPU kernels under (a trace reader needs no release).
+SYS_KERNEL_CATEGORIES = tuple(dict.fromkeys(f.kernel_category for f in ROCPROF_SYS.values()))
+
+
+# =============================================================================== rocprof-compute
+# `profile` options, general group included (src/argparser.py). -v is --version; -V is --verbose.
+_C62_OPTIONS = {
+    "--version": "-v", "--verbose": "-V", "--quiet": "-q", "--specs": "-s", "--name": "-n",
+    "--target": None, "--path": "-p", "--kernel": "-k", "--dispatch": "-d", "--block": "-b",
+    "--join-type": None, "--no-roof": None, "--roof-only": None, "--sort": None, "--mem-level": "-m",
+    "--device": None, "--kernel-names": None,
+}
+_C64_OPTIONS = {**_C62_OPTIONS, "--subpath": None, "--hip-trace": None, "--kokkos-trace": None,
+                "--spatial-multiplexing": None, "--format-rocprof-output": None}
+_C70_OPTIONS = {**_C64_OPTIONS, "--list-metrics": None, "--config-dir": None, "--pc-sampling-method": None,
+                "--pc-sampling-interval": None, "--rocprofiler-sdk-library-path": None,
+                "--roofline-data-type": "-R"}
+
+
+@dataclass(frozen=True)
+class RocprofComputeFacts:
+    release: str
+    evidence: str
+    version: str
+    executable: str
+    options: dict
+    #: launches of the program per profile on MI200 (gfx90a) and MI300 (gfx942); None: not known
+    passes: dict
+    app_must_be_file: bool  # the program's argv[0] must be an existing file (6.2-6.4), else on PATH
+    name_forbids: str  # characters -n/--name may not hold (6.x also limits it to 35 characters)
+    timestamps_pass: bool  # a timestamps.csv pass exists (not with the 7.0 rocprofv3 backend)
+
+
+_CMP62 = RocprofComputeFacts(
+    release="6.2.0", evidence="T", version="2.0.1", executable="omniperf", options=_C62_OPTIONS,
+    # old coalescing (soc_base.py:258-262,284-520 + profiler_base.py:66-100): 5 SQ + 19/18 pmc_perf +
+    # timestamps; the same counts as CMP tests/workloads/vcopy/{MI200,MI300X_A1}/perfmon
+    passes={"gfx90a": 25, "gfx942": 24},
+    app_must_be_file=True,  # profiler_base.py:295 os.path.isfile(argv[0])
+    name_forbids="-.", timestamps_pass=True,  # profiler_base.py:308-310
+)
+# CMP@rocm-6.3.0; improved coalescing c93fead7: counts COMPUTED from source, not seen in a real run
+_CMP63 = replace(_CMP62, release="6.3", version="3.0.0", executable="rocprof-compute",
+                 passes={"gfx90a": 16, "gfx942": 15})
+_CMP64 = replace(_CMP63, release="6.4", evidence="M", version="3.1.0", options=_C64_OPTIONS)  # RS@611704d82
+_CMP70 = replace(
+    _CMP64, release="7.0", evidence="T", version="3.2.2", options=_C70_OPTIONS,
+    passes={},  # counters come from the analysis configs (static pmc files removed, #606): U
+    app_must_be_file=False,  # profiler_base.py:299 shutil.which(argv[0])
+    name_forbids="/", timestamps_pass=False,  # rocprof_compute_base.py:246-247; soc_base.py:829-837
+)
+_CMP71 = replace(_CMP70, release="7.1", evidence="C", version="3.3.0")  # CHANGELOG 3.3.0; options U (7.0's)
+ROCPROF_COMPUTE = {
+    **{key: replace(_CMP62, release=key) for key in ("6.2.0", "6.2.1", "6.2.2", "6.2.4")},
+    "6.3": _CMP63, "6.4": _CMP64, "7.0": _CMP70, "7.1": _CMP71,
+}
+
+#: Tool versions printed by --version / -v -> ROCm releases (each project's CHANGELOG), for a tool
+#: whose ROCm tree has no .info/version.
+SYS_TO_ROCM = {"1.11.2": "6.2", "0.1.0": "6.3", "0.1.1": "6.3", "1.0.0": "6.4", "1.0.1": "6.4", "1.0.2": "6.4",
+               "1.1.0": "7.0", "1.1.1": "7.0", "1.2.0": "7.1", "1.2.1": "7.1"}
+COMPUTE_TO_ROCM = {"2.0.1": "6.2", "3.0.0": "6.3", "3.1.0": "6.4", "3.1.1": "6.4", "3.2.2": "7.0", "3.2.3": "7.0",
+                   "3.3.0": "7.1", "3.3.1": "7.1"}
