@@ -28,7 +28,7 @@ import triton.language as tl
 from torch import Tensor
 
 from kernels import _utils
-from kernels._utils import check_tensors, interpreter_config, interpreting
+from kernels._utils import check_tensors, device_arch, interpreter_config, interpreting, is_amd, launch
 from kernels.rope import apply_rope
 
 _LOG2E = 1.4426950408889634
@@ -376,11 +376,6 @@ def _attn_bwd_dq_kernel(
     )
 
 
-def _stages(n: int) -> int:
-    # AMD's stream pipeliner wants few stages; NVIDIA Hopper/Ampere hide latency with more.
-    return min(n, 2) if torch.version.hip else n
-
-
 def _interpreter_config(seq_len: int) -> dict:
     # The interpreter pays for every op a program runs, whatever the block size: one block over
     # the whole sequence (up to 64, and a score tile within the interpreter's tile budget)
@@ -403,32 +398,61 @@ def _small_exact(head_dim: int, seq_len: int, exact_fp32: bool) -> bool:
     return exact_fp32 and head_dim <= 64 and seq_len <= 256
 
 
-def _fwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> dict:
+# AMD CDNA (gfx90a, gfx942, gfx950: wave64, 512 VGPRs+AGPRs a lane, 102 addressable SGPRs a
+# wave): one software-pipelining stage everywhere. Compiled for gfx942 at the model's shapes
+# (tinylab kernels ... --target gfx942; tinylab.anatomy), the NVIDIA configs with 2 stages
+# spilled SGPRs in the forward and dQ kernels (14 and 11 in bf16 at S=128) and held dK/dV to
+# 1 wave per SIMD (256 VGPRs + 21 AGPRs), while 1 stage kept the forward spill-free at 3 waves.
+# dQ takes 64x32 blocks: 64x64 still spilled SGPRs in bf16 and VGPRs in exact fp32 (19 at
+# S=1024), and NVIDIA's 128x64 / 8 warps at D=128 spilled 273 VGPRs. dK/dV keeps 32-row
+# blocks, 32x64 (D <= 64, past S=256 or in exact fp32) or 32x32 (64x64 spilled at every size,
+# 32x64 at D=128), with waves_per_eu=2, which makes LLVM schedule for 2 waves and so keep the
+# bf16 32x64 block under the SGPR limit (13 spilled without). These come from compiles
+# (spills, LDS, occupancy), not from timings: no AMD GPU has run them yet.
+def _cdna_configs(head_dim: int, seq_len: int, exact_fp32: bool) -> tuple[dict, dict, dict]:
+    """(forward, dK/dV, dQ) configs for AMD CDNA; see above."""
+    small = _small_exact(head_dim, seq_len, exact_fp32)
+    block = 32 if small else 64
+    fwd = dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, num_stages=1)
+    dq = dict(BLOCK_M=block, BLOCK_N=32, num_warps=4, num_stages=1)
+    wide = head_dim <= 64 and not small and (exact_fp32 or seq_len > 256)
+    dkdv = dict(BLOCK_M=32, BLOCK_N=64 if wide else 32, num_warps=4, num_stages=1, waves_per_eu=2)
+    return fwd, dkdv, dq
+
+
+def _fwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False, arch: str | None = None) -> dict:
+    """The forward's launch config for a GPU architecture (kernels._utils.device_arch)."""
     if interpreter_config():
         return _interpreter_config(seq_len)
+    if is_amd(arch):
+        return _cdna_configs(head_dim, seq_len, exact_fp32)[0]
     if _small_exact(head_dim, seq_len, exact_fp32):
-        return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
-    return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+        return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=2)
+    return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3)
 
 
-def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> tuple[dict, dict]:
-    """(dK/dV config, dQ config). dK/dV keeps a key block resident while query blocks stream
-    past it; dQ the other way round. Exact-fp32 dots past S=256 keep the S=2048 config: with
-    64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73 (H200)."""
+def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False, arch: str | None = None) -> tuple[dict, dict]:
+    """(dK/dV config, dQ config) for a GPU architecture. dK/dV keeps a key block resident while
+    query blocks stream past it; dQ the other way round. Exact-fp32 dots past S=256 keep the
+    S=2048 config: with 64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73
+    (H200)."""
     if interpreter_config():
         return _interpreter_config(seq_len), _interpreter_config(seq_len)
+    if is_amd(arch):
+        _, dkdv, dq = _cdna_configs(head_dim, seq_len, exact_fp32)
+        return dkdv, dq
     if _small_exact(head_dim, seq_len, exact_fp32):
-        small = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
+        small = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=2)
         return small, dict(small)
     block_m, block_n = 32, 64
     if not exact_fp32 and seq_len <= 256:
         block_m, block_n = 32, 32
     elif not exact_fp32 and seq_len <= 1024:
         block_m, block_n = 64, 64
-    dkdv = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4, num_stages=_stages(3))
+    dkdv = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4, num_stages=3)
     if head_dim <= 64:
-        return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
-    return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
+        return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3)
+    return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
 
 
 def _exact_fp32(t: Tensor) -> bool:
@@ -449,10 +473,10 @@ def _attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: 
     """Launch the forward on [B, H, S, D] / [B, KVH, S, D] views; returns (o, lse)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    cfg = _fwd_config(D, S, _exact_fp32(q))
+    cfg = _fwd_config(D, S, _exact_fp32(q), device_arch(q.device))
     o = _bshd_like(q)
     lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
-    _attn_fwd_kernel[_grid(triton.cdiv(S, cfg["BLOCK_M"]), B * H)](
+    launch(_attn_fwd_kernel, _grid(triton.cdiv(S, cfg["BLOCK_M"]), B * H),
         q, k, v, o, lse,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(),
         H, H // KVH, S, sm_scale * _LOG2E,
@@ -467,18 +491,18 @@ def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale:
     dq, dk are written with its inverse applied (the gradients of the unrotated q and k)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    dkdv_cfg, dq_cfg = _bwd_config(D, S, _exact_fp32(q))
+    dkdv_cfg, dq_cfg = _bwd_config(D, S, _exact_fp32(q), device_arch(q.device))
     delta = torch.empty_like(lse)
     qk_scale = sm_scale * _LOG2E
     cos, sin = rope if rope is not None else (lse, lse)  # any pointer: unread without UNROPE
     # dQ first: it writes delta, which the dK/dV kernel reads.
-    _attn_bwd_dq_kernel[_grid(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
+    launch(_attn_bwd_dq_kernel, _grid(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H),
         q, k, v, o, do, dq, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(), *do.stride(), *dq.stride(),
         H, H // KVH, S, qk_scale, sm_scale,
         CAUSAL=causal, UNROPE=rope is not None, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dq_cfg,
     )
-    _attn_bwd_dkdv_kernel[_grid(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
+    launch(_attn_bwd_dkdv_kernel, _grid(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH),
         q, k, v, do, dk, dv, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
         H, KVH, H // KVH, S, qk_scale, sm_scale,

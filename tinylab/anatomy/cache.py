@@ -1,0 +1,76 @@
+"""On-disk cache of plans and compiled kernels, so a second `tinylab kernels` is instant.
+
+Entries are keyed by content (launches.plan_key for a plan; compile.compile_key for a kernel:
+its source hash, parameters, target and the Triton version), never invalidated, only missed.
+Several processes may write the same entry at once (CI workers, a CLI beside the lab): every
+entry is written under a temporary name and renamed into place, which POSIX makes atomic, so a
+reader sees a whole entry or none, and the first writer wins.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def default_root() -> Path:
+    """$XDG_CACHE_HOME/tinylab/anatomy (~/.cache/tinylab/anatomy when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tinylab" / "anatomy"
+
+
+class Cache:
+    """Plans (``plans/<key>.json``) and compiled kernels (``kernels/<key>/``: ``report.json``
+    and one gzip file per IR stage) under ``root``."""
+
+    def __init__(self, root: Path | None = None):
+        self.root = Path(root) if root is not None else default_root()
+
+    def _tmp(self) -> Path:
+        (self.root / "tmp").mkdir(parents=True, exist_ok=True)
+        return self.root / "tmp"
+
+    # ------------------------------------------------------------------------------ plans
+    def get_plan(self, key: str) -> dict | None:
+        try:
+            return json.loads((self.root / "plans" / f"{key}.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def put_plan(self, key: str, plan: dict) -> None:
+        final = self.root / "plans" / f"{key}.json"
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self._tmp(), suffix=".json")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(plan, fh)
+        os.replace(tmp, final)
+
+    # ---------------------------------------------------------------------------- kernels
+    def get_report(self, key: str) -> dict | None:
+        try:
+            return json.loads((self.root / "kernels" / key / "report.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+
+    def get_stage(self, key: str, stage: str) -> str | None:
+        try:
+            return gzip.decompress((self.root / "kernels" / key / f"{stage}.gz").read_bytes()).decode("utf-8")
+        except FileNotFoundError:
+            return None
+
+    def put_kernel(self, key: str, report: dict, stages: dict[str, str]) -> None:
+        """Store a compile's report and IR stages as one directory, renamed into place whole."""
+        final = self.root / "kernels" / key
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=self._tmp()))
+        for name, text in stages.items():
+            (tmp / f"{name}.gz").write_bytes(gzip.compress(text.encode("utf-8"), 6))
+        (tmp / "report.json").write_text(json.dumps(report), encoding="utf-8")
+        try:
+            os.rename(tmp, final)
+        except OSError:  # another writer got there first: its entry is as good as ours
+            shutil.rmtree(tmp, ignore_errors=True)
