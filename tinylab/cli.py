@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("tinylab.commands.report", "write a self-contained markdown or HTML report of runs"),
     "bench": ("tinylab.commands.bench", "benchmark versions and kernels on this device; print a table"),
     "roofline": ("tinylab.commands.roofline", "ASCII roofline of a run against measured ceilings"),
+    "kernels": ("tinylab.commands.kernels", "compile the Triton kernels for AMD and NVIDIA GPUs: registers, LDS, spills, occupancy"),
     "doctor": ("tinylab.commands.doctor", "report the environment and which profilers are available"),
     "hotspots": ("tinylab.commands.hotspots", "kernel hotspot table of a run or a profiler output"),
     "exercises": ("tinylab.commands.exercises", "guided debugging scenarios: list, show, check"),

@@ -155,7 +155,7 @@ def _number(pattern: str, text: str, default: int | None = None) -> int:
     return int(m.group(1))
 
 
-def amd_report(target: Target, asm: str, dynamic_lds: int, num_warps: int) -> KernelReport:
+def amd_report(target: Target, asm: str, dynamic_lds: int, num_warps: int, waves_per_eu: int) -> KernelReport:
     """Read registers, LDS, scratch, spills and LLVM's occupancy from AMDGCN text; add
     Triton's dynamic LDS (allocated at launch, so absent from the code object)."""
     meta = asm[asm.index(".amdgpu_metadata"):]
@@ -180,6 +180,7 @@ def amd_report(target: Target, asm: str, dynamic_lds: int, num_warps: int) -> Ke
             sgprs=_number(r"^; NumSGPRsForWavesPerEU: (\d+)", asm),
             lds=lds,
             num_warps=num_warps,
+            waves_per_eu=waves_per_eu,
             llvm=_number(r"^; Occupancy: (\d+)", asm),
         ),
     )
@@ -253,7 +254,9 @@ def compile_launch(launch: Launch, target_name: str) -> tuple[dict, dict[str, st
         return failed.to_json(), {}
     stages = {s: compiled.asm[s] for s in STAGES[target.vendor] if s in compiled.asm}
     if target.amd:
-        report = amd_report(target, compiled.asm["amdgcn"], compiled.metadata.shared, launch.num_warps)
+        report = amd_report(
+            target, compiled.asm["amdgcn"], compiled.metadata.shared, launch.num_warps, launch.option("waves_per_eu", "amd")
+        )
     else:
         stages["sass"] = _sass(compiled.asm["cubin"])
         report = nvidia_report(target, output, compiled.metadata.shared, launch.num_warps)

@@ -197,6 +197,10 @@ def _variants(plans: dict[str, dict[str, list[Launch]]], targets: list[Target]) 
             params = [dict(lc.params) for lc in per_target]
             fixed.append({k: v for k, v in params[0].items() if all(p.get(k) == v for p in params[1:])})
         telling = [k for k in fixed[0] if len({repr(f.get(k)) for f in fixed}) > 1]
+        # flags and sizes first, then dtypes, then the specialized scalars (strides)
+        constexprs = set(members[0][0][0].constexprs)
+        rank = {k: 0 if k in constexprs else 1 if isinstance(fixed[0][k], TensorArg) else 2 for k in telling}
+        telling.sort(key=lambda k: rank[k])
         for i, ((per_target, labels), params) in enumerate(zip(members, fixed), 1):
             short = per_target[0].name
             summary = " ".join(f"{k}={_render_value(params[k])}" for k in telling if k in params)
@@ -235,15 +239,15 @@ def analyze(
     cfg: RunConfig,
     targets: list[str] | None = None,
     *,
-    kernel: str | None = None,
+    kernels: list[str] | None = None,
     cache: Cache | None = None,
     pool: Pool | None = None,
     progress: ProgressFn | None = None,
 ) -> Anatomy:
     """Plan and compile every Triton kernel that v3 and v4 launch at ``cfg``'s model size and
     precision, for ``targets`` (default: all of TARGETS that the installed Triton knows).
-    ``kernel`` (a kernel or variant name) compiles only that kernel's variants. ``progress`` is
-    called as each job finishes. Raises UserError on an unknown target or kernel."""
+    ``kernels`` (kernel or variant names) compiles only those kernels' variants. ``progress``
+    is called as each job finishes. Raises UserError on an unknown target or kernel."""
     cache = cache or Cache()
     with _pool(pool) as pool:
         wanted = _resolve_targets(targets)
@@ -254,11 +258,11 @@ def analyze(
         usable = [t for t in wanted if t.name not in skipped]
         plans = _plans(cfg, usable, cache, pool, progress)
         anatomy = Anatomy(cfg, usable, skipped, _variants(plans, usable))
-        if kernel is not None:
-            name = anatomy.variant(kernel).name if "." in kernel else kernel
-            anatomy.variants = [v for v in anatomy.variants if v.name == name or v.name.rsplit(".", 1)[0] == name]
-            if not anatomy.variants:
-                anatomy.variant(kernel)  # raises, naming the choices
+        if kernels is not None:
+            chosen = {anatomy.variant(k).name if "." in k else k for k in kernels}
+            for k in chosen - {v.name.rsplit(".", 1)[0] for v in anatomy.variants} - {v.name for v in anatomy.variants}:
+                anatomy.variant(k)  # raises, naming the choices
+            anatomy.variants = [v for v in anatomy.variants if v.name in chosen or v.name.rsplit(".", 1)[0] in chosen]
         names = {lc.key(): v.name for v in anatomy.variants for lc in v.launches.values()}
         pairs = [(lc, get_target(t)) for v in anatomy.variants for t, lc in v.launches.items()]
         reports = _compile_all(pairs, cache, pool, progress, lambda lc: names[lc.key()])

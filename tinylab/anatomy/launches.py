@@ -120,6 +120,12 @@ class Launch:
         """The kernel's short name: ``_attn_fwd_kernel`` -> ``attn_fwd``."""
         return self.kernel.split(":")[1].strip("_").removesuffix("_kernel")
 
+    @property
+    def config(self) -> dict[str, Any]:
+        """The launch configuration: constexprs and launch options (no tensors, no scalars)."""
+        options = {k for defaults in OPTION_DEFAULTS.values() for k in defaults}
+        return {k: v for k, v in self.params if k in self.constexprs or k in options}
+
     def option(self, name: str, vendor: str) -> Any:
         """A launch option as the launch sets it, or Triton's default for ``vendor``."""
         return dict(self.params).get(name, OPTION_DEFAULTS[vendor].get(name))

@@ -58,7 +58,8 @@ AMD_WAVE_SIZE = 64
 class Target:
     """One GPU architecture to compile for, named as kernels._utils.device_arch names it.
 
-    ``units`` is the CU (AMD) or SM (NVIDIA) count of ``gpu``, a representative part: it sizes
+    ``units`` is the CU (AMD; per GCD on MI250X, which ROCm shows as two devices) or SM
+    (NVIDIA) count of ``gpu``, a representative part (H200 has H100's 132 SMs): it sizes
     the persistent grids of the launch code (the RMSNorm backward launches one program per
     unit), so a plan for this target launches what it would launch on that GPU.
     ``lds_bytes``: LDS per CU (AMD) or the most shared memory per SM (NVIDIA).
@@ -95,7 +96,7 @@ class Target:
 TARGETS: dict[str, Target] = {
     # MI250X: 220 CUs over two GCDs, each its own device to ROCm (AMD Instinct MI250X data
     # sheet); LDS 64 KiB per CU (AMD "Instinct MI200" CDNA2 ISA guide, 2.x "LDS").
-    "gfx90a": Target("gfx90a", "amd", "MI250X (one GCD)", 110, 64 * 1024, "CDNA2"),
+    "gfx90a": Target("gfx90a", "amd", "MI250X", 110, 64 * 1024, "CDNA2"),
     # MI300X: 304 CUs (AMD CDNA3 white paper); LDS 64 KiB per CU (AMD CDNA3 ISA guide, 2.x).
     "gfx942": Target("gfx942", "amd", "MI300X", 304, 64 * 1024, "CDNA3"),
     # MI355X: 256 CUs (AMD Instinct MI355X data sheet); LDS 160 KiB per CU (LLVM AMDGPU.td:
@@ -104,9 +105,9 @@ TARGETS: dict[str, Target] = {
     # A100 SXM: 108 SMs; 164 KiB shared memory per SM, 163 KiB per block (NVIDIA Ampere tuning
     # guide, "Increased shared memory capacity").
     "sm_80": Target("sm_80", "nvidia", "A100", 108, 164 * 1024, "Ampere"),
-    # H100 SXM and H200: 132 SMs; 228 KiB shared memory per SM, 227 KiB per block (NVIDIA
+    # H100 SXM (and H200): 132 SMs; 228 KiB shared memory per SM, 227 KiB per block (NVIDIA
     # Hopper tuning guide, "Increased shared memory capacity").
-    "sm_90": Target("sm_90", "nvidia", "H100/H200 SXM", 132, 228 * 1024, "Hopper"),
+    "sm_90": Target("sm_90", "nvidia", "H100", 132, 228 * 1024, "Hopper"),
 }
 
 
@@ -120,13 +121,16 @@ def get_target(name: str) -> Target:
 
 @dataclass(frozen=True)
 class Occupancy:
-    """Resident waves per SIMD (AMD) or warps per SM (NVIDIA), the resource that limits it,
-    and each resource's own bound in the same unit (the occupancy is their minimum)."""
+    """Resident waves per SIMD (AMD) or warps per SM (NVIDIA), the resource that limits it
+    ("none" at the hardware's maximum), each resource's own bound in the same unit (the
+    occupancy is their minimum), and the compiler's own figure where it reports one (LLVM's
+    on AMD, which leaves out Triton's dynamic LDS; None on NVIDIA)."""
 
     value: int
     unit: str
     limiter: str
     bounds: dict[str, int]
+    reported: int | None = None
 
 
 def _limiter(value: int, bounds: dict[str, int], ceiling: int) -> str:
@@ -136,14 +140,18 @@ def _limiter(value: int, bounds: dict[str, int], ceiling: int) -> str:
     return "+".join(tight) if tight else "other"
 
 
-def amd_occupancy(target: Target, vgprs: int, sgprs: int, lds: int, num_warps: int, llvm: int) -> Occupancy:
+def amd_occupancy(
+    target: Target, vgprs: int, sgprs: int, lds: int, num_warps: int, waves_per_eu: int, llvm: int
+) -> Occupancy:
     """Waves per SIMD of a kernel using ``vgprs`` (VGPRs + AGPRs, LLVM's
     NumVGPRsForWavesPerEU), ``sgprs`` (NumSGPRsForWavesPerEU) and ``lds`` bytes of LDS per
-    workgroup of ``num_warps`` waves; ``llvm`` is LLVM's own ``; Occupancy:``.
+    workgroup of ``num_warps`` waves, launched with Triton's ``waves_per_eu`` option (0: none);
+    ``llvm`` is LLVM's own ``; Occupancy:``.
 
-    LLVM computes its occupancy from registers and static LDS only: Triton allocates its LDS
-    dynamically (sized at launch), so the occupancy is LLVM's, further capped by the LDS bound.
-    The bounds follow LLVM's formulas (see the constants above) and name the limiter.
+    LLVM computes its occupancy from registers, the waves-per-EU request and static LDS only:
+    Triton allocates its LDS dynamically (sized at launch), so the occupancy is LLVM's, further
+    capped by the LDS bound. The bounds follow LLVM's formulas (see the constants above) and
+    name the limiter; "launch" is what the workgroup size and waves_per_eu allow.
     """
     ceiling = AMD_MAX_WAVES_PER_SIMD
     rounded = math.ceil(max(vgprs, 1) / AMD_VGPR_GRANULE) * AMD_VGPR_GRANULE
@@ -155,10 +163,11 @@ def amd_occupancy(target: Target, vgprs: int, sgprs: int, lds: int, num_warps: i
         "SGPRs": min(ceiling, by_sgprs),
         # a workgroup's waves spread over the CU's SIMDs; none fits: 0 (it cannot launch)
         "LDS": min(ceiling, math.ceil(groups * num_warps / AMD_SIMDS_PER_CU)),
-        "launch": min(ceiling, math.ceil(slots * num_warps / AMD_SIMDS_PER_CU)),
+        # Triton passes "amdgpu-waves-per-eu"="W, W": LLVM takes W as the most it may reach
+        "launch": min(ceiling, math.ceil(slots * num_warps / AMD_SIMDS_PER_CU), waves_per_eu or ceiling),
     }
     value = min(llvm, bounds["LDS"])
-    return Occupancy(value, "waves/SIMD", _limiter(value, bounds, ceiling), bounds)
+    return Occupancy(value, "waves/SIMD", _limiter(value, bounds, ceiling), bounds, llvm)
 
 
 def nvidia_occupancy(target: Target, regs: int, shared: int, num_warps: int) -> Occupancy:
