@@ -400,28 +400,38 @@ def _small_exact(head_dim: int, seq_len: int, exact_fp32: bool) -> bool:
 
 # AMD CDNA (gfx90a, gfx942, gfx950: wave64, 512 VGPRs+AGPRs a lane, 102 addressable SGPRs a
 # wave): one software-pipelining stage everywhere. Compiled for gfx942 at the model's shapes
-# (tinylab kernels ... --target gfx942; tinylab.anatomy), the NVIDIA configs with 2 stages
+# (`tinylab kernels NAME --target gfx942 --sweep ...`), the NVIDIA configs with 2 stages
 # spilled SGPRs in the forward and dQ kernels (14 and 11 in bf16 at S=128) and held dK/dV to
 # 1 wave per SIMD (256 VGPRs + 21 AGPRs), while 1 stage kept the forward spill-free at 3 waves.
-# dQ takes 64x32 blocks: 64x64 still spilled SGPRs in bf16 and VGPRs in exact fp32 (19 at
-# S=1024), and NVIDIA's 128x64 / 8 warps at D=128 spilled 273 VGPRs. dK/dV keeps 32-row
-# blocks, 32x64 (D <= 64, past S=256 or in exact fp32) or 32x32 (64x64 spilled at every size,
-# 32x64 at D=128), with waves_per_eu=2, which makes LLVM schedule for 2 waves and so keep the
-# bf16 32x64 block under the SGPR limit (13 spilled without). These come from compiles
-# (spills, LDS, occupancy), not from timings: no AMD GPU has run them yet.
-def _cdna_configs(head_dim: int, seq_len: int, exact_fp32: bool) -> tuple[dict, dict, dict]:
+# dQ takes 64x32 blocks: 64x64 still spilled SGPRs in bf16 and VGPRs in fp32 (19 at S=1024),
+# and NVIDIA's 128x64 / 8 warps at D=128 spilled 273 VGPRs. dK/dV keeps 32-row blocks in bf16
+# at D <= 64, 32x64 past S=256 and 32x32 below (64x64 spilled at every size), with
+# waves_per_eu=2, which makes LLVM schedule for 2 waves and so keep the 32x64 block under the
+# SGPR limit (13 spilled without). fp32 dots (exact or not: AMD's are IEEE) and D=128 hold
+# about twice the registers a row: dK/dV 16x32 (32x32 took 256 VGPRs and spilled 1 to 202 of
+# them), and at D=128 with fp32 dots a 32x32 forward (64x64: 256 VGPRs + 120 AGPRs, 1 wave)
+# and a 32x16 dQ on 8 warps (64x32 spilled). These come from compiles (spills, LDS,
+# occupancy), not from timings: no AMD GPU has run them yet.
+def _cdna_configs(head_dim: int, seq_len: int, fp32_dots: bool) -> tuple[dict, dict, dict]:
     """(forward, dK/dV, dQ) configs for AMD CDNA; see above."""
-    small = _small_exact(head_dim, seq_len, exact_fp32)
-    block = 32 if small else 64
+    small = _small_exact(head_dim, seq_len, fp32_dots)
+    heavy = fp32_dots and head_dim > 64
+    block = 32 if small or heavy else 64
     fwd = dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, num_stages=1)
-    dq = dict(BLOCK_M=block, BLOCK_N=32, num_warps=4, num_stages=1)
-    wide = head_dim <= 64 and not small and (exact_fp32 or seq_len > 256)
-    dkdv = dict(BLOCK_M=32, BLOCK_N=64 if wide else 32, num_warps=4, num_stages=1, waves_per_eu=2)
+    if heavy:
+        dq = dict(BLOCK_M=32, BLOCK_N=16, num_warps=8, num_stages=1)
+    else:
+        dq = dict(BLOCK_M=32 if small else 64, BLOCK_N=32, num_warps=4, num_stages=1)
+    if fp32_dots or head_dim > 64:
+        dkdv = dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=1)
+    else:
+        dkdv = dict(BLOCK_M=32, BLOCK_N=64 if seq_len > 256 else 32, num_warps=4, num_stages=1, waves_per_eu=2)
     return fwd, dkdv, dq
 
 
 def _fwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False, arch: str | None = None) -> dict:
-    """The forward's launch config for a GPU architecture (kernels._utils.device_arch)."""
+    """The forward's launch config for a GPU architecture (kernels._utils.device_arch);
+    ``exact_fp32``: the dots run in fp32 (see _fp32_dots)."""
     if interpreter_config():
         return _interpreter_config(seq_len)
     if is_amd(arch):
@@ -459,6 +469,13 @@ def _exact_fp32(t: Tensor) -> bool:
     return interpreting() or (t.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32)
 
 
+def _fp32_dots(t: Tensor, arch: str | None) -> bool:
+    """Whether the attention dots run in fp32 (slow, register-hungry), which the configs size
+    their blocks for: exact fp32 (FP32_DOT), and on AMD any fp32 input, whose dots Triton's
+    backend computes in IEEE fp32 unless asked for TF32 (HIPOptions.default_dot_input_precision)."""
+    return _exact_fp32(t) or (is_amd(arch) and t.dtype == torch.float32)
+
+
 def _bshd_like(t: Tensor) -> Tensor:
     """An empty [B, H, S, D] tensor laid out as [B, S, H, D] in memory.
 
@@ -473,7 +490,8 @@ def _attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: 
     """Launch the forward on [B, H, S, D] / [B, KVH, S, D] views; returns (o, lse)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    cfg = _fwd_config(D, S, _exact_fp32(q), device_arch(q.device))
+    arch = device_arch(q.device)
+    cfg = _fwd_config(D, S, _fp32_dots(q, arch), arch)
     o = _bshd_like(q)
     lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
     launch(_attn_fwd_kernel, _grid(triton.cdiv(S, cfg["BLOCK_M"]), B * H),
@@ -491,7 +509,8 @@ def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale:
     dq, dk are written with its inverse applied (the gradients of the unrotated q and k)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    dkdv_cfg, dq_cfg = _bwd_config(D, S, _exact_fp32(q), device_arch(q.device))
+    arch = device_arch(q.device)
+    dkdv_cfg, dq_cfg = _bwd_config(D, S, _fp32_dots(q, arch), arch)
     delta = torch.empty_like(lse)
     qk_scale = sm_scale * _LOG2E
     cos, sin = rope if rope is not None else (lse, lse)  # any pointer: unread without UNROPE

@@ -25,7 +25,7 @@ def default_root() -> Path:
 
 class Cache:
     """Plans (``plans/<key>.json``) and compiled kernels (``kernels/<key>/``: ``report.json``
-    and one gzip file per IR stage) under ``root``."""
+    and one gzip file per IR stage or binary) under ``root``."""
 
     def __init__(self, root: Path | None = None):
         self.root = Path(root) if root is not None else default_root()
@@ -56,19 +56,34 @@ class Cache:
         except FileNotFoundError:
             return None
 
-    def get_stage(self, key: str, stage: str) -> str | None:
+    def get_blob(self, key: str, name: str) -> bytes | None:
+        """A stored stage or binary of a compiled kernel, as bytes."""
         try:
-            return gzip.decompress((self.root / "kernels" / key / f"{stage}.gz").read_bytes()).decode("utf-8")
+            return gzip.decompress((self.root / "kernels" / key / f"{name}.gz").read_bytes())
         except FileNotFoundError:
             return None
 
-    def put_kernel(self, key: str, report: dict, stages: dict[str, str]) -> None:
-        """Store a compile's report and IR stages as one directory, renamed into place whole."""
+    def get_stage(self, key: str, stage: str) -> str | None:
+        blob = self.get_blob(key, stage)
+        return None if blob is None else blob.decode("utf-8")
+
+    def add_stage(self, key: str, stage: str, text: str) -> None:
+        """Add a stage made later (SASS, from the stored cubin) to a kernel's entry."""
+        fd, tmp = tempfile.mkstemp(dir=self._tmp(), suffix=".gz")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(gzip.compress(text.encode("utf-8"), 1))
+        os.replace(tmp, self.root / "kernels" / key / f"{stage}.gz")
+
+    def put_kernel(self, key: str, report: dict, stages: dict[str, str | bytes]) -> None:
+        """Store a compile's report, IR stages and binaries as one directory, renamed into
+        place whole."""
         final = self.root / "kernels" / key
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(dir=self._tmp()))
-        for name, text in stages.items():
-            (tmp / f"{name}.gz").write_bytes(gzip.compress(text.encode("utf-8"), 6))
+        for name, content in stages.items():
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            # level 1: a fifth of the size of the text at a third of level 6's time
+            (tmp / f"{name}.gz").write_bytes(gzip.compress(data, 1))
         (tmp / "report.json").write_text(json.dumps(report), encoding="utf-8")
         try:
             os.rename(tmp, final)

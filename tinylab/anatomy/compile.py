@@ -138,9 +138,17 @@ def _fresh_triton_cache() -> Iterator[None]:
 
 
 def _first_line(exc: Exception, output: str) -> str:
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    """One line on why a compile failed: the innermost cause (Triton wraps the frontend's
+    error in a CompilationError whose text starts with the source location and code), its
+    location, and the first error the C++ passes printed."""
+    root = exc
+    while root.__cause__ is not None:
+        root = root.__cause__
+    text = next((ln.strip() for ln in str(root).splitlines() if ln.strip()), type(root).__name__)
+    where = str(exc).split("\n", 1)[0].strip()
+    if root is not exc and where.startswith("at "):
+        text = f"{where} {text}"
     errors = [ln.strip() for ln in output.splitlines() if "error" in ln.lower()]
-    text = lines[0] if lines else type(exc).__name__
     if errors and errors[0] not in text:
         text = f"{text}: {errors[0]}"
     return text[:300]
@@ -205,7 +213,9 @@ def nvidia_report(target: Target, ptxas_log: str, dynamic_shared: int, num_warps
     )
 
 
-def _sass(cubin: bytes) -> str:
+def sass(cubin: bytes) -> str:
+    """SASS of a cubin, from the nvdisasm shipped in Triton's wheel (about 0.4 s a call, most
+    of it the tool's start: run only when someone asks for SASS)."""
     import subprocess
     import tempfile
 
@@ -218,9 +228,9 @@ def _sass(cubin: bytes) -> str:
     return done.stdout
 
 
-def compile_launch(launch: Launch, target_name: str) -> tuple[dict, dict[str, str]]:
+def compile_launch(launch: Launch, target_name: str) -> tuple[dict, dict[str, str | bytes]]:
     """Compile ``launch`` for the target called ``target_name``; returns (KernelReport as JSON,
-    IR stage name -> text). Runs in a worker process (see pool.py): imports triton and the
+    IR stage name -> text, plus the cubin's bytes on NVIDIA). Runs in a worker process (see pool.py): imports triton and the
     kernel's module, which must not have been imported with TRITON_INTERPRET=1."""
     import importlib
     import time
@@ -252,13 +262,13 @@ def compile_launch(launch: Launch, target_name: str) -> tuple[dict, dict[str, st
     if error is not None:
         failed = KernelReport(target.name, launch.num_warps, {}, 0, 0, {}, None, _first_line(error, output), seconds)
         return failed.to_json(), {}
-    stages = {s: compiled.asm[s] for s in STAGES[target.vendor] if s in compiled.asm}
+    stages: dict[str, str | bytes] = {s: compiled.asm[s] for s in STAGES[target.vendor] if s in compiled.asm}
     if target.amd:
         report = amd_report(
             target, compiled.asm["amdgcn"], compiled.metadata.shared, launch.num_warps, launch.option("waves_per_eu", "amd")
         )
     else:
-        stages["sass"] = _sass(compiled.asm["cubin"])
+        stages["cubin"] = compiled.asm["cubin"]  # disassembled on request (see sass)
         report = nvidia_report(target, output, compiled.metadata.shared, launch.num_warps)
     return {**report.to_json(), "seconds": seconds}, stages
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from tinylab.anatomy.cache import Cache
-from tinylab.anatomy.compile import STAGES, KernelReport, compile_key, compile_launch, probe_target
+from tinylab.anatomy.compile import STAGES, KernelReport, compile_key, compile_launch, probe_target, sass
 from tinylab.anatomy.launches import OPTION_DEFAULTS, FORMAT, Launch, TensorArg, plan_key, plan_scenario, scenarios
 from tinylab.anatomy.pool import Pool
 from tinylab.anatomy.targets import TARGETS, Target, get_target
@@ -143,7 +143,7 @@ def known_targets(targets: list[Target], cache: Cache, pool: Pool, progress: Pro
     keys = {t.name: f"probe-{FORMAT}-{t.name}-{version('triton')}" for t in targets}
     answers = {t.name: cache.get_plan(keys[t.name]) for t in targets}
     missing = [(t.name,) for t in targets if answers[t.name] is None]
-    for done, total, (name,), why in pool.run(probe_target, missing):
+    for done, total, (name,), why in pool.run(probe_target, missing, keys=[keys[name] for name, in missing]):
         answers[name] = {"error": why}
         cache.put_plan(keys[name], answers[name])
         if progress:
@@ -156,7 +156,7 @@ def _plans(cfg: RunConfig, targets: list[Target], cache: Cache, pool: Pool, prog
     keys = {t.name: plan_key(cfg, t) for t in targets}
     raw = {t.name: cache.get_plan(keys[t.name]) for t in targets}
     jobs = [(cfg.to_json(), t.name) for t in targets if raw[t.name] is None]
-    for done, total, (_, name), plan in pool.run(_plan_job, jobs):
+    for done, total, (_, name), plan in pool.run(_plan_job, jobs, keys=[keys[name] for _, name in jobs]):
         raw[name] = plan
         cache.put_plan(keys[name], plan)
         if progress:
@@ -225,7 +225,7 @@ def _compile_all(pairs: list[tuple[Launch, Target]], cache: Cache, pool: Pool, p
         else:
             jobs[key] = (launch, target.name)
     keys = {id(job): key for key, job in jobs.items()}
-    for done, total, job, (report, stages) in pool.run(_compile_job, jobs.values()):
+    for done, total, job, (report, stages) in pool.run(_compile_job, jobs.values(), keys=jobs.keys()):
         key = keys[id(job)]
         cache.put_kernel(key, report, stages)
         reports[key] = KernelReport.from_json(report)
@@ -324,11 +324,13 @@ def stage_text(anatomy: Anatomy, variant: str, target: str, stage: str, *, cache
     if stage not in STAGES[t.vendor]:
         raise UserError(f"{target} has no stage {stage!r}: choose one of {', '.join(STAGES[t.vendor])}")
     key = compile_key(chosen.launches[target], t)
-    text = cache.get_stage(key, stage)
-    if text is None:
+    if cache.get_report(key) is None:
         with _pool(pool) as pool:
             _compile_all([(chosen.launches[target], t)], cache, pool, None, lambda lc: chosen.name)
-        text = cache.get_stage(key, stage)
+    text = cache.get_stage(key, stage)
+    if text is None and stage == "sass" and (cubin := cache.get_blob(key, "cubin")) is not None:
+        text = sass(cubin)
+        cache.add_stage(key, "sass", text)
     if text is None:
-        raise UserError(f"{chosen.name} did not compile for {target}: {chosen.reports[target].error}")
+        raise UserError(f"{chosen.name} did not compile for {target}: {cache.get_report(key)['error']}")
     return text

@@ -39,6 +39,22 @@ FORMAT = 1
 # cost of the model's full depth.
 PLANNED_LAYERS = 2
 
+# The model configs whose launches CI keeps compiling for the targets (tests/anatomy): the
+# workshop's model at each precision (strict fp32, TF32, bf16, fp16), and the sequence lengths
+# and head size at which the flash-attention config tables change blocks (S <= 256, <= 1024,
+# longer; head dim <= 64 and 128). Values override RunConfig's defaults.
+SHIPPED_CONFIGS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "default-bf16": {"precision": "bf16"},
+    "default-fp16": {"precision": "fp16"},
+    "default-tf32": {"tf32": True},
+    "seq1024-fp32": {"seq_len": 1024},
+    "seq1024-bf16": {"seq_len": 1024, "precision": "bf16"},
+    "seq2048-bf16": {"seq_len": 2048, "precision": "bf16"},
+    "head128-fp32": {"hidden_dim": 1024},
+    "head128-bf16": {"hidden_dim": 1024, "precision": "bf16"},
+}
+
 # Faults that change what a kernel is given (the others change init, timing or autograd only).
 KERNEL_FAULTS = ("naive-triton-swiglu", "non-contiguous")
 
@@ -160,9 +176,20 @@ class Launch:
 
 
 # ------------------------------------------------------------------------------- scenarios
+# What of a config shapes the step's launches: the model's and the batch's sizes and the
+# precision (scenarios() sets version, toggles, faults and determinism themselves).
+SHAPING_FIELDS = (
+    "vocab_size", "hidden_dim", "num_layers", "num_heads", "num_kv_heads", "ffn_multiplier",
+    "norm_eps", "rope_theta", "batch_size", "seq_len", "precision", "tf32",
+)
+
+
 def planned_config(cfg: RunConfig) -> RunConfig:
-    """The config a plan runs: ``cfg`` with at most PLANNED_LAYERS layers, validated."""
-    return dataclasses.replace(cfg, num_layers=min(cfg.num_layers, PLANNED_LAYERS), profilers=[]).validate()
+    """The config a plan runs: ``cfg``'s SHAPING_FIELDS with at most PLANNED_LAYERS layers, the
+    rest RunConfig's defaults (so configs that launch the same share one plan), validated."""
+    values = {name: getattr(cfg, name) for name in SHAPING_FIELDS}
+    values["num_layers"] = min(cfg.num_layers, PLANNED_LAYERS)
+    return RunConfig(**values).validate()
 
 
 def scenarios(cfg: RunConfig) -> dict[str, RunConfig]:
@@ -238,10 +265,10 @@ def code_hash() -> str:
 
 
 def plan_key(cfg: RunConfig, target: Target) -> str:
-    """Cache key of one scenario's plan for one target."""
+    """Cache key of the plans of ``cfg``'s scenarios for one target."""
     from importlib.metadata import version
 
-    parts = [FORMAT, cfg.to_dict(), target.name, target.units, code_hash(), version("torch"), version("triton")]
+    parts = [FORMAT, planned_config(cfg).to_dict(), target.name, target.units, code_hash(), version("torch"), version("triton")]
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 

@@ -118,7 +118,7 @@ def _header(first: str) -> str:
 
 def _legend() -> list[str]:
     return [
-        "registers: v VGPRs +a AGPRs per lane, s SGPRs per wave (AMD); r per thread (NVIDIA)",
+        "registers: v VGPRs +a AGPRs a lane, s SGPRs a wave (AMD); r a thread (NVIDIA)",
         "LDS/shared bytes per workgroup; scratch bytes per lane/thread; spills: registers",
         "(AMD v/s) or bytes stored (NVIDIA); occ: waves/SIMD of 8 (AMD), warps/SM of 64",
     ]
