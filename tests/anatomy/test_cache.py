@@ -15,10 +15,10 @@ def test_root_follows_xdg_cache_home(monkeypatch, tmp_path):
 
 def test_round_trips_and_misses(tmp_path):
     cache = Cache(tmp_path)
-    assert cache.get_plan("p") is None and cache.get_report("k") is None and cache.get_stage("k", "ptx") is None
-    cache.put_plan("p", {"v3": [1, 2]})
+    assert cache.get_json("p") is None and cache.get_report("k") is None and cache.get_stage("k", "ptx") is None
+    cache.put_json("p", {"v3": [1, 2]})
     cache.put_kernel("k", {"regs": 3}, {"ptx": "// ptx text é"})
-    assert cache.get_plan("p") == {"v3": [1, 2]}
+    assert cache.get_json("p") == {"v3": [1, 2]}
     assert cache.get_report("k") == {"regs": 3}
     assert cache.get_stage("k", "ptx") == "// ptx text é"
     assert cache.get_stage("k", "sass") is None
@@ -27,7 +27,7 @@ def test_round_trips_and_misses(tmp_path):
 def _write(root: str, n: int) -> None:
     cache = Cache(Path(root))
     cache.put_kernel("same", {"writer": n}, {"amdgcn": f"text of writer {n}\n" * 1000})
-    cache.put_plan("same", {"writer": n})
+    cache.put_json("same", {"writer": n})
 
 
 def test_concurrent_writers_leave_one_whole_entry(tmp_path):
@@ -41,5 +41,5 @@ def test_concurrent_writers_leave_one_whole_entry(tmp_path):
     cache = Cache(tmp_path)
     writer = cache.get_report("same")["writer"]
     assert cache.get_stage("same", "amdgcn") == f"text of writer {writer}\n" * 1000  # report and stages of one writer
-    assert cache.get_plan("same")["writer"] in range(6)
+    assert cache.get_json("same")["writer"] in range(6)
     assert not any((tmp_path / "tmp").iterdir()), "losing writers clean up their temporary entries"

@@ -15,7 +15,9 @@ from tinylab.anatomy.launches import (
     PLANNED_LAYERS,
     Launch,
     TensorArg,
-    _canonical,
+    canonical,
+    describe,
+    jit_closure,
     code_hash,
     plan_scenario,
     scenarios,
@@ -48,14 +50,16 @@ def default_plans():
 
 
 def test_canonical_arguments_keep_only_what_triton_specializes_on():
-    assert [_canonical(v) for v in (1, 0, 32, 7, -100)] == [1, 16, 16, 17, 17]
-    assert _canonical(2**40) == 2**32 + 16 and _canonical(2**40 + 3) == 2**32 + 17  # 64-bit
-    assert _canonical(3.5) == _canonical(1e-6)
+    assert [canonical(v) for v in (1, 0, 32, 7, -100)] == [1, 16, 16, 17, 17]
+    assert canonical(2**40) == 2**32 + 16 and canonical(2**40 + 3) == 2**32 + 17  # 64-bit
+    assert canonical(3.5) == canonical(1e-6)
     base = torch.empty(64)
-    assert _canonical(base) == TensorArg("float32", True, True)
-    assert _canonical(base[1:]) == TensorArg("float32", False, True)  # 4 bytes in: unaligned
-    assert _canonical(base[4:]) == TensorArg("float32", True, True)  # 16 bytes in
-    assert _canonical(torch.empty(8, dtype=torch.bfloat16)).dtype == "bfloat16"
+    assert canonical(base) == TensorArg("float32", True, True)
+    assert canonical(base[1:]) == TensorArg("float32", False, True)  # 4 bytes in: unaligned
+    assert canonical(base[4:]) == TensorArg("float32", True, True)  # 16 bytes in
+    assert canonical(torch.empty(8, dtype=torch.bfloat16)).dtype == "bfloat16"
+    shown = [describe(canonical(v)) for v in (1, 64, 7, 2**40, torch.empty(4)[1:], torch.empty(4, dtype=torch.bfloat16))]
+    assert shown == ["1", "16k", "n", "16k", "fp32 unaligned", "bf16"]
 
 
 def test_launch_json_round_trip(default_plans):
@@ -122,9 +126,7 @@ def test_persistent_grids_follow_the_targets_unit_count():
 
 def test_source_hash_covers_the_jit_functions_a_kernel_calls():
     fa = importlib.import_module("kernels.flash_attention")
-    from tinylab.anatomy.launches import _jit_closure
-
-    names = {f.__name__ for f in _jit_closure(fa._attn_fwd_kernel.fn)}
+    names = {f.__name__ for f in jit_closure(fa._attn_fwd_kernel.fn)}
     assert {"_attn_fwd_kernel", "_fwd_inner", "_dot", "_query_block"} <= names
     assert source_hash(fa._attn_fwd_kernel) != source_hash(fa._attn_bwd_dq_kernel)
     assert code_hash() == code_hash()

@@ -1,6 +1,6 @@
 """On-disk cache of plans and compiled kernels, so a second `tinylab kernels` is instant.
 
-Entries are keyed by content (launches.plan_key for a plan; compile.compile_key for a kernel:
+Entries are keyed by content (launches.plan_key for plans; compile.compile_key for a kernel:
 its source hash, parameters, target and the Triton version), never invalidated, only missed.
 Several processes may write the same entry at once (CI workers, a CLI beside the lab): every
 entry is written under a temporary name and renamed into place, which POSIX makes atomic, so a
@@ -24,8 +24,9 @@ def default_root() -> Path:
 
 
 class Cache:
-    """Plans (``plans/<key>.json``) and compiled kernels (``kernels/<key>/``: ``report.json``
-    and one gzip file per IR stage or binary) under ``root``."""
+    """Small JSON documents (``json/<key>.json``: plans, which targets Triton knows) and
+    compiled kernels (``kernels/<key>/``: ``report.json`` and one gzip file per IR stage or
+    binary) under ``root``."""
 
     def __init__(self, root: Path | None = None):
         self.root = Path(root) if root is not None else default_root()
@@ -34,19 +35,19 @@ class Cache:
         (self.root / "tmp").mkdir(parents=True, exist_ok=True)
         return self.root / "tmp"
 
-    # ------------------------------------------------------------------------------ plans
-    def get_plan(self, key: str) -> dict | None:
+    # ------------------------------------------------------------------------------- json
+    def get_json(self, key: str) -> dict | None:
         try:
-            return json.loads((self.root / "plans" / f"{key}.json").read_text(encoding="utf-8"))
+            return json.loads((self.root / "json" / f"{key}.json").read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
 
-    def put_plan(self, key: str, plan: dict) -> None:
-        final = self.root / "plans" / f"{key}.json"
+    def put_json(self, key: str, doc: dict) -> None:
+        final = self.root / "json" / f"{key}.json"
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self._tmp(), suffix=".json")
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(plan, fh)
+            json.dump(doc, fh)
         os.replace(tmp, final)
 
     # ---------------------------------------------------------------------------- kernels

@@ -12,11 +12,11 @@ import contextlib
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from tinylab.anatomy.cache import Cache
 from tinylab.anatomy.compile import STAGES, KernelReport, compile_key, compile_launch, probe_target, sass
-from tinylab.anatomy.launches import OPTION_DEFAULTS, FORMAT, Launch, TensorArg, plan_key, plan_scenario, scenarios
+from tinylab.anatomy.launches import FORMAT, OPTION_DEFAULTS, Launch, TensorArg, describe, plan_key, plan_scenario, scenarios
 from tinylab.anatomy.pool import Pool
 from tinylab.anatomy.targets import TARGETS, Target, get_target
 from tinylab.config import RunConfig
@@ -62,8 +62,7 @@ class Variant:
             "scenarios": list(self.scenarios),
             "summary": self.summary,
             "targets": {
-                t: {"launch": self.launches[t].to_json(), "report": self.reports[t].to_json() if t in self.reports else None}
-                for t in self.launches
+                t: {"launch": self.launches[t].to_json(), "report": self.reports[t].to_json()} for t in self.launches
             },
         }
 
@@ -78,17 +77,21 @@ class Anatomy:
     skipped: dict[str, str]
     variants: list[Variant]
 
+    def variants_of(self, name: str) -> list[Variant]:
+        """The variants of kernel ``name`` (attn_fwd, rmsnorm_bwd), or the variant called
+        ``name`` (rmsnorm_bwd.2); UserError naming the kernels when there is none."""
+        found = [v for v in self.variants if name in (v.name, v.name.rsplit(".", 1)[0])]
+        if not found:
+            kernels = sorted({v.name.rsplit(".", 1)[0] for v in self.variants})
+            raise UserError(f"unknown kernel {name!r}: choose one of {', '.join(kernels)}")
+        return found
+
     def variant(self, name: str) -> Variant:
-        """The variant called ``name``, or the only variant of kernel ``name``; UserError
-        naming the choices otherwise."""
-        exact = [v for v in self.variants if v.name == name]
-        if exact:
-            return exact[0]
-        numbered = [v.name for v in self.variants if v.name.rsplit(".", 1)[0] == name]
-        if numbered:
-            raise UserError(f"kernel {name!r} is launched in {len(numbered)} ways: choose one of {', '.join(numbered)}")
-        kernels = sorted({v.name.rsplit(".", 1)[0] for v in self.variants})
-        raise UserError(f"unknown kernel {name!r}: choose one of {', '.join(kernels)}")
+        """The one variant ``name`` designates; UserError naming the choices otherwise."""
+        found = self.variants_of(name)
+        if len(found) > 1:
+            raise UserError(f"kernel {name!r} is launched in {len(found)} ways: choose one of {', '.join(v.name for v in found)}")
+        return found[0]
 
     def to_json(self) -> dict:
         from importlib.metadata import version
@@ -110,10 +113,6 @@ def _plan_job(cfg_json: str, target_name: str) -> dict[str, list[dict]]:
         label: [launch.to_json() for launch in plan_scenario(cfg, target)]
         for label, cfg in scenarios(RunConfig.from_dict(json.loads(cfg_json))).items()
     }
-
-
-def _compile_job(launch: Launch, target_name: str) -> tuple[dict, dict[str, str]]:
-    return compile_launch(launch, target_name)
 
 
 @contextlib.contextmanager
@@ -141,11 +140,11 @@ def known_targets(targets: list[Target], cache: Cache, pool: Pool, progress: Pro
     from importlib.metadata import version
 
     keys = {t.name: f"probe-{FORMAT}-{t.name}-{version('triton')}" for t in targets}
-    answers = {t.name: cache.get_plan(keys[t.name]) for t in targets}
+    answers = {t.name: cache.get_json(keys[t.name]) for t in targets}
     missing = [(t.name,) for t in targets if answers[t.name] is None]
-    for done, total, (name,), why in pool.run(probe_target, missing, keys=[keys[name] for name, in missing]):
+    for done, total, (name,), why in pool.run(probe_target, missing, keys=[keys[name] for (name,) in missing]):
         answers[name] = {"error": why}
-        cache.put_plan(keys[name], answers[name])
+        cache.put_json(keys[name], answers[name])
         if progress:
             progress(Progress("probing", done, total, name))
     return {name: a["error"] for name, a in answers.items() if a["error"] is not None}
@@ -154,22 +153,14 @@ def known_targets(targets: list[Target], cache: Cache, pool: Pool, progress: Pro
 def _plans(cfg: RunConfig, targets: list[Target], cache: Cache, pool: Pool, progress: ProgressFn | None) -> dict[str, dict[str, list[Launch]]]:
     """target -> scenario -> launches in order (planned in workers, cached)."""
     keys = {t.name: plan_key(cfg, t) for t in targets}
-    raw = {t.name: cache.get_plan(keys[t.name]) for t in targets}
+    raw = {t.name: cache.get_json(keys[t.name]) for t in targets}
     jobs = [(cfg.to_json(), t.name) for t in targets if raw[t.name] is None]
     for done, total, (_, name), plan in pool.run(_plan_job, jobs, keys=[keys[name] for _, name in jobs]):
         raw[name] = plan
-        cache.put_plan(keys[name], plan)
+        cache.put_json(keys[name], plan)
         if progress:
             progress(Progress("planning", done, total, name))
     return {name: {label: [Launch.from_json(d) for d in seq] for label, seq in plan.items()} for name, plan in raw.items()}
-
-
-def _render_value(value: Any) -> str:
-    if isinstance(value, TensorArg):
-        return value.dtype.replace("float", "fp").replace("bfloat", "bf") + ("" if value.aligned else " unaligned")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return {1: "1", 16: "16k", 17: "n"}.get(value % 2**32, str(value))  # see launches._canonical
-    return str(value)
 
 
 def _variants(plans: dict[str, dict[str, list[Launch]]], targets: list[Target]) -> list[Variant]:
@@ -203,7 +194,7 @@ def _variants(plans: dict[str, dict[str, list[Launch]]], targets: list[Target]) 
         telling.sort(key=lambda k: rank[k])
         for i, ((per_target, labels), params) in enumerate(zip(members, fixed), 1):
             short = per_target[0].name
-            summary = " ".join(f"{k}={_render_value(params[k])}" for k in telling if k in params)
+            summary = " ".join(f"{k}={params[k] if k in constexprs else describe(params[k])}" for k in telling if k in params)
             out.append(Variant(
                 f"{short}.{i}" if len(members) > 1 else short, kernel, tuple(labels), summary,
                 dict(zip(names, per_target)),
@@ -225,7 +216,7 @@ def _compile_all(pairs: list[tuple[Launch, Target]], cache: Cache, pool: Pool, p
         else:
             jobs[key] = (launch, target.name)
     keys = {id(job): key for key, job in jobs.items()}
-    for done, total, job, (report, stages) in pool.run(_compile_job, jobs.values(), keys=jobs.keys()):
+    for done, total, job, (report, stages) in pool.run(compile_launch, jobs.values(), keys=jobs.keys()):
         key = keys[id(job)]
         cache.put_kernel(key, report, stages)
         reports[key] = KernelReport.from_json(report)
@@ -259,10 +250,7 @@ def analyze(
         plans = _plans(cfg, usable, cache, pool, progress)
         anatomy = Anatomy(cfg, usable, skipped, _variants(plans, usable))
         if kernels is not None:
-            chosen = {anatomy.variant(k).name if "." in k else k for k in kernels}
-            for k in chosen - {v.name.rsplit(".", 1)[0] for v in anatomy.variants} - {v.name for v in anatomy.variants}:
-                anatomy.variant(k)  # raises, naming the choices
-            anatomy.variants = [v for v in anatomy.variants if v.name in chosen or v.name.rsplit(".", 1)[0] in chosen]
+            anatomy.variants = list({id(v): v for k in kernels for v in anatomy.variants_of(k)}.values())
         names = {lc.key(): v.name for v in anatomy.variants for lc in v.launches.values()}
         pairs = [(lc, get_target(t)) for v in anatomy.variants for t, lc in v.launches.items()]
         reports = _compile_all(pairs, cache, pool, progress, lambda lc: names[lc.key()])

@@ -81,7 +81,7 @@ class TensorArg:
         return {"tensor": self.dtype, "aligned": self.aligned, "small": self.small}
 
 
-def _canonical(value: Any) -> Any:
+def canonical(value: Any) -> Any:
     """A launch argument reduced to what Triton specializes on (see runtime/jit.py's binder):
     an int by whether it is 1 (a constant), a multiple of 16 (divisibility) and its width; a
     float not at all; tensors by TensorArg. Launches that differ only in values Triton does
@@ -105,6 +105,16 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, float):
         return 0.5
     raise TypeError(f"unexpected launch argument of type {type(value).__name__}")
+
+
+def describe(value: Any) -> str:
+    """A canonical argument (not a constexpr) as a reader wants it: "bf16", "fp32 unaligned";
+    an int as "1", "16k" (a multiple of 16) or "n" (any other)."""
+    if isinstance(value, TensorArg):
+        return value.dtype.replace("bfloat", "bf").replace("float", "fp") + ("" if value.aligned else " unaligned")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {1: "1", 16: "16k", 17: "n"}[value % 2**32]
+    return str(value)
 
 
 def _constexpr(param: inspect.Parameter) -> bool:
@@ -217,7 +227,7 @@ def scenarios(cfg: RunConfig) -> dict[str, RunConfig]:
 
 
 # ----------------------------------------------------------------------------------- hashes
-def _jit_closure(fn) -> list:
+def jit_closure(fn) -> list:
     """The Python functions of a jit function and of every jit function it calls, found through
     the names its code uses (Triton's own DependenciesFinder needs a JITFunction, which an
     interpreter session does not have)."""
@@ -245,7 +255,7 @@ def source_hash(kernel) -> str:
     """Hash of a jit kernel's source and of the jit functions it calls: the part of a compile
     cache key that changes when the kernel's code does."""
     h = hashlib.sha256()
-    for f in _jit_closure(kernel.fn):
+    for f in jit_closure(kernel.fn):
         h.update(f"{f.__module__}.{f.__qualname__}\n{inspect.getsource(f)}\n".encode())
     return h.hexdigest()[:16]
 
@@ -317,7 +327,7 @@ def plan_scenario(cfg: RunConfig, target: Target) -> list[Launch]:
             constexprs = tuple(k for k, p in signature.items() if _constexpr(p))
             launches.append(Launch(
                 f"{kernel.fn.__module__}:{kernel.fn.__qualname__}",
-                tuple((k, v if k not in signature or k in constexprs else _canonical(v)) for k, v in params.items()),
+                tuple((k, v if k not in signature or k in constexprs else canonical(v)) for k, v in params.items()),
                 constexprs,
                 hashes[kernel],
                 tuple(int(g) for g in grid),
