@@ -399,33 +399,34 @@ def _small_exact(head_dim: int, seq_len: int, exact_fp32: bool) -> bool:
 
 
 # AMD CDNA (gfx90a, gfx942, gfx950: wave64, 512 VGPRs+AGPRs a lane, 102 addressable SGPRs a
-# wave): one software-pipelining stage everywhere. Compiled for gfx942 at the model's shapes
-# (`tinylab kernels NAME --target gfx942 --sweep ...`), the NVIDIA configs with 2 stages
-# spilled SGPRs in the forward and dQ kernels (14 and 11 in bf16 at S=128) and held dK/dV to
-# 1 wave per SIMD (256 VGPRs + 21 AGPRs), while 1 stage kept the forward spill-free at 3 waves.
-# dQ takes 64x32 blocks: 64x64 still spilled SGPRs in bf16 and VGPRs in fp32 (19 at S=1024),
-# and NVIDIA's 128x64 / 8 warps at D=128 spilled 273 VGPRs. dK/dV keeps 32-row blocks in bf16
-# at D <= 64, 32x64 past S=256 and 32x32 below (64x64 spilled at every size), with
-# waves_per_eu=2, which makes LLVM schedule for 2 waves and so keep the 32x64 block under the
-# SGPR limit (13 spilled without). fp32 dots (exact or not: AMD's are IEEE) and D=128 hold
-# about twice the registers a row: dK/dV 16x32 (32x32 took 256 VGPRs and spilled 1 to 202 of
-# them), and at D=128 with fp32 dots a 32x32 forward (64x64: 256 VGPRs + 120 AGPRs, 1 wave)
-# and a 32x16 dQ on 8 warps (64x32 spilled). These come from compiles (spills, LDS,
-# occupancy), not from timings: no AMD GPU has run them yet.
+# wave). Compiled for gfx942 at the model's shapes (`tinylab kernels NAME --target gfx942
+# --sweep ...`), the NVIDIA configs (2 stages there) spilled SGPRs in the forward and dQ
+# kernels (14 and 11 in bf16 at S=128) and held dK/dV to 1 wave per SIMD (256 VGPRs + 21
+# AGPRs). Here: one software-pipelining stage (the forward then took 156 VGPRs, 3 waves), and
+# 16x16 matrix-core instructions (matrix_instr_nonkdim=16) rather than 32x32, whose operands
+# and accumulators take fewer registers at these block sizes: bf16 dK/dV 216 -> 110 VGPRs,
+# fp32 dQ 212 -> 144. dQ takes 64x32 blocks (64x64 spilled SGPRs in bf16 and VGPRs in fp32;
+# NVIDIA's 128x64 on 8 warps at D=128 spilled 273 VGPRs); dK/dV 32-row blocks in bf16 at
+# D <= 64 (64x64 spilled at every size), 32x64 past S=256. fp32 dots (exact or not: AMD's
+# are IEEE) and D=128 hold about twice the registers a row: dK/dV 16x32, and with both a 32x32
+# forward and a 32x16 dQ on 8 warps. At every shipped config nothing spills and the attention
+# kernels run 2 to 4 waves per SIMD (tests/anatomy). These come from compiles, not timings: no
+# AMD GPU has run them yet.
 def _cdna_configs(head_dim: int, seq_len: int, fp32_dots: bool) -> tuple[dict, dict, dict]:
     """(forward, dK/dV, dQ) configs for AMD CDNA; see above."""
     small = _small_exact(head_dim, seq_len, fp32_dots)
     heavy = fp32_dots and head_dim > 64
+    cdna = dict(num_stages=1, matrix_instr_nonkdim=16)
     block = 32 if small or heavy else 64
-    fwd = dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, num_stages=1)
+    fwd = dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, **cdna)
     if heavy:
-        dq = dict(BLOCK_M=32, BLOCK_N=16, num_warps=8, num_stages=1)
+        dq = dict(BLOCK_M=32, BLOCK_N=16, num_warps=8, **cdna)
     else:
-        dq = dict(BLOCK_M=32 if small else 64, BLOCK_N=32, num_warps=4, num_stages=1)
+        dq = dict(BLOCK_M=32 if small else 64, BLOCK_N=32, num_warps=4, **cdna)
     if fp32_dots or head_dim > 64:
-        dkdv = dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, num_stages=1)
+        dkdv = dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, **cdna)
     else:
-        dkdv = dict(BLOCK_M=32, BLOCK_N=64 if seq_len > 256 else 32, num_warps=4, num_stages=1, waves_per_eu=2)
+        dkdv = dict(BLOCK_M=32, BLOCK_N=64 if seq_len > 256 else 32, num_warps=4, **cdna)
     return fwd, dkdv, dq
 
 

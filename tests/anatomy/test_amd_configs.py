@@ -79,7 +79,7 @@ def cdna(request, monkeypatch):
     used = []
 
     def recording(kernel, grid, *args, **kwargs):
-        used.append({k: v for k, v in kwargs.items() if k.startswith(("BLOCK", "num_", "waves"))})
+        used.append({k: v for k, v in kwargs.items() if k.startswith(("BLOCK", "num_", "matrix_", "waves"))})
         return _utils.launch(kernel, grid, *args, **kwargs)
 
     monkeypatch.setattr(fa, "launch", recording)

@@ -72,7 +72,7 @@ def test_shipped_configs_reach_every_flash_attention_config(shipped, tiers, monk
     length and dot precision, is among the launches the shipped configs compile."""
     fa = importlib.import_module("kernels.flash_attention")
     monkeypatch.setattr(_utils, "GPU_CONFIG_IN_INTERPRETER", True)  # the GPU tables, not the interpreter's
-    keys = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "waves_per_eu")
+    keys = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "waves_per_eu", "matrix_instr_nonkdim", "kpack")
 
     def shape(cfg: dict) -> tuple:
         return tuple(cfg.get(k) for k in keys)

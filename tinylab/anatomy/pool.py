@@ -84,14 +84,20 @@ class Pool:
         """Whether worker processes were started (none are while everything is cached)."""
         return self._executor is not None
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers once their jobs are done, or at once with ``kill`` (an interrupted
+        caller should not wait for a minute-long compile it no longer wants)."""
         with self._lock:
-            if self._executor is not None:
-                self._executor.shutdown(cancel_futures=True)
-                self._executor = None
+            if self._executor is None:
+                return
+            if kill:  # ProcessPoolExecutor.terminate_workers() only exists from Python 3.14
+                for process in list(getattr(self._executor, "_processes", {}).values()):
+                    process.terminate()
+            self._executor.shutdown(wait=not kill, cancel_futures=True)
+            self._executor = None
 
     def __enter__(self) -> "Pool":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(kill=exc_type is not None)
