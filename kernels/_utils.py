@@ -7,8 +7,10 @@ predictable config per shape that a learner can read and change.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from typing import Any, Iterator
 
 import torch
 import triton
@@ -23,9 +25,77 @@ INTERPRETER_TILE = 1 << 17
 GPU_CONFIG_IN_INTERPRETER = False
 
 
+class _Plan:
+    """The launches recorded by `planning`, and the GPU their configurations are chosen for."""
+
+    def __init__(self, arch: str, sm_count: int):
+        self.arch, self.sm_count = arch, sm_count
+        self.launches: list[tuple[Any, tuple[int, ...], tuple, dict]] = []
+
+
+_plan: _Plan | None = None
+
+
+@contextlib.contextmanager
+def planning(arch: str, sm_count: int) -> Iterator[list[tuple[Any, tuple[int, ...], tuple, dict]]]:
+    """Within this context launches are recorded instead of run, with launch configurations
+    chosen for a GPU of architecture ``arch`` (named as `device_arch` names them) with
+    ``sm_count`` SMs (CUs on AMD), whatever device the tensors are on. Yields the list of
+    recorded launches, (kernel, grid, args, kwargs) each.
+
+    Why: the kernel anatomy tool (tinylab.anatomy) compiles what a training step would launch
+    on that GPU by running the step on a CPU through this very launch code, so what it reports
+    is what would run. Not thread-safe: nothing may launch kernels in other threads meanwhile.
+    """
+    global _plan
+    if _plan is not None:
+        raise RuntimeError("planning() does not nest")
+    _plan = _Plan(arch, sm_count)
+    try:
+        yield _plan.launches
+    finally:
+        _plan = None
+
+
+def launch(kernel, grid, /, *args, **kwargs) -> None:
+    """``kernel[grid](*args, **kwargs)``; only recorded while `planning`. Every launch of this
+    package goes through here."""
+    if _plan is not None:
+        _plan.launches.append((kernel, tuple(grid), args, kwargs))
+    else:
+        kernel[grid](*args, **kwargs)
+
+
 def interpreting() -> bool:
-    """True when Triton runs kernels in its CPU interpreter (also the default launch config)."""
-    return os.environ.get("TRITON_INTERPRET") == "1"
+    """True when launches run kernels in Triton's CPU interpreter (never while `planning`, whose
+    launches are for a GPU)."""
+    return _plan is None and os.environ.get("TRITON_INTERPRET") == "1"
+
+
+@functools.lru_cache(maxsize=None)
+def _device_arch(device_index: int) -> str:
+    props = torch.cuda.get_device_properties(device_index)
+    if torch.version.hip:
+        return props.gcnArchName.split(":")[0]  # "gfx942:sramecc+:xnack-" -> "gfx942"
+    return f"sm_{props.major}{props.minor}"
+
+
+def device_arch(device: torch.device) -> str | None:
+    """The GPU architecture that launch configurations are chosen for: the planned one while
+    `planning`, else the device's, as "gfx942" (ROCm's gcnArchName without feature flags) or
+    "sm_90" (the CUDA capability); None for a CPU device, where kernels run in the interpreter
+    (whose GPU configuration, GPU_CONFIG_IN_INTERPRETER, is the NVIDIA one)."""
+    if _plan is not None:
+        return _plan.arch
+    if device.type != "cuda":
+        return None
+    return _device_arch(device.index if device.index is not None else torch.cuda.current_device())
+
+
+def is_amd(arch: str | None) -> bool:
+    """Whether ``arch`` (see `device_arch`) is an AMD GPU: wave64 CDNA, 64 KiB of LDS per CU on
+    gfx90a/gfx942 (160 KiB on gfx950), LLVM's AMDGPU backend behind Triton's."""
+    return arch is not None and arch.startswith("gfx")
 
 
 def interpreter_config() -> bool:
@@ -54,7 +124,7 @@ def check_tensors(*tensors: Tensor) -> None:
     for t in tensors:
         if t.device != device:
             raise ValueError(f"all tensors must be on one device, got {t.device} and {device}")
-    if device.type == "cpu" and not interpreting():
+    if device.type == "cpu" and not interpreting() and _plan is None:
         raise RuntimeError(
             "Triton kernels got CPU tensors but TRITON_INTERPRET=1 is not set: use a GPU, or set "
             "TRITON_INTERPRET=1 in the environment before importing triton/kernels"
@@ -135,7 +205,10 @@ def _sm_count(device_index: int) -> int:
 
 
 def sm_count(device: torch.device) -> int:
-    """Number of SMs (CUs on ROCm); 4 in the interpreter so persistent grids stay tiny."""
+    """Number of SMs (CUs on ROCm): the planned GPU's while `planning`; 4 in the interpreter so
+    persistent grids stay tiny."""
+    if _plan is not None:
+        return _plan.sm_count
     if device.type != "cuda":
         return 4
     return _sm_count(device.index if device.index is not None else torch.cuda.current_device())

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config
+from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch
 
 
 @triton.jit
@@ -117,7 +117,7 @@ def adamw_step(
     if not n:
         return
     block, warps = (INTERPRETER_TILE, 4) if interpreter_config() else (1024, 4)
-    _adamw_kernel[(triton.cdiv(n, block),)](
+    launch(_adamw_kernel, (triton.cdiv(n, block),),
         param, grad, exp_avg, exp_avg_sq, param if low_precision_out is None else low_precision_out, step, n,
         float(lr), beta1, beta2, math.log(beta1), math.log(beta2), float(eps), float(weight_decay),
         WRITE_LP=low_precision_out is not None, BLOCK=block, num_warps=warps,

@@ -27,6 +27,7 @@ from kernels._utils import (
     INTERPRETER_TILE,
     check_tensors,
     interpreter_config,
+    launch,
     program_rows,
     row_all,
     row_full,
@@ -116,7 +117,7 @@ def _mean(loss_rows: Tensor, targets: Tensor, ignore_index: int) -> tuple[Tensor
     mean = torch.empty(1, dtype=torch.float32, device=loss_rows.device)
     n_valid = torch.empty(1, dtype=torch.float32, device=loss_rows.device)
     block = min(INTERPRETER_TILE, triton.next_power_of_2(max(n, 1))) if interpreter_config() else 1024
-    _mean_kernel[(1,)](loss_rows, targets, mean, n_valid, n, ignore_index, BLOCK=block, num_warps=4)
+    launch(_mean_kernel, (1,), loss_rows, targets, mean, n_valid, n, ignore_index, BLOCK=block, num_warps=4)
     return mean.view(()), n_valid
 
 
@@ -125,7 +126,7 @@ def _scaled(grad: Tensor, grad_output: Tensor, n_valid: Tensor) -> Tensor:
     out = torch.empty_like(grad)
     block = min(INTERPRETER_TILE, triton.next_power_of_2(max(grad.numel(), 1))) if interpreter_config() else 2048
     if grad.numel():
-        _scale_kernel[(triton.cdiv(grad.numel(), block),)](
+        launch(_scale_kernel, (triton.cdiv(grad.numel(), block),),
             grad, grad_output, n_valid, out, grad.numel(), BLOCK=block, num_warps=4
         )
     return out
@@ -146,7 +147,7 @@ class _CrossEntropy(torch.autograd.Function):
         block_v = min(triton.next_power_of_2(v), MAX_BLOCK_V)
         rows = tile_rows(n, block_v)
         if n:
-            _cross_entropy_kernel[(triton.cdiv(n, rows),)](
+            launch(_cross_entropy_kernel, (triton.cdiv(n, rows),),
                 logits, logits.stride(0), logits.stride(1),
                 targets, loss_rows, grad,
                 v, ignore_index, n,

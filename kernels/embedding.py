@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config
+from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch
 
 
 @triton.jit
@@ -51,7 +51,7 @@ def embedding_backward(idx: Tensor, grad: Tensor, out: Tensor) -> Tensor:
     else:
         block_t, block_n = 16, min(triton.next_power_of_2(N), 512)
     if T and N:
-        _embedding_backward_kernel[(triton.cdiv(T, block_t), triton.cdiv(N, block_n))](
+        launch(_embedding_backward_kernel, (triton.cdiv(T, block_t), triton.cdiv(N, block_n)),
             idx, grad, out, T, N, grad.stride(0), out.stride(0), BLOCK_T=block_t, BLOCK_N=block_n, num_warps=4
         )
     return out

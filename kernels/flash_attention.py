@@ -28,7 +28,7 @@ import triton.language as tl
 from torch import Tensor
 
 from kernels import _utils
-from kernels._utils import check_tensors, interpreter_config, interpreting
+from kernels._utils import check_tensors, device_arch, interpreter_config, interpreting, is_amd, launch
 from kernels.rope import apply_rope
 
 _LOG2E = 1.4426950408889634
@@ -376,11 +376,6 @@ def _attn_bwd_dq_kernel(
     )
 
 
-def _stages(n: int) -> int:
-    # AMD's stream pipeliner wants few stages; NVIDIA Hopper/Ampere hide latency with more.
-    return min(n, 2) if torch.version.hip else n
-
-
 def _interpreter_config(seq_len: int) -> dict:
     # The interpreter pays for every op a program runs, whatever the block size: one block over
     # the whole sequence (up to 64, and a score tile within the interpreter's tile budget)
@@ -403,36 +398,83 @@ def _small_exact(head_dim: int, seq_len: int, exact_fp32: bool) -> bool:
     return exact_fp32 and head_dim <= 64 and seq_len <= 256
 
 
-def _fwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> dict:
+# AMD CDNA (gfx90a, gfx942, gfx950: wave64, 512 VGPRs+AGPRs a lane, 102 addressable SGPRs a
+# wave). Compiled for gfx942 at the model's shapes (`tinylab kernels NAME --target gfx942
+# --sweep ...`), the NVIDIA configs (2 stages there) spilled SGPRs in the forward and dQ
+# kernels (14 and 11 in bf16 at S=128) and held dK/dV to 1 wave per SIMD (256 VGPRs + 21
+# AGPRs). Here: one software-pipelining stage (the forward then took 156 VGPRs, 3 waves), and
+# 16x16 matrix-core instructions (matrix_instr_nonkdim=16) rather than 32x32, whose operands
+# and accumulators take fewer registers at these block sizes: bf16 dK/dV 216 -> 110 VGPRs,
+# fp32 dQ 212 -> 144. dQ takes 64x32 blocks (64x64 spilled SGPRs in bf16 and VGPRs in fp32;
+# NVIDIA's 128x64 on 8 warps at D=128 spilled 273 VGPRs); dK/dV 32-row blocks in bf16 at
+# D <= 64 (64x64 spilled at every size), 32x64 past S=256. fp32 dots (exact or not: AMD's
+# are IEEE) and D=128 hold about twice the registers a row: dK/dV 16x32, and with both a 32x32
+# forward and a 32x16 dQ on 8 warps. At every shipped config nothing spills and the attention
+# kernels run 2 to 4 waves per SIMD (tests/anatomy). These come from compiles, not timings: no
+# AMD GPU has run them yet.
+def _cdna_configs(head_dim: int, seq_len: int, fp32_dots: bool) -> tuple[dict, dict, dict]:
+    """(forward, dK/dV, dQ) configs for AMD CDNA; see above."""
+    small = _small_exact(head_dim, seq_len, fp32_dots)
+    heavy = fp32_dots and head_dim > 64
+    cdna = dict(num_stages=1, matrix_instr_nonkdim=16)
+    block = 32 if small or heavy else 64
+    fwd = dict(BLOCK_M=block, BLOCK_N=block, num_warps=4, **cdna)
+    if heavy:
+        dq = dict(BLOCK_M=32, BLOCK_N=16, num_warps=8, **cdna)
+    else:
+        dq = dict(BLOCK_M=32 if small else 64, BLOCK_N=32, num_warps=4, **cdna)
+    if fp32_dots or head_dim > 64:
+        dkdv = dict(BLOCK_M=16, BLOCK_N=32, num_warps=4, **cdna)
+    else:
+        dkdv = dict(BLOCK_M=32, BLOCK_N=64 if seq_len > 256 else 32, num_warps=4, **cdna)
+    return fwd, dkdv, dq
+
+
+def _fwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False, arch: str | None = None) -> dict:
+    """The forward's launch config for a GPU architecture (kernels._utils.device_arch);
+    ``exact_fp32``: the dots run in fp32 (see _fp32_dots)."""
     if interpreter_config():
         return _interpreter_config(seq_len)
+    if is_amd(arch):
+        return _cdna_configs(head_dim, seq_len, exact_fp32)[0]
     if _small_exact(head_dim, seq_len, exact_fp32):
-        return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
-    return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
+        return dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=2)
+    return dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3)
 
 
-def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False) -> tuple[dict, dict]:
-    """(dK/dV config, dQ config). dK/dV keeps a key block resident while query blocks stream
-    past it; dQ the other way round. Exact-fp32 dots past S=256 keep the S=2048 config: with
-    64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73 (H200)."""
+def _bwd_config(head_dim: int, seq_len: int, exact_fp32: bool = False, arch: str | None = None) -> tuple[dict, dict]:
+    """(dK/dV config, dQ config) for a GPU architecture. dK/dV keeps a key block resident while
+    query blocks stream past it; dQ the other way round. Exact-fp32 dots past S=256 keep the
+    S=2048 config: with 64x64 dK/dV blocks v3's fp32 step at S=1024 took 188 ms instead of 73
+    (H200)."""
     if interpreter_config():
         return _interpreter_config(seq_len), _interpreter_config(seq_len)
+    if is_amd(arch):
+        _, dkdv, dq = _cdna_configs(head_dim, seq_len, exact_fp32)
+        return dkdv, dq
     if _small_exact(head_dim, seq_len, exact_fp32):
-        small = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=_stages(2))
+        small = dict(BLOCK_M=32, BLOCK_N=32, num_warps=4, num_stages=2)
         return small, dict(small)
     block_m, block_n = 32, 64
     if not exact_fp32 and seq_len <= 256:
         block_m, block_n = 32, 32
     elif not exact_fp32 and seq_len <= 1024:
         block_m, block_n = 64, 64
-    dkdv = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4, num_stages=_stages(3))
+    dkdv = dict(BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4, num_stages=3)
     if head_dim <= 64:
-        return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=_stages(3))
-    return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=_stages(3))
+        return dkdv, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=3)
+    return dkdv, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
 
 
 def _exact_fp32(t: Tensor) -> bool:
     return interpreting() or (t.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32)
+
+
+def _fp32_dots(t: Tensor, arch: str | None) -> bool:
+    """Whether the attention dots run in fp32 (slow, register-hungry), which the configs size
+    their blocks for: exact fp32 (FP32_DOT), and on AMD any fp32 input, whose dots Triton's
+    backend computes in IEEE fp32 unless asked for TF32 (HIPOptions.default_dot_input_precision)."""
+    return _exact_fp32(t) or (is_amd(arch) and t.dtype == torch.float32)
 
 
 def _bshd_like(t: Tensor) -> Tensor:
@@ -449,10 +491,11 @@ def _attention_forward(q: Tensor, k: Tensor, v: Tensor, causal: bool, sm_scale: 
     """Launch the forward on [B, H, S, D] / [B, KVH, S, D] views; returns (o, lse)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    cfg = _fwd_config(D, S, _exact_fp32(q))
+    arch = device_arch(q.device)
+    cfg = _fwd_config(D, S, _fp32_dots(q, arch), arch)
     o = _bshd_like(q)
     lse = torch.empty((B * H, S), dtype=torch.float32, device=q.device)
-    _attn_fwd_kernel[_grid(triton.cdiv(S, cfg["BLOCK_M"]), B * H)](
+    launch(_attn_fwd_kernel, _grid(triton.cdiv(S, cfg["BLOCK_M"]), B * H),
         q, k, v, o, lse,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(),
         H, H // KVH, S, sm_scale * _LOG2E,
@@ -467,18 +510,19 @@ def _attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal: bool, sm_scale:
     dq, dk are written with its inverse applied (the gradients of the unrotated q and k)."""
     B, H, S, D = q.shape
     KVH = k.shape[1]
-    dkdv_cfg, dq_cfg = _bwd_config(D, S, _exact_fp32(q))
+    arch = device_arch(q.device)
+    dkdv_cfg, dq_cfg = _bwd_config(D, S, _fp32_dots(q, arch), arch)
     delta = torch.empty_like(lse)
     qk_scale = sm_scale * _LOG2E
     cos, sin = rope if rope is not None else (lse, lse)  # any pointer: unread without UNROPE
     # dQ first: it writes delta, which the dK/dV kernel reads.
-    _attn_bwd_dq_kernel[_grid(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H)](
+    launch(_attn_bwd_dq_kernel, _grid(triton.cdiv(S, dq_cfg["BLOCK_M"]), B * H),
         q, k, v, o, do, dq, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *o.stride(), *do.stride(), *dq.stride(),
         H, H // KVH, S, qk_scale, sm_scale,
         CAUSAL=causal, UNROPE=rope is not None, HEAD_DIM=D, FP32_DOT=_exact_fp32(q), **dq_cfg,
     )
-    _attn_bwd_dkdv_kernel[_grid(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH)](
+    launch(_attn_bwd_dkdv_kernel, _grid(triton.cdiv(S, dkdv_cfg["BLOCK_N"]), B * KVH),
         q, k, v, do, dk, dv, lse, delta, cos, sin,
         *q.stride(), *k.stride(), *v.stride(), *do.stride(), *dk.stride(), *dv.stride(),
         H, KVH, H // KVH, S, qk_scale, sm_scale,

@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, tile_rows
+from kernels._utils import as_rows, check_tensors, launch, tile_rows
 
 
 @triton.jit
@@ -84,7 +84,7 @@ class _NaiveSwiGLUFFN(torch.autograd.Function):
             block_cols = tile_rows(f, block_k)
             block_rows = tile_rows(rows, block_cols * block_k)
             grid = (triton.cdiv(rows, block_rows) * triton.cdiv(f, block_cols),)
-            _naive_swiglu_ffn_kernel[grid](
+            launch(_naive_swiglu_ffn_kernel, grid,
                 x2d, *x2d.stride(),
                 w_gate, *w_gate.stride(),
                 w_up, *w_up.stride(),

@@ -28,6 +28,7 @@ from kernels._utils import (
     as_rows,
     check_tensors,
     interpreter_config,
+    launch,
     program_rows,
     row_num_warps,
     row_sum,
@@ -274,7 +275,7 @@ def column_sum(partial: Tensor) -> Tensor:
     out = torch.empty(N, dtype=torch.float32, device=partial.device)
     block_c = triton.next_power_of_2(N) if interpreter_config() else min(triton.next_power_of_2(N), 64)
     block_r = tile_rows(R, block_c) if interpreter_config() else max(1, min(triton.next_power_of_2(R), 4096 // block_c))
-    _column_sum_kernel[(triton.cdiv(N, block_c),)](partial, out, R, N, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4)
+    launch(_column_sum_kernel, (triton.cdiv(N, block_c),), partial, out, R, N, BLOCK_R=block_r, BLOCK_C=block_c, num_warps=4)
     return out
 
 
@@ -299,7 +300,7 @@ def rmsnorm_forward(
     h = torch.empty((M, N), dtype=h_dtype or x2d.dtype, device=x2d.device) if residual2d is not None else None
     r = residual2d if residual2d is not None else x2d
     if M > 0:
-        _rmsnorm_fwd_kernel[(triton.cdiv(M, rows),)](
+        launch(_rmsnorm_fwd_kernel, (triton.cdiv(M, rows),),
             x2d, x2d.stride(0), x2d.stride(1),
             r, r.stride(0), r.stride(1),
             y, h if h is not None else y, weight, rstd,
@@ -348,7 +349,7 @@ def rmsnorm_backward(
         dw_partial = alloc((programs, N), dtype=torch.float32, device=x2d.device)
     dh = dh2d if dh2d is not None else dy2d
     if M > 0:
-        _rmsnorm_bwd_kernel[(programs,)](
+        launch(_rmsnorm_bwd_kernel, (programs,),
             dy2d, dy2d.stride(0), dy2d.stride(1),
             x2d, x2d.stride(0), x2d.stride(1),
             dh, dh.stride(0), dh.stride(1),

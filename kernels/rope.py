@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreter_config, program_rows, tile_rows
+from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows
 
 # Elements of x1 (half of each head) per program on a GPU, so about 4K of x: enough bytes in
 # flight per program while leaving many programs.
@@ -82,7 +82,7 @@ def apply_rope(
     half = D // 2
     rows, block_h, block_d = _config(B * S, H, half)
     grid = (triton.cdiv(B * S, rows), triton.cdiv(H, block_h))
-    _rope_kernel[grid](
+    launch(_rope_kernel, grid,
         x, *x.stride(),
         y, *y.stride(),
         cos, sin, cos.stride(0), cos.stride(1),

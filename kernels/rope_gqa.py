@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreter_config, program_rows, tile_rows
+from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows
 
 
 @triton.jit
@@ -126,7 +126,7 @@ class _RopeGQA(torch.autograd.Function):
         q, k, v = (torch.empty((B, S, num_heads, D), dtype=qkv.dtype, device=qkv.device) for _ in range(3))
         grid, rows, block_h, block_d = _launch(B * S, num_heads, D // 2)
         if q.numel():
-            _rope_gqa_fwd_kernel[grid](
+            launch(_rope_gqa_fwd_kernel, grid,
                 qkv, qkv.stride(0), qkv.stride(1), q, k, v, cos, sin,
                 S, num_heads, num_kv_heads, D // 2, B * S,
                 GROUP=num_heads // num_kv_heads, ROWS=rows, BLOCK_H=block_h, BLOCK_D=block_d, num_warps=4,
@@ -143,7 +143,7 @@ class _RopeGQA(torch.autograd.Function):
         dqkv = torch.empty((B, S, (num_heads + 2 * num_kv_heads) * D), dtype=dq.dtype, device=dq.device)
         grid, rows, block_h, block_d = _launch(B * S, num_heads, D // 2)
         if dqkv.numel():
-            _rope_gqa_bwd_kernel[grid](
+            launch(_rope_gqa_bwd_kernel, grid,
                 dq, *dq.stride(), dk, *dk.stride(), dv, *dv.stride(), dqkv, cos, sin,
                 S, num_heads, num_kv_heads, D // 2, B * S,
                 GROUP=num_heads // num_kv_heads, ROWS=rows, BLOCK_H=block_h, BLOCK_D=block_d, num_warps=4,

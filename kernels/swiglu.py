@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, interpreter_config, program_rows, tile_rows
+from kernels._utils import as_rows, check_tensors, interpreter_config, launch, program_rows, tile_rows
 
 
 @triton.jit
@@ -79,7 +79,7 @@ def swiglu_forward(gate_up2d: Tensor) -> Tensor:
     y = torch.empty((rows, f), dtype=gu.dtype, device=gu.device)
     rows_pp, block, warps = _config(rows, f)
     if y.numel():
-        _swiglu_fwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
+        launch(_swiglu_fwd_kernel, (triton.cdiv(rows, rows_pp), triton.cdiv(f, block)),
             gu, gu.stride(0), y, f, rows, ROWS=rows_pp, BLOCK=block, num_warps=warps
         )
     return y
@@ -100,7 +100,7 @@ def swiglu_backward(
     y = torch.empty((rows, f), dtype=gu.dtype, device=gu.device) if recompute_y else None
     rows_pp, block, warps = _config(rows, f)
     if dgu.numel():
-        _swiglu_bwd_kernel[(triton.cdiv(rows, rows_pp), triton.cdiv(f, block))](
+        launch(_swiglu_bwd_kernel, (triton.cdiv(rows, rows_pp), triton.cdiv(f, block)),
             gu, gu.stride(0), dy2d, dy2d.stride(0), dgu, y if recompute_y else dgu, f, rows,
             STORE_Y=recompute_y, ROWS=rows_pp, BLOCK=block, num_warps=warps,
         )

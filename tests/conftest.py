@@ -1,5 +1,7 @@
 """Test-wide set-up: Triton in its interpreter on a CPU, the run engine's session runs (shared by
-tests/runs, tests/commands and tests/analysis) and the profilers' stand-ins.
+tests/runs, tests/commands and tests/analysis), the profilers' stand-ins, and the kernel anatomy's
+session (one worker pool, one fresh cache, the shipped configs compiled once: tests/anatomy and
+tests/commands/test_kernels.py read them back).
 
 TRITON_INTERPRET must be set before triton (and so kernels/) is first imported, which is why
 it happens in pytest_configure, before collection, and not in a fixture; nothing this file
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +22,9 @@ import pytest
 from support.paths import BIN
 from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
 
+from tinylab.anatomy import Cache, Pool, analyze
+from tinylab.anatomy.launches import SHIPPED_CONFIGS
+from tinylab.config import RunConfig
 from tinylab.exercises import PROGRESS_ENV
 from tinylab.profilers import base
 from tinylab.runs.store import TERMINAL, Run, RunStore
@@ -101,3 +107,60 @@ def standins(monkeypatch, tmp_path) -> Path:
     log = tmp_path / "standin_argv.log"
     monkeypatch.setenv("STANDIN_LOG", str(log))
     return log
+
+
+# ------------------------------------------------------------------------------ kernel anatomy
+# The targets each shipped config is compiled for (None: all five). Every kernel meets every
+# target in default-bf16; the other configs go to one architecture of each vendor, gfx942 and
+# sm_90, whose launch-config selection gfx90a/gfx950 and sm_80 share. NVIDIA's exact-fp32
+# attention past S=256 or at D=128 spills, which makes ptxas take 10 to 75 s a kernel, and
+# reaches no config shape that other configs do not (test_ci_guard checks the shapes): those
+# two configs are compiled for gfx942 only. This keeps the suite within CI's time budget.
+PAIR = ["gfx942", "sm_90"]
+TIERS: dict[str, list[str] | None] = {
+    "default-bf16": None,
+    "default": PAIR,
+    "default-fp16": PAIR,
+    "default-tf32": PAIR,
+    "seq1024-fp32": ["gfx942"],
+    "seq1024-bf16": PAIR,
+    "seq2048-bf16": PAIR,
+    "head128-fp32": ["gfx942"],
+    "head128-bf16": PAIR,
+}
+
+
+@pytest.fixture(scope="session")
+def tiers() -> dict[str, list[str] | None]:
+    return TIERS
+
+
+@pytest.fixture(scope="session")
+def cache_home(tmp_path_factory):
+    """A directory to use as XDG_CACHE_HOME: the session's cache is under tinylab/anatomy."""
+    return tmp_path_factory.mktemp("xdg-cache")
+
+
+@pytest.fixture(scope="session")
+def cache(cache_home) -> Cache:
+    return Cache(cache_home / "tinylab" / "anatomy")
+
+
+@pytest.fixture(scope="session")
+def pool():
+    with Pool() as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def shipped(cache, pool) -> dict:
+    """SHIPPED_CONFIGS label -> (the Anatomy of that config, the config). The configs are
+    analyzed from threads sharing one pool, so its workers stay busy from first job to last."""
+    assert set(TIERS) == set(SHIPPED_CONFIGS), "give every shipped config its targets"
+
+    def one(label: str):
+        cfg = RunConfig(**SHIPPED_CONFIGS[label])
+        return label, (analyze(cfg, TIERS[label], cache=cache, pool=pool), cfg)
+
+    with ThreadPoolExecutor(len(TIERS)) as threads:
+        return dict(threads.map(one, TIERS))

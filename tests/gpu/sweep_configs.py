@@ -45,10 +45,10 @@ def sweep_attention(seq: int, dtype: torch.dtype, batch=8, heads=8, kv_heads=4, 
 
     def timed(kind: str, cfg: dict):
         """Time the step with one kernel's config replaced; keep the fastest per kernel."""
-        fa._fwd_config = (lambda D, S, exact_fp32: cfg) if kind == "fwd" else default_fwd
+        fa._fwd_config = (lambda D, S, exact_fp32, arch: cfg) if kind == "fwd" else default_fwd
         fa._bwd_config = default_bwd if kind == "fwd" else (
-            lambda D, S, exact_fp32: (cfg, default_bwd(D, S, exact_fp32)[1]) if kind == "dkdv"
-            else (default_bwd(D, S, exact_fp32)[0], cfg))
+            lambda D, S, exact_fp32, arch: (cfg, default_bwd(D, S, exact_fp32, arch)[1]) if kind == "dkdv"
+            else (default_bwd(D, S, exact_fp32, arch)[0], cfg))
         try:
             t = _us(step)
         except Exception as e:  # out of shared memory etc.
@@ -76,7 +76,7 @@ def sweep_attention(seq: int, dtype: torch.dtype, batch=8, heads=8, kv_heads=4, 
     rows.append((_us(step), "default"))
     if len(best) == 3:
         fwd, dkdv, dq = (best[kind][1] for kind in ("fwd", "dkdv", "dq"))
-        fa._fwd_config, fa._bwd_config = (lambda D, S, exact_fp32: fwd), (lambda D, S, exact_fp32: (dkdv, dq))
+        fa._fwd_config, fa._bwd_config = (lambda D, S, exact_fp32, arch: fwd), (lambda D, S, exact_fp32, arch: (dkdv, dq))
         rows.append((_us(step), f"best of each combined: fwd {fwd}, dkdv {dkdv}, dq {dq}"))
         fa._fwd_config, fa._bwd_config = default_fwd, default_bwd
 

@@ -196,7 +196,8 @@ def test_run_step_anatomy(snap_compare, store):
 
     async def run_before(pilot):
         pilot.app.open_run("20261126-024000-e5e5")
-        await wait_for(pilot, lambda: pilot.app.screen.query("#step-pane"), what="step panel")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#step-pane") and pilot.app.screen.query("#step-memory"),
+                       what="step panel and its chart")
         pilot.app.screen.query_one("#run-panes").show("step-pane")
         chart = pilot.app.screen.query_one("#step-memory")
         await wait_for(pilot, lambda: chart.region.area and not chart.dirty, what="memory chart drawn")

@@ -8,6 +8,7 @@ compare, report, and plan and run exercise steps. Neither face reaches past it i
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
@@ -32,6 +33,13 @@ def _children(folder: Path) -> list[Path]:
 
 class NoTrace(UserError):
     """The run has no PyTorch profiler trace to take a step apart."""
+
+
+@dataclass(frozen=True)
+class KernelStudy:
+    anatomy: Any  # tinylab.anatomy.Anatomy
+    stage_text: str | None = None
+    points: list | None = None  # tinylab.anatomy.SweepPoint, one per value and target
 
 
 class Lab:
@@ -169,6 +177,24 @@ class Lab:
         from tinylab.analysis.report import build_report
 
         return build_report([self.run(ref) for ref in refs], fmt)
+
+    # ----------------------------------------------------------------- kernels
+    def kernel_study(self, cfg: RunConfig, targets: list[str] | None = None, name: str | None = None, *,
+                     stage: str | None = None, sweep: tuple[str, list[int]] | None = None, jobs: int | None = None,
+                     progress: Callable[[Any], None] | None = None) -> "KernelStudy":
+        """The v3/v4 Triton kernels compiled for `targets` at `cfg`'s launches (tinylab.anatomy), and
+        for one kernel `name` one IR `stage` on the first target, or a `sweep` of one parameter."""
+        from tinylab.anatomy import Pool, analyze, stage_text
+        from tinylab.anatomy import sweep as sweep_kernel
+
+        text, points = None, None
+        with Pool(jobs) as pool:
+            anatomy = analyze(cfg, targets, kernels=[name] if name else None, pool=pool, progress=progress)
+            if stage and name and targets:
+                text = stage_text(anatomy, name, targets[0], stage, pool=pool)
+            elif sweep and name:
+                points = sweep_kernel(anatomy, name, *sweep, pool=pool, progress=progress)
+        return KernelStudy(anatomy, text, points)
 
     # ---------------------------------------------------------------- exercises
     def scenarios(self) -> list[ex.Scenario]:

@@ -1,0 +1,216 @@
+"""`tinylab kernels`: the Triton kernels of v3 and v4 compiled for AMD and NVIDIA GPUs on this
+machine (no GPU needed): registers, LDS/shared memory, scratch, spills and occupancy per kernel
+and target; one kernel's IR stage (`--stage`); a parameter sweep (`--sweep`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+
+from tinylab.errors import UserError
+
+_NAME_W, _TARGET_W, _REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W = 18, 6, 12, 6, 7, 7, 5
+
+
+def add_arguments(p) -> None:
+    from tinylab.anatomy.targets import TARGETS
+    from tinylab.config import PRECISIONS, RunConfig
+
+    d = RunConfig()
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="one kernel (attn_fwd) or variant (rmsnorm_bwd.2); default: every kernel")
+    p.add_argument("--target", action="append", default=None, metavar="T",
+                   help=f"compile for T (repeatable, or comma-separated): {', '.join(TARGETS)} "
+                        "(default: every one the installed Triton knows)")
+    p.add_argument("--stage", default=None, metavar="STAGE",
+                   help="print one stage of NAME on one --target: ttir, ttgir, llir, then amdgcn (AMD) or ptx, sass (NVIDIA)")
+    p.add_argument("--sweep", default=None, metavar="PARAM=V1,V2",
+                   help="recompile NAME with PARAM (a block size, num_warps, num_stages; AMD: waves_per_eu, "
+                        "kpack, matrix_instr_nonkdim) at each value and tabulate what moves")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="compile in N processes (default: CPU count)")
+    m = p.add_argument_group("model and precision whose launches are compiled (defaults: the workshop's)")
+    m.add_argument("--vocab-size", type=int, default=d.vocab_size)
+    m.add_argument("--hidden-dim", type=int, default=d.hidden_dim)
+    m.add_argument("--num-heads", type=int, default=d.num_heads)
+    m.add_argument("--num-kv-heads", type=int, default=d.num_kv_heads)
+    m.add_argument("--batch-size", type=int, default=d.batch_size)
+    m.add_argument("--seq-len", type=int, default=d.seq_len)
+    m.add_argument("--precision", default=d.precision, metavar="P", help=f"{', '.join(PRECISIONS)} (default {d.precision})")
+    m.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False,
+                   help="allow TF32 matmuls for fp32 (off: strict fp32, exact-fp32 attention dots)")
+
+
+def _config(args):
+    from tinylab.config import RunConfig
+
+    names = ("vocab_size", "hidden_dim", "num_heads", "num_kv_heads", "batch_size", "seq_len", "precision", "tf32")
+    # version v3: validation then checks the head size the Triton attention supports
+    return RunConfig(version="v3", **{n: getattr(args, n) for n in names}).validate()
+
+
+def _parse_sweep(text: str) -> tuple[str, list[int]]:
+    param, _, values = text.partition("=")
+    try:
+        parsed = [int(v) for v in values.split(",") if v.strip()]
+    except ValueError:
+        parsed = []
+    if not param or not parsed:
+        raise UserError(f"--sweep {text!r}: expected PARAM=V1,V2,... with integer values, e.g. BLOCK_N=32,64,128")
+    return param.strip(), parsed
+
+
+def _progress():
+    """A progress line on stderr when it is a terminal, else nothing."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(p) -> None:
+        line = f"{p.phase} {p.done}/{p.total}  {p.what}"[:79]
+        sys.stderr.write("\r" + line.ljust(79))
+        sys.stderr.flush()
+
+    return show
+
+
+def _bytes(n: int) -> str:
+    if n < 1024:
+        return str(n)
+    return f"{n / 1024:.1f}K".replace(".0K", "K")
+
+
+def _columns(report) -> list[str]:
+    """registers, LDS, scratch, spills, occupancy, limiter of one report, as table cells."""
+    r = report.registers
+    if "VGPR" in r:
+        regs = f"v{r['VGPR']}" + (f"+a{r['AGPR']}" if r["AGPR"] else "") + f" s{r['SGPR']}"
+        spills = " ".join(f"{n}{k[0].lower()}" for k, n in report.spills.items() if n) or "-"
+        ceiling = 8
+    else:
+        regs = f"r{r['regs']}"
+        spills = f"{report.spills['stores']}B" if report.spilled else "-"
+        ceiling = 64
+    occ = report.occupancy
+    limiter = occ.limiter.replace("registers", "regs").replace("shared", "smem")
+    return [regs, _bytes(report.lds), str(report.scratch), spills, f"{occ.value}/{ceiling}", limiter]
+
+
+def _row(name: str, target: str, report) -> str:
+    head = f"{name:<{_NAME_W}} {target:<{_TARGET_W}} "
+    if not report.ok:
+        return (head + f"FAILED: {report.error}")[:80]
+    cells = _columns(report)
+    widths = (_REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W)
+    body = " ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
+    return f"{head}{body} {cells[-1]}"
+
+
+def _header(first: str) -> str:
+    cells = ("registers", "LDS", "scratch", "spills", "occ")
+    widths = (_REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W)
+    body = " ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
+    return f"{first:<{_NAME_W}} {'target':<{_TARGET_W}} {body} limit"
+
+
+def _legend() -> list[str]:
+    return [
+        "registers: v VGPRs +a AGPRs a lane, s SGPRs a wave (AMD); r a thread (NVIDIA)",
+        "LDS/shared bytes per workgroup; scratch bytes per lane/thread; spills: registers",
+        "(AMD v/s) or bytes stored (NVIDIA); occ: waves/SIMD of 8 (AMD), warps/SM of 64",
+    ]
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, 80, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False)
+
+
+def render_table(anatomy, details: bool) -> str:
+    from importlib.metadata import version
+
+    c = anatomy.config
+    lines = [
+        f"Triton kernels of v3 and v4: hidden {c.hidden_dim}, {c.num_heads} heads ({c.num_kv_heads} kv), "
+        f"seq {c.seq_len}, batch {c.batch_size}, {c.precision}{' tf32' if c.tf32 and c.precision == 'fp32' else ''}",
+        f"triton {version('triton')}; " + " ".join(f"{t.name}={t.gpu}" for t in anatomy.targets),
+    ]
+    lines = [ln[:80] for ln in lines]
+    for name, why in anatomy.skipped.items():
+        lines.append(f"skipped {name}: {why}"[:80])
+    lines += ["", _header("kernel")]
+    for v in anatomy.variants:
+        for i, (t, report) in enumerate(v.reports.items()):
+            lines.append(_row(v.name if i == 0 else "", t, report))
+    lines += [""] + _legend()
+    numbered = [v for v in anatomy.variants if "." in v.name or details]
+    if numbered:
+        lines += ["", "variants (what sets them apart; where the step launches them):"]
+        for v in numbered:
+            lines += _wrap(f"{v.name}: {v.summary or '-'}", "  ")
+            lines += _wrap(f"in {', '.join(v.scenarios)}", "    ")
+            if details:
+                for t, launch in v.launches.items():
+                    params = " ".join(f"{k}={val}" for k, val in launch.config.items())
+                    lines += _wrap(f"{t}: grid {'x'.join(map(str, launch.grid))} {params}", "    ")
+    return "\n".join(lines)
+
+
+def render_sweep(variant: str, param: str, points) -> str:
+    lines = [f"{variant}: {param} swept (* = the value the step launches)", "", _header(param)]
+    for p in points:
+        label = f"{p.value}{'*' if p.shipped else ''}"
+        lines.append(_row(label, p.target, p.report))
+    return "\n".join(lines + [""] + _legend())
+
+
+def _page(text: str) -> None:
+    if sys.stdout.isatty():
+        import pydoc
+
+        pydoc.pager(text)
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def run(args) -> int:
+    from tinylab.commands._common import lab_from, print_json
+
+    cfg = _config(args)
+    targets = [t.strip() for arg in args.target or [] for t in arg.split(",") if t.strip()] or None
+    if args.jobs is not None and args.jobs < 1:
+        raise UserError(f"--jobs must be an integer >= 1, got {args.jobs}")
+    if (args.stage or args.sweep) and not args.name:
+        raise UserError(f"{'--stage' if args.stage else '--sweep'} needs a kernel NAME, e.g. tinylab kernels attn_fwd")
+    if args.stage and args.sweep:
+        raise UserError("--stage and --sweep do not go together: pick one")
+    if args.stage and (targets is None or len(targets) != 1):
+        raise UserError("--stage shows one target's code: add one --target, e.g. --target gfx942")
+    sweep_param = _parse_sweep(args.sweep) if args.sweep else None
+    progress = _progress()
+    try:
+        study = lab_from(args).kernel_study(cfg, targets, args.name, stage=args.stage, sweep=sweep_param,
+                                            jobs=args.jobs, progress=progress)
+    finally:
+        if progress:
+            sys.stderr.write("\r" + " " * 79 + "\r")
+    anatomy, text, points = study.anatomy, study.stage_text, study.points
+    if args.stage:
+        if args.json:
+            print_json({"kernel": args.name, "target": targets[0], "stage": args.stage, "text": text})
+        else:
+            _page(text)
+        return 0
+    if sweep_param:
+        name = anatomy.variant(args.name).name
+        if args.json:
+            print_json({"kernel": name, "param": sweep_param[0], "points": [
+                {"value": p.value, "target": p.target, "shipped": p.shipped, "report": p.report.to_json()} for p in points]})
+        else:
+            print(render_sweep(name, sweep_param[0], points))
+        return 1 if any(not p.report.ok for p in points) else 0
+    if args.json:
+        print_json(anatomy.to_json())
+    else:
+        print(render_table(anatomy, details=args.name is not None))
+    return 1 if any(not r.ok for v in anatomy.variants for r in v.reports.values()) else 0
