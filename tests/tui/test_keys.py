@@ -117,3 +117,34 @@ async def test_a_versions_figure_comes_only_from_clean_runs_at_the_forms_sizes(s
         screen.query_one("#num-hidden_dim").value = "128"
         await pilot.pause()
         assert "v1" not in screen.last_runs
+
+
+async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_path: Path, monkeypatch):
+    """The form shows the workshop's GPU sizes until the doctor answers; on a CPU those train for a
+    quarter of an hour, so an early enter waits for the machine and launches the cpu preset."""
+    import threading
+
+    from tinylab.tui.backend import Backend
+
+    from .fakes import fake_doctor
+
+    answered = threading.Event()
+
+    def slow_doctor(self, stop=lambda: False):
+        while not answered.wait(0.05):
+            if stop():
+                raise RuntimeError("stopped")
+        self.doctor_result = fake_doctor()
+        return self.doctor_result
+
+    monkeypatch.setattr(Backend, "doctor", slow_doctor)
+    async with make_app(tmp_path / "runs", doctor=None).run_test(size=SIZE) as pilot:
+        screen = pilot.app.screen
+        launched = []
+        screen.launch = launched.append
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not launched and "checking the machine first" in text_of(pilot, "#hint")
+        answered.set()
+        await wait_for(pilot, lambda: launched, what="the launch once the machine is known")
+        assert launched[0].hidden_dim == 128 and launched[0].batch_size == 4

@@ -124,6 +124,7 @@ class LabScreen(BaseScreen):
         self.last_runs: dict[str, RunRecord] = {}
         self.prefilled = False
         self.sized = False  # the sizes came from history or the machine's preset (once)
+        self._launch_pending = False  # enter came before the machine's preset was known
         self._shown_precision: str | None = None
 
     # ----------------------------------------------------------------- layout
@@ -299,12 +300,19 @@ class LabScreen(BaseScreen):
                 box.set_unavailable(f"{name} is unavailable: {entry.get('reason') or 'not found'}."
                                     f" Fix: {entry.get('fix') or 'see the Doctor screen (d)'}")
         self._validate()
+        self._launch_if_pending()
 
     def _apply_doctor_error(self, error: str | None) -> None:
         if error is None:
             return
         for name in PROFILERS:
             self.query_one(f"#profiler-{name}", Option).help = f"{name}: availability unknown ({error})"
+        self._launch_if_pending()
+
+    def _launch_if_pending(self) -> None:
+        if self._launch_pending:
+            self._launch_pending = False
+            self.action_launch()
 
     def _show_live(self, live: list[RunRecord]) -> None:
         widget = self.query_one("#live", Static)
@@ -464,6 +472,12 @@ class LabScreen(BaseScreen):
     def action_launch(self) -> None:
         if isinstance(self.focused, (Select, SelectOverlay)):
             raise SkipAction()  # enter opens (or picks from) the list, as everywhere else
+        if not self.sized and not self.backend.knows_machine and self.app.doctor_error is None:
+            # the sizes on show are a GPU's until the machine is known: a CPU would train them for
+            # a quarter of an hour, so the launch waits for the machine's own preset
+            self._launch_pending = True
+            self._hint("checking the machine first: the run starts with its size preset in a moment")
+            return
         cfg = self._validate()
         if cfg is None:
             bad = next(iter(self.query(".number.-invalid")), None)
