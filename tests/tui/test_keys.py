@@ -148,3 +148,19 @@ async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_pa
         answered.set()
         await wait_for(pilot, lambda: launched, what="the launch once the machine is known")
         assert launched[0].hidden_dim == 128 and launched[0].batch_size == 4
+
+
+async def test_p_and_f_reach_the_profilers_and_fusions(tmp_path: Path):
+    async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p")
+        assert pilot.app.focused.id == "profiler-pytorch"  # the fake doctor's only available profiler
+        await pilot.press("space")
+        assert pilot.app.focused.value and "prof=pytorch" in text_of(pilot, "#check")
+        await pilot.press("escape", "f")
+        assert pilot.app.focused.id == "versions"
+        assert "v1 has no fusion toggles" in text_of(pilot, "#hint")
+        pilot.app.screen.query_one("#versions").highlighted = 1
+        await pilot.pause()
+        await pilot.press("f")
+        assert pilot.app.focused.id == "toggle-qkv_fusion"

@@ -115,6 +115,8 @@ class LabScreen(BaseScreen):
         Binding("d", "app.section('doctor')", "Doctor"),
         Binding("w", "app.watch_live", "Watch live"),
         Binding("q", "app.quit", "Quit"),
+        Binding("f", "jump('toggle')", "Fusions", show=False, tooltip="the version's first fusion toggle"),
+        Binding("p", "jump('profiler')", "Profilers", show=False, tooltip="the first available profiler"),
     ]
 
     def __init__(self) -> None:
@@ -446,6 +448,15 @@ class LabScreen(BaseScreen):
         self._hint(f"{NUMBERS[event.field.field]} takes digits only ({event.character!r} was not typed); "
                    "esc leaves the field", warn=True)
 
+    def action_jump(self, kind: str) -> None:
+        """Straight to a row of the form (the profilers are 18 tabs from the version list)."""
+        boxes = [box for box in self.query(Option) if str(box.id).startswith(f"{kind}-") and box.why_not is None]
+        if not boxes:
+            self._hint(f"{self.version} has no fusion toggles" if kind == "toggle" else
+                       "no profiler is available here; the Doctor screen (d) says how to get one", warn=True)
+            return
+        boxes[0].focus()
+
     def action_leave_field(self) -> None:
         if isinstance(self.focused, (NumberInput, Option)):
             self.query_one("#versions", OptionList).focus()
@@ -459,7 +470,7 @@ class LabScreen(BaseScreen):
         if isinstance(widget, NumberInput):
             self._hint(f"{NUMBERS[widget.field]}: {NUMBER_HELP[widget.field]}")
         elif isinstance(widget, OptionList):
-            self._hint("↑/↓ picks a version; tab moves through the form; enter launches")
+            self._hint("↑/↓ picks a version; f fusions, p profilers, tab the rest; enter launches")
         elif isinstance(widget, Select):
             self._hint("space opens the list")
 
