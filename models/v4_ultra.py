@@ -33,7 +33,7 @@
   accumulation, fp32 master weights and optimizer.
 - Embedding backward as one Triton scatter-add (kernels.embedding) instead of torch's
   sort-based deterministic kernel chain; with `deterministic` on, torch's own backward is kept.
-Each claim is measured by `tinylab bench`; see README's Performance section.
+Each claim is measured by `tinylab bench`; see docs/performance.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The bench's arithmetic and its regression guard (the GPU figures themselves live in README)."""
+"""The bench's arithmetic and its regression guard (the GPU figures themselves live in docs/performance.md)."""
 
 import json
 from pathlib import Path

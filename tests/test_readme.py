@@ -1,0 +1,66 @@
+"""The README is what a newcomer follows: what it names must exist, so that it cannot drift from
+the tool (commands, flags, keys, scenarios, linked pages)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tinylab.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_every_command_the_readme_names_exists():
+    table = README[README.index("## Commands"):README.index("Training flags follow")]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    named = set(re.findall(r"`tinylab ([a-z]+)", README))
+    named |= {re.sub(r"^tinylab ", "", code).split()[0] for cell in first_cells for code in re.findall(r"`([^`]+)`", cell)}
+    named.discard("tinylab")  # bare `tinylab` opens the lab
+    assert named, "the README names no command"
+    assert named - set(COMMANDS) == set()
+    assert set(COMMANDS) - {"lab"} <= named, "a command the README does not mention"
+
+
+def test_every_training_flag_the_readme_names_is_accepted():
+    section = README[README.index("Training flags follow"):README.index("### Where runs live")]
+    flags = {f.replace("[no-]", "") for f in re.findall(r"--(?:\[no-\])?[a-z0-9-]+", section)}
+    parser = build_parser("train")
+    train = parser._subparsers._group_actions[0].choices["train"]  # type: ignore[union-attr]
+    known = {opt for action in train._actions for opt in action.option_strings}
+    missing = sorted(f for f in flags if f not in known and f.replace("--", "--no-", 1) not in known)
+    assert not missing
+
+
+def test_the_tour_commands_parse():
+    block = README[README.index("The same tour from the shell:"):]
+    block = block[block.index("```bash") + 7:block.index("```", block.index("```bash") + 7)]
+    for line in block.strip().splitlines():
+        argv = line.split("#")[0].split()[1:]
+        argv = ["A" if a.startswith("<") else a for a in argv]
+        parser = build_parser(argv[0])
+        parser.parse_args(argv)
+
+
+@pytest.mark.parametrize("link", sorted(set(re.findall(r"\]\(((?:docs/)[^)#]+)", README))))
+def test_linked_pages_exist(link: str):
+    assert (ROOT / link).is_file()
+
+
+def test_every_scenario_is_listed():
+    shipped = {p.stem for p in (ROOT / "exercises").glob("*.toml")}
+    listed = set(re.findall(r"^\| `([a-z0-9-]+)` \|", README, flags=re.M)) & shipped
+    assert listed == shipped
+
+
+def test_lab_keys_the_readme_teaches_are_bound():
+    """The tour's keys on the Lab screen: p and f jump, enter launches, r/x/w/d/q are bound."""
+    from tinylab.tui.app import TinyLabApp
+    from tinylab.tui.screens.lab import LabScreen
+
+    lab_keys = {b.key for b in LabScreen.BINDINGS} | {b.key for b in TinyLabApp.BINDINGS}
+    for key in ("enter", "p", "f", "r", "x", "w", "d", "q", "l"):
+        assert any(key in k.split(",") for k in lab_keys), key
