@@ -55,7 +55,30 @@ FAULTS: dict[str, tuple[str, ...]] = {
     "unsynced-timing": ("v1", "v2", "v3", "v4"),
     "naive-triton-swiglu": ("v3", "v4"),
     "detached-backward": ("v3", "v4"),
+    "straggler": ("v1", "v2", "v3", "v4"),
 }
+
+#: Engines that spread training over several processes (torchrun starts one a GPU), and the
+#: versions each can train. tinylab/parallel.py builds them; ENGINE_LIMITS says why a pair is out.
+ENGINES: dict[str, str] = {
+    "ddp": "DistributedDataParallel: every rank holds the whole model and all-reduces the gradients in the backward",
+    "fsdp": "FSDP2 (fully_shard): parameters, gradients and optimizer state sharded per layer, all-gathered for compute",
+    "zero1": "DeepSpeed ZeRO stage 1: optimizer state partitioned across ranks",
+    "zero2": "DeepSpeed ZeRO stage 2: optimizer state and gradients partitioned across ranks",
+}
+_V4_FLAT = ("v4 keeps its GEMM weights as views of one flat buffer and updates them with its own AdamW kernel "
+            "(models/flat_adamw.py)")
+ENGINE_LIMITS: dict[tuple[str, str], str] = {
+    ("fsdp", "v4"): _V4_FLAT + "; FSDP2 turns every parameter into a sharded DTensor of its own",
+    ("zero1", "v4"): _V4_FLAT + "; ZeRO partitions the optimizer it is given, torch's AdamW over the parameters",
+    ("zero2", "v4"): _V4_FLAT + "; ZeRO partitions the optimizer it is given, torch's AdamW over the parameters",
+}
+#: Profilers that cannot follow several ranks, and why (a run of world size 1 may use them).
+RANK_LIMITS: dict[str, str] = {
+    "ncu": "Nsight Compute replays each kernel, and a replayed collective waits for ranks that are not replaying",
+    "rocprof-compute": "rocprof-compute runs the program once per counter pass, which ranks cannot repeat in step",
+}
+MAX_WORLD = 2048
 
 PROFILERS = (
     "pytorch",
@@ -141,6 +164,11 @@ class RunConfig:
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
+    # several processes (tinylab/parallel.py); None: one process, no torch.distributed
+    parallel: str | None = None
+    nproc_per_node: int = 1
+    nnodes: int = 1
+    rdzv_endpoint: str | None = None  # HOST:PORT of the first node, when nnodes > 1 outside Slurm
 
     # ------------------------------------------------------------------ derived
     @property
@@ -150,6 +178,10 @@ class RunConfig:
     @property
     def ffn_dim(self) -> int:
         return self.ffn_multiplier * self.hidden_dim
+
+    @property
+    def world_size(self) -> int:
+        return self.nproc_per_node * self.nnodes
 
     @property
     def use_amp(self) -> bool:
@@ -177,6 +209,11 @@ class RunConfig:
             return "fault 'unsynced-timing' times phases, which a graph replay does not have: add --no-cuda-graph"
         if "deepspeed" in self.profilers:
             return "the DeepSpeed FLOPS profiler hooks an eager forward, which a graph replay skips: add --no-cuda-graph"
+        if self.parallel in ("fsdp", "zero1", "zero2"):
+            return (f"--parallel {self.parallel} gathers and partitions outside the step a graph would replay: "
+                    "add --no-cuda-graph, or use --parallel ddp")
+        if self.fault == "straggler":
+            return "fault 'straggler' delays one rank's forward from the host, which a graph replay skips: add --no-cuda-graph"
         return None
 
     def resolved(self) -> "RunConfig":
@@ -289,6 +326,7 @@ class RunConfig:
             raise ConfigError(
                 f"only one external profiler can wrap a run, got {', '.join(wrappers)}"
             )
+        self._validate_parallel()
         if self.fault is not None:
             if not isinstance(self.fault, str) or self.fault not in FAULTS:
                 raise ConfigError(f"unknown fault {self.fault!r}: choose one of {', '.join(FAULTS)}")
@@ -296,7 +334,43 @@ class RunConfig:
                 raise ConfigError(
                     f"fault {self.fault!r} applies to {', '.join(FAULTS[self.fault])}, not {self.version}"
                 )
+            if self.fault == "straggler" and self.world_size < 2:
+                raise ConfigError("fault 'straggler' slows one rank of several: add --nproc-per-node 2 (or more)")
         return self
+
+    def _validate_parallel(self) -> None:
+        for name, most in (("nproc_per_node", 256), ("nnodes", MAX_WORLD)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+                raise ConfigError(f"{_flag(name)} must be an integer from 1 to {most}, got {value!r}")
+        if self.world_size > MAX_WORLD:
+            raise ConfigError(f"--nproc-per-node x --nnodes is {self.world_size} ranks; tinylab runs at most {MAX_WORLD}")
+        if self.parallel is None:
+            if self.world_size > 1:
+                raise ConfigError(f"{self.world_size} processes need an engine: --parallel {'|'.join(ENGINES)}")
+            if self.rdzv_endpoint is not None:
+                raise ConfigError("--rdzv-endpoint applies to runs of several nodes (--nnodes 2 or more)")
+            return
+        if not isinstance(self.parallel, str) or self.parallel not in ENGINES:
+            raise ConfigError(f"unknown engine {self.parallel!r}: choose one of {', '.join(ENGINES)}")
+        why = ENGINE_LIMITS.get((self.parallel, self.version))
+        if why:
+            raise ConfigError(f"--parallel {self.parallel} cannot train {self.version}: {why}; use --parallel ddp")
+        if self.precision == "fp16" and self.parallel != "ddp":
+            raise ConfigError(f"--parallel {self.parallel} with fp16 would need its own loss scaling: use bf16 or fp32")
+        if self.world_size > 1:
+            for prof in self.profilers:
+                if prof in RANK_LIMITS:
+                    raise ConfigError(f"--profile {prof} cannot follow {self.world_size} ranks: {RANK_LIMITS[prof]}; "
+                                      "profile a run of --nproc-per-node 1")
+        if isinstance(self.device, str) and re.fullmatch(r"cuda:\d+", self.device) and self.nproc_per_node > 1:
+            raise ConfigError(f"--device {self.device} names one GPU, but each of {self.nproc_per_node} ranks takes "
+                              "the GPU of its local rank: use --device cuda")
+        if self.rdzv_endpoint is not None:
+            if not isinstance(self.rdzv_endpoint, str) or not re.fullmatch(r"[A-Za-z0-9.\-_]+:\d{1,5}", self.rdzv_endpoint):
+                raise ConfigError(f"--rdzv-endpoint must be HOST:PORT (the first node's address), got {self.rdzv_endpoint!r}")
+            if self.nnodes == 1:
+                raise ConfigError("--rdzv-endpoint applies to runs of several nodes (--nnodes 2 or more)")
 
     def check_device(self, device_type: str) -> "RunConfig":
         """The rules that depend on the device the run will use ("cpu" or "cuda").

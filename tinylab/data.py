@@ -33,16 +33,18 @@ def make_corpus(vocab_size: int, seq_len: int, dataset: str = "patterns") -> tor
 
 
 class Batches:
-    """Batch i is the same for every version and device: inputs, next-token targets."""
+    """Batch i is the same for every version and device: inputs, next-token targets. Each rank of a
+    run of several draws its own batches (rank 0 the ones a single process would)."""
 
-    def __init__(self, corpus: torch.Tensor, batch_size: int, seed: int, device: torch.device):
+    def __init__(self, corpus: torch.Tensor, batch_size: int, seed: int, device: torch.device, rank: int = 0):
         self.corpus = corpus.to(device)
         self.batch_size = batch_size
         self.seed = seed
         self.device = device
+        self.rank = rank
 
     def get(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
+        gen = torch.Generator().manual_seed(self.seed * 1_000_003 + step + (self.rank << 53))
         idx = torch.randint(0, self.corpus.shape[0], (self.batch_size,), generator=gen)
         rows = self.corpus[idx.to(self.device)]
         # Contiguous, so every step's inputs have the same strides: a compiled model would

@@ -3,20 +3,23 @@
 One JSON object per line, each with an "event" key:
 
 start     config, device, device_name, torch, triton, python, pid, params_total, param_tensors,
-          model_flops_per_step, time
+          model_flops_per_step, world_size, parallel, host, time
 step      step, loss, step_ms, fwd_ms, bwd_ms, opt_ms (null when not separable, e.g. graph
           replay), samples_per_s, tokens_per_s, mem_alloc_mb, mem_peak_mb (null on CPU), warmup
 summary   samples_per_s (median after warm-up), tokens_per_s, step_ms_median, step_ms_p10,
           step_ms_p90, fwd_ms_median, bwd_ms_median, opt_ms_median, peak_mem_mb,
           initial_loss, final_loss, params_trained, params_total, model_flops_per_step, mfu,
-          steps, measured_steps
+          steps, measured_steps; with several ranks also world_size, slowest_rank, comm_ms,
+          comm_hidden (throughput is the whole run's, each step as long as its slowest rank)
+rank      rank, local_rank, host, device, pid, steps, step_ms_median, step_ms_p90, fwd/bwd/opt
+          medians, peak_mem_mb, weights (a digest), comm_ms, comm_hidden: one per rank, by rank 0
 profile   tool, artifacts {name: path relative to the run dir}, kernel_table (path or null), note,
           steps (training steps the kernel table covers, when the tool says), passes (runs of the
-          program by a counter-pass tool such as rocprof-compute)
+          program by a counter-pass tool such as rocprof-compute), rank (a run of several ranks)
 pass      pass, planned, tool, steps: a counter-pass tool started the program again (pass >= 1);
           passes after the first write their other events to events.pass<k>.jsonl
 telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null)
-error     type, message, traceback
+error     type, message, traceback, rank (any rank of a run of several may write one)
 exit      returncode, signal (written by the supervisor after the trainer ends)
 
 Readers must tolerate a partly written last line and corrupt records: they are skipped and
@@ -37,7 +40,7 @@ from typing import Any
 from tinylab.safeio import FULL_DISK, UnsafeFile, open_regular, release_space
 
 EVENTS_FILE = "events.jsonl"
-KINDS = ("start", "step", "summary", "profile", "pass", "telemetry", "error", "exit")
+KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "error", "exit")
 
 _NUM = (int, float, type(None))
 _STR = (str, type(None))
@@ -93,6 +96,15 @@ class Summary:
     steps: int | None = _metric("steps", "", "d", "steps run", check="steps", shown=False)
     measured_steps: int | None = _metric("measured steps", "", "d", "steps after warm-up", check="measured_steps",
                                          shown=False)
+    world_size: int | None = _metric("ranks", "", "d", "processes that trained together (None: one)",
+                                     check="world_size")
+    slowest_rank: int | None = _metric("slowest rank", "", "d",
+                                       "the rank with the longest median forward (its own work; the others wait for it)",
+                                       check="slowest_rank")
+    comm_ms: float | None = _metric("collectives", "ms", ".2f", "time in collectives a step, mean over ranks "
+                                    "(from the PyTorch profiler's trace)", direction=-1, check="comm_ms")
+    comm_hidden: float | None = _metric("hidden comm", "fraction", ".0%", "share of the collectives' time that ran "
+                                        "under compute", direction=+1, check="comm_hidden")
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "Summary":
@@ -130,6 +142,10 @@ class Summary:
             f"  trained        {self.params_trained}/{self.params_total} parameter tensors",
             f"  MFU            {100 * self.mfu:.1f}%" if self.mfu is not None
             else "  MFU            n/a (no peak rate known for this device and precision)",
+            *([f"  ranks          {self.world_size} (samples/s of all of them; slowest rank {self.slowest_rank})"]
+              if self.world_size else []),
+            *([f"  collectives    {fmt('comm_ms', '.2f')} ms a step, {fmt('comm_hidden', '.0%')} hidden under compute"]
+              if self.comm_ms is not None else []),
         ]
 
 
@@ -182,6 +198,9 @@ class StartEvent:
     params_total: int | None = None
     param_elements: int | None = None
     model_flops_per_step: float | None = None
+    world_size: int | None = None
+    parallel: str | None = None
+    host: str | None = None
     time: float | None = None
 
     @classmethod
@@ -198,6 +217,7 @@ class ProfileEvent:
     note: str | None = None
     steps: int | None = None  # training steps the kernel table covers (None: not known)
     passes: int | None = None  # runs of the program by a counter-pass tool
+    rank: int | None = None  # whose output this is, in a run of several ranks
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "ProfileEvent":
@@ -236,10 +256,42 @@ class TelemetryEvent:
 
 
 @dataclass(frozen=True)
+class RankEvent:
+    """One rank of a run of several, as it reported to rank 0 at the end."""
+
+    rank: int
+    local_rank: int | None = None
+    host: str | None = None
+    device: str | None = None
+    pid: int | None = None
+    steps: int | None = None
+    step_ms_median: float | None = None
+    step_ms_p90: float | None = None
+    fwd_ms_median: float | None = None
+    bwd_ms_median: float | None = None
+    opt_ms_median: float | None = None
+    peak_mem_mb: float | None = None
+    weights: str | None = None  # a digest of its weights at the end: equal on every rank that stayed in sync
+    comm_ms: float | None = None
+    comm_hidden: float | None = None
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> "RankEvent":
+        return _typed(cls, event)
+
+
+@dataclass(frozen=True)
 class ErrorEvent:
     type: str | None = None
     message: str | None = None
     traceback: str | None = None
+    rank: int | None = None  # which rank wrote it, in a run of several
+    time: float | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """A rank stopped by a signal (a cancel, or torchrun stopping the others after a failure)."""
+        return self.type == "KeyboardInterrupt"
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "ErrorEvent":
@@ -304,9 +356,12 @@ FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
                                        "tokens_per_s", "mem_alloc_mb", "mem_peak_mb")},
     },
     "summary": {f.key: (_NUM, False) for f in SUMMARY_FIELDS},
+    "rank": {"rank": ((int,), True), **{k: (_NUM, False) for k in ("step_ms_median", "step_ms_p90", "fwd_ms_median",
+                                                                    "bwd_ms_median", "opt_ms_median", "peak_mem_mb")}},
     "profile": {"artifacts": ((dict, type(None)), False), "kernel_table": (_STR, False)},
     "pass": {"pass": ((int,), True), "planned": ((int, type(None)), False)},
-    "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False)},
+    "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False),
+              "rank": ((int, type(None)), False)},
     "exit": {"returncode": ((int,), True), "signal": (_STR, False)},
 }
 

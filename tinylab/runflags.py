@@ -12,6 +12,7 @@ import dataclasses
 
 from tinylab.config import (
     COMPILE_MODES,
+    ENGINES,
     PRESET_HELP,
     PRESETS,
     DATASETS,
@@ -77,6 +78,16 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")
+    d = p.add_argument_group("several processes (torchrun starts one a GPU; gloo on a CPU)")
+    d.add_argument("--parallel", choices=tuple(ENGINES), default=None,
+                   help="; ".join(f"{k}: {v}" for k, v in ENGINES.items())
+                   + " (default: one process; ddp when --nproc-per-node or --nnodes is above 1)")
+    d.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
+                   help="processes (ranks) on this node, one a GPU (default 1)")
+    d.add_argument("--nnodes", type=int, default=1, metavar="N",
+                   help="nodes of the run (default 1); several nodes need --rdzv-endpoint, or `tinylab submit`")
+    d.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT",
+                   help="where the nodes of a run of several meet (the first node's address and a free port)")
 
 
 def chosen_preset(args: argparse.Namespace, device_type: str) -> str:
@@ -95,5 +106,7 @@ def config_from_args(args: argparse.Namespace, device_type: str = "cuda", **over
     sizes = PRESETS[chosen_preset(args, device_type)]
     values = {**sizes, **values}
     values["precision"] = args.precision or (args.amp_dtype if args.use_amp else "fp32")
+    if values.get("parallel") is None and values.get("nproc_per_node", 1) * values.get("nnodes", 1) > 1:
+        values["parallel"] = "ddp"
     values.update(overrides)
     return RunConfig(**values).validate()

@@ -60,6 +60,14 @@ def read_bounded(path: str | os.PathLike[str], limit: int = RECORD_LIMIT, *, fol
     return data
 
 
+def read_tail(path: str | os.PathLike[str], size: int) -> bytes:
+    """The last `size` bytes of a regular file (all of a smaller one)."""
+    with open_regular(path) as fh:
+        end = os.fstat(fh.fileno()).st_size
+        fh.seek(max(0, end - size))
+        return fh.read(size)
+
+
 def is_plain_file(path: Path) -> bool:
     """A regular file reached without a link (what folder scans may open)."""
     try:

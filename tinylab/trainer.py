@@ -25,11 +25,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from tinylab import parallel
 from tinylab.config import ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
 from tinylab.packages import describe, foreign_packages
+from tinylab.parallel import RankInfo, percentile
+from tinylab.runs.store import process_start_time, write_json
 from tinylab.safeio import FULL_DISK
 
 GRAPH_WARMUP_ITERS = 3
@@ -105,15 +108,19 @@ def device_name(torch, device) -> str:
 
 
 class Trainer:
-    def __init__(self, cfg: RunConfig, run_dir: Path, out=sys.stdout):
+    def __init__(self, cfg: RunConfig, run_dir: Path, out=sys.stdout, ranks: RankInfo | None = None):
         self.cfg = cfg
         self.run_dir = run_dir
-        self.out = out
+        self.ranks = ranks  # where this process sits in a run of several (None: the only process)
+        self.main = ranks is None or ranks.rank == 0  # writes the run's steps and summary, prints progress
+        self.out = out if self.main else open(os.devnull, "w")
         self.events = EventWriter(run_dir / EVENTS_FILE)
         self.hooks: list[Any] = []
         self._stop_telemetry = None
         self.counter_pass = None  # set when a profiler runs the program once per counter group
         self.markers = False  # roctx/NVTX ranges around steps and phases (GPU runs only)
+        self.engine = None  # DeepSpeed's engine under --parallel zero1/zero2
+        self._last_fwd_ms: float | None = None  # the straggler fault's measure
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -124,6 +131,8 @@ class Trainer:
 
         self.torch = torch
         self.device = resolve_device(torch, cfg.device)
+        if self.ranks is not None:
+            self._join()
         # Memory figures count what this run allocates: a bench runs many cases in one process,
         # and caches of earlier cases (compiled graphs, graph pools) would otherwise count too.
         self.mem_baseline = torch.cuda.memory_allocated(self.device) if self.device.type == "cuda" else 0
@@ -138,7 +147,7 @@ class Trainer:
             cfg.check_fits(psutil.virtual_memory().total, "this machine")
         # v4 graphs by default where it can; the stored config records what really ran.
         cfg.cuda_graph = cfg.toggle("cuda_graph") and self.device.type == "cuda"
-        if cfg.profilers:
+        if cfg.profilers and self.ranks is None:  # counter-pass tools follow no run of several ranks
             self._claim_counter_pass()
         self.markers = self.device.type == "cuda" and _markers_work(torch)
         torch.manual_seed(cfg.seed)
@@ -157,26 +166,25 @@ class Trainer:
         model = build_model(cfg)
         model.load_canonical(canonical_init(model.config, cfg.seed, default_init=cfg.fault == "missing-init"))
         self.model = model.to(self.device)
-        self.forward = (
-            torch.compile(self.model, mode=cfg.compile_mode, dynamic=False) if cfg.toggle("torch_compile") else self.model
-        )
-        opt_kwargs: dict[str, Any] = {"lr": cfg.learning_rate, "weight_decay": cfg.weight_decay}
-        if self.device.type == "cuda" and cfg.version != "v1":
-            opt_kwargs["fused"] = True  # one kernel for all parameters; v1 keeps torch's default
-        if cfg.cuda_graph:
-            opt_kwargs["capturable"] = True
-        optimizer_class = getattr(self.model, "optimizer_class", None)  # v4: models.flat_adamw
-        if optimizer_class is None:
-            self.optimizer = torch.optim.AdamW(self.model.parameters(), **opt_kwargs)
+        self.initial = [p.detach().clone() for p in self.model.parameters()]
+        if self.ranks is None:
+            self.optimizer = self._make_optimizer(self.model)
+            forward = self.model
         else:
-            self.optimizer = optimizer_class(self.model, **opt_kwargs)
+            wrapped = parallel.wrap(torch, cfg, self.model, self.device, self._make_optimizer, self.run_dir)
+            forward, self.optimizer, self.engine = wrapped.forward, wrapped.optimizer, wrapped.engine
+            if cfg.parallel == "fsdp":  # sharded now: compare each rank's shard with its part of the start
+                self.initial = [p.to_local().detach().clone() for p in self.model.parameters()]
+        self.forward = (
+            torch.compile(forward, mode=cfg.compile_mode, dynamic=False) if cfg.toggle("torch_compile") else forward
+        )
         self.scaler = torch.amp.GradScaler(self.device.type) if cfg.precision == "fp16" else None
         self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
 
         from tinylab.data import Batches, make_corpus
 
-        self.batches = Batches(make_corpus(cfg.vocab_size, cfg.seq_len, cfg.dataset), cfg.batch_size, cfg.seed, self.device)
-        self.initial = [p.detach().clone() for p in self.model.parameters()]
+        self.batches = Batches(make_corpus(cfg.vocab_size, cfg.seq_len, cfg.dataset), cfg.batch_size, cfg.seed, self.device,
+                               rank=self.ranks.rank if self.ranks else 0)
         if self.device.type == "cuda":
             sync = torch.cuda.synchronize if cfg.fault == "unsynced-timing" else None
             self.timer = PhaseTimer(sync) if sync else CudaEventTimer(torch)
@@ -186,7 +194,7 @@ class Trainer:
         if cfg.profilers and not later_pass:  # a later counter pass only repeats the kernels
             from tinylab.profilers import inprocess_hooks
 
-            self.hooks = inprocess_hooks(cfg, self.run_dir)
+            self.hooks = inprocess_hooks(cfg, self.run_dir, self.ranks.rank if self.ranks else None)
         for hook in self.hooks:
             hook.on_train_start(self.model, self.device)
         if cfg.telemetry and self.device.type == "cuda" and not later_pass:
@@ -197,6 +205,32 @@ class Trainer:
             if start_sampler is not None:
                 self._stop_telemetry = start_sampler(self.events.emit, _gpu_index(torch, self.device),
                                                      _pci_bus_id(torch, self.device))
+
+    def _join(self) -> None:
+        """Record this rank's process (cancel and liveness reach it through the record), then join the group."""
+        info = self.ranks
+        if self.device.type == "cpu":
+            os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed would look for a GPU otherwise
+        path = parallel.rank_file(self.run_dir, info.rank)
+        path.parent.mkdir(exist_ok=True)
+        pid = os.getpid()
+        write_json(path, {"rank": info.rank, "local_rank": info.local_rank, "world_size": info.world_size,
+                          "host": info.host, "pid": pid, "start_time": process_start_time(pid)})
+        if self.cfg.world_size != info.world_size:
+            raise ConfigError(f"torchrun started {info.world_size} ranks, the run asks for {self.cfg.world_size}")
+        self.device = parallel.init(self.torch, info, self.device.type)
+
+    def _make_optimizer(self, model):
+        cfg, torch = self.cfg, self.torch
+        opt_kwargs: dict[str, Any] = {"lr": cfg.learning_rate, "weight_decay": cfg.weight_decay}
+        if self.device.type == "cuda" and cfg.version != "v1":
+            opt_kwargs["fused"] = True  # one kernel for all parameters; v1 keeps torch's default
+        if cfg.cuda_graph:
+            opt_kwargs["capturable"] = True
+        optimizer_class = getattr(model, "optimizer_class", None)  # v4: models.flat_adamw
+        if optimizer_class is None:
+            return torch.optim.AdamW(model.parameters(), **opt_kwargs)
+        return optimizer_class(model, **opt_kwargs)
 
     def _claim_counter_pass(self) -> None:
         """Under rocprof-compute (or rocprofv3 -i), which run of the program this is: pass 1 is the run's
@@ -255,23 +289,38 @@ class Trainer:
         self.timer.start()
         for hook in self.hooks:
             hook.on_step_start(step)
+        slept = self._straggle(self._last_fwd_ms) if self.cfg.fault == "straggler" else 0.0
         with rf("forward"), self._autocast():
             loss = self.forward(x, y)
         self.timer.mark("fwd")
         for hook in self.hooks:
             hook.on_forward_end(step)
         with rf("backward"):
-            (self.scaler.scale(loss) if self.scaler else loss).backward()
+            if self.engine is not None:
+                self.engine.backward(loss)
+            else:
+                (self.scaler.scale(loss) if self.scaler else loss).backward()
         self.timer.mark("bwd")
         with rf("optimizer"):
-            if self.scaler:
+            if self.engine is not None:
+                self.engine.step()  # ZeRO's partitioned update; it zeroes the gradients
+            elif self.scaler:
                 self.scaler.step(self.optimizer)
                 self.scaler.update()
             else:
                 self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
+            if self.engine is None:
+                self.optimizer.zero_grad(set_to_none=True)
         self.timer.mark("opt")
-        return loss, self.timer.finish()
+        times = self.timer.finish()
+        if times["fwd_ms"] is not None:
+            self._last_fwd_ms = times["fwd_ms"] - slept
+        return loss, times
+
+    def _straggle(self, last_fwd_ms: float | None) -> float:
+        start = time.perf_counter()
+        parallel.straggle(self.ranks, last_fwd_ms)
+        return (time.perf_counter() - start) * 1e3
 
     def _capture_graph(self, first_step: int) -> int:
         """Warm up on a side stream (real steps), then capture fwd+bwd+opt in one graph."""
@@ -281,8 +330,9 @@ class Trainer:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         steps_done = 0
+        warmup = parallel.DDP_GRAPH_WARMUP_ITERS if self.ranks is not None else GRAPH_WARMUP_ITERS
         with torch.cuda.stream(side):
-            for i in range(GRAPH_WARMUP_ITERS):
+            for i in range(warmup):
                 step = first_step + i
                 if step >= self.cfg.num_steps:
                     break
@@ -339,8 +389,7 @@ class Trainer:
             mem_peak = max(0, self.torch.cuda.max_memory_allocated(self.device) - self.mem_baseline) / 2**20
             self.torch.cuda.reset_peak_memory_stats(self.device)
         step_s = times["step_ms"] / 1e3
-        rec = self.events.emit(
-            "step",
+        rec = dict(
             step=step,
             loss=clean_float(loss_value),
             **{k: clean_float(v) for k, v in times.items()},
@@ -350,6 +399,8 @@ class Trainer:
             mem_peak_mb=mem_peak,
             warmup=warmup,
         )
+        if self.main:  # the run's step events are rank 0's; the others' meet it in the summary
+            self.events.emit("step", **rec)
         self.records.append(rec)
         if self._should_print(step):
             mem = f" | peak {mem_peak:7.1f} MB" if mem_peak is not None else ""
@@ -372,23 +423,30 @@ class Trainer:
         cfg, torch = self.cfg, self.torch
         params = list(self.model.parameters())
         flops = training_flops_per_step(cfg)
-        self.events.emit(
-            "start",
-            config=cfg.resolved().to_dict(),
-            device=str(self.device),
-            device_name=device_name(torch, self.device),
-            torch=torch.__version__,
-            triton=_triton_version(),
-            python=platform.python_version(),
-            pid=os.getpid(),
-            params_total=len(params),
-            param_elements=sum(p.numel() for p in params),
-            model_flops_per_step=flops,
-        )
+        elements = sum(p.numel() for p in parallel.full_tensors(params)) if cfg.parallel == "fsdp" else \
+            sum(p.numel() for p in params)
+        if self.main:
+            self.events.emit(
+                "start",
+                config=cfg.resolved().to_dict(),
+                device=str(self.device),
+                device_name=device_name(torch, self.device),
+                torch=torch.__version__,
+                triton=_triton_version(),
+                python=platform.python_version(),
+                pid=os.getpid(),
+                params_total=len(params),
+                param_elements=elements,
+                model_flops_per_step=flops,
+                world_size=cfg.world_size,
+                parallel=cfg.parallel,
+                host=self.ranks.host if self.ranks else None,
+            )
+        where = f" | {cfg.world_size} ranks under {cfg.parallel}" if self.ranks else ""
         print(
             f"tinylab {cfg.version} on {device_name(torch, self.device)} ({self.device}) | "
-            f"{sum(p.numel() for p in params):,} parameters in {len(params)} tensors | "
-            f"batch {cfg.batch_size} x seq {cfg.seq_len} | {cfg.precision}",
+            f"{elements:,} parameters in {len(params)} tensors | "
+            f"batch {cfg.batch_size} x seq {cfg.seq_len} | {cfg.precision}{where}",
             file=self.out,
             flush=True,
         )
@@ -408,8 +466,10 @@ class Trainer:
 
     def _finish(self, params, flops: float) -> dict:
         cfg = self.cfg
-        for hook in self.hooks:
-            self.events.emit("profile", **_profile_fields(self.run_dir, hook))
+        rank = self.ranks.rank if self.ranks else None
+        profiles = [_profile_fields(self.run_dir, hook, rank) for hook in self.hooks]
+        for fields in profiles:
+            self.events.emit("profile", **fields)
         measured = [r for r in self.records if not r["warmup"]] or self.records
         step_ms = sorted(r["step_ms"] for r in measured)
 
@@ -417,15 +477,23 @@ class Trainer:
             vals = [r[key] for r in measured if r.get(key) is not None]
             return statistics.median(vals) if vals else None
 
-        trained = sum(not self.torch.equal(p.detach(), p0) for p, p0 in zip(params, self.initial))
         peaks = [r["mem_peak_mb"] for r in self.records if r["mem_peak_mb"] is not None]
+        fields: dict[str, Any] = {}
+        if self.ranks is None:
+            trained = sum(not self.torch.equal(p.detach(), p0) for p, p0 in zip(params, self.initial))
+        else:
+            trained = parallel.trained_count(self.torch, params, self.initial)
+            step_ms, fields, peaks = self._meet_ranks(params, profiles)
+            if not self.main:
+                return {}
         med = statistics.median(step_ms)
+        samples = cfg.batch_size * cfg.world_size
         summary = Summary(
-            samples_per_s=cfg.batch_size / (med / 1e3),
-            tokens_per_s=cfg.batch_size * cfg.seq_len / (med / 1e3),
+            samples_per_s=samples / (med / 1e3),
+            tokens_per_s=samples * cfg.seq_len / (med / 1e3),
             step_ms_median=med,
-            step_ms_p10=_percentile(step_ms, 10),
-            step_ms_p90=_percentile(step_ms, 90),
+            step_ms_p10=percentile(step_ms, 10),
+            step_ms_p90=percentile(step_ms, 90),
             fwd_ms_median=median_of("fwd_ms"),
             bwd_ms_median=median_of("bwd_ms"),
             opt_ms_median=median_of("opt_ms"),
@@ -438,15 +506,43 @@ class Trainer:
             mfu=mfu(cfg, med, device_name(self.torch, self.device)),
             steps=len(self.records),
             measured_steps=len(measured),
+            **fields,
         )
         record = self.events.emit("summary", **dataclasses.asdict(summary))
         print("\n".join(summary.lines()), file=self.out, flush=True)
         return record
 
+    def _meet_ranks(self, params, profiles: list[dict]) -> tuple[list[float], dict[str, Any], list[float]]:
+        """Every rank sends rank 0 its medians, spread, peak and a digest of its weights; rank 0 writes
+        one `rank` event each and returns the run's step times (each step as long as its slowest
+        rank), the summary's multi-rank fields and the ranks' peaks."""
+        digest = parallel.weights_digest(parallel.full_tensors(params))
+        mine = parallel.rank_stats(self.ranks, self.device, self.records, digest, os.getpid())
+        comm = _communication(self.run_dir, profiles)
+        if comm is not None:
+            mine["comm_ms"], mine["comm_hidden"] = comm
+        stats = parallel.gather(mine)
+        if not self.main:
+            return [], {}, []
+        for s in stats:
+            self.events.emit("rank", **{k: v for k, v in s.items() if k != "step_ms"})
+        comms = [s for s in stats if s.get("comm_ms") is not None]
+        fields = {
+            "world_size": self.cfg.world_size,
+            "slowest_rank": parallel.slowest(stats),
+            "comm_ms": statistics.mean(s["comm_ms"] for s in comms) if comms else None,
+            "comm_hidden": statistics.mean(s["comm_hidden"] for s in comms if s["comm_hidden"] is not None)
+            if any(s["comm_hidden"] is not None for s in comms) else None,
+        }
+        peaks = [s["peak_mem_mb"] for s in stats if s["peak_mem_mb"] is not None]
+        return sorted(parallel.global_step_ms(stats)), fields, peaks
+
     def close(self) -> None:
         if self._stop_telemetry is not None:
             self._stop_telemetry()
         self.events.close()
+        if self.ranks is not None:
+            parallel.finish()
 
 
 def _markers_work(torch) -> bool:
@@ -472,19 +568,23 @@ def _pci_bus_id(torch, device) -> str | None:
     return f"{getattr(props, 'pci_domain_id', 0):04x}:{bus:02x}:{getattr(props, 'pci_device_id', 0):02x}.0"
 
 
-def _profile_fields(run_dir: Path, hook) -> dict:
+def _profile_fields(run_dir: Path, hook, rank: int | None) -> dict:
     from tinylab.profilers import write_kernel_table
 
-    return write_kernel_table(run_dir, hook.name, hook.on_train_end())
+    return write_kernel_table(run_dir, hook.name, hook.on_train_end(), rank)
 
 
-def _percentile(sorted_vals: list[float], pct: float) -> float:
-    if len(sorted_vals) == 1:
-        return sorted_vals[0]
-    pos = (len(sorted_vals) - 1) * pct / 100
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+def _communication(run_dir: Path, profiles: list[dict]) -> tuple[float, float | None] | None:
+    """This rank's time in collectives a step and the share of it hidden under compute, from its
+    PyTorch profiler trace (None without one, or when it recorded no collective)."""
+    from tinylab.profilers.pytorch import TRACE
+
+    trace = next((p["artifacts"].get(TRACE) for p in profiles if p["tool"] == "pytorch"), None)
+    if trace is None:
+        return None
+    from tinylab.analysis.timeline import communication
+
+    return communication(run_dir / trace)
 
 
 def _triton_version() -> str | None:
@@ -500,7 +600,7 @@ def run_training(cfg: RunConfig, run_dir: Path, out=sys.stdout) -> dict:
     """Train in this process (tests and the bench use it); raises on failure."""
     cfg.validate()
     run_dir.mkdir(parents=True, exist_ok=True)
-    trainer = Trainer(cfg, run_dir, out)
+    trainer = Trainer(cfg, run_dir, out, parallel.rank_info(cfg))
     try:
         trainer.setup()
         return trainer.run()
@@ -529,10 +629,12 @@ def main(argv: list[str] | None = None) -> int:
             message, where = f"the disk is full ({exc.filename or run_dir}): free some space and run it again", ""
         else:
             message, where = str(exc) or type(exc).__name__, "".join(traceback.format_exception(exc)[-8:])
+        rank = {"rank": int(os.environ["RANK"])} if os.environ.get("RANK", "").isdigit() else {}
         try:
             with EventWriter(run_dir / EVENTS_FILE) as writer:
-                writer.emit("error", type=type(exc).__name__, message=message, traceback=where)
-            print(f"error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
+                writer.emit("error", type=type(exc).__name__, message=message, traceback=where, **rank)
+            who = f"rank {rank['rank']}: " if rank else ""
+            print(f"{who}error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
         except OSError:  # nowhere left to say it: the supervisor's exit event still records the failure
             pass
         return code

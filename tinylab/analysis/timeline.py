@@ -55,6 +55,9 @@ PHASE_MARKS = {"forward": "F", "backward": "B", "optimizer": "O"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 #: HTA's communication kernels (CommunicateKernelGroupingPattern): non-compute like copies.
 _COMMUNICATION = re.compile(r"^nccl|^rccl|ncclKernel|^hccl")
+#: Collectives as the host records them: gloo runs them on its own threads (a CPU run's only record
+#: of communication), NCCL/RCCL issue them from the host.
+_HOST_COLLECTIVE = re.compile(r"^(?:gloo|nccl|rccl):")
 
 #: A step whose GPU idles this share of its wall time or more is bound by something else.
 IDLE_BOUND = 0.5
@@ -101,6 +104,8 @@ class Trace:
     devices: int
     base_us: float | None  # baseTimeNanoseconds / 1000: trace ts + base = wall-clock µs
     notes: list[str] = field(default_factory=list)
+    collectives: list[tuple[float, float]] = field(default_factory=list)  # host-recorded collectives (gloo)
+    host_ops: list[tuple[float, float]] = field(default_factory=list)  # the phases' thread's other operators
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -129,6 +134,9 @@ def load_trace(path: Path) -> Trace:
     launches: dict[Any, float] = {}
     gpu: list[tuple[float, float, str, Any, Any, str]] = []
     host_start, host_end = float("inf"), float("-inf")
+    collectives: list[tuple[float, float]] = []
+    ops: list[tuple[float, float, Any]] = []
+    phase_tids: set[Any] = set()
     for e in events:
         if type(e) is not dict or e.get("ph") != "X":
             continue
@@ -149,6 +157,11 @@ def load_trace(path: Path) -> Trace:
                 steps.append(Window(int(m.group(1)), ts, ts + dur))
             elif name in PHASES and cat in ("user_annotation", "cpu_op"):
                 phases.append((name, ts, ts + dur))
+                phase_tids.add(e.get("tid"))
+            elif _HOST_COLLECTIVE.match(name):
+                collectives.append((ts, ts + dur))
+            elif cat == "cpu_op":
+                ops.append((ts, ts + dur, e.get("tid")))
     notes: list[str] = []
     counts: dict[Any, int] = {}
     for g in gpu:
@@ -172,7 +185,8 @@ def load_trace(path: Path) -> Trace:
         notes.append("no ProfilerStep# ranges in this trace: the whole trace is one window")
     base = _number(doc.get("baseTimeNanoseconds")) if isinstance(doc, dict) else None
     return Trace(str(path), steps, sorted(phases, key=lambda p: p[1]), gpu_events,
-                 device if isinstance(device, int) else None, len(counts), base / 1e3 if base else None, notes)
+                 device if isinstance(device, int) else None, len(counts), base / 1e3 if base else None, notes,
+                 sorted(collectives), merge([(a, b) for a, b, tid in ops if tid in phase_tids]))
 
 
 def _number(value: Any) -> float | None:
@@ -429,6 +443,46 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
         "memory": memory,
         "notes": notes,
     }
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Length of the intersection of two unions of disjoint sorted intervals."""
+    total, j = 0.0, 0
+    for lo, hi in a:
+        while j < len(b) and b[j][1] <= lo:
+            j += 1
+        k = j
+        while k < len(b) and b[k][0] < hi:
+            total += max(0.0, min(hi, b[k][1]) - max(lo, b[k][0]))
+            k += 1
+    return total
+
+
+def communication(trace_path: Path) -> tuple[float, float | None] | None:
+    """Time in collectives a step (ms, mean over the trace's steps) and the share of it that ran
+    under compute; None when the trace recorded no collective.
+
+    On a GPU: the union of NCCL/RCCL kernels, and its overlap with the compute kernels' union (HTA's
+    comm/comp overlap). On a CPU: gloo's collectives (run on gloo's own threads), and their overlap
+    with the operators of the thread that runs the step.
+    """
+    trace = load_trace(Path(trace_path))
+    starts = [g.start for g in trace.events]
+    comm_us, hidden_us = [], 0.0
+    for w in trace.windows:
+        if trace.events:
+            comm = merge([(max(g.start, w.start), min(g.end, w.end)) for g in trace.events[: bisect.bisect_left(starts, w.end)]
+                          if g.end > w.start and _COMMUNICATION.search(g.name)])
+            compute = merge(_clipped(trace.events, starts, w.start, w.end, only_compute=True))
+        else:
+            comm = merge([(max(a, w.start), min(b, w.end)) for a, b in trace.collectives if b > w.start and a < w.end])
+            compute = [(max(a, w.start), min(b, w.end)) for a, b in trace.host_ops if b > w.start and a < w.end]
+        comm_us.append(_total(comm))
+        hidden_us += _overlap(comm, compute)
+    total = sum(comm_us)
+    if total <= 0:
+        return None
+    return statistics.mean(comm_us) / 1e3, hidden_us / total
 
 
 # ------------------------------------------------------------------------------------ text

@@ -74,8 +74,9 @@ def all_adapters() -> list[ProfilerAdapter]:
     return list(_registry().values())
 
 
-def inprocess_hooks(config: "RunConfig", run_dir: Path) -> list[InProcessHook]:
-    """Hooks for the in-process profilers in config.profilers (wrappers need none).
+def inprocess_hooks(config: "RunConfig", run_dir: Path, rank: int | None = None) -> list[InProcessHook]:
+    """Hooks for the in-process profilers in config.profilers (wrappers need none); with a rank,
+    each writes into its rank's own folder.
 
     Raises UserError when a requested tool cannot load, so a run fails before training
     instead of finishing without the profile that was asked for.
@@ -84,7 +85,7 @@ def inprocess_hooks(config: "RunConfig", run_dir: Path) -> list[InProcessHook]:
     for name in config.profilers:
         adapter = get_adapter(name)
         if isinstance(adapter, InProcessAdapter):
-            hooks.append(adapter.make_hook(config, profile_dir(run_dir, name)))
+            hooks.append(adapter.make_hook(config, profile_dir(run_dir, name, rank)))
     return hooks
 
 

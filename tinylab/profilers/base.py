@@ -257,12 +257,15 @@ def run_tool(argv: list[str], log: Path, timeout: float = 600.0) -> tuple[bool, 
     return True, ""
 
 
-def profile_dir(run_dir: Path, tool: str) -> Path:
-    return Path(run_dir) / "profiles" / tool
+def profile_dir(run_dir: Path, tool: str, rank: int | None = None) -> Path:
+    """Where a tool's output goes: profiles/<tool>, or profiles/<tool>/rank<k> for one rank of a run
+    of several processes (each rank's output stays apart: tools are never merged across ranks)."""
+    folder = Path(run_dir) / "profiles" / tool
+    return folder if rank is None else folder / f"rank{rank}"
 
 
-def write_kernel_table(run_dir: Path, tool: str, result: CollectResult) -> dict[str, Any]:
-    """Store the normalized table as <run_dir>/profiles/<tool>/kernels.csv; return the
+def write_kernel_table(run_dir: Path, tool: str, result: CollectResult, rank: int | None = None) -> dict[str, Any]:
+    """Store the normalized table as <run_dir>/profiles/<tool>[/rank<k>]/kernels.csv; return the
     "profile" event fields, with paths relative to run_dir so a moved run folder still works."""
     from tinylab.analysis.kernel_table import (  # pandas, as above
         KERNEL_COLUMNS,
@@ -270,7 +273,7 @@ def write_kernel_table(run_dir: Path, tool: str, result: CollectResult) -> dict[
     )
 
     run_dir = Path(run_dir)
-    out_dir = profile_dir(run_dir, tool)
+    out_dir = profile_dir(run_dir, tool, rank)
     out_dir.mkdir(parents=True, exist_ok=True)
     kernel_table = None
     if result.table is not None and len(result.table):
@@ -286,6 +289,7 @@ def write_kernel_table(run_dir: Path, tool: str, result: CollectResult) -> dict[
         "note": result.note,
         "steps": result.steps,
         "passes": result.passes,
+        **({} if rank is None else {"rank": rank}),
     }
 
 

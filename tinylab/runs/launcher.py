@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -59,6 +60,7 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
         "start_time": started if started is not None else time.time(),
         "launched_at": time.time(),
         "argv": argv,
+        "host": socket.gethostname(),
     }
     try:
         write_json(run.dir / "process.json", record)
@@ -70,30 +72,37 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
 
 
 def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
-    """SIGINT, then SIGTERM, then SIGKILL to the run's process group. False if not running."""
+    """SIGINT, then SIGTERM, then SIGKILL to the run's process group, and to the group of each of
+    its ranks (torchrun starts every rank in a session of its own). False if not running."""
+    if run.remote:
+        raise UserError(f"run {run.id} was started on {run.host}: cancel it there (or with Slurm's scancel)")
     if not run.is_alive():
         return False
-    pgid = int(run.process["pgid"])  # type: ignore[index]
+    groups = [int(run.process["pgid"])] if run.process and isinstance(run.process.get("pgid"), int) else []
+    groups += run.rank_groups()
     (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
     for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        except PermissionError as exc:
-            raise UserError(f"cannot signal run {run.id} (process group {pgid}): {exc}") from None
-        if _wait_group_gone(pgid, wait):
+        live = []
+        for pgid in groups:
+            try:
+                os.killpg(pgid, sig)
+                live.append(pgid)
+            except ProcessLookupError:
+                continue
+            except PermissionError as exc:
+                raise UserError(f"cannot signal run {run.id} (process group {pgid}): {exc}") from None
+        if not live or _wait_groups_gone(live, wait):
             break
     return True
 
 
-def _wait_group_gone(pgid: int, timeout: float) -> bool:
+def _wait_groups_gone(pgids: list[int], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not group_alive(pgid):
+        if not any(group_alive(g) for g in pgids):
             return True
         time.sleep(0.05)
-    return not group_alive(pgid)
+    return not any(group_alive(g) for g in pgids)
 
 
 def group_alive(pgid: int) -> bool:

@@ -19,6 +19,7 @@ from tinylab.events import (
     ExitEvent,
     PassEvent,
     ProfileEvent,
+    RankEvent,
     StartEvent,
     StepEvent,
     Summary,
@@ -51,6 +52,10 @@ def key_config(cfg: dict[str, Any]) -> str:
         parts.append("graph")
     if cfg.get("recompute_ffn"):
         parts.append("recompute")
+    if cfg.get("parallel"):
+        world = cfg.get("nproc_per_node", 1), cfg.get("nnodes", 1)
+        parts.append(f"{cfg['parallel']}x{world[0] * world[1]}" if all(isinstance(w, int) for w in world)
+                     else str(cfg["parallel"]))
     if cfg.get("fault"):
         parts.append(f"fault={cfg['fault']}")
     if cfg.get("profilers"):
@@ -86,13 +91,15 @@ class RunRecord:
     skipped_bytes: int = 0  # the middle of a huge events.jsonl, not read (steps_done counts from the last step)
     corrupt_unnumbered: int = 0
     counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
+    ranks: tuple[RankEvent, ...] = ()  # a run of several ranks: each rank's figures, by rank
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
                    process: dict[str, Any] | None, cancel: dict[str, Any] | None,
                    problem: str | None = None) -> "RunRecord":
         start = log.last("start")
-        summary, error, exit_ev, last = log.last("summary"), log.last("error"), log.last("exit"), log.last("step")
+        summary, exit_ev, last = log.last("summary"), log.last("exit"), log.last("step")
+        error = root_cause(log.of("error"))
         pid = (process or {}).get("pid")
         return cls(
             id=run_dir.name,
@@ -117,6 +124,7 @@ class RunRecord:
             skipped_bytes=log.skipped_bytes,
             corrupt_unnumbered=log.corrupt_unnumbered,
             counter_pass=PassEvent.from_event(p) if (p := log.last("pass")) else None,
+            ranks=tuple(sorted((RankEvent.from_event(r) for r in log.of("rank")), key=lambda r: r.rank)),
         )
 
     # ------------------------------------------------------------------ derived
@@ -150,6 +158,18 @@ class RunRecord:
     @property
     def key_config(self) -> str:
         return key_config(self.config)
+
+    @property
+    def world_size(self) -> int:
+        """Ranks that trained together (1: one process)."""
+        size = self.config.get("nproc_per_node", 1), self.config.get("nnodes", 1)
+        return size[0] * size[1] if all(isinstance(v, int) and not isinstance(v, bool) for v in size) else 1
+
+    @property
+    def ranks_in_sync(self) -> bool | None:
+        """Whether every rank ended with the same weights (None: not a run of several, or not reported)."""
+        digests = {r.weights for r in self.ranks if r.weights}
+        return len(digests) == 1 if len(self.ranks) > 1 and digests else None
 
     @property
     def has_kernel_table(self) -> bool:
@@ -199,7 +219,18 @@ class RunRecord:
             "corrupt_lines": list(self.corrupt_lines),
             "problem": self.problem,
             "counter_pass": plain(self.counter_pass),
+            "ranks": [asdict(r) for r in self.ranks],
+            "ranks_in_sync": self.ranks_in_sync,
         }
+
+
+def root_cause(errors: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The error that explains a run's end. In a run of several ranks: the rank torchrun saw fail
+    first when it left no error of its own (`root`), else the first error that is not a rank
+    stopped by a signal (torchrun stops every other rank when one fails); else the last."""
+    roots = [e for e in errors if e.get("root") is True]
+    own = [e for e in errors if e.get("type") != "KeyboardInterrupt"]
+    return (roots or own or errors[-1:] or [None])[0]
 
 
 def _is_number(value: Any) -> bool:

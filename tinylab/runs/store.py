@@ -5,16 +5,19 @@
                     versions before the marker, an id-shaped folder with config.json and
                     process.json) are runs that `rm`, `cancel` and `show` may act on
     config.json     the resolved RunConfig
-    process.json    pid, process start time and argv of the detached supervisor
-    trainer.json    pid and start time of the trainer (or its profiler wrapper), from the supervisor
+    process.json    pid, process start time, host and argv of the detached supervisor
+    trainer.json    pid and start time of the trainer (or its profiler wrapper, or torchrun), from the supervisor
+    ranks/rank<k>.json  pid, start time and host of each rank of a run of several (tinylab/parallel.py)
     events.jsonl    the trainer's events, then the supervisor's `exit` event
     output.log      stdout + stderr of the trainer (and of a wrapping profiler)
     cancel.json     written by `cancel` before it signals the process group
     profiles/<tool>/ profiler artifacts and the normalized kernels.csv
 
 Status is never stored, because a stored status goes stale the moment a process dies:
-running    the supervisor or the trainer is alive (pid AND start time match: pids get reused);
+running    the supervisor, the trainer or a rank is alive (pid AND start time match: pids get reused);
            the trainer counts too because it keeps training when only the supervisor is killed
+remote     the run was started on another host and has not ended: its processes cannot be seen
+           from here (a compute node's run, seen from the login node)
 cancelled  cancel.json exists, the process is gone, and it wrote no summary
 failed     an error event, or a non-zero exit code
 finished   a summary event and a zero (or not yet recorded) exit code
@@ -29,6 +32,7 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +44,7 @@ from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord
 from tinylab.safeio import UnsafeFile, read_bounded, reserve_space
 
-STATUSES = ("running", "finished", "failed", "cancelled", "lost")
+STATUSES = ("running", "remote", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
 ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
 MARKER = ".tinylab-run"
@@ -174,13 +178,36 @@ class Run:
         return self.dir / "output.log"
 
     # ------------------------------------------------------------ status
+    @property
+    def host(self) -> str | None:
+        """The host the run was started on (None: a run of an older tinylab, taken as this one)."""
+        host = (self.process or {}).get("host")
+        return host if isinstance(host, str) else None
+
+    @property
+    def remote(self) -> bool:
+        """Started on another host: its pids mean nothing here."""
+        return self.host is not None and self.host != socket.gethostname()
+
+    def rank_groups(self) -> list[int]:
+        """Process groups of this host's live ranks (torchrun starts each rank in a session of its own)."""
+        from tinylab.parallel import rank_records
+
+        here = socket.gethostname()
+        return [r["pid"] for r in rank_records(self.dir) if r.get("host") == here and _record_alive(r)]
+
     def is_alive(self) -> bool:
-        return _record_alive(self.process) or _record_alive(self._json("trainer.json"))
+        if self.remote:
+            return False
+        return _record_alive(self.process) or _record_alive(self._json("trainer.json")) or bool(self.rank_groups())
 
     def status(self, log: EventLog | None = None) -> str:
         log = log if log is not None else self.events()
         if self.is_alive():
             return "running"
+        if self.remote and log.last("summary") is None and log.last("exit") is None and log.last("error") is None \
+                and self.cancel_record is None:
+            return "remote"
         if self.cancel_record is not None and log.last("summary") is None:  # a cancel after the summary
             return "cancelled"                                               # came too late to stop it
         exit_ev = log.last("exit")

@@ -4,43 +4,94 @@ It starts the trainer (behind the chosen external profiler's argv, if any), wait
 records its exit code as an `exit` event, and turns a wrapping profiler's native output into
 the run's kernel table. Without it, a trainer killed by a signal would leave no record of how
 it ended, and nobody would be left to parse a wrapper's files after a detached run.
+
+A run of several ranks starts torchrun instead, which starts the ranks (each behind its own
+profiler wrapper, tinylab/runs/rank.py): afterwards every rank's output becomes its own kernel
+table, and a rank that died without a word is named in an error event.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
 import traceback
 from pathlib import Path
 
+from tinylab import parallel
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventWriter, read_events
-from tinylab.profilers import wrapper_adapter, write_kernel_table
+from tinylab.profilers import profile_dir, wrapper_adapter, write_kernel_table
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
 from tinylab.runs.launcher import SAFE_PATH
 from tinylab.runs.store import process_start_time, write_json
+from tinylab.safeio import UnsafeFile, read_tail
+
+
+#: What the other nodes of a run started by hand (not through Slurm) run to join it.
+NODES_FILE = "nodes.txt"
+
+
+def trainer_module(run_dir: Path) -> list[str]:
+    return ["-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
+    return [sys.executable, *SAFE_PATH, *trainer_module(run_dir)]
+
+
+def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: str | None = None) -> list[str]:
+    """`python -m torch.distributed.run ...` starting `program` once a rank.
+
+    One node: --standalone (a free port of its own, so two runs on one node never meet). Several
+    nodes: c10d rendezvous at the first node's address, keyed by the run id. `program` is a
+    module (`-m tinylab.trainer ...`) or, with --no-python, an executable (the per-rank wrapper).
+    """
+    argv = [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run",
+            "--nproc-per-node", str(cfg.nproc_per_node), "--nnodes", str(cfg.nnodes)]
+    if cfg.nnodes == 1:
+        argv.append("--standalone")
+    else:
+        where = endpoint or cfg.rdzv_endpoint
+        if not where:
+            raise UserError(f"a run of {cfg.nnodes} nodes needs --rdzv-endpoint HOST:PORT, or `tinylab submit`")
+        argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", where, "--rdzv-id", run_id]
+    return argv + program
+
+
+def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -> list[str]:
+    """What the supervisor starts: the trainer, behind the run's profiler wrapper; or for a run of
+    ranks, torchrun, which starts the trainer (or, with a wrapper, tinylab.runs.rank) once a rank."""
+    if cfg.parallel is None:
+        if adapter is None:
+            return trainer_argv(run_dir)
+        out_dir = profile_dir(run_dir, adapter.name)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return adapter.wrap_argv(out_dir, cfg) + trainer_argv(run_dir)
+    if cfg.parallel in ("zero1", "zero2"):
+        write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
+    program = trainer_module(run_dir) if adapter is None else \
+        ["--no-python", sys.executable, *SAFE_PATH, "-m", "tinylab.runs.rank", str(run_dir.resolve())]
+    return torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
 
 
 def supervise(run_dir: Path) -> int:
     cfg = RunConfig.from_json_file(str(run_dir / "config.json"))
     adapter = wrapper_adapter(cfg) if cfg.profilers else None
-    argv = trainer_argv(run_dir)
-    out_dir = None
-    if adapter is not None:
-        out_dir = run_dir / "profiles" / adapter.name
-        out_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            argv = adapter.wrap_argv(out_dir, cfg) + argv
-        except UserError as exc:  # the tool changed since the pre-launch check (another ROCm on PATH)
-            return _not_started(run_dir, str(exc), 2)
+    try:
+        argv = launch_argv(run_dir, cfg, adapter)
+    except UserError as exc:  # the tool changed since the pre-launch check (another ROCm on PATH)
+        return _not_started(run_dir, str(exc), 2)
+    if cfg.nnodes > 1 and parallel.ENDPOINT_ENV not in os.environ:  # started by hand, not by a Slurm job
+        (run_dir / NODES_FILE).write_text(
+            f"This run has {cfg.nnodes} nodes; this one started it. On each of the others, in a folder that sees\n"
+            f"{run_dir.resolve()} at the same path, run:\n\n  PYTHONSAFEPATH=1 {shlex.join(argv)}\n", encoding="utf-8")
     try:
         print("$ " + " ".join(argv), flush=True)
     except OSError:  # output.log on a full disk: the run still starts, and its events say how it ends
@@ -48,8 +99,11 @@ def supervise(run_dir: Path) -> int:
     # Cancel signals the whole group; the supervisor outlives the trainer to record the end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    env = dict(os.environ)
+    if SAFE_PATH:  # torchrun starts `python -m ...` without -P: the variable does the same for the ranks
+        env["PYTHONSAFEPATH"] = "1"
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir, env=env)
     except OSError as exc:
         return _not_started(run_dir, f"could not start {argv[0]}: {exc}", 127, type(exc).__name__)
     # The trainer outlives a killed supervisor; this record keeps such a run `running` and cancellable.
@@ -59,13 +113,56 @@ def supervise(run_dir: Path) -> int:
         pass
     rc = proc.wait()
     with EventWriter(run_dir / EVENTS_FILE) as ev:
+        if cfg.parallel is not None and rc != 0:
+            for error in silent_ranks(run_dir, cfg):
+                ev.emit("error", **error)
         ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None)
-        if adapter is not None and out_dir is not None:
-            try:
-                _collect(run_dir, cfg, adapter, out_dir, ev)
-            except OSError:  # no room for the profile: the run's end is already recorded
-                pass
+        if adapter is not None:
+            ranks = [None] if cfg.parallel is None else list(range(cfg.world_size))
+            for rank in ranks:
+                out_dir = profile_dir(run_dir, adapter.name, rank)
+                if rank is not None and not out_dir.is_dir():
+                    continue  # that rank runs on another node, or never started
+                try:
+                    _collect(run_dir, cfg, adapter, out_dir, ev, rank)
+                except OSError:  # no room for the profile: the run's end is already recorded
+                    pass
     return 0 if rc == 0 else 1
+
+
+#: torchrun's report of a failed worker ("rank      : 1 (local_rank: 1)" then "exitcode  : -9 (pid: 41)").
+_TORCHRUN_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
+
+
+def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[dict]:
+    """Error events for the ranks of a failed run that left none: killed (SIGKILL, the OOM killer),
+    or never started. torchrun's own failure report, in output.log, says how each ended and which
+    failed first (`root`: the others' errors, a peer's closed connection say, followed from it)."""
+    log = read_events(run_dir / EVENTS_FILE)
+    spoke = {e.get("rank") for e in log.of("error")} | {e.get("rank") for e in log.of("rank")}
+    try:
+        report = read_tail(run_dir / "output.log", 64 << 10).decode("utf-8", "replace")
+    except (OSError, UnsafeFile):
+        report = ""
+    codes = {int(r): int(c) for r, c in _TORCHRUN_FAILURE.findall(report)}
+    root = _TORCHRUN_FAILURE.search(report, report.rfind("Root Cause"))  # torchrun's first observed failure
+    root_rank = int(root.group(1)) if root and report.rfind("Root Cause") >= 0 else None
+    records = {r["rank"]: r for r in parallel.rank_records(run_dir)}
+    out = []
+    for rank in range(cfg.world_size):
+        if rank in spoke:
+            continue
+        record = records.get(rank)
+        code = codes.get(rank)
+        how = (f"was killed by {signal.Signals(-code).name}" if code is not None and code < 0 and -code in
+               signal.valid_signals() else f"exited with code {code}" if code is not None else "ended")
+        if record is None:
+            message = f"rank {rank} never started (torchrun's output in output.log says why)"
+        else:
+            message = f"rank {rank} (pid {record.get('pid')} on {record.get('host')}) {how} without recording an error"
+        out.append({"type": "RankDied", "message": message, "traceback": "", "rank": rank,
+                    **({"root": True} if rank == root_rank else {})})
+    return out
 
 
 def _not_started(run_dir: Path, message: str, code: int, kind: str = "UserError") -> int:
@@ -75,7 +172,8 @@ def _not_started(run_dir: Path, message: str, code: int, kind: str = "UserError"
     return code
 
 
-def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Path, ev: EventWriter) -> None:
+def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Path, ev: EventWriter,
+             rank: int | None = None) -> None:
     try:
         result = adapter.collect(out_dir)
         if result.steps is None and result.table is not None and adapter.whole_run_table:
@@ -84,7 +182,7 @@ def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Pa
         if count:  # a counter-pass tool: say how many runs there were, and why
             why = passes.describe(count, adapter.name, cfg)
             result = dataclasses.replace(result, passes=count, note=f"{why}; {result.note}" if result.note else why)
-        ev.emit("profile", **write_kernel_table(run_dir, adapter.name, result))
+        ev.emit("profile", **write_kernel_table(run_dir, adapter.name, result, rank))
     except Exception as exc:  # a parse failure must not turn a finished run into a crash
         ev.emit(
             "profile",
@@ -93,6 +191,7 @@ def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Pa
             kernel_table=None,
             format=None,
             note=f"could not read {adapter.name} output: {exc}",
+            **({} if rank is None else {"rank": rank}),
         )
         traceback.print_exc()
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
 from tinylab import exercises as ex
-from tinylab.config import RunConfig
+from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers.pytorch import MEMORY_TIMELINE
 from tinylab.runs import launcher
@@ -87,6 +87,11 @@ class Lab:
         return probe_profiler(name)
 
     def launch(self, cfg: RunConfig) -> Run:
+        """Start a run here. A run of several nodes starts on this one (the first): the command the
+        other nodes run is in the run folder's nodes.txt (`tinylab submit` starts them through Slurm)."""
+        if cfg.nnodes > 1 and not cfg.rdzv_endpoint:
+            raise ConfigError(f"a run of {cfg.nnodes} nodes needs --rdzv-endpoint HOST:PORT (this node's address and a "
+                              "free port), or `tinylab submit`, which finds it through Slurm")
         return launcher.launch(self.store, self.check(cfg))
 
     def cancel(self, ref: str) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tinylab.config import RunConfig
+from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers import get_adapter
 from tinylab.service.machine import Machine
@@ -30,6 +30,9 @@ def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck 
     cfg.validate()
     device_type = machine.device_type(cfg.device)
     cfg.check_device(device_type)
+    if device_type == "cuda" and cfg.nproc_per_node > machine.gpus:
+        raise ConfigError(f"--nproc-per-node {cfg.nproc_per_node} wants a GPU a rank, and this node has {machine.gpus}: "
+                          f"use --nproc-per-node {machine.gpus} or fewer (or --device cpu: gloo ranks on the CPU)")
     cfg.check_fits(machine.memory_bytes(device_type), "the GPU" if device_type == "cuda" else "this machine")
     for name in cfg.profilers:
         problem = (profiler_problem or probe_profiler)(name)

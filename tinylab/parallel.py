@@ -1,0 +1,266 @@
+"""Several processes, one run: the ranks torchrun starts and the engine that trains across them.
+
+torchrun (torch.distributed.run) owns the processes: it starts one a GPU (or N on a CPU), gives
+each its RANK, LOCAL_RANK and WORLD_SIZE, and stops every rank when one fails. tinylab owns the
+run: every rank records its process in ranks/rank<k>.json (so cancel and liveness reach it),
+rank 0 writes the run's step events, any rank may write its error and its profile, and at the end
+the ranks' step times meet on rank 0 for the summary (global throughput, per-rank medians, the
+slowest rank). The engines are the ones people use: torch's DDP and FSDP2, DeepSpeed's ZeRO.
+
+Torch is imported inside the functions that need it: the supervisor builds torchrun's argv here
+without paying for a torch import.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tinylab.config import ConfigError, RunConfig
+
+RANKS_DIR = "ranks"
+DEEPSPEED_CONFIG = "deepspeed.json"
+#: Where the first node of a Slurm job listens: the job script sets it for the supervisor.
+ENDPOINT_ENV = "TINYLAB_RDZV_ENDPOINT"
+#: DDP's reducer rebuilds its buckets during the first iterations: a CUDA graph captured earlier
+#: would replay stale buckets (torch's CUDA-graph notes ask for 11 eager DDP iterations first).
+DDP_GRAPH_WARMUP_ITERS = 11
+
+
+@dataclass(frozen=True)
+class RankInfo:
+    """Where this process sits in the run, from the variables torchrun sets."""
+
+    rank: int
+    local_rank: int
+    world_size: int
+    host: str
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | os._Environ = os.environ) -> "RankInfo | None":
+        if "RANK" not in env or "WORLD_SIZE" not in env:
+            return None
+        return cls(int(env["RANK"]), int(env.get("LOCAL_RANK", env["RANK"])), int(env["WORLD_SIZE"]),
+                   socket.gethostname())
+
+
+def rank_info(cfg: RunConfig, env: dict[str, str] | os._Environ = os.environ) -> RankInfo | None:
+    """This process's place in the run: from torchrun's variables; a run of one rank started without
+    torchrun (the bench, tests) makes its own group of one on a free local port."""
+    if cfg.parallel is None:
+        return None
+    info = RankInfo.from_env(env)
+    if info is not None:
+        return info
+    if cfg.world_size > 1:
+        raise ConfigError(f"a run of {cfg.world_size} ranks starts through torchrun: use `tinylab run`")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    return RankInfo.from_env(env)
+
+
+def rank_file(run_dir: Path, rank: int) -> Path:
+    return run_dir / RANKS_DIR / f"rank{rank}.json"
+
+
+def rank_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The ranks/rank<k>.json records of a run, by rank (a damaged one is skipped)."""
+    from tinylab.safeio import UnsafeFile, read_bounded
+
+    out = []
+    folder = run_dir / RANKS_DIR
+    try:
+        names = sorted(p.name for p in folder.iterdir() if re.fullmatch(r"rank\d+\.json", p.name))
+    except OSError:
+        return []
+    for name in names:
+        try:
+            data = json.loads(read_bounded(folder / name, 64 << 10))
+        except (OSError, UnsafeFile, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("rank"), int):
+            out.append(data)
+    return sorted(out, key=lambda d: d["rank"])
+
+
+# ----------------------------------------------------------------------------- launching (no torch)
+def deepspeed_config(cfg: RunConfig) -> dict[str, Any]:
+    """The DeepSpeed config tinylab writes into the run folder for --parallel zero1/zero2.
+
+    fp32 master weights (bf16 comes from the trainer's autocast, as in every other run), torch's
+    AdamW partitioned by ZeRO, and stage 2's gradient reduction overlapped with the backward.
+    """
+    stage = int(cfg.parallel[-1]) if cfg.parallel else 0
+    zero: dict[str, Any] = {"stage": stage}
+    if stage == 2:
+        zero.update(overlap_comm=True, contiguous_gradients=True)
+    return {
+        "train_micro_batch_size_per_gpu": cfg.batch_size,
+        "gradient_accumulation_steps": 1,
+        "zero_optimization": zero,
+        "zero_allow_untested_optimizer": True,
+        "steps_per_print": 2**31 - 1,
+        "wall_clock_breakdown": False,
+    }
+
+
+# ----------------------------------------------------------------------------- inside a rank (torch)
+def init(torch, info: RankInfo, device_type: str):
+    """Join the process group: NCCL (RCCL on ROCm) between GPUs, gloo on a CPU. The device a rank
+    trains on is the GPU of its local rank."""
+    import torch.distributed as dist
+
+    if device_type == "cuda":
+        if info.local_rank >= torch.cuda.device_count():
+            raise ConfigError(f"rank {info.rank} wants GPU {info.local_rank}, but this node shows "
+                              f"{torch.cuda.device_count()}: use --nproc-per-node {torch.cuda.device_count()} or fewer")
+        torch.cuda.set_device(info.local_rank)
+        device = torch.device("cuda", info.local_rank)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return device
+
+
+@dataclass
+class Wrapped:
+    forward: Any  # what the step calls: the DDP module, the sharded model, or the DeepSpeed engine
+    optimizer: Any
+    engine: Any = None  # the DeepSpeed engine (its backward and step replace the plain ones)
+
+
+def wrap(torch, cfg: RunConfig, model, device, make_optimizer, run_dir: Path) -> Wrapped:
+    """The model under its engine, and the optimizer that goes with it."""
+    if cfg.parallel == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        import inspect
+
+        # RoPE's tables (the only buffers) are the same on every rank: no broadcast each forward
+        quiet = "forward_sync_buffers" if "forward_sync_buffers" in inspect.signature(DDP).parameters \
+            else "broadcast_buffers"
+        kwargs = {"device_ids": [device.index] if device.type == "cuda" else None, quiet: False}
+        if cfg.cuda_graph:  # a graph captures DDP's collectives only if DDP was built on a side stream
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                ddp = DDP(model, **kwargs)
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            ddp = DDP(model, **kwargs)
+        return Wrapped(ddp, make_optimizer(model))
+    if cfg.parallel == "fsdp":
+        from torch.distributed.fsdp import fully_shard
+
+        for layer in model.layers:
+            fully_shard(layer)
+        fully_shard(model)
+        return Wrapped(model, make_optimizer(model))
+    import deepspeed
+
+    engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=make_optimizer(model),
+                                                   config=str(run_dir / DEEPSPEED_CONFIG))
+    return Wrapped(engine, optimizer, engine)
+
+
+def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> None:
+    """The `straggler` fault: the last rank waits, before its forward, as long as its previous forward took."""
+    if info is not None and info.rank == info.world_size - 1:
+        time.sleep(max(1.0, last_fwd_ms or 0.0) / 1e3)
+
+
+def full_tensors(params) -> list:
+    """Every parameter whole: FSDP2's sharded DTensors are gathered (a collective: all ranks call it)."""
+    return [p.full_tensor() if hasattr(p, "full_tensor") else p for p in params]
+
+
+def weights_digest(tensors) -> str:
+    """A short hash of the weights' bytes: equal on every rank when the ranks stayed in sync."""
+    h = hashlib.sha1()
+    for t in tensors:
+        h.update(t.detach().float().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:12]
+
+
+def trained_count(torch, params, initial) -> int:
+    """Parameter tensors changed on any rank (FSDP shards: each rank sees its part of a tensor)."""
+    import torch.distributed as dist
+
+    local = lambda p: p.to_local() if hasattr(p, "to_local") else p  # noqa: E731
+    changed = torch.tensor([float(not torch.equal(local(p).detach(), local(p0)))
+                            for p, p0 in zip(params, initial)], device=_collective_device(torch))
+    dist.all_reduce(changed, op=dist.ReduceOp.MAX)
+    return int(changed.sum().item())
+
+
+def _collective_device(torch):
+    import torch.distributed as dist
+
+    return torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+
+
+def gather(obj: Any) -> list[Any]:
+    import torch.distributed as dist
+
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def rank_stats(info: RankInfo, device, records: list[dict], digest: str, pid: int) -> dict[str, Any]:
+    """What one rank tells rank 0 at the end: its medians and spread after warm-up, its peak, its weights."""
+    measured = [r for r in records if not r["warmup"]] or records
+
+    def median_of(key: str) -> float | None:
+        vals = [r[key] for r in measured if r.get(key) is not None]
+        return statistics.median(vals) if vals else None
+
+    step_ms = sorted(r["step_ms"] for r in measured)
+    peaks = [r["mem_peak_mb"] for r in records if r.get("mem_peak_mb") is not None]
+    return {
+        "rank": info.rank, "local_rank": info.local_rank, "host": info.host, "device": str(device), "pid": pid,
+        "steps": len(records), "step_ms_median": statistics.median(step_ms), "step_ms_p90": percentile(step_ms, 90),
+        "fwd_ms_median": median_of("fwd_ms"), "bwd_ms_median": median_of("bwd_ms"), "opt_ms_median": median_of("opt_ms"),
+        "peak_mem_mb": max(peaks) if peaks else None, "weights": digest,
+        "step_ms": [r["step_ms"] for r in measured],
+    }
+
+
+def slowest(stats: list[dict[str, Any]]) -> int:
+    """The rank whose own work is slowest: the longest median forward (DDP and ZeRO run no collective
+    in the forward, so a slow forward is the rank's own; the others wait for it in the backward), or
+    the longest step where the phases are not separable (a graph replay)."""
+    key = "fwd_ms_median" if all(s["fwd_ms_median"] is not None for s in stats) else "step_ms_median"
+    return max(stats, key=lambda s: s[key])["rank"]
+
+
+def global_step_ms(stats: list[dict[str, Any]]) -> list[float]:
+    """The run's step times: each measured step lasts as long as its slowest rank took."""
+    return [max(times) for times in zip(*(s["step_ms"] for s in stats))]
+
+
+def percentile(sorted_vals: list[float], pct: float) -> float:
+    if len(sorted_vals) == 1:
+        return sorted_vals[0]
+    pos = (len(sorted_vals) - 1) * pct / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def finish() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
