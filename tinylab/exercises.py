@@ -132,6 +132,14 @@ _DEEPSPEED_NAMES: dict[str, tuple[str, str]] = {
     "deepspeed_fwd_flops": ("flops", "FLOPs of one forward pass, counted by the DeepSpeed FLOPS profiler"),
     "deepspeed_fwd_ms": ("fwd_latency_s", "that forward pass's time under the FLOPS profiler (ms)"),
 }
+_RANK_NAMES: dict[str, tuple[str, str]] = {
+    "ranks_in_sync": (checks.BOOL, "every rank of a run of several ended with the same weights"),
+    "slowest_rank_fwd_ms": (checks.NUM, "median forward (ms) of the slowest rank (the summary's slowest_rank)"),
+    "fastest_rank_fwd_ms": (checks.NUM, "median forward (ms) of the rank with the shortest one"),
+    "slowest_rank_bwd_ms": (checks.NUM, "median backward (ms) of the slowest rank"),
+    "fastest_rank_bwd_ms": (checks.NUM, "median backward (ms) of the rank with the shortest forward"),
+    "rank_step_spread": (checks.NUM, "the ranks' longest median step over their shortest (1: all alike)"),
+}
 _CATEGORY_SUFFIXES = {"_ms": "total time (ms)", "_pct": "share of kernel time (%)", "_calls": "launches"}
 _CONFIG_SKIPPED = ("device", "profilers")  # `device` is the start event's; lists are not values
 
@@ -173,6 +181,8 @@ def names() -> dict[str, tuple[str, str]]:
         out[name] = (kind, desc)
     for name, (_, desc) in _DEEPSPEED_NAMES.items():
         out[name] = (checks.NUM, desc)
+    for name, (kind, desc) in _RANK_NAMES.items():
+        out[name] = (kind, desc)
     for name, desc in _category_names().items():
         out[name] = (checks.NUM, desc)
     return out
@@ -420,7 +430,7 @@ class _Validator:
 def _setting_type(name: str, default: Any) -> type | tuple:
     if name in TOGGLES or isinstance(default, bool):
         return bool
-    if name == "fault":
+    if name in ("fault", "parallel", "rdzv_endpoint"):  # unset by default: None
         return str
     if isinstance(default, float):
         return (int, float)
@@ -681,6 +691,8 @@ class _Measured:
             return self._deepspeed_value(name)
         if name in _PROFILE_NAMES:
             return self._profile_value(name)
+        if name in _RANK_NAMES:
+            return self._rank_value(name)
         if name in self.config or name == "fault":
             value = self.config.get(name)
             if name == "fault":
@@ -699,6 +711,26 @@ class _Measured:
         if name == "mfu":
             return "no peak rate is known for this device and precision"
         return f"the {self.role} did not record it"
+
+    def _rank_value(self, name: str) -> Any:
+        ranks = self.run.ranks if self.run else ()
+        if len(ranks) < 2:
+            raise checks.Missing(name, f"the {self.role} is not a run of several ranks (--nproc-per-node 2)"
+                                       if self.summary else self._no_summary())
+        if name == "ranks_in_sync":
+            return self.run.ranks_in_sync
+        if name == "rank_step_spread":
+            steps = [r.step_ms_median for r in ranks if r.step_ms_median]
+            return max(steps) / min(steps)
+        phase = "fwd_ms_median" if name.endswith("fwd_ms") else "bwd_ms_median"
+        if any(getattr(r, "fwd_ms_median") is None or getattr(r, phase) is None for r in ranks):
+            raise checks.Missing(name, "a whole-step graph replay cannot be split into phases (run with --no-cuda-graph)")
+        slowest = self.summary.slowest_rank if self.summary else None
+        rank = next((r for r in ranks if r.rank == slowest), None) if name.startswith("slowest") else \
+            min(ranks, key=lambda r: r.fwd_ms_median)
+        if rank is None:
+            raise checks.Missing(name, f"the {self.role} named no slowest rank")
+        return getattr(rank, phase)
 
     # -- kernel table
     def table(self):

@@ -115,12 +115,14 @@ def deepspeed_config(cfg: RunConfig) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- inside a rank (torch)
-def init(torch, info: RankInfo, device_type: str):
+def init(torch, info: RankInfo, device_type: str, graphed: bool = False):
     """Join the process group: NCCL (RCCL on ROCm) between GPUs, gloo on a CPU. The device a rank
     trains on is the GPU of its local rank."""
     import torch.distributed as dist
 
     if device_type == "cuda":
+        if graphed:  # NCCL's watchdog must not query a stream while a graph captures it (torch's CUDA-graph notes)
+            os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "0"
         if info.local_rank >= torch.cuda.device_count():
             raise ConfigError(f"rank {info.rank} wants GPU {info.local_rank}, but this node shows "
                               f"{torch.cuda.device_count()}: use --nproc-per-node {torch.cuda.device_count()} or fewer")
@@ -175,9 +177,10 @@ def wrap(torch, cfg: RunConfig, model, device, make_optimizer, run_dir: Path) ->
 
 
 def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> None:
-    """The `straggler` fault: the last rank waits, before its forward, as long as its previous forward took."""
+    """The `straggler` fault: the last rank waits, before its forward, twice as long as its previous
+    forward took (its forward takes three times as long)."""
     if info is not None and info.rank == info.world_size - 1:
-        time.sleep(max(1.0, last_fwd_ms or 0.0) / 1e3)
+        time.sleep(max(1.0, 2 * (last_fwd_ms or 0.0)) / 1e3)
 
 
 def full_tensors(params) -> list:

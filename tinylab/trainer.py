@@ -218,7 +218,8 @@ class Trainer:
                           "host": info.host, "pid": pid, "start_time": process_start_time(pid)})
         if self.cfg.world_size != info.world_size:
             raise ConfigError(f"torchrun started {info.world_size} ranks, the run asks for {self.cfg.world_size}")
-        self.device = parallel.init(self.torch, info, self.device.type)
+        self.device = parallel.init(self.torch, info, self.device.type,
+                                    graphed=self.cfg.toggle("cuda_graph") and self.device.type == "cuda")
 
     def _make_optimizer(self, model):
         cfg, torch = self.cfg, self.torch

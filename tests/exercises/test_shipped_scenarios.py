@@ -14,7 +14,7 @@ SCENARIOS = ex.load_scenarios()
 BY_ID = {s.id: s for s in SCENARIOS}
 REQUIRED = ["performance-debugging", "v1-baseline", "v1-memory", "v1-bottlenecks", "v2-fusion",
             "v2-flash-attention", "profiler-tour", "rocm-tools", "v3-triton-basics", "v3-flash-attention",
-            "v3-swiglu", "v4-fusion"]  # fmt: skip
+            "v3-swiglu", "v4-fusion", "scaling", "straggler"]  # fmt: skip
 
 
 def test_every_required_scenario_ships():
@@ -55,7 +55,9 @@ def test_performance_debugging_diagnoses_each_fault_then_the_fixed_model():
     steps = BY_ID["performance-debugging"].steps
     assert len(steps) >= 6
     faults = [s.preset.get("fault") for s in steps]
-    assert sorted(f for f in faults if f) == sorted(FAULTS) and faults[-1] is None
+    one_process = [f for f in FAULTS if f != "straggler"]  # the straggler needs ranks: its own scenario
+    assert sorted(f for f in faults if f) == sorted(one_process) and faults[-1] is None
+    assert BY_ID["straggler"].steps[0].preset["fault"] == "straggler"
     for s in steps:
         fault = s.preset.get("fault")
         assert "fault" in s.hints[-1].lower() or fault is None  # only the last hint names it
@@ -74,7 +76,8 @@ def test_readme_documents_every_name():
         if name in config_fields or re.search(r"_(ms|pct|calls)$", name):
             continue  # documented as "every RunConfig field" and "<category>_ms/_pct/_calls"
         assert f"`{name}`" in readme, name
-    for category in ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other"):
+    for category in ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "communication", "triton",
+                     "other"):
         assert f"`{category}`" in readme
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 
-CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other")
+CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "communication", "triton", "other")
 
 # First match wins. The order encodes the decisions that the regexes alone cannot:
 # - copies first: "__amd_rocclr_copyBuffer" or "Memcpy DtoD" are transfers whatever else they say;
@@ -18,6 +18,8 @@ CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy",
 # - attention before GEMM: flash-attention kernels are CUTLASS GEMMs internally;
 # - GEMM before reduction: cuBLASLt's "splitKreduce_kernel" is part of a GEMM.
 _RULES: list[tuple[str, re.Pattern[str]]] = [
+    # collectives first: "ncclDevKernel_AllReduce_Sum_f32_RING_LL" is communication, not a reduction
+    ("communication", re.compile(r"^nccl|^rccl|nccl(?:dev)?kernel|^(?:gloo|nccl|rccl):|^c10d::")),
     ("memcpy", re.compile(r"memcpy|memset|copybuffer|fillbuffer|__amd_rocclr_|memory_copy|\b(?:dtoh|htod|dtod)\b")),
     ("triton", re.compile(r"triton")),
     ("reduction", re.compile(r"log_?softmax|cross_?entropy|nll_?loss")),

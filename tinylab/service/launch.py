@@ -6,6 +6,7 @@ validate and check_device), so a learner never waits for a run that was bound to
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Callable
 
 from tinylab.config import ConfigError, RunConfig
@@ -34,6 +35,9 @@ def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck 
         raise ConfigError(f"--nproc-per-node {cfg.nproc_per_node} wants a GPU a rank, and this node has {machine.gpus}: "
                           f"use --nproc-per-node {machine.gpus} or fewer (or --device cpu: gloo ranks on the CPU)")
     cfg.check_fits(machine.memory_bytes(device_type), "the GPU" if device_type == "cuda" else "this machine")
+    if cfg.parallel in ("zero1", "zero2") and importlib.util.find_spec("deepspeed") is None:
+        raise UserError(f"--parallel {cfg.parallel} runs DeepSpeed, which is not installed: pip install deepspeed "
+                        "(or use --parallel ddp or fsdp)")
     for name in cfg.profilers:
         problem = (profiler_problem or probe_profiler)(name)
         if problem:

@@ -1,0 +1,57 @@
+"""The scaling and straggler scenarios' first steps on a CPU, run for real (`tinylab exercises check
+... --device cpu`, both at once): two gloo ranks stay in step and match one process's first loss,
+and the straggler is found from the per-rank phases; and the straggler's checks can fail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from support.exercises import REPO
+
+from tinylab import exercises as ex
+from tinylab.runs.store import RunStore
+
+STEPS = [("scaling", 1), ("straggler", 1)]
+
+
+@pytest.fixture(scope="module")
+def lesson_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scale-out-lessons")
+    procs = {}
+    for scenario, number in STEPS:
+        key = f"{scenario}-{number}"
+        env = {**os.environ, ex.PROGRESS_ENV: str(root / f"{key}.json")}
+        args = ["check", scenario, "--step", str(number), "--device", "cpu", "--runs-dir", str(root / key)]
+        procs[(scenario, number)] = subprocess.Popen([sys.executable, "-m", "tinylab", "exercises", *args], cwd=REPO,
+                                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for (scenario, number), proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        out[(scenario, number)] = {"rc": proc.returncode, "stdout": stdout, "stderr": stderr,
+                                   "runs": RunStore(root / f"{scenario}-{number}").list()}
+    return out
+
+
+@pytest.mark.parametrize(("scenario", "number"), STEPS)
+def test_cpu_steps_pass_on_cpu(lesson_runs, scenario, number):
+    got = lesson_runs[(scenario, number)]
+    assert got["rc"] == 0, got["stdout"] + got["stderr"]
+    assert "all checks passed" in got["stdout"] and "FAIL" not in got["stdout"]
+    assert all(r.status() == "finished" for r in got["runs"]) and len(got["runs"]) == 2
+
+
+def test_the_straggler_checks_fail_without_a_straggler(lesson_runs):
+    baseline, straggled = lesson_runs[("straggler", 1)]["runs"]
+    assert straggled.config_dict["fault"] == "straggler" and baseline.config_dict["fault"] is None
+    step = ex.get_step(ex.get_scenario("straggler"), 1)
+    # the fault-free run judged as if it were the straggled one: its ranks' forwards are alike
+    results = {r.name: r.status for r in ex.evaluate_checks(step, baseline.record(), baseline.record(), on_gpu=False)}
+    assert results["all-slower"] == "fail" and results["its-forward"] == "fail"
+
+
+def test_the_baseline_is_one_rank(lesson_runs):
+    baseline, two = lesson_runs[("scaling", 1)]["runs"]
+    assert baseline.record().world_size == 1 and two.record().world_size == 2
