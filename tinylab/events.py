@@ -18,7 +18,8 @@ profile   tool, artifacts {name: path relative to the run dir}, kernel_table (pa
           program by a counter-pass tool such as rocprof-compute), rank (a run of several ranks)
 pass      pass, planned, tool, steps: a counter-pass tool started the program again (pass >= 1);
           passes after the first write their other events to events.pass<k>.jsonl
-telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null)
+telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null), rank (each rank
+          samples its own GPU in a run of several)
 error     type, message, traceback, rank (any rank of a run of several may write one)
 exit      returncode, signal (written by the supervisor after the trainer ends)
 
@@ -249,6 +250,7 @@ class TelemetryEvent:
     mem_used_mb: float | None = None
     power_w: float | None = None
     sm_clock_mhz: float | None = None
+    rank: int | None = None  # whose GPU, in a run of several ranks
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "TelemetryEvent":

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import math
 import os
 import platform
@@ -203,8 +204,9 @@ class Trainer:
             except ImportError:
                 start_sampler = None
             if start_sampler is not None:
-                self._stop_telemetry = start_sampler(self.events.emit, _gpu_index(torch, self.device),
-                                                     _pci_bus_id(torch, self.device))
+                emit = self.events.emit if self.ranks is None else \
+                    functools.partial(self.events.emit, rank=self.ranks.rank)  # every GPU of the run, by rank
+                self._stop_telemetry = start_sampler(emit, _gpu_index(torch, self.device), _pci_bus_id(torch, self.device))
 
     def _join(self) -> None:
         """Record this rank's process (cancel and liveness reach it through the record), then join the group."""

@@ -127,7 +127,7 @@ class RunFeed:
             kind = event.get("event")
             if kind == "step":
                 update.steps.append(StepEvent.from_event(event))
-            elif kind == "telemetry":
+            elif kind == "telemetry" and event.get("rank") in (None, 0):  # the chart follows rank 0's GPU
                 update.telemetry.append(TelemetryEvent.from_event(event))
             elif kind == "start":
                 update.start = StartEvent.from_event(event)
