@@ -10,6 +10,7 @@ from tinylab.analysis.hotspots import (
     format_ns,
     kernel_diff,
     load_run_kernel_table,
+    render_text,
     summarize,
 )
 from tinylab.analysis.kernel_table import (
@@ -70,3 +71,12 @@ def test_load_run_kernel_table_takes_the_newest_profile_with_a_table(tmp_path):
     assert load_run_kernel_table(run_with_events(tmp_path / "other", [{"event": "start"}])) is None
 
 
+
+
+def test_render_text_keeps_the_names_aligned_with_a_communication_kernel():
+    t = table_of([("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 4, 800.0), ("ampere_sgemm_128x64_tn", 2, 200.0)])
+    lines = render_text(summarize(t, None, None, fmt="x"), "src").splitlines()
+    starts = {line.index(name) for line, name in zip(lines[1:3], ("name", "ncclDevKernel"))}
+    starts.add(lines[3].index("ampere sgemm"))  # short names (analysis.names)
+    assert len(starts) == 1, lines
+    assert "communication" in lines[2] and lines[-1].startswith("by category: communication 80.0%")

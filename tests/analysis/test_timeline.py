@@ -162,6 +162,44 @@ def test_cpu_run_phases_and_memory_peak():
     assert series["parameter"][0] > 0 and series["ms"] == sorted(series["ms"])
 
 
+def test_communication_on_a_gpu_is_the_nccl_kernels_and_their_overlap_with_compute(tmp_path):
+    """Step [0, 100): an NCCL all-reduce [20, 60) on its own stream beside GEMMs [10, 40) and [50, 70):
+    40 µs of collectives, 30 of them under compute; the collective is no compute in the anatomy."""
+    doc = {"traceEvents": [
+        host("ProfilerStep#3", 0, 100), launch(5, 1), launch(15, 2), launch(45, 3),
+        kernel("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x32_kernel", 10, 30, 1),
+        kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 20, 40, 2, stream=9),
+        kernel("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_kernel", 50, 20, 3),
+    ]}
+    path = write(tmp_path, doc)
+    comm_ms, hidden = timeline.communication(path)
+    assert comm_ms == pytest.approx(0.040) and hidden == pytest.approx(0.75)
+    (step,) = timeline.analyze(path)["steps"]
+    # busy [10, 70); compute the GEMMs' 50 µs; [40, 50), where only the all-reduce runs, is non-compute
+    assert step["busy_ms"] == pytest.approx(0.060) and step["compute_ms"] == pytest.approx(0.050)
+    assert step["non_compute_ms"] == pytest.approx(0.010)
+    assert step["categories_ms"]["communication"] == pytest.approx(0.040)
+
+
+def test_communication_on_a_cpu_is_gloo_and_a_waiting_step_thread_hides_nothing(tmp_path):
+    """Step [0, 100) on thread 1: gloo's all-reduce [10, 30) on its thread 2 runs under aten::mm
+    [0, 30) (hidden); the second [45, 85) runs while thread 1 waits in c10d::allreduce_ [40, 90):
+    not hidden. 60 µs of collectives, a third hidden."""
+    def op(name, ts, dur, tid=1, cat="cpu_op"):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+    doc = {"traceEvents": [
+        op("ProfilerStep#2", 0, 100, cat="user_annotation"), op("backward", 0, 95, cat="user_annotation"),
+        op("aten::mm", 0, 30), op("c10d::allreduce_", 40, 50), op("record_param_comms", 41, 48),
+        op("gloo:all_reduce", 10, 20, tid=2, cat="user_annotation"),
+        op("gloo:all_reduce", 45, 40, tid=2, cat="user_annotation"),
+    ]}
+    comm_ms, hidden = timeline.communication(write(tmp_path, doc))
+    assert comm_ms == pytest.approx(0.060) and hidden == pytest.approx(1 / 3)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not e["name"].startswith("gloo:")]
+    assert timeline.communication(write(tmp_path, doc)) is None  # no collective recorded
+
+
 def test_render_fits_80_columns(tmp_path):
     for result in (timeline.analyze(write(tmp_path, two_step_trace())), timeline.analyze(H100),
                    timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz")):

@@ -188,7 +188,9 @@ def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
         f"{source}  [{summary['format']}]  {summary['kernel_count']} kernels"
         + (f", {format_ns(summary['total_ns'])} total kernel time" if timed else ", no durations")
     ]
-    header = f"{'#':>3}  {'total':>9}  {'share':>6}  {'calls':>7}  {'avg':>9}  {'min':>9}  {'max':>9}  {'category':<11}  name"
+    cat_width = max([len("category") + 3, *(len(k["category"]) for k in kernels)])  # "communication" when listed
+    header = (f"{'#':>3}  {'total':>9}  {'share':>6}  {'calls':>7}  {'avg':>9}  {'min':>9}  {'max':>9}  "
+              f"{'category':<{cat_width}}  name")
     lines.append(header)
     fixed = len(header) - len("name")
     name_width = max(20, width - fixed)
@@ -197,7 +199,7 @@ def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
         share = f"{k['pct']:.1f}%" if k["pct"] is not None else "-"
         lines.append(
             f"{i:>3}  {format_ns(k['total_ns']):>9}  {share:>6}  {k['calls']:>7}  {format_ns(k['avg_ns']):>9}  "
-            f"{format_ns(k['min_ns']):>9}  {format_ns(k['max_ns']):>9}  {k['category']:<11}  {name}"
+            f"{format_ns(k['min_ns']):>9}  {format_ns(k['max_ns']):>9}  {k['category']:<{cat_width}}  {name}"
         )
     if not kernels:
         lines.append("    (no kernels match)")

@@ -224,14 +224,16 @@ class HotspotsScreen(BaseScreen):
         table = self.query_one("#kernels", DataTable)
         table.clear(columns=True)
         shorts = short_names([r["name"] for r in rows])
+        # from the rows, never from the layout: "communication" is wider than the other categories
+        widths = {**WIDTHS, "category": max([WIDTHS["category"], *(len(r["category"]) for r in rows)])}
         for key in columns:
             label, _ = SORTS[key]
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
-            width = WIDTHS.get(key)
+            width = widths.get(key)
             if key == "name":  # what is left of the row (the full name shows under the table); from the
                 # screen's width, which is known before the table's own layout is
-                fixed = sum(WIDTHS[k] + 2 for k in columns if k != "name")
+                fixed = sum(widths[k] + 2 for k in columns if k != "name")
                 width = max(len(label), self.size.width - fixed - (6 if not narrow else 4))
             table.add_column(label, key=key, width=width)
         for i, row in enumerate(rows):
