@@ -34,8 +34,8 @@ def test_remove_resolves_every_reference_before_deleting_any(lab):
 
 
 def test_hotspots_table_of_a_profiler_output_a_run_and_a_bad_reference(lab, tmp_path):
-    table, fmt = lab.hotspots_table(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"))
-    assert fmt == "rocprofv3-kernel-trace" and len(table)
+    tables = lab.hotspots_table(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"))
+    assert tables.fmt == "rocprofv3-kernel-trace" and len(tables.select()[0]) and tables.ranks == []
     with pytest.raises(UserError, match="this run has no kernel table"):
         lab.hotspots_table("20260101-000000-bbbb")
     with pytest.raises(UserError, match="no such file or folder"):

@@ -109,16 +109,18 @@ class Lab:
 
     # ----------------------------------------------------------------- analysis
     def kernel_table(self, ref: str):
-        """(DataFrame, format) of the run's newest kernel table, or None."""
+        """The run's newest kernel tables (tinylab.analysis.hotspots.KernelTables: one a rank in a run
+        of several), or None."""
         from tinylab.analysis.hotspots import (
-            load_run_kernel_table,  # pandas: only when a table is asked for
+            load_run_kernel_tables,  # pandas: only when a table is asked for
         )
 
-        return load_run_kernel_table(self.run(ref).dir)
+        return load_run_kernel_tables(self.run(ref).dir)
 
     def hotspots_table(self, ref: str):
-        """(DataFrame, format) of a run (id, prefix, `last`, folder) or of any profiler output file/folder."""
-        from tinylab.analysis.hotspots import load_kernel_table, load_run_kernel_table
+        """KernelTables of a run (id, prefix, `last`, folder) or of any profiler output file/folder;
+        a folder of rank<k> folders gives one table a rank."""
+        from tinylab.analysis.hotspots import load_kernel_tables, load_run_kernel_tables
 
         path = Path(ref)
         if is_run_dir(path):
@@ -127,17 +129,17 @@ class Lab:
             raise UserError(f"{path} holds {len(runs)} runs, whose profiles would be mixed: name one "
                             f"(tinylab hotspots {runs[-1]} --runs-dir {path})")
         elif path.exists():
-            return load_kernel_table(path)
+            return load_kernel_tables(path)
         elif len(path.parts) > 1 or path.suffix:
             raise UserError(f"{ref}: no such file or folder")
         else:
             run_dir = self.run(ref).dir
-        found = load_run_kernel_table(run_dir)
+        found = load_run_kernel_tables(run_dir)
         if found is not None:
             return found
         profiles = run_dir / "profiles"
         if profiles.is_dir() and any(profiles.iterdir()):
-            return load_kernel_table(profiles)
+            return load_kernel_tables(profiles)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
 

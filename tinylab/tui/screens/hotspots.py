@@ -56,13 +56,20 @@ OPEN_WITH = (
 
 
 class Loaded(Message):
-    """The run's record, its roofline and step-anatomy texts, and its kernel table with the
-    table's summary (or None)."""
+    """The run's record, its roofline and step-anatomy texts, and its kernel tables (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, timeline: str, table: Any,
-                 summary: dict[str, Any] | None) -> None:
+    def __init__(self, record: RunRecord, roofline: str, timeline: str, tables: Any) -> None:
         super().__init__()
         self.record, self.roofline, self.timeline = record, roofline, timeline
+        self.tables = tables
+
+
+class TableShown(Message):
+    """One rank's kernel table (the first rank's at first; the only one of a one-process run), its
+    summary with the rank fields of KernelTables.rank_info."""
+
+    def __init__(self, table: Any, summary: dict[str, Any]) -> None:
+        super().__init__()
         self.table, self.summary = table, summary
 
 
@@ -94,12 +101,16 @@ class HotspotsScreen(BaseScreen):
         Binding("n", "top", "Top N", tooltip="how many kernels to list"),
         Binding("t", "next_pane", "Next panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
                 "timeline take turns in the last cell"),
+        Binding("R", "next_rank", "Next rank", show=False,  # the head says "R: next" where it applies
+                tooltip="a run of several ranks: the next rank's table (ranks are never merged; "
+                "`tinylab hotspots RUN --rank all` lists them side by side)"),
     ]
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-        self.table: Any = None  # the full kernel table (a pandas DataFrame), once loaded
+        self.tables: Any = None  # the run's kernel tables (analysis.hotspots.KernelTables), once loaded
+        self.table: Any = None  # the full kernel table shown (a pandas DataFrame): one rank's
         self.summary: dict[str, Any] | None = None
         self.sort_key = "total_ns"
         self.descending = True
@@ -137,15 +148,23 @@ class HotspotsScreen(BaseScreen):
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
         timeline = self._timeline_text()
-        loaded = self.backend.kernel_table(self.run_id)
-        if loaded is None:
-            self.post_message(Loaded(record, roofline, timeline, None, None))
-            return
+        tables = self.backend.kernel_table(self.run_id)
+        self.post_message(Loaded(record, roofline, timeline, tables))
+        if tables is not None:
+            self._show_rank(tables, None)
+
+    def _show_rank(self, tables: Any, rank: int | None) -> None:
+        """One rank's table, summarized, then its rows (in the worker that calls it)."""
         from tinylab.analysis.hotspots import summarize
 
-        table, fmt = loaded
-        self.post_message(Loaded(record, roofline, timeline, table, summarize(table, None, None, fmt=fmt)))
+        table, rank = tables.select(rank)
+        summary = {**summarize(table, None, None, fmt=tables.fmt), **tables.rank_info(rank)}
+        self.post_message(TableShown(table, summary))
         self.post_message(self._select(table))
+
+    @background("rank")
+    def load_rank(self, rank: int) -> None:
+        self._show_rank(self.tables, rank)
 
     def _timeline_text(self) -> str:
         """The step anatomy of the run's PyTorch trace (in the load worker), or why there is none."""
@@ -181,11 +200,15 @@ class HotspotsScreen(BaseScreen):
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
         self.query_one("#hot-timeline", Static).update(Text(message.timeline))
-        self.table = message.table
-        if message.summary is None:
+        self.tables = message.tables
+        if message.tables is None:
             self._no_table(message.record)
-        else:
-            self._loaded(message.summary)
+        self.refresh_bindings()
+
+    @on(TableShown)
+    def _on_table_shown(self, message: TableShown) -> None:
+        self.table = message.table
+        self._loaded(message.summary)
 
     @on(Selected)
     def _on_selected(self, message: Selected) -> None:
@@ -199,6 +222,9 @@ class HotspotsScreen(BaseScreen):
         head.append(f"{self.run_id} ", style="bold")
         total = f", {format_ns(summary['total_ns'])} of kernel time" if summary["total_ns"] is not None else ""
         head.append(f"[{summary['format']}] {summary['kernel_count']} kernels{total}")
+        if summary["ranks"]:
+            head.append(f"\nrank {summary['rank']} of {len(summary['ranks'])}", style="bold")
+            head.append(" (R: next)" + rank_note(summary))
         if summary.get("note"):
             head.append(f"\n{summary['note']}", style="dim")
         self.query_one("#hot-head", Static).update(head)
@@ -338,6 +364,16 @@ class HotspotsScreen(BaseScreen):
         self.top = TOPS[(TOPS.index(self.top) + 1) % len(TOPS)] if self.top in TOPS else TOPS[0]
         self.reselect()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_rank":
+            return self.tables is not None and len(self.tables.ranks) > 1
+        return True
+
+    def action_next_rank(self) -> None:
+        ranks = self.tables.ranks
+        current = (self.summary or {}).get("rank")
+        self.load_rank(ranks[(ranks.index(current) + 1) % len(ranks)] if current in ranks else ranks[0])
+
     def action_next_pane(self) -> None:
         """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
         timeline) that share the grid's last cell."""
@@ -348,3 +384,15 @@ class HotspotsScreen(BaseScreen):
         current = next((i for i, pane in enumerate(details) if pane.has_class("-detail")), 0)
         for i, pane in enumerate(details):
             pane.set_class(i == (current + 1) % len(details), "-detail")
+
+
+def rank_note(summary: dict[str, Any]) -> str:
+    """This rank's share of time in communication, and how far apart the ranks' kernel times are."""
+    mine = next(r for r in summary["per_rank"] if r["rank"] == summary["rank"])
+    parts = []
+    if mine["communication_pct"] is not None:
+        parts.append(f"communication {mine['communication_pct']:.0f}%")
+    spread = summary["spread"]["total_ns"]
+    if spread and spread["pct"] is not None:
+        parts.append(f"kernel time: rank {spread['most']} {spread['pct']:+.0f}% over rank {spread['least']}")
+    return "".join(f" · {p}" for p in parts)
