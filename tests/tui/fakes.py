@@ -113,7 +113,7 @@ def make_run(
         loss = 6.93 - 0.04 * step
         event = {"event": "step", "time": started + 3 + step * ms / 1000, "step": step, "loss": loss,
                  "step_ms": ms, "fwd_ms": ms * 0.3, "bwd_ms": ms * 0.55, "opt_ms": ms * 0.15,
-                 "samples_per_s": 2 / (ms / 1000), "tokens_per_s": 32 / (ms / 1000),
+                 "samples_per_s": 2 * ranks / (ms / 1000), "tokens_per_s": 32 * ranks / (ms / 1000),
                  "mem_alloc_mb": 812.0 + step if gpu else None, "mem_peak_mb": 1490.0 + 3 * step if gpu else None,
                  "warmup": step < cfg.warmup_steps}
         events.append(event)
@@ -144,8 +144,8 @@ def make_run(
     if status == "finished":
         med = step_ms
         events += rank_events(ranks, started + 9, med, gpu)
-        events.append({"event": "summary", "time": started + 9, "samples_per_s": 2 / (med / 1000),
-                       "tokens_per_s": 32 / (med / 1000), "step_ms_median": med, "step_ms_p10": med * 0.95,
+        events.append({"event": "summary", "time": started + 9, "samples_per_s": 2 * ranks / (med / 1000),
+                       "tokens_per_s": 32 * ranks / (med / 1000), "step_ms_median": med, "step_ms_p10": med * 0.95,
                        "step_ms_p90": med * 1.08, "fwd_ms_median": med * 0.3, "bwd_ms_median": med * 0.55,
                        "opt_ms_median": med * 0.15, "peak_mem_mb": 1550.0 if gpu else None,
                        "initial_loss": 6.93, "final_loss": 6.93 - 0.04 * (steps - 1), "params_trained": 20,
@@ -154,7 +154,7 @@ def make_run(
                        **({"world_size": ranks, "slowest_rank": 1, "comm_ms": 0.21 * med, "comm_hidden": 0.64}
                           if ranks > 1 else {})})
         events.append({"event": "exit", "time": started + 10, "returncode": 0, "signal": None})
-        log += ["summary (medians after warm-up)", f"  samples/s      {2 / (med / 1000):,.1f}"]
+        log += ["summary (medians after warm-up)", f"  samples/s      {2 * ranks / (med / 1000):,.1f}"]
     elif status == "failed":
         message = "loss became nan at step 3"
         events.append({"event": "error", "time": started + 8, "type": "FloatingPointError", "message": message,

@@ -187,6 +187,27 @@ async def test_compare_two_marked_runs(store: Path):
         await wait_for(pilot, lambda: [str(c) for c in metrics.get_row_at(0)][3] == "0.64x", what="swap")
 
 
+async def test_compare_across_world_sizes_shows_the_scaling(store: Path):
+    """1 rank vs 2: each run's ranks, samples/s in all and per rank, collectives, and the efficiency;
+    no scaling block for runs of one world size."""
+    make_run(store, "20261126-024000-e5e5", ranks=2, step_ms=44.0)
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_compare(V1, "20261126-024000-e5e5")
+        await wait_for(pilot, lambda: screen_name(pilot) == "CompareScreen" and pilot.app.screen.query("#metrics")
+                       and pilot.app.screen.query_one("#metrics").row_count > 0, what="metrics")
+        scaling = pilot.app.screen.query_one("#cmp-scaling")
+        assert scaling.has_class("-shown") and scaling.display
+        text = " ".join(str(scaling.render()).split())
+        assert "A 1 47.6 47.6 - -" in text and "B 2 90.9 45.5 9.24 64%" in text, text
+        assert "scaling efficiency 95% (B's samples/s per rank / A's); B is 1.91x as fast as A, ideally 2.00x" in text
+        assert "NOT" not in text_of(pilot, "#cmp-notes")
+        await pilot.press("escape")
+        pilot.app.open_compare(V1, V2)
+        await wait_for(pilot, lambda: screen_name(pilot) == "CompareScreen" and pilot.app.screen.query("#metrics")
+                       and pilot.app.screen.query_one("#metrics").row_count > 0, what="metrics")
+        assert not pilot.app.screen.query_one("#cmp-scaling").display  # runs of one world size
+
+
 async def test_step_through_an_exercise_with_live_checks(store: Path, progress_file: Path):
     """The step's run is launched through the backend; here it "launches" a finished run (the Lab
     test covers a real launch), so the live checks can be seen to pass."""
