@@ -8,7 +8,7 @@ import re
 import sys
 
 import pytest
-from support.runs import cli, clone_run, make_run, with_kernels
+from support.runs import cli, clone_run, profile_tables, with_kernels, world_of
 
 from tinylab.analysis.compare import (
     METRICS,
@@ -200,21 +200,9 @@ def test_ratios_keep_their_x(ratio, text):
 
 
 # ------------------------------------------------------------------------------ world sizes
-def world_run(root, run_id, ranks, samples_per_s, comm_ms=None, comm_hidden=None, device="cpu"):
-    """A finished run of `ranks` ranks written by hand: samples/s is the whole run's."""
-    config = {"parallel": "ddp", "nproc_per_node": ranks} if ranks > 1 else {}
-    summary = {"event": "summary", "time": 3.0, "samples_per_s": samples_per_s, "step_ms_median": 40.0,
-               "step_ms_p10": 39.0, "step_ms_p90": 41.0, "final_loss": 6.2,
-               **({"world_size": ranks, "slowest_rank": 1, "comm_ms": comm_ms, "comm_hidden": comm_hidden}
-                  if ranks > 1 else {})}
-    events = [{"event": "start", "time": 1.0, "device": device, "device_name": "x86_64", "config": {}}, summary,
-              {"event": "exit", "time": 4.0, "returncode": 0}]
-    return make_run(root, run_id, events, **config)
-
-
 def test_runs_of_different_world_sizes_show_scaling_efficiency(tmp_path):
-    one = world_run(tmp_path, "20260101-000000-0001", 1, 100.0)
-    two = world_run(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4)
+    one = world_of(tmp_path, "20260101-000000-0001", 1, 100.0)
+    two = world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4)
     result = compare_runs(one.record(), two.record())
     sc = result["scaling"]
     assert sc["a"] == {"world_size": 1, "samples_per_s": 100.0, "samples_per_s_per_rank": 100.0, "comm_ms": None,
@@ -239,34 +227,25 @@ def test_runs_of_different_world_sizes_show_scaling_efficiency(tmp_path):
 
 
 def test_one_world_size_has_no_scaling_and_superlinear_scaling_is_explained(tmp_path):
-    one = world_run(tmp_path, "20260101-000000-0001", 1, 100.0)
-    also_one = world_run(tmp_path, "20260101-000000-0003", 1, 110.0)
+    one = world_of(tmp_path, "20260101-000000-0001", 1, 100.0)
+    also_one = world_of(tmp_path, "20260101-000000-0003", 1, 110.0)
     result = compare_runs(one.record(), also_one.record())
     assert result["scaling"] is None and "scaling" not in format_compare(result)
-    fast = world_run(tmp_path, "20260101-000000-0004", 2, 300.0, comm_ms=1.0, comm_hidden=0.5)
+    fast = world_of(tmp_path, "20260101-000000-0004", 2, 300.0, comm_ms=1.0, comm_hidden=0.5)
     result = compare_runs(one.record(), fast.record())
     assert result["scaling"]["efficiency"] == 1.5
     (note,) = result["notes"]
     assert note.startswith("scaling efficiency above 100%: each rank of B ran faster than A alone")
     assert "OMP_NUM_THREADS=1" in note  # both on a CPU
-    lost = world_run(tmp_path, "20260101-000000-0005", 2, None)
+    lost = world_of(tmp_path, "20260101-000000-0005", 2, None)
     sc = compare_runs(one.record(), lost.record())["scaling"]
     assert sc["efficiency"] is None and sc["b"]["samples_per_s_per_rank"] is None
 
 
 def test_the_kernel_diff_of_a_run_of_ranks_reads_rank_0_and_says_so(tmp_path):
-    from support.tables import table_of
-
-    from tinylab.events import EventWriter
-    from tinylab.profilers import CollectResult, write_kernel_table
-
-    one = world_run(tmp_path, "20260101-000000-0001", 1, 100.0)
-    two = world_run(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4)
-    for run, ranks in ((one, [None]), (two, [0, 1])):
-        with EventWriter(run.dir / "events.jsonl") as ev:
-            for rank in ranks:
-                rows = [("aten::mm", 3, 60.0 if rank != 1 else 90.0)] + ([("c10d::allreduce_", 1, 10.0)] if rank is not None else [])
-                ev.emit("profile", **write_kernel_table(run.dir, "pytorch", CollectResult({}, table_of(rows)), rank))
+    one = profile_tables(world_of(tmp_path, "20260101-000000-0001", 1, 100.0), {None: [("aten::mm", 3, 60.0)]})
+    two = profile_tables(world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4),
+                         {rank: [("aten::mm", 3, mm), ("c10d::allreduce_", 1, 10.0)] for rank, mm in ((0, 60.0), (1, 90.0))})
     result = compare_runs(one.record(), two.record())
     assert result["kernel_diff"]["changed"][0]["b_total_ns"] == 60  # rank 0's aten::mm, not 150 of both ranks
     assert [k["name"] for k in result["kernel_diff"]["appeared"]] == ["c10d::allreduce_"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from support.paths import FIX
+from support.runs import rank_events
 
 from tinylab.config import RunConfig
 from tinylab.runs.store import mark_run
@@ -143,7 +144,7 @@ def make_run(
                        "note": "steps 2..4 profiled (wait 1, warm-up 1)", **({"rank": rank} if ranks > 1 else {})})
     if status == "finished":
         med = step_ms
-        events += rank_events(ranks, started + 9, med, gpu)
+        events += rank_events(ranks, started + 9, med, gpu) if ranks > 1 else []
         events.append({"event": "summary", "time": started + 9, "samples_per_s": 2 * ranks / (med / 1000),
                        "tokens_per_s": 32 * ranks / (med / 1000), "step_ms_median": med, "step_ms_p10": med * 0.95,
                        "step_ms_p90": med * 1.08, "fwd_ms_median": med * 0.3, "bwd_ms_median": med * 0.55,
@@ -166,17 +167,6 @@ def make_run(
     (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     (run_dir / "output.log").write_text("\n".join(log) + "\n", encoding="utf-8")
     return run_dir
-
-
-def rank_events(ranks: int, time: float, med: float, gpu: bool) -> list[dict[str, Any]]:
-    """The `rank` events rank 0 writes for a run of several ranks: rank 1 the slowest, all in sync."""
-    return [{"event": "rank", "time": time, "rank": k, "local_rank": k, "host": "gpu-node-07",
-             "device": f"cuda:{k}" if gpu else "cpu", "pid": 4242 + k, "steps": 20,
-             "step_ms_median": med * (1.0 + 0.02 * k), "step_ms_p90": med * (1.08 + 0.02 * k),
-             "fwd_ms_median": med * (0.3 if k != 1 else 0.39), "bwd_ms_median": med * 0.55,
-             "opt_ms_median": med * 0.15, "peak_mem_mb": 1550.0 + k if gpu else None, "weights": "9f2c41d07ab3",
-             "comm_ms": med * (0.24 if k != 1 else 0.18), "comm_hidden": 0.64} for k in range(ranks)] \
-        if ranks > 1 else []
 
 
 def make_store(root: Path) -> Path:
