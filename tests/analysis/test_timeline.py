@@ -235,3 +235,63 @@ def test_timeline_command(tmp_path):
     res = subprocess.run([sys.executable, "-m", "tinylab", "timeline", str(path), "--step", "2"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+DDP2 = FIX / "pytorch-profiler" / "tinylab_cpu_ddp2"
+
+
+def gloo_ms_a_step(path) -> float:
+    """Independently of the module: the union of gloo's all-reduce ranges inside each ProfilerStep
+    window, averaged over the windows."""
+    with gzip.open(path) as fh:
+        events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
+    windows = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("ProfilerStep#")]
+    per_step = []
+    for lo, hi in windows:
+        ranges = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in events
+                        if e["name"].startswith("gloo:") and e["ts"] < hi and e["ts"] + e["dur"] > lo)
+        total, end = 0.0, float("-inf")
+        for a, b in ranges:
+            total += max(0.0, b - max(a, end))
+            end = max(end, b)
+        per_step.append(total / 1e3)
+    return sum(per_step) / len(per_step)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_collectives_of_a_real_two_rank_cpu_run(rank):
+    """Each rank's gloo all-reduces a step, as the trainer recorded them in its rank event, and as
+    the gloo ranges of the trace add up; the shown text says them."""
+    recorded = [json.loads(line) for line in (DDP2 / "rank_events.jsonl").read_text().splitlines()][rank]
+    result = timeline.analyze(DDP2 / f"rank{rank}" / "trace.json.gz")
+    comm = result["communication"]
+    assert comm["steps"] == 2 and comm["ms"] == pytest.approx(gloo_ms_a_step(DDP2 / f"rank{rank}" / "trace.json.gz"))
+    assert comm["ms"] == pytest.approx(recorded["comm_ms"]) and comm["hidden"] == pytest.approx(recorded["comm_hidden"])
+    assert 0.0 <= comm["hidden"] < 0.5  # the step thread mostly waits for gloo on a CPU
+    text = timeline.render(result, "t")
+    assert f"  collectives: {comm['ms']:.2f} ms a step (mean of 2 steps), {comm['hidden']:.0%} hidden under compute" \
+        in text.splitlines()
+    assert max(map(len, text.splitlines())) <= 80
+    assert timeline.analyze(CPU_RUN / "trace.json.gz")["communication"] is None  # one process: no collectives
+
+
+def test_timeline_command_takes_a_rank_of_a_run_of_several(tmp_path):
+    from support.runs import ddp2_run
+
+    run = ddp2_run(tmp_path / "runs")
+    recorded = [json.loads(line) for line in (DDP2 / "rank_events.jsonl").read_text().splitlines()]
+
+    def timeline_cli(*args):
+        return subprocess.run([sys.executable, "-m", "tinylab", "timeline", run.id, "--runs-dir", str(tmp_path / "runs"),
+                               *args], capture_output=True, text=True, timeout=60)
+
+    res = timeline_cli()
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith(f"timeline of {run.id} rank 0 of 2 v1 fp32 on x86_64")
+    assert f"collectives: {recorded[0]['comm_ms']:.2f} ms a step" in res.stdout
+    res = timeline_cli("--rank", "1", "--json")
+    data = json.loads(res.stdout)
+    assert (data["rank"], data["ranks"]) == (1, [0, 1]) and data["source"].endswith("rank1/trace.json.gz")
+    assert data["communication"]["ms"] == pytest.approx(recorded[1]["comm_ms"])
+    res = timeline_cli("--rank", "2")
+    assert res.returncode == 2 and res.stderr == f"tinylab: error: --rank 2: run {run.id} has traces of ranks 0, 1\n"

@@ -185,3 +185,25 @@ def with_kernels(run, root, rows, raw: str | None = None):
                        "kernel_table": "profiles/pytorch/kernels.csv", "note": None})
     write_events(clone.dir, events)
     return clone
+
+
+def ddp2_run(root: Path, run_id: str = "20261126-234143-2d72") -> Run:
+    """The real 2-rank DDP CPU run of tests/fixtures/pytorch-profiler/tinylab_cpu_ddp2 as a run folder:
+    its config, each rank's trace where the run wrote it, its profile, rank and summary events."""
+    from support.paths import FIX
+
+    fixture = FIX / "pytorch-profiler" / "tinylab_cpu_ddp2"
+    profiles = []
+    for rank in (1, 0):  # the order the ranks finished in
+        rel = f"profiles/pytorch/rank{rank}/trace.json.gz"
+        profiles.append({"event": "profile", "time": 2.0, "tool": "pytorch", "artifacts": {"trace.json.gz": rel},
+                         "kernel_table": None, "format": "pytorch-operators", "rank": rank})
+    recorded = [json.loads(line) for name in ("rank_events.jsonl", "summary.jsonl")
+                for line in (fixture / name).read_text().splitlines()]
+    start = {"event": "start", "time": 1.0, "device": "cpu", "device_name": "x86_64",
+             "config": {"version": "v1", "precision": "fp32"}}
+    run = make_run(root, run_id, [start, *profiles, *recorded], parallel="ddp", nproc_per_node=2)
+    for rank in (0, 1):
+        (run.dir / f"profiles/pytorch/rank{rank}").mkdir(parents=True)
+        shutil.copy(fixture / f"rank{rank}" / "trace.json.gz", run.dir / f"profiles/pytorch/rank{rank}/trace.json.gz")
+    return run

@@ -412,8 +412,9 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
 
 # ------------------------------------------------------------------------------------ the whole
 def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> dict[str, Any]:
-    """Every step's anatomy, the step to show (`step`, else the one of median wall time), and
-    that step's memory when a memory timeline is given. UserError on a missing step."""
+    """Every step's anatomy, the step to show (`step`, else the one of median wall time), that
+    step's memory when a memory timeline is given, and the collectives a step (`communication`:
+    ms, hidden share, steps; None without collectives). UserError on a missing step."""
     trace = load_trace(Path(trace_path))
     anatomies = [step_anatomy(trace, w) for w in trace.windows]
     if step is not None:
@@ -433,9 +434,11 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
         memory = memory_in_window(times, sizes, trace, window)
         if memory is None:
             notes.append("the memory timeline has no point in this step's window")
+    comm = collectives(trace)
     return {
         "source": trace.source,
         "memory_source": str(memory_path) if memory_path else None,
+        "communication": None if comm is None else {"ms": comm[0], "hidden": comm[1], "steps": len(trace.windows)},
         "device": trace.device,
         "has_gpu_events": bool(trace.events),
         "steps": anatomies,
@@ -460,6 +463,11 @@ def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> floa
 
 
 def communication(trace_path: Path) -> tuple[float, float | None] | None:
+    """collectives() of a trace file."""
+    return collectives(load_trace(Path(trace_path)))
+
+
+def collectives(trace: Trace) -> tuple[float, float | None] | None:
     """Time in collectives a step (ms, mean over the trace's steps) and the share of it that ran
     under compute; None when the trace recorded no collective.
 
@@ -468,7 +476,6 @@ def communication(trace_path: Path) -> tuple[float, float | None] | None:
     with the operators of the thread that runs the step, less its calls into the collectives
     (`c10d::allreduce_`: a step thread that waits in one hides nothing).
     """
-    trace = load_trace(Path(trace_path))
     starts = [g.start for g in trace.events]
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
@@ -528,6 +535,12 @@ def render(result: dict[str, Any], title: str, width: int = 80) -> str:
         shares = [f"{c} {100 * ms / total:.0f}%" for c, ms in cats.items() if ms / total >= 0.01]
         lines += textwrap.wrap("kernel time by category: " + " · ".join(shares), width, initial_indent="  ",
                                subsequent_indent="    ")
+    comm = result.get("communication")
+    if comm:
+        steps = f"mean of {comm['steps']} steps" if comm["steps"] > 1 else "one window"
+        hidden = f", {comm['hidden']:.0%} hidden under compute" if comm["hidden"] is not None else ""
+        lines += textwrap.wrap(f"collectives: {comm['ms']:.2f} ms a step ({steps}){hidden}", width,
+                               initial_indent="  ", subsequent_indent="    ")
     memory = result.get("memory")
     if memory:
         where = f", in {memory['peak_phase']}" if memory["peak_phase"] else ""

@@ -66,11 +66,12 @@ class Loaded(Message):
 
 class TableShown(Message):
     """One rank's kernel table (the first rank's at first; the only one of a one-process run), its
-    summary with the rank fields of KernelTables.rank_info."""
+    summary with the rank fields of KernelTables.rank_info, and that rank's step anatomy when the
+    rank changed (None: keep the one shown)."""
 
-    def __init__(self, table: Any, summary: dict[str, Any]) -> None:
+    def __init__(self, table: Any, summary: dict[str, Any], timeline: str | None = None) -> None:
         super().__init__()
-        self.table, self.summary = table, summary
+        self.table, self.summary, self.timeline = table, summary, timeline
 
 
 class Selected(Message):
@@ -153,25 +154,26 @@ class HotspotsScreen(BaseScreen):
         if tables is not None:
             self._show_rank(tables, None)
 
-    def _show_rank(self, tables: Any, rank: int | None) -> None:
+    def _show_rank(self, tables: Any, rank: int | None, timeline: str | None = None) -> None:
         """One rank's table, summarized, then its rows (in the worker that calls it)."""
         from tinylab.analysis.hotspots import summarize
 
         table, rank = tables.select(rank)
         summary = {**summarize(table, None, None, fmt=tables.fmt), **tables.rank_info(rank)}
-        self.post_message(TableShown(table, summary))
+        self.post_message(TableShown(table, summary, timeline))
         self.post_message(self._select(table))
 
     @background("rank")
     def load_rank(self, rank: int) -> None:
-        self._show_rank(self.tables, rank)
+        self._show_rank(self.tables, rank, self._timeline_text(rank))
 
-    def _timeline_text(self) -> str:
-        """The step anatomy of the run's PyTorch trace (in the load worker), or why there is none."""
+    def _timeline_text(self, rank: int | None = None) -> str:
+        """The step anatomy of the run's PyTorch trace (of `rank`'s, in a run of several: the first
+        rank's by default), or why there is none; in a worker."""
         from tinylab.analysis.timeline import render
 
         try:
-            result = self.backend.timeline(self.run_id)
+            result = self.backend.timeline(self.run_id, rank=rank)
         except UserError as exc:
             return str(exc)
         # a full-width panel on a narrow screen, half the width in the wide grid (the app's
@@ -209,6 +211,8 @@ class HotspotsScreen(BaseScreen):
     def _on_table_shown(self, message: TableShown) -> None:
         self.table = message.table
         self._loaded(message.summary)
+        if message.timeline is not None:
+            self.query_one("#hot-timeline", Static).update(Text(message.timeline))
 
     @on(Selected)
     def _on_selected(self, message: Selected) -> None:
