@@ -1,4 +1,5 @@
-"""`compare_runs` / `tinylab compare`: ratios from the summaries, config notes, kernel diffs."""
+"""`compare_runs` / `tinylab compare`: ratios from the summaries, config notes, kernel diffs, scaling
+across world sizes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 import sys
 
 import pytest
-from support.runs import cli, clone_run, with_kernels
+from support.runs import cli, clone_run, profile_tables, with_kernels, world_of
 
 from tinylab.analysis.compare import (
     METRICS,
@@ -73,7 +74,8 @@ def test_cli_json_and_text(finished_pair):
     proc = cli("compare", finished_pair.v1.id, finished_pair.v2.id, "--json", "--runs-dir", root)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data) == {"a", "b", "noise", "metrics", "config_diff", "notes", "kernel_diff"}
+    assert set(data) == {"a", "b", "noise", "metrics", "config_diff", "notes", "scaling", "kernel_diff"}
+    assert data["scaling"] is None  # one world size
     assert data == json.loads(json.dumps(compare_runs(finished_pair.v1.record(), finished_pair.v2.record())))
     for m in data["metrics"]:
         assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit", "within_noise"}
@@ -195,3 +197,56 @@ def test_ratios_keep_their_x(ratio, text):
 
     assert ratio_text(ratio) == text
 
+
+
+# ------------------------------------------------------------------------------ world sizes
+def test_runs_of_different_world_sizes_show_scaling_efficiency(tmp_path):
+    one = world_of(tmp_path, "20260101-000000-0001", 1, 100.0)
+    two = world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4)
+    result = compare_runs(one.record(), two.record())
+    sc = result["scaling"]
+    assert sc["a"] == {"world_size": 1, "samples_per_s": 100.0, "samples_per_s_per_rank": 100.0, "comm_ms": None,
+                       "comm_hidden": None}
+    assert sc["b"] == {"world_size": 2, "samples_per_s": 180.0, "samples_per_s_per_rank": 90.0, "comm_ms": 3.5,
+                       "comm_hidden": 0.4}
+    assert (sc["baseline"], sc["efficiency"], sc["speedup"], sc["ideal_speedup"]) == ("a", 0.9, 1.8, 2.0)
+    assert (result["a"]["world_size"], result["b"]["world_size"]) == (1, 2)
+    # the world size and the engine are what such a comparison varies: no "configs differ" warning
+    assert {d["key"] for d in result["config_diff"]} == {"nproc_per_node", "parallel"}
+    assert all(d["under_test"] for d in result["config_diff"]) and result["notes"] == []
+    text = format_compare(result)
+    assert "NOT under test" not in text
+    block = text[text.index("scaling (samples/s"):]
+    assert re.search(r"A\s+1\s+100\.0\s+100\.0\s+-\s+-", block) and re.search(r"B\s+2\s+180\.0\s+90\.0\s+3\.50\s+40%", block)
+    assert "scaling efficiency 90% (B's samples/s per rank / A's); B is" in block
+    assert "B is 1.80x as fast as A, ideally 2.00x" in " ".join(block.split())
+    # the larger world first: the 1-rank run is still the baseline
+    swapped = compare_runs(two.record(), one.record())["scaling"]
+    assert (swapped["baseline"], swapped["efficiency"]) == ("b", 0.9)
+    assert "scaling efficiency 90% (A's samples/s per rank / B's)" in format_compare(compare_runs(two.record(), one.record()))
+
+
+def test_one_world_size_has_no_scaling_and_superlinear_scaling_is_explained(tmp_path):
+    one = world_of(tmp_path, "20260101-000000-0001", 1, 100.0)
+    also_one = world_of(tmp_path, "20260101-000000-0003", 1, 110.0)
+    result = compare_runs(one.record(), also_one.record())
+    assert result["scaling"] is None and "scaling" not in format_compare(result)
+    fast = world_of(tmp_path, "20260101-000000-0004", 2, 300.0, comm_ms=1.0, comm_hidden=0.5)
+    result = compare_runs(one.record(), fast.record())
+    assert result["scaling"]["efficiency"] == 1.5
+    (note,) = result["notes"]
+    assert note.startswith("scaling efficiency above 100%: each rank of B ran faster than A alone")
+    assert "OMP_NUM_THREADS=1" in note  # both on a CPU
+    lost = world_of(tmp_path, "20260101-000000-0005", 2, None)
+    sc = compare_runs(one.record(), lost.record())["scaling"]
+    assert sc["efficiency"] is None and sc["b"]["samples_per_s_per_rank"] is None
+
+
+def test_the_kernel_diff_of_a_run_of_ranks_reads_rank_0_and_says_so(tmp_path):
+    one = profile_tables(world_of(tmp_path, "20260101-000000-0001", 1, 100.0), {None: [("aten::mm", 3, 60.0)]})
+    two = profile_tables(world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4),
+                         {rank: [("aten::mm", 3, mm), ("c10d::allreduce_", 1, 10.0)] for rank, mm in ((0, 60.0), (1, 90.0))})
+    result = compare_runs(one.record(), two.record())
+    assert result["kernel_diff"]["changed"][0]["b_total_ns"] == 60  # rank 0's aten::mm, not 150 of both ranks
+    assert [k["name"] for k in result["kernel_diff"]["appeared"]] == ["c10d::allreduce_"]
+    assert any(n.startswith("the kernel diff reads rank 0's table of run B") for n in result["notes"])

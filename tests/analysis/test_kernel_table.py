@@ -52,7 +52,24 @@ NAMES = {
     "triton_poi_fused_add_mul_0": "triton",
     "triton_red_fused__to_copy_mean_pow_1": "triton",
     "triton_tem_fused_mm_2": "triton",
-    "rccl_main_kernel(ncclDevComm*, unsigned long, ncclWork*)": "other",
+    # NCCL 2.x and RCCL kernels, named after the reduction or copy they do: communication wins
+    "rccl_main_kernel(ncclDevComm*, unsigned long, ncclWork*)": "communication",  # the MI300A fixture's
+    "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)": "communication",
+    "ncclKernel_AllReduce_RING_LL_Sum_float": "communication",
+    "void ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclWorkElem)": "communication",
+    "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL": "communication",
+    "ncclDevKernel_SendRecv": "communication",
+    "ncclDevKernel_Broadcast_RING_LL": "communication",
+    # the host's collectives: gloo's ranges, NCCL's, and PyTorch's c10d ops
+    "gloo:all_reduce": "communication",
+    "nccl:all_reduce": "communication",
+    "c10d::allreduce_": "communication",
+    "c10d::_reduce_scatter_base_": "communication",
+    "_c10d_functional::all_gather_into_tensor": "communication",
+    "record_param_comms": "communication",
+    # DDP's bucket bookkeeping copies and scales: a "reducer" is no reduction, nor a collective
+    "torch.distributed.ddp.reducer::copy_bucket_to_grad": "elementwise",
+    "torch::distributed::reducer::mul_out": "elementwise",
     "__omp_offloading_30_57b9f__QMnorm_modPnorm_l23": "other",
 }
 

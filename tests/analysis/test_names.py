@@ -73,6 +73,9 @@ def test_repeated_short_names_are_numbered():
     names = ["void (anonymous namespace)::softmax_warp_forward<float, float, float, 6, false, false>(float*)",
              "void (anonymous namespace)::softmax_warp_forward<float, float, float, 9, true, false>(float*)", "aten::mm"]
     assert short_names(names) == ["softmax_warp_forward<…>", "softmax_warp_forward<…> #2", "aten::mm"]
+    # one kernel listed on two ranks (hotspots --rank all) is one name, not two
+    assert short_names([names[1], names[0], names[1]]) == ["softmax_warp_forward<…>", "softmax_warp_forward<…> #2",
+                                                           "softmax_warp_forward<…>"]
 
 
 def test_hotspots_text_shows_short_names_and_json_keeps_full_ones():

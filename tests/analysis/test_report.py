@@ -7,7 +7,7 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from support.runs import cli, clone_run, with_kernels
+from support.runs import cli, clone_run, profile_tables, with_kernels, world_of
 
 from tinylab.analysis.compare import compare_runs, format_value
 from tinylab.analysis.report import build_report
@@ -172,3 +172,24 @@ def test_unknown_format_and_no_runs_are_user_errors(finished_pair):
         build_report([finished_pair.v1], "pdf")
     with pytest.raises(UserError, match="at least one run"):
         build_report([], "md")
+
+
+def test_a_run_of_ranks_gets_a_rank_table_and_a_world_size_comparison_its_scaling(tmp_path):
+    one = profile_tables(world_of(tmp_path, "20260101-000000-0001", 1, 100.0), {None: [("aten::mm", 3, 60.0)]})
+    two = profile_tables(world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4),
+                         {0: [("aten::mm", 3, 60.0)], 1: [("aten::mm", 3, 90.0)]})
+    md = build_report([one, two], "md")
+    section = md[md.index("## Run 20260101-000000-0002"):md.index("## Comparison")]
+    assert ("### Ranks\n\n2 ranks under ddp. Rank 1 is the slowest (the others wait for it). ✓ weights in sync on "
+            "all 2 ranks\n") in section
+    assert "| 1 slowest | gpu-node-07 | cpu | 40.80 | 44.00 | 15.60/22.00/6.00 | - | 7.20 (64% hidden) | ✓ in sync |" in section
+    assert "| 1 | `aten::mm` | 60 ns |" in section  # rank 0's table, not both ranks' 150 ns
+    assert "- the top kernels of rank 0 of 2 ranks (`tinylab hotspots 20260101-000000-0002 --rank N`" in section
+    assert "### Ranks" not in md[:md.index("## Run 20260101-000000-0002")]  # one process: no rank table
+    comparison = md[md.index("## Comparison"):]
+    assert "| A | 1 | 100.0 | 100.0 | - | - |\n| B | 2 | 180.0 | 90.0 | 3.50 | 40% |" in comparison
+    assert "scaling efficiency 90% (B's samples/s per rank / A's)" in comparison
+    doc = parse_html(build_report([one, two], "html"))
+    body = " ".join(doc.text)
+    assert "Ranks" in body and "1 slowest" in body and "✓ in sync" in body
+    assert "Scaling (samples/s of the whole run, and per rank):" in body and "scaling efficiency 90%" in body

@@ -162,6 +162,44 @@ def test_cpu_run_phases_and_memory_peak():
     assert series["parameter"][0] > 0 and series["ms"] == sorted(series["ms"])
 
 
+def test_communication_on_a_gpu_is_the_nccl_kernels_and_their_overlap_with_compute(tmp_path):
+    """Step [0, 100): an NCCL all-reduce [20, 60) on its own stream beside GEMMs [10, 40) and [50, 70):
+    40 µs of collectives, 30 of them under compute; the collective is no compute in the anatomy."""
+    doc = {"traceEvents": [
+        host("ProfilerStep#3", 0, 100), launch(5, 1), launch(15, 2), launch(45, 3),
+        kernel("sm90_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x32_kernel", 10, 30, 1),
+        kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 20, 40, 2, stream=9),
+        kernel("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x32_kernel", 50, 20, 3),
+    ]}
+    path = write(tmp_path, doc)
+    comm_ms, hidden = timeline.communication(path)
+    assert comm_ms == pytest.approx(0.040) and hidden == pytest.approx(0.75)
+    (step,) = timeline.analyze(path)["steps"]
+    # busy [10, 70); compute the GEMMs' 50 µs; [40, 50), where only the all-reduce runs, is non-compute
+    assert step["busy_ms"] == pytest.approx(0.060) and step["compute_ms"] == pytest.approx(0.050)
+    assert step["non_compute_ms"] == pytest.approx(0.010)
+    assert step["categories_ms"]["communication"] == pytest.approx(0.040)
+
+
+def test_communication_on_a_cpu_is_gloo_and_a_waiting_step_thread_hides_nothing(tmp_path):
+    """Step [0, 100) on thread 1: gloo's all-reduce [10, 30) on its thread 2 runs under aten::mm
+    [0, 30) (hidden); the second [45, 85) runs while thread 1 waits in c10d::allreduce_ [40, 90):
+    not hidden. 60 µs of collectives, a third hidden."""
+    def op(name, ts, dur, tid=1, cat="cpu_op"):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur}
+
+    doc = {"traceEvents": [
+        op("ProfilerStep#2", 0, 100, cat="user_annotation"), op("backward", 0, 95, cat="user_annotation"),
+        op("aten::mm", 0, 30), op("c10d::allreduce_", 40, 50), op("record_param_comms", 41, 48),
+        op("gloo:all_reduce", 10, 20, tid=2, cat="user_annotation"),
+        op("gloo:all_reduce", 45, 40, tid=2, cat="user_annotation"),
+    ]}
+    comm_ms, hidden = timeline.communication(write(tmp_path, doc))
+    assert comm_ms == pytest.approx(0.060) and hidden == pytest.approx(1 / 3)
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if not e["name"].startswith("gloo:")]
+    assert timeline.communication(write(tmp_path, doc)) is None  # no collective recorded
+
+
 def test_render_fits_80_columns(tmp_path):
     for result in (timeline.analyze(write(tmp_path, two_step_trace())), timeline.analyze(H100),
                    timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz")):
@@ -197,3 +235,63 @@ def test_timeline_command(tmp_path):
     res = subprocess.run([sys.executable, "-m", "tinylab", "timeline", str(path), "--step", "2"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "Traceback" not in res.stderr
+
+
+DDP2 = FIX / "pytorch-profiler" / "tinylab_cpu_ddp2"
+
+
+def gloo_ms_a_step(path) -> float:
+    """Independently of the module: the union of gloo's all-reduce ranges inside each ProfilerStep
+    window, averaged over the windows."""
+    with gzip.open(path) as fh:
+        events = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X"]
+    windows = [(e["ts"], e["ts"] + e["dur"]) for e in events if e["name"].startswith("ProfilerStep#")]
+    per_step = []
+    for lo, hi in windows:
+        ranges = sorted((max(e["ts"], lo), min(e["ts"] + e["dur"], hi)) for e in events
+                        if e["name"].startswith("gloo:") and e["ts"] < hi and e["ts"] + e["dur"] > lo)
+        total, end = 0.0, float("-inf")
+        for a, b in ranges:
+            total += max(0.0, b - max(a, end))
+            end = max(end, b)
+        per_step.append(total / 1e3)
+    return sum(per_step) / len(per_step)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_collectives_of_a_real_two_rank_cpu_run(rank):
+    """Each rank's gloo all-reduces a step, as the trainer recorded them in its rank event, and as
+    the gloo ranges of the trace add up; the shown text says them."""
+    recorded = [json.loads(line) for line in (DDP2 / "rank_events.jsonl").read_text().splitlines()][rank]
+    result = timeline.analyze(DDP2 / f"rank{rank}" / "trace.json.gz")
+    comm = result["communication"]
+    assert comm["steps"] == 2 and comm["ms"] == pytest.approx(gloo_ms_a_step(DDP2 / f"rank{rank}" / "trace.json.gz"))
+    assert comm["ms"] == pytest.approx(recorded["comm_ms"]) and comm["hidden"] == pytest.approx(recorded["comm_hidden"])
+    assert 0.0 <= comm["hidden"] < 0.5  # the step thread mostly waits for gloo on a CPU
+    text = timeline.render(result, "t")
+    assert f"  collectives: {comm['ms']:.2f} ms a step (mean of 2 steps), {comm['hidden']:.0%} hidden under compute" \
+        in text.splitlines()
+    assert max(map(len, text.splitlines())) <= 80
+    assert timeline.analyze(CPU_RUN / "trace.json.gz")["communication"] is None  # one process: no collectives
+
+
+def test_timeline_command_takes_a_rank_of_a_run_of_several(tmp_path):
+    from support.runs import ddp2_run
+
+    run = ddp2_run(tmp_path / "runs")
+    recorded = [json.loads(line) for line in (DDP2 / "rank_events.jsonl").read_text().splitlines()]
+
+    def timeline_cli(*args):
+        return subprocess.run([sys.executable, "-m", "tinylab", "timeline", run.id, "--runs-dir", str(tmp_path / "runs"),
+                               *args], capture_output=True, text=True, timeout=60)
+
+    res = timeline_cli()
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith(f"timeline of {run.id} rank 0 of 2 v1 fp32 on x86_64")
+    assert f"collectives: {recorded[0]['comm_ms']:.2f} ms a step" in res.stdout
+    res = timeline_cli("--rank", "1", "--json")
+    data = json.loads(res.stdout)
+    assert (data["rank"], data["ranks"]) == (1, [0, 1]) and data["source"].endswith("rank1/trace.json.gz")
+    assert data["communication"]["ms"] == pytest.approx(recorded[1]["comm_ms"])
+    res = timeline_cli("--rank", "2")
+    assert res.returncode == 2 and res.stderr == f"tinylab: error: --rank 2: run {run.id} has traces of ranks 0, 1\n"

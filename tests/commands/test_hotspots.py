@@ -83,3 +83,47 @@ def run_cli(capsys, *args) -> tuple[int, str, str]:
     code = main(["hotspots", *args])
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def two_rank_run(tmp_path):
+    """A run of two ranks, each rank's table recorded apart: rank 1 spends longer in aten::mm."""
+    run = run_with_events(tmp_path, [])
+    with EventWriter(run / "events.jsonl") as ev:
+        for rank, mm in ((0, 60.0), (1, 90.0)):
+            rows = [("aten::mm", 3, mm), ("c10d::allreduce_", 1, 10.0)]
+            ev.emit("profile", **write_kernel_table(run, "pytorch", CollectResult({}, table_of(rows), None,
+                                                                                   "pytorch-operators"), rank))
+    return run
+
+
+def test_cli_a_run_of_two_ranks_shows_rank_0_and_says_so(capsys, tmp_path):
+    run = str(two_rank_run(tmp_path))
+    code, out, _ = run_cli(capsys, run)
+    lines = out.splitlines()
+    assert code == 0 and lines[1] == "rank 0 of 2; --rank N for another, --rank all for one row per kernel and rank"
+    assert "70 ns total kernel time" in lines[0] and "communication" in lines[4]  # rank 0's, not 170 ns of both
+    assert "per rank (each rank's whole table):" in lines
+    assert "spread between ranks: kernel time +42.9% (rank 1 most, rank 0 least)" in out
+    data = json.loads(run_cli(capsys, run, "--rank", "1", "--json")[1])
+    assert (data["rank"], data["ranks"], data["total_ns"]) == (1, [0, 1], 100)
+    assert [r["communication_ns"] for r in data["per_rank"]] == [10, 10]
+    rows = list(csv.reader(io.StringIO(run_cli(capsys, run, "--rank", "all", "--csv")[1])))
+    assert rows[0] == ["rank", *KERNEL_COLUMNS]
+    assert [(r[0], r[1]) for r in rows[1:]] == [("1", "aten::mm"), ("0", "aten::mm"), ("0", "c10d::allreduce_"),
+                                               ("1", "c10d::allreduce_")]
+    rows = list(csv.reader(io.StringIO(run_cli(capsys, run, "--csv")[1])))
+    assert {r[0] for r in rows[1:]} == {"0"}  # one rank's table still says whose it is
+    code, out, _ = run_cli(capsys, run, "--rank", "all")
+    assert code == 0 and out.splitlines()[2].startswith("  #  rank ")
+
+
+def test_cli_bad_rank_is_a_one_line_error_naming_the_ranks(capsys, tmp_path):
+    run = str(two_rank_run(tmp_path))
+    code, _, err = run_cli(capsys, run, "--rank", "7")
+    assert code == 2 and err == "tinylab: error: --rank 7: 20260101-000000-abcd has ranks 0, 1 (or --rank all)\n"
+    path = str(FIX / "rocprofv3/hpctraining-pytorch-resnet/pid_kernels_kernel_stats.mpi_rank.csv")
+    code, _, err = run_cli(capsys, path, "--rank", "0")
+    assert code == 2 and err == f"tinylab: error: --rank 0: {path} has no ranks (one process, one table)\n"
+    with pytest.raises(SystemExit):
+        main(["hotspots", run, "--rank", "-1"])
+    assert "must be a rank (0, 1, ...) or 'all', got '-1'" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from support.runs import TINY_FLAGS, cli, clone_run, make_run
+from support.runs import TINY_FLAGS, cli, clone_run, make_run, profile_tables, world_of
 
 from tinylab.runs.store import RunStore
 
@@ -238,3 +238,20 @@ def test_control_characters_in_a_stored_label_do_not_reach_the_terminal(finished
     _config(run, label="evil\x1b[2J\nsecond line")
     out = cli("runs", "--runs-dir", str(tmp_path / "runs")).stdout
     assert "\x1b" not in out and len(out.strip().splitlines()) == 2
+
+
+def test_show_lists_the_ranks_of_a_run_of_several(tmp_path, capsys):
+    from tinylab.cli import main
+
+    run = profile_tables(world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4),
+                         {0: [("aten::mm", 3, 60.0)], 1: [("aten::mm", 3, 90.0)]})
+    assert main(["show", str(run.dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("ranks    2 under ddp  ✓ weights in sync on all 2 ranks")
+    assert lines[at + 1].split() == ["rank", "host", "device", "step", "ms", "p90", "ms", "fwd/bwd/opt", "ms", "peak",
+                                     "MB", "collectives", "ms", "weights"]
+    assert lines[at + 3].split() == ["1", "slowest", "gpu-node-07", "cpu", "40.80", "44.00", "15.60/22.00/6.00", "-",
+                                     "7.20", "(64%", "hidden)", "✓", "in", "sync"]
+    assert "profile  pytorch rank 1: kernel table profiles/pytorch/rank1/kernels.csv" in lines
+    assert main(["show", str(world_of(tmp_path, "20260101-000000-0001", 1, 100.0).dir)]) == 0
+    assert "ranks " not in capsys.readouterr().out  # one process: no rank table

@@ -34,8 +34,8 @@ def test_remove_resolves_every_reference_before_deleting_any(lab):
 
 
 def test_hotspots_table_of_a_profiler_output_a_run_and_a_bad_reference(lab, tmp_path):
-    table, fmt = lab.hotspots_table(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"))
-    assert fmt == "rocprofv3-kernel-trace" and len(table)
+    tables = lab.hotspots_table(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"))
+    assert tables.fmt == "rocprofv3-kernel-trace" and len(tables.select()[0]) and tables.ranks == []
     with pytest.raises(UserError, match="this run has no kernel table"):
         lab.hotspots_table("20260101-000000-bbbb")
     with pytest.raises(UserError, match="no such file or folder"):
@@ -65,3 +65,26 @@ def test_timeline_of_a_profiled_run_with_its_memory_and_of_a_run_without_a_trace
         lab.timeline("20260101-000000-aaaa")
     trace_only = lab.timeline(str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"))
     assert trace_only["has_gpu_events"] and trace_only["memory"] is None
+
+
+def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
+    import shutil
+
+    from support.runs import ddp2_run
+
+    run = ddp2_run(tmp_path / "runs")
+    first, other = lab.timeline(run.id), lab.timeline(run.id, rank=1)
+    assert (first["rank"], first["ranks"], other["rank"]) == (0, [0, 1], 1)
+    assert first["source"].endswith("rank0/trace.json.gz") and other["source"].endswith("rank1/trace.json.gz")
+    assert first["title"].startswith(f"timeline of {run.id} rank 0 of 2 ")
+    with pytest.raises(UserError, match=r"^--rank 5: run 20261126-234143-2d72 has traces of ranks 0, 1$"):
+        lab.timeline(run.id, rank=5)
+    trace = str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz")
+    with pytest.raises(UserError, match="is one trace file; --rank picks a rank's trace of a run"):
+        lab.timeline(trace, rank=0)
+    profile = {"event": "profile", "time": 2.0, "tool": "pytorch", "artifacts": {"trace.json.gz": "trace.json.gz"}}
+    one = make_run(tmp_path / "runs", "20260101-000000-dddd", [START, profile])
+    shutil.copy(trace, one.dir / "trace.json.gz")
+    assert lab.timeline(one.id)["rank"] is None
+    with pytest.raises(UserError, match=r"^--rank 0: run 20260101-000000-dddd is one process, not a run of several"):
+        lab.timeline(one.id, rank=0)

@@ -126,6 +126,48 @@ def clone_run(run: Run, root: Path, config: dict | None = None, drop: tuple[str,
     return Run(dst)
 
 
+def rank_events(ranks: int, time: float, med: float, gpu: bool, weights: tuple[str, ...] = ()) -> list[dict]:
+    """The `rank` events rank 0 writes for a run of several ranks around a median step `med` ms:
+    rank 1 the slowest (its forward 30% longer), every rank's weights "9f2c41d07ab3" unless
+    `weights` gives them by rank."""
+    return [{"event": "rank", "time": time, "rank": k, "local_rank": k, "host": "gpu-node-07",
+             "device": f"cuda:{k}" if gpu else "cpu", "pid": 4242 + k, "steps": 20,
+             "step_ms_median": med * (1.0 + 0.02 * k), "step_ms_p90": med * (1.08 + 0.02 * k),
+             "fwd_ms_median": med * (0.3 if k != 1 else 0.39), "bwd_ms_median": med * 0.55,
+             "opt_ms_median": med * 0.15, "peak_mem_mb": 1550.0 + k if gpu else None,
+             "weights": weights[k] if weights else "9f2c41d07ab3",
+             "comm_ms": med * (0.24 if k != 1 else 0.18), "comm_hidden": 0.64} for k in range(ranks)]
+
+
+def world_of(root: Path, run_id: str, ranks: int, samples_per_s: float | None, comm_ms: float | None = None,
+             comm_hidden: float | None = None, device: str = "cpu") -> Run:
+    """A finished run of `ranks` ranks written by hand (samples/s is the whole run's), with the rank
+    events of rank_events for more than one."""
+    config = {"parallel": "ddp", "nproc_per_node": ranks} if ranks > 1 else {}
+    summary = {"event": "summary", "time": 3.0, "samples_per_s": samples_per_s, "step_ms_median": 40.0,
+               "step_ms_p10": 39.0, "step_ms_p90": 41.0, "final_loss": 6.2,
+               **({"world_size": ranks, "slowest_rank": 1, "comm_ms": comm_ms, "comm_hidden": comm_hidden}
+                  if ranks > 1 else {})}
+    events = [{"event": "start", "time": 1.0, "device": device, "device_name": "x86_64", "config": {}},
+              *(rank_events(ranks, 2.0, 40.0, device != "cpu") if ranks > 1 else []), summary,
+              {"event": "exit", "time": 4.0, "returncode": 0}]
+    return make_run(root, run_id, events, **config)
+
+
+def profile_tables(run: Run, tables: dict) -> Run:
+    """Kernel tables recorded the way the trainer records them: {rank: [(name, calls, total_ns)]}, rank
+    None for a run of one process (profiles/pytorch/kernels.csv), else profiles/pytorch/rank<k>/."""
+    from support.tables import table_of
+
+    from tinylab.events import EventWriter
+    from tinylab.profilers import CollectResult, write_kernel_table
+
+    with EventWriter(run.dir / EVENTS_FILE) as ev:
+        for rank, rows in tables.items():
+            ev.emit("profile", **write_kernel_table(run.dir, "pytorch", CollectResult({}, table_of(rows)), rank))
+    return run
+
+
 def kernels_csv(rows: list[tuple[str, int, float]]) -> str:
     out = io.StringIO()
     csv.writer(out).writerows([("name", "calls", "total_ns"), *rows])
@@ -143,3 +185,25 @@ def with_kernels(run, root, rows, raw: str | None = None):
                        "kernel_table": "profiles/pytorch/kernels.csv", "note": None})
     write_events(clone.dir, events)
     return clone
+
+
+def ddp2_run(root: Path, run_id: str = "20261126-234143-2d72") -> Run:
+    """The real 2-rank DDP CPU run of tests/fixtures/pytorch-profiler/tinylab_cpu_ddp2 as a run folder:
+    its config, each rank's trace where the run wrote it, its profile, rank and summary events."""
+    from support.paths import FIX
+
+    fixture = FIX / "pytorch-profiler" / "tinylab_cpu_ddp2"
+    profiles = []
+    for rank in (1, 0):  # the order the ranks finished in
+        rel = f"profiles/pytorch/rank{rank}/trace.json.gz"
+        profiles.append({"event": "profile", "time": 2.0, "tool": "pytorch", "artifacts": {"trace.json.gz": rel},
+                         "kernel_table": None, "format": "pytorch-operators", "rank": rank})
+    recorded = [json.loads(line) for name in ("rank_events.jsonl", "summary.jsonl")
+                for line in (fixture / name).read_text().splitlines()]
+    start = {"event": "start", "time": 1.0, "device": "cpu", "device_name": "x86_64",
+             "config": {"version": "v1", "precision": "fp32"}}
+    run = make_run(root, run_id, [start, *profiles, *recorded], parallel="ddp", nproc_per_node=2)
+    for rank in (0, 1):
+        (run.dir / f"profiles/pytorch/rank{rank}").mkdir(parents=True)
+        shutil.copy(fixture / f"rank{rank}" / "trace.json.gz", run.dir / f"profiles/pytorch/rank{rank}/trace.json.gz")
+    return run

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from support.paths import FIX
+from support.runs import rank_events
 
 from tinylab.config import RunConfig
 from tinylab.runs.store import mark_run
@@ -44,6 +45,11 @@ KERNELS = [
 ]
 
 
+#: What the ranks of a run of several add: NCCL's all-reduce of the gradients.
+COMM_KERNELS = [("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 48, 8_200_000,
+                 "communication")]
+
+
 def write_kernels(path: Path, kernels: list[tuple[str, int, int, str]], scale: float = 1.0) -> None:
     """A kernels.csv in the normalized columns."""
     total = sum(k[2] for k in kernels) * scale
@@ -69,10 +75,14 @@ def make_run(
     profile: bool = True,
     kernel_scale: float = 1.0,
     alive_pid: int | None = None,
+    ranks: int = 1,
     **overrides: Any,
 ) -> Path:
-    """A run folder as the engine leaves it. status: finished, failed, running (needs alive_pid)."""
+    """A run folder as the engine leaves it. status: finished, failed, running (needs alive_pid).
+    ranks > 1: a DDP run of that many ranks, rank 1 the straggler, each rank profiled apart."""
     started = NOW - 600 + int(run_id[-4:], 16) % 300
+    if ranks > 1:
+        overrides = {"parallel": "ddp", "nproc_per_node": ranks, **overrides}
     cfg = RunConfig(version=version, **{**TINY, "num_steps": steps, "device": "cuda" if gpu else "cpu",
                                         **overrides})
     if profile:
@@ -104,7 +114,7 @@ def make_run(
         loss = 6.93 - 0.04 * step
         event = {"event": "step", "time": started + 3 + step * ms / 1000, "step": step, "loss": loss,
                  "step_ms": ms, "fwd_ms": ms * 0.3, "bwd_ms": ms * 0.55, "opt_ms": ms * 0.15,
-                 "samples_per_s": 2 / (ms / 1000), "tokens_per_s": 32 / (ms / 1000),
+                 "samples_per_s": 2 * ranks / (ms / 1000), "tokens_per_s": 32 * ranks / (ms / 1000),
                  "mem_alloc_mb": 812.0 + step if gpu else None, "mem_peak_mb": 1490.0 + 3 * step if gpu else None,
                  "warmup": step < cfg.warmup_steps}
         events.append(event)
@@ -113,33 +123,39 @@ def make_run(
         if gpu:
             events.append({"event": "telemetry", "time": started + 3 + step * 0.5, "gpu_util_pct": 60 + step % 30,
                            "mem_used_mb": 2048 + 10 * step, "power_w": 310 + 5 * (step % 7), "sm_clock_mhz": 1980})
-    if profile and status != "running":
-        rel = "profiles/pytorch/kernels.csv"
-        write_kernels(run_dir / rel, KERNELS, kernel_scale)
+    for rank in range(ranks) if profile and status != "running" else ():
+        folder = "profiles/pytorch" + (f"/rank{rank}" if ranks > 1 else "")
+        rel = f"{folder}/kernels.csv"
+        # each rank of several all-reduces its gradients; rank 1 computes slower (the straggler)
+        write_kernels(run_dir / rel, KERNELS + COMM_KERNELS if ranks > 1 else KERNELS,
+                      kernel_scale * (1.3 if rank == 1 else 1.0))
         # real traces: an H100 step of a tiny model (GPU runs), a tinylab CPU run with its memory timeline
-        artifacts = {"trace.json.gz": "profiles/pytorch/trace.json.gz", "kernels.csv": rel}
+        artifacts = {"trace.json.gz": f"{folder}/trace.json.gz", "kernels.csv": rel}
         if gpu:
             shutil.copy(FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz", run_dir / artifacts["trace.json.gz"])
         else:
-            artifacts["memory_timeline.json.gz"] = "profiles/pytorch/memory_timeline.json.gz"
+            artifacts["memory_timeline.json.gz"] = f"{folder}/memory_timeline.json.gz"
             for name, rel_path in artifacts.items():
                 if name != "kernels.csv":
                     shutil.copy(FIX / "pytorch-profiler/tinylab_cpu_v1_memory" / name, run_dir / rel_path)
         events.append({"event": "profile", "time": started + 5, "tool": "pytorch",
                        "artifacts": artifacts,
                        "kernel_table": rel, "format": "pytorch-trace",
-                       "note": "steps 2..4 profiled (wait 1, warm-up 1)"})
+                       "note": "steps 2..4 profiled (wait 1, warm-up 1)", **({"rank": rank} if ranks > 1 else {})})
     if status == "finished":
         med = step_ms
-        events.append({"event": "summary", "time": started + 9, "samples_per_s": 2 / (med / 1000),
-                       "tokens_per_s": 32 / (med / 1000), "step_ms_median": med, "step_ms_p10": med * 0.95,
+        events += rank_events(ranks, started + 9, med, gpu) if ranks > 1 else []
+        events.append({"event": "summary", "time": started + 9, "samples_per_s": 2 * ranks / (med / 1000),
+                       "tokens_per_s": 32 * ranks / (med / 1000), "step_ms_median": med, "step_ms_p10": med * 0.95,
                        "step_ms_p90": med * 1.08, "fwd_ms_median": med * 0.3, "bwd_ms_median": med * 0.55,
                        "opt_ms_median": med * 0.15, "peak_mem_mb": 1550.0 if gpu else None,
                        "initial_loss": 6.93, "final_loss": 6.93 - 0.04 * (steps - 1), "params_trained": 20,
                        "params_total": 20, "model_flops_per_step": 3.6e7, "mfu": 0.031 if gpu else None,
-                       "steps": steps, "measured_steps": steps - 1})
+                       "steps": steps, "measured_steps": steps - 1,
+                       **({"world_size": ranks, "slowest_rank": 1, "comm_ms": 0.21 * med, "comm_hidden": 0.64}
+                          if ranks > 1 else {})})
         events.append({"event": "exit", "time": started + 10, "returncode": 0, "signal": None})
-        log += ["summary (medians after warm-up)", f"  samples/s      {2 / (med / 1000):,.1f}"]
+        log += ["summary (medians after warm-up)", f"  samples/s      {2 * ranks / (med / 1000):,.1f}"]
     elif status == "failed":
         message = "loss became nan at step 3"
         events.append({"event": "error", "time": started + 8, "type": "FloatingPointError", "message": message,

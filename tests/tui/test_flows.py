@@ -118,6 +118,38 @@ async def test_hotspots_sort_filter_category_and_artifacts(store: Path):
         assert "trace.json.gz" in artifacts and "ui.perfetto.dev" in artifacts
 
 
+async def test_hotspots_of_a_run_of_two_ranks_shows_one_rank_at_a_time(store: Path):
+    """Rank 0's table with a note, never the ranks merged; R shows rank 1's (the straggler's: 1.3x the
+    time), then rank 0's again; a one-process run has no R."""
+    make_run(store, "20261126-024000-e5e5", ranks=2)
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_hotspots("20261126-024000-e5e5")
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.query("#kernels") and screen.query_one("#kernels").row_count == 11,
+                       what="rank 0's rows")
+        head = text_of(pilot, "#hot-head")
+        assert "rank 0 of 2 (R: next)" in head and "communication 8%" in head, head
+        assert "kernel time: rank 1 +30% over rank 0" in head
+        await wait_for(pilot, lambda: "rank 0 of 2" in text_of(pilot, "#hot-timeline"), what="rank 0's timeline")
+        total = screen.summary["total_ns"]
+        assert screen.shown[0]["total_ns"] == 41_200_000 and total == 99_650_000  # rank 0's own, not a sum
+        assert any(cmd.title == "Next rank" for cmd in pilot.app.get_system_commands(screen))
+        await pilot.press("R")
+        await wait_for(pilot, lambda: screen.summary["rank"] == 1, what="rank 1")
+        await wait_for(pilot, lambda: screen.shown[0]["total_ns"] == pytest.approx(1.3 * 41_200_000), what="rows")
+        assert "rank 1 of 2" in text_of(pilot, "#hot-head")
+        assert "rank 1 of 2" in text_of(pilot, "#hot-timeline")  # the step anatomy follows the rank
+        await pilot.press("R")
+        await wait_for(pilot, lambda: screen.summary["rank"] == 0, what="rank 0 again")
+        await pilot.press("escape")
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen" and pilot.app.screen.summary
+                       and pilot.app.screen.tables is not None, what="a one-process run")
+        assert "rank" not in text_of(pilot, "#hot-head")
+        assert not any(cmd.title == "Next rank" for cmd in pilot.app.get_system_commands(pilot.app.screen))
+
+
 async def test_hotspots_roofline_panel(store: Path):
     """Without ceilings the panel says how to get them; with ceilings of the run's card it draws."""
     import json
@@ -155,6 +187,27 @@ async def test_compare_two_marked_runs(store: Path):
         assert kernels.row_count > 0
         await pilot.press("s")
         await wait_for(pilot, lambda: [str(c) for c in metrics.get_row_at(0)][3] == "0.64x", what="swap")
+
+
+async def test_compare_across_world_sizes_shows_the_scaling(store: Path):
+    """1 rank vs 2: each run's ranks, samples/s in all and per rank, collectives, and the efficiency;
+    no scaling block for runs of one world size."""
+    make_run(store, "20261126-024000-e5e5", ranks=2, step_ms=44.0)
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_compare(V1, "20261126-024000-e5e5")
+        await wait_for(pilot, lambda: screen_name(pilot) == "CompareScreen" and pilot.app.screen.query("#metrics")
+                       and pilot.app.screen.query_one("#metrics").row_count > 0, what="metrics")
+        scaling = pilot.app.screen.query_one("#cmp-scaling")
+        assert scaling.has_class("-shown") and scaling.display
+        text = " ".join(str(scaling.render()).split())
+        assert "A 1 47.6 47.6 - -" in text and "B 2 90.9 45.5 9.24 64%" in text, text
+        assert "scaling efficiency 95% (B's samples/s per rank / A's); B is 1.91x as fast as A, ideally 2.00x" in text
+        assert "NOT" not in text_of(pilot, "#cmp-notes")
+        await pilot.press("escape")
+        pilot.app.open_compare(V1, V2)
+        await wait_for(pilot, lambda: screen_name(pilot) == "CompareScreen" and pilot.app.screen.query("#metrics")
+                       and pilot.app.screen.query_one("#metrics").row_count > 0, what="metrics")
+        assert not pilot.app.screen.query_one("#cmp-scaling").display  # runs of one world size
 
 
 async def test_step_through_an_exercise_with_live_checks(store: Path, progress_file: Path):

@@ -79,6 +79,21 @@ def test_run_finished(snap_compare, store, size):
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
 
 
+def test_run_of_two_ranks(snap_compare, store):
+    """A finished DDP run of 2 ranks at 80x24: the outcome says the ranks, the slowest and the weights;
+    the Ranks panel shows each rank (rank 1 marked slowest, both in sync)."""
+    make_run(store, "20261126-024000-e5e5", ranks=2, step_ms=44.0)
+
+    async def run_before(pilot):
+        pilot.app.open_run("20261126-024000-e5e5")
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#ranks") and pilot.app.screen.query("#anatomy"),
+                       what="ranks and step panels")
+        await charts_drawn(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
 def test_run_failed(snap_compare, store):
     async def run_before(pilot):
         pilot.app.open_run(V3)

@@ -7,19 +7,29 @@ from __future__ import annotations
 import functools
 import re
 
-CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "communication", "triton", "other")
+CATEGORIES = ("gemm", "attention", "norm", "elementwise", "reduction", "communication", "memcpy", "triton", "other")
 
 # First match wins. The order encodes the decisions that the regexes alone cannot:
-# - copies first: "__amd_rocclr_copyBuffer" or "Memcpy DtoD" are transfers whatever else they say;
+# - communication first: NCCL/RCCL kernels ("ncclKernel_AllReduce_RING_LL_Sum_float",
+#   "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL", RCCL's "rccl_main_kernel(ncclDevComm*, ...)") name
+#   the reduction or copy they do, and so do the host's collectives (gloo's "gloo:all_reduce" ranges,
+#   "nccl:all_reduce", PyTorch's "c10d::allreduce_" and "_c10d_functional::all_gather_into_tensor"
+#   ops, "record_param_comms"): all of it is time spent talking to the other ranks;
+# - copies next: "__amd_rocclr_copyBuffer" or "Memcpy DtoD" are transfers whatever else they say;
 # - Triton before the op kinds: inductor names ("triton_poi_fused_mul_0") describe fused ops,
 #   and the learner wants to see how much time went to generated code;
 # - log-softmax / cross-entropy / NLL are the loss, not attention, although their kernels are
 #   softmax kernels ("cunn_SoftMaxForward<..., LogSoftMaxForwardEpilogue>");
 # - attention before GEMM: flash-attention kernels are CUTLASS GEMMs internally;
-# - GEMM before reduction: cuBLASLt's "splitKreduce_kernel" is part of a GEMM.
+# - GEMM before reduction: cuBLASLt's "splitKreduce_kernel" is part of a GEMM;
+# - DDP's reducer ("torch.distributed.ddp.reducer::copy_bucket_to_grad") copies and scales buckets:
+#   "reducer" is no reduction.
 _RULES: list[tuple[str, re.Pattern[str]]] = [
-    # collectives first: "ncclDevKernel_AllReduce_Sum_f32_RING_LL" is communication, not a reduction
-    ("communication", re.compile(r"^nccl|^rccl|nccl(?:dev)?kernel|^(?:gloo|nccl|rccl):|^c10d::")),
+    (
+        "communication",
+        re.compile(r"(?:^|[^a-z])(?:nccl|rccl|hccl)|^gloo:|(?:^|[^a-z])c10d(?:_functional)?::|"
+                   r"record_param_comms"),
+    ),
     ("memcpy", re.compile(r"memcpy|memset|copybuffer|fillbuffer|__amd_rocclr_|memory_copy|\b(?:dtoh|htod|dtod)\b")),
     ("triton", re.compile(r"triton")),
     ("reduction", re.compile(r"log_?softmax|cross_?entropy|nll_?loss")),
@@ -35,7 +45,7 @@ _RULES: list[tuple[str, re.Pattern[str]]] = [
     (
         "reduction",
         re.compile(
-            r"reduce|reduction|(?:^|[^a-z])sum|sum_|cumsum|logsumexp|argmax|argmin|welford|"
+            r"reduce(?!r)|reduction|(?:^|[^a-z])sum|sum_|cumsum|logsumexp|argmax|argmin|welford|"
             r"lpnorm|normtwo|norm_two|(?:^|[^a-z])mean|mean_|scan_kernel"
         ),
     ),

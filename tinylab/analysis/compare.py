@@ -6,6 +6,7 @@ plain dict, so the CLI prints it, `--json` dumps it and the TUI lays it out with
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Callable
 
 from tinylab.analysis.names import short_name
@@ -13,10 +14,11 @@ from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
 
-#: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note.
+#: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note. The
+#: engine and the world size are among them: comparing 1 GPU with N is what scaling is about.
 UNDER_TEST = frozenset({
     "version", "qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "compile_mode", "cuda_graph",
-    "recompute_ffn", "precision", "tf32", "fault", "profilers", "label",
+    "recompute_ffn", "precision", "tf32", "fault", "profilers", "label", "parallel", "nproc_per_node", "nnodes",
 })
 
 #: The summary fields an A/B comparison shows: those with a better direction (see events.Summary).
@@ -61,6 +63,9 @@ def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
         _status_notes(side, record, notes)
     spreads = [s for s in (step_noise(a.summary), step_noise(b.summary)) if s is not None]
     noise = max([SAME_WITHIN, *spreads])
+    scaled = scaling(a, b)
+    notes += _superlinear_note(scaled, a, b)
+    kernels = _kernel_diff(a, b, notes)
     return {
         "a": _side(a, cfg_a),
         "b": _side(b, cfg_b),
@@ -69,8 +74,47 @@ def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
                             noise if f.key in TIMED else SAME_WITHIN) for f in METRICS],
         "config_diff": config_diff,
         "notes": notes,
-        "kernel_diff": _kernel_diff(a, b, notes),
+        "scaling": scaled,
+        "kernel_diff": kernels,
     }
+
+
+#: A scaling efficiency this far above 1 is no measurement noise: the ranks did less work per core.
+SUPERLINEAR = 1.1
+
+
+def _superlinear_note(scaled: dict[str, Any] | None, a: RunRecord, b: RunRecord) -> list[str]:
+    if scaled is None or scaled["efficiency"] is None or scaled["efficiency"] <= SUPERLINEAR:
+        return []
+    base = "A" if scaled["baseline"] == "a" else "B"
+    other = "B" if base == "A" else "A"
+    cpu = " On a CPU torchrun gives each rank one thread (OMP_NUM_THREADS=1) while one process takes every core." \
+        if str(a.device).startswith("cpu") and str(b.device).startswith("cpu") else ""
+    return [f"scaling efficiency above 100%: each rank of {other} ran faster than {base} alone, so the runs did not do "
+            f"the same work per core or per device.{cpu}"]
+
+
+def scaling(a: RunRecord, b: RunRecord) -> dict[str, Any] | None:
+    """Two runs of different world sizes: each one's ranks, samples/s (the whole run's) and samples/s
+    per rank (per GPU), its collectives a step and their hidden share; and the scaling efficiency,
+    the larger world's samples/s per rank over the smaller's (the baseline: the 1-rank run when
+    there is one; 1.0 = every rank as fast as alone). None when the world sizes are the same."""
+    if a.world_size == b.world_size:
+        return None
+    sides = {}
+    for side, record in (("a", a), ("b", b)):
+        s = record.summary
+        total = s.samples_per_s if s else None
+        sides[side] = {"world_size": record.world_size, "samples_per_s": total,
+                       "samples_per_s_per_rank": total / record.world_size if total is not None else None,
+                       "comm_ms": s.comm_ms if s else None, "comm_hidden": s.comm_hidden if s else None}
+    base, other = ("a", "b") if a.world_size < b.world_size else ("b", "a")
+    per_base, per_other = sides[base]["samples_per_s_per_rank"], sides[other]["samples_per_s_per_rank"]
+    return {**sides, "baseline": base,
+            "efficiency": per_other / per_base if per_base and per_other is not None else None,
+            "speedup": sides[other]["samples_per_s"] / sides[base]["samples_per_s"]
+            if per_base and per_other is not None else None,
+            "ideal_speedup": sides[other]["world_size"] / sides[base]["world_size"]}
 
 
 def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +125,7 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
         "label": record.label,
         "device": record.device,
         "device_name": record.device_name,
+        "world_size": record.world_size,
         "key_config": key_config(cfg),
         "config": cfg,
     }
@@ -156,6 +201,10 @@ def _kernel_diff(a: RunRecord, b: RunRecord, notes: list[str]) -> dict[str, Any]
     if fmt_a != fmt_b:
         notes.append(f"the kernel tables come from different sources ({fmt_a} vs {fmt_b}): "
                      "kernel names may not line up")
+    ranked = [side for side, (table, _) in tables.items() if table.attrs.get("ranks")]
+    if ranked:
+        notes.append(f"the kernel diff reads rank 0's table of {' and '.join(f'run {s}' for s in ranked)} "
+                     "(ranks are never merged: `tinylab hotspots RUN --rank N` shows another)")
     return kernel_diff(table_a, table_b, top=10)
 
 
@@ -223,6 +272,30 @@ def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,
     ]
 
 
+def scaling_rows(result: dict[str, Any], b: str = "B") -> tuple[list[str], list[list[str]], str] | None:
+    """The scaling block as (header, a row a run, the efficiency line); None for runs of one world
+    size. Every face (compare, the report, the lab) shows it so."""
+    sc = result.get("scaling")
+    if sc is None:
+        return None
+    names = {"a": "A", "b": b}
+
+    def num(value: float | None, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    rows = [[names[side], str(sc[side]["world_size"]), num(sc[side]["samples_per_s"], ",.1f"),
+             num(sc[side]["samples_per_s_per_rank"], ",.1f"), num(sc[side]["comm_ms"], ".2f"),
+             num(sc[side]["comm_hidden"], ".0%")] for side in ("a", "b")]
+    base = names[sc["baseline"]]
+    other = names["b" if sc["baseline"] == "a" else "a"]
+    if sc["efficiency"] is None:
+        line = "scaling efficiency: - (both runs need a summary with samples/s)"
+    else:
+        line = (f"scaling efficiency {sc['efficiency']:.0%} ({other}'s samples/s per rank / {base}'s); "
+                f"{other} is {sc['speedup']:.2f}x as fast as {base}, ideally {sc['ideal_speedup']:.2f}x")
+    return ["run", "ranks", "samples/s", "per rank", "collectives ms", "hidden"], rows, line
+
+
 def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
     """The terminal view: who is who, the metric table, config differences, notes, kernel diff."""
     lines = []
@@ -231,12 +304,18 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         label = f"  [{s['label']}]" if s["label"] else ""
         lines.append(f"{side.upper()}  {s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}")
     lines.append("")
-    lines += _table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
+    lines += text_table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if noise_note(result):
         lines.append(f"  ({noise_note(result)})")
+    scaled = scaling_rows(result)
+    if scaled:
+        header, rows, line = scaled
+        lines += ["", "scaling (samples/s of the whole run, and per rank: one GPU each)"]
+        lines += text_table(header, rows, right=(1, 2, 3, 4, 5))
+        lines += textwrap.wrap(line, 78, initial_indent="  ", subsequent_indent="  ")
     if result["config_diff"]:
         lines += ["", "config differences"]
-        lines += _table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),
+        lines += text_table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),
                                                  "under test" if d["under_test"] else "NOT under test"]
                                                 for d in result["config_diff"]])
     if result["notes"]:
@@ -246,7 +325,7 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         lines += ["", "kernel diff (B vs A)"]
         for title, header, rows in kernel_sections(diff, lambda n: _cut(short_name(n), name_width)):
             lines.append(f"  {title}")
-            lines += ["  " + line for line in _table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
+            lines += ["  " + line for line in text_table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
     return "\n".join(lines)
 
 
@@ -261,7 +340,8 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _table(header: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+def text_table(header: list[str], rows: list[list[str]], right: tuple[int, ...] = ()) -> list[str]:
+    """Columns padded to their widest cell (`right`: right-aligned), each line indented two spaces."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:

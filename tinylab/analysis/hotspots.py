@@ -8,6 +8,9 @@ formats are read by tinylab.analysis.formats.
 from __future__ import annotations
 
 import math
+import re
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +22,62 @@ from tinylab.analysis.kernel_table import has_durations
 from tinylab.analysis.names import short_names
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
+from tinylab.safeio import is_plain_dir
 
 
 # ----------------------------------------------------------------------------- loading
+#: --rank's word for every rank at once (one row per kernel and rank).
+ALL_RANKS = "all"
+_RANK_FOLDER = re.compile(r"^rank(\d+)$")
+
+
+@dataclass(frozen=True)
+class KernelTables:
+    """The kernel tables of one source: each rank's of a run of several ranks (ranks are never
+    merged: the tables are read one at a time, or side by side with a rank column), or the one table
+    of a one-process run or of a profiler output (under rank None)."""
+
+    tables: dict[int | None, pd.DataFrame]  # by rank, ascending
+    fmt: str
+    source: str  # what the messages call it: a run id or a path
+
+    @property
+    def ranks(self) -> list[int]:
+        """The ranks with a table; [] for one process."""
+        return [r for r in self.tables if r is not None]
+
+    def select(self, rank: int | str | None = None) -> tuple[pd.DataFrame, int | str | None]:
+        """The table of `rank` (None: the first rank, normally 0), or with ALL_RANKS every rank's rows
+        with a `rank` column first (each row's pct stays its share of its own rank's kernel time).
+        UserError naming the ranks there are when `rank` is not one of them."""
+        ranks = self.ranks
+        if not ranks:
+            if rank is not None:
+                raise UserError(f"--rank {rank}: {self.source} has no ranks (one process, one table)")
+            return self.tables[None], None
+        if rank == ALL_RANKS:
+            table = pd.concat([t.assign(rank=r)[["rank", *t.columns]] for r, t in self.tables.items()],
+                              ignore_index=True)
+            table = table.sort_values(["total_ns", "calls", "rank", "name"], ascending=[False, False, True, True],
+                                      na_position="last", kind="stable").reset_index(drop=True)
+            table.attrs.update(self.tables[ranks[0]].attrs)
+            return table, ALL_RANKS
+        if rank is None:
+            rank = ranks[0]
+        if rank not in self.tables:
+            raise UserError(f"--rank {rank}: {self.source} has ranks {', '.join(map(str, ranks))} "
+                            f"(or --rank {ALL_RANKS})")
+        return self.tables[rank], rank
+
+    def rank_info(self, rank: int | str | None) -> dict[str, Any]:
+        """What `hotspots` says about ranks beside a table (--json carries it): the rank shown, the
+        ranks there are, and for a run of several each rank's totals and the spread between them."""
+        ranks = self.ranks
+        if not ranks:
+            return {"rank": None, "ranks": []}
+        return {"rank": rank, "ranks": ranks, **compare_ranks(self.tables)}
+
+
 def load_kernel_table(path: Path) -> tuple[pd.DataFrame, str]:
     """Any supported native output (file or folder), format detected from content."""
     parsed = formats.load(Path(path))
@@ -29,18 +85,70 @@ def load_kernel_table(path: Path) -> tuple[pd.DataFrame, str]:
     return parsed.table, parsed.format
 
 
-def load_run_kernel_table(run_dir: Path) -> tuple[pd.DataFrame, str] | None:
-    """The newest kernel table a run recorded through a "profile" event, or None."""
+def load_kernel_tables(path: Path) -> KernelTables:
+    """A profiler output file or folder; a folder of rank<k> folders (a run's profiles/<tool>, or
+    its profiles/) gives one table a rank, never one merged table."""
+    path = Path(path)
+    folders = rank_folders(path) if path.is_dir() else {}
+    if not folders:
+        table, fmt = load_kernel_table(path)
+        return KernelTables({None: table}, fmt, str(path))
+    tables = {rank: load_kernel_table(folder) for rank, folder in folders.items()}
+    fmts = sorted({fmt for _, fmt in tables.values()})
+    return KernelTables({rank: table for rank, (table, _) in tables.items()}, "/".join(fmts), str(path))
+
+
+def rank_folders(folder: Path) -> dict[int, Path]:
+    """rank<k> folders of `folder` (profiles/<tool>/rank<k>) or of its tool folders (profiles/*/rank<k>),
+    by rank; UserError when several tools have them (their tables do not line up: name one)."""
+    found: dict[Path, dict[int, Path]] = {}
+    for parent in (folder, *_subfolders(folder)):
+        for child in _subfolders(parent):
+            if m := _RANK_FOLDER.match(child.name):
+                found.setdefault(parent, {})[int(m.group(1))] = child
+    if len(found) > 1:
+        tools = ", ".join(p.name for p in found)
+        raise UserError(f"{folder} holds the outputs of several ranks from several tools ({tools}): "
+                        f"name one, e.g. {next(iter(found))}")
+    return dict(sorted(next(iter(found.values()), {}).items()))
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if is_plain_dir(p))
+    except OSError:
+        return []
+
+
+def load_run_kernel_tables(run_dir: Path) -> KernelTables | None:
+    """A run's newest kernel table through its "profile" events, one a rank in a run of several
+    ranks (the newest tool's, so that the ranks' tables come from one tool), or None."""
     run_dir = Path(run_dir)
-    for event in reversed(read_events(run_dir / EVENTS_FILE).of("profile")):
-        profile = ProfileEvent.from_event(event)
-        if not profile.kernel_table or not (run_dir / profile.kernel_table).is_file():
-            continue
+    usable = [p for p in (ProfileEvent.from_event(e) for e in read_events(run_dir / EVENTS_FILE).of("profile"))
+              if p.kernel_table and (run_dir / p.kernel_table).is_file()]
+    if not usable:
+        return None
+    newest = usable[-1]
+    by_rank = {p.rank: p for p in usable if p.tool == newest.tool}  # a rank's later table wins
+    if any(rank is not None for rank in by_rank):
+        by_rank.pop(None, None)
+    tables = {}
+    for rank, profile in sorted(by_rank.items(), key=lambda item: -1 if item[0] is None else item[0]):
         table = formats.load(run_dir / profile.kernel_table).table
-        fmt = profile.format or profile.tool or "tinylab"
-        table.attrs.update(format=fmt, note=profile.note, tool=profile.tool)
-        return table, str(fmt)
-    return None
+        table.attrs.update(format=profile.format or profile.tool or "tinylab", note=profile.note, tool=profile.tool)
+        tables[rank] = table
+    return KernelTables(tables, str(newest.format or newest.tool or "tinylab"), run_dir.name)
+
+
+def load_run_kernel_table(run_dir: Path) -> tuple[pd.DataFrame, str] | None:
+    """The newest kernel table a run recorded, or None; in a run of several ranks rank 0's (its
+    `attrs` say "rank" and "ranks", so that a reader can say whose table it shows)."""
+    found = load_run_kernel_tables(run_dir)
+    if found is None:
+        return None
+    table, rank = found.select()
+    table.attrs.update(rank=rank, ranks=found.ranks)
+    return table, found.fmt
 
 
 # ----------------------------------------------------------------------------- summaries
@@ -72,11 +180,12 @@ def summarize(
     if top is not None:
         rows = rows.head(top)
     categories = {}
+    total = table["total_ns"].sum(min_count=1)
     for cat, group in table.groupby("category", sort=False):
         cat_total = group["total_ns"].sum(min_count=1)
         categories[str(cat)] = {
             "total_ns": _json_ns(cat_total),
-            "pct": _json_float(group["pct"].sum(min_count=1)),
+            "pct": _json_float(100 * cat_total / total) if total > 0 else None,
             "calls": int(group["calls"].sum()),
             "kernels": len(group),
         }
@@ -93,6 +202,7 @@ def summarize(
 
 def _kernel_record(row: Any) -> dict[str, Any]:
     return {
+        **({"rank": int(row.rank)} if hasattr(row, "rank") else {}),  # an all-ranks table
         "name": row.name,
         "calls": int(row.calls),
         "total_ns": _json_ns(row.total_ns),
@@ -116,6 +226,36 @@ def _json_ns(value: Any) -> int | float | None:
     if value is not None and value.is_integer():
         return int(value)
     return value
+
+
+def compare_ranks(tables: dict[int, pd.DataFrame]) -> dict[str, Any]:
+    """Each rank's whole table in a few numbers (kernel time, time in communication and its share,
+    the top kernel), and the spread between the ranks: how far the one with the most time is above
+    the one with the least (% of the least), for kernel time and for communication."""
+    per_rank = []
+    for rank, table in tables.items():
+        timed = has_durations(table)  # a counts-only table has no times to compare
+        total = table["total_ns"].sum() if timed else None
+        comm = table.loc[table["category"] == "communication", "total_ns"].sum() if timed else None
+        top = table.iloc[0] if len(table) else None  # tables are sorted by total time, then calls
+        per_rank.append({
+            "rank": rank,
+            "total_ns": _json_ns(total),
+            "communication_ns": _json_ns(comm),
+            "communication_pct": _json_float(100 * comm / total) if total else None,
+            "kernel_count": len(table),
+            "top_kernel": None if top is None else {"name": top["name"], "category": top["category"],
+                                                    "pct": _json_float(top["pct"])},
+        })
+    return {"per_rank": per_rank, "spread": {key: _spread(per_rank, key) for key in ("total_ns", "communication_ns")}}
+
+
+def _spread(per_rank: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
+    known = [(r[key], r["rank"]) for r in per_rank if r[key] is not None]
+    if len(known) < 2:
+        return None
+    (low, least), (high, most) = min(known), max(known, key=lambda kv: (kv[0], -kv[1]))
+    return {"most": most, "least": least, "pct": _json_float(100 * (high - low) / low) if low > 0 else None}
 
 
 def kernel_diff(a: pd.DataFrame, b: pd.DataFrame, top: int = 10) -> dict[str, list[dict[str, Any]]]:
@@ -181,14 +321,26 @@ def format_ns(value: float | int | None) -> str:
 
 def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
     """The hotspot table for a terminal: short names (analysis.names) cut to fit; --json/--csv keep
-    the full names."""
+    the full names. With the rank fields of KernelTables.rank_info: which rank it shows (a rank
+    column for all of them) and the per-rank comparison."""
     kernels = summary["kernels"]
     timed = summary["total_ns"] is not None
+    ranks, rank = summary.get("ranks") or [], summary.get("rank")
     lines = [
         f"{source}  [{summary['format']}]  {summary['kernel_count']} kernels"
         + (f", {format_ns(summary['total_ns'])} total kernel time" if timed else ", no durations")
+        + (" (all ranks)" if rank == ALL_RANKS and timed else "")
     ]
-    header = f"{'#':>3}  {'total':>9}  {'share':>6}  {'calls':>7}  {'avg':>9}  {'min':>9}  {'max':>9}  {'category':<11}  name"
+    if rank == ALL_RANKS:
+        lines.append(f"all {len(ranks)} ranks, one row per kernel and rank (share: of its rank's kernel time); "
+                     "--rank N for one rank")
+    elif ranks:
+        lines.append(f"rank {rank} of {len(ranks)}; --rank N for another, --rank {ALL_RANKS} for one row per "
+                     "kernel and rank")
+    by_rank = rank == ALL_RANKS
+    cat_width = max([len("category") + 3, *(len(k["category"]) for k in kernels)])  # "communication" when listed
+    header = (f"{'#':>3}  " + ("rank  " if by_rank else "") + f"{'total':>9}  {'share':>6}  {'calls':>7}  "
+              f"{'avg':>9}  {'min':>9}  {'max':>9}  {'category':<{cat_width}}  name")
     lines.append(header)
     fixed = len(header) - len("name")
     name_width = max(20, width - fixed)
@@ -196,8 +348,9 @@ def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
         name = name if len(name) <= name_width else name[: name_width - 1] + "…"
         share = f"{k['pct']:.1f}%" if k["pct"] is not None else "-"
         lines.append(
-            f"{i:>3}  {format_ns(k['total_ns']):>9}  {share:>6}  {k['calls']:>7}  {format_ns(k['avg_ns']):>9}  "
-            f"{format_ns(k['min_ns']):>9}  {format_ns(k['max_ns']):>9}  {k['category']:<11}  {name}"
+            f"{i:>3}  " + (f"{k['rank']:>4}  " if by_rank else "")
+            + f"{format_ns(k['total_ns']):>9}  {share:>6}  {k['calls']:>7}  {format_ns(k['avg_ns']):>9}  "
+            f"{format_ns(k['min_ns']):>9}  {format_ns(k['max_ns']):>9}  {k['category']:<{cat_width}}  {name}"
         )
     if not kernels:
         lines.append("    (no kernels match)")
@@ -208,7 +361,32 @@ def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
             parts.append(f"{cat} {share} ({format_ns(c['total_ns'])})")
         else:
             parts.append(f"{cat} {c['calls']} calls")
-    lines.append("by category: " + " · ".join(parts))
+    lines.append("by category" + (" (all ranks)" if by_rank else "") + ": " + " · ".join(parts))
     if summary.get("note"):
         lines.append(f"note: {summary['note']}")
+    if summary.get("per_rank"):
+        lines += render_ranks(summary, width)
     return "\n".join(lines)
+
+
+def render_ranks(info: dict[str, Any], width: int = 120) -> list[str]:
+    """The per-rank comparison of KernelTables.rank_info as lines: a row a rank, then the spread."""
+    rows = info["per_rank"]
+    lines = ["per rank (each rank's whole table):", f"  {'rank':>4}  {'kernel time':>11}  {'communication':>15}  top kernel"]
+    names = short_names([r["top_kernel"]["name"] if r["top_kernel"] else "-" for r in rows])
+    for r, name in zip(rows, names):
+        comm = format_ns(r["communication_ns"]) + (f" {r['communication_pct']:.1f}%"
+                                                   if r["communication_pct"] is not None else "")
+        top = r["top_kernel"]
+        top_text = "-" if top is None else f"{name} ({top['category']}" + (
+            f", {top['pct']:.1f}%)" if top["pct"] is not None else ")")
+        line = f"  {r['rank']:>4}  {format_ns(r['total_ns']):>11}  {comm:>15}  {top_text}"
+        lines.append(line if len(line) <= width else line[: width - 1] + "…")
+    spreads = []
+    for key, label in (("total_ns", "kernel time"), ("communication_ns", "communication")):
+        spread = info["spread"].get(key)
+        if spread and spread["pct"] is not None:
+            spreads.append(f"{label} +{spread['pct']:.1f}% (rank {spread['most']} most, rank {spread['least']} least)")
+    if spreads:
+        lines += textwrap.wrap("spread between ranks: " + "; ".join(spreads), width, subsequent_indent="  ")
+    return lines

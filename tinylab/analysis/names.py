@@ -140,11 +140,12 @@ def _operation(args: str) -> str | None:
 
 def short_names(names: list[str]) -> list[str]:
     """short_name of each, with " #2", " #3"... on repeats, so that kernels whose short names
-    coincide (two template instances of one softmax kernel) stay apart in a table."""
+    coincide (two template instances of one softmax kernel) stay apart in a table; a name listed
+    twice (one kernel on two ranks) keeps one short name."""
     seen: dict[str, int] = {}
-    out = []
-    for name in names:
+    given: dict[str, str] = {}
+    for name in dict.fromkeys(names):
         short = short_name(name)
         seen[short] = seen.get(short, 0) + 1
-        out.append(short if seen[short] == 1 else f"{short} #{seen[short]}")
-    return out
+        given[name] = short if seen[short] == 1 else f"{short} #{seen[short]}"
+    return [given[name] for name in names]

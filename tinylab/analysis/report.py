@@ -22,8 +22,10 @@ from tinylab.analysis.compare import (
     load_kernels,
     metric_label,
     metric_rows,
+    scaling_rows,
     show_value,
 )
+from tinylab.analysis.ranks import FULL, NUMERIC, rank_table, sync_line
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, FIELD_BY_KEY, Summary, number, sample_steps
 from tinylab.runs.record import RunRecord
@@ -102,6 +104,9 @@ def collect(run: Run) -> RunData:
 
         table, kernel_format = loaded
         data.kernels = summarize(table, TOP_KERNELS, None, fmt=kernel_format)
+        if table.attrs.get("ranks"):  # ranks are never merged: say whose table this is
+            data.notes.append(f"the top kernels of rank {table.attrs['rank']} of {len(table.attrs['ranks'])} ranks "
+                              f"(`tinylab hotspots {run.id} --rank N` for another, `--rank all` for every rank)")
     return data
 
 
@@ -172,6 +177,15 @@ def _config_rows(cfg: dict[str, Any]) -> list[list[str]]:
     return [[key, show_value(value)] for key, value in sorted(cfg.items())]
 
 
+def _ranks_caption(record: RunRecord) -> str:
+    engine = record.config.get("parallel")
+    slowest = record.summary.slowest_rank if record.summary else None
+    return " ".join(filter(None, [
+        f"{record.world_size} ranks" + (f" under {engine}" if engine else "") + ".",
+        f"Rank {slowest} is the slowest (the others wait for it)." if slowest is not None else None,
+        sync_line(record)]))
+
+
 def _not_finished(record: RunRecord) -> str:
     if record.status == "running":
         return "The run is still running: no summary yet; the charts show the steps so far."
@@ -195,6 +209,9 @@ def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: 
         out += ["### Summary", ""]
         out += (_md_table(["metric", "value"], _summary_rows(r.summary)) if r.summary
                 else [_not_finished(r)]) + [""]
+        if r.ranks:
+            out += ["### Ranks", "", _md_text(_ranks_caption(r)), ""]
+            out += _md_table(*rank_table(r)) + [""]
         if r.error:
             err = r.error
             out += ["### Error", "", f"**{_md_text(err.type)}**: {_md_text(err.message)}", ""]
@@ -252,6 +269,10 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
     out = [f"### {letter} vs A: {b['id']} ({b['version']}) vs {a['id']} ({a['version']})", "",
            f"A = {_md_text(a['key_config'])}; {letter} = {_md_text(b['key_config'])}. Ratios are {letter}/A.", ""]
     out += _md_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter)) + [""]
+    scaled = scaling_rows(result, letter)
+    if scaled:
+        header, rows, line = scaled
+        out += ["Scaling (samples/s of the whole run, and per rank):", ""] + _md_table(header, rows) + ["", line, ""]
     if result["config_diff"]:
         out += ["Config differences:", ""]
         out += _md_table(["key", "A", letter, "under test"],
@@ -326,6 +347,9 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
         out.append("<h3>Summary</h3>")
         out += (_html_table(["metric", "value"], _summary_rows(r.summary), numeric=(1,)) if r.summary
                 else [f"<p>{e(_not_finished(r))}</p>"])
+        if r.ranks:
+            out += ["<h3>Ranks</h3>", f"<p>{e(_ranks_caption(r))}</p>"]
+            out += _html_table(*rank_table(r), numeric=tuple(i for i, key in enumerate(FULL) if key in NUMERIC))
         if r.error:
             err = r.error
             out += ["<h3>Error</h3>", f"<p><strong>{e(str(err.type))}</strong>: {e(str(err.message))}</p>"]
@@ -361,6 +385,11 @@ def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
            f"<p>A = {e(a['key_config'])}; {letter} = {e(b['key_config'])}. Ratios are {letter}/A.</p>"]
     out += _html_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter),
                        numeric=(1, 2, 3), marked=4)
+    scaled = scaling_rows(result, letter)
+    if scaled:
+        header, rows, line = scaled
+        out.append("<p>Scaling (samples/s of the whole run, and per rank):</p>")
+        out += _html_table(header, rows, numeric=(1, 2, 3, 4, 5)) + [f"<p>{e(line)}</p>"]
     if result["config_diff"]:
         out.append("<p>Config differences:</p>")
         out += _html_table(["key", "A", letter, "under test"],

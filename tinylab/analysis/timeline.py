@@ -53,10 +53,11 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "hip_ru
 PHASES = ("forward", "backward", "optimizer")
 PHASE_MARKS = {"forward": "F", "backward": "B", "optimizer": "O"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
-#: HTA's communication kernels (CommunicateKernelGroupingPattern): non-compute like copies.
-_COMMUNICATION = re.compile(r"^nccl|^rccl|ncclKernel|^hccl")
-#: Collectives as the host records them: gloo runs them on its own threads (a CPU run's only record
-#: of communication), NCCL/RCCL issue them from the host.
+#: Kernel categories that are no compute: copies, and (HTA's CommunicateKernelGroupingPattern) the
+#: NCCL/RCCL collectives.
+NON_COMPUTE = frozenset({"memcpy", "communication"})
+#: Collectives as the backend records them on the host: gloo runs them on its own threads (a CPU
+#: run's only record of the collective itself), NCCL/RCCL issue them from the host.
 _HOST_COLLECTIVE = re.compile(r"^(?:gloo|nccl|rccl):")
 
 #: A step whose GPU idles this share of its wall time or more is bound by something else.
@@ -104,7 +105,7 @@ class Trace:
     devices: int
     base_us: float | None  # baseTimeNanoseconds / 1000: trace ts + base = wall-clock µs
     notes: list[str] = field(default_factory=list)
-    collectives: list[tuple[float, float]] = field(default_factory=list)  # host-recorded collectives (gloo)
+    collectives: list[tuple[float, float]] = field(default_factory=list)  # host-recorded collectives (gloo, c10d)
     host_ops: list[tuple[float, float]] = field(default_factory=list)  # the phases' thread's other operators
 
 
@@ -160,7 +161,7 @@ def load_trace(path: Path) -> Trace:
                 phase_tids.add(e.get("tid"))
             elif _HOST_COLLECTIVE.match(name):
                 collectives.append((ts, ts + dur))
-            elif cat == "cpu_op":
+            elif cat == "cpu_op" and categorize(name) != "communication":
                 ops.append((ts, ts + dur, e.get("tid")))
     notes: list[str] = []
     counts: dict[Any, int] = {}
@@ -170,7 +171,7 @@ def load_trace(path: Path) -> Trace:
     if len(counts) > 1:
         notes.append(f"{len(counts)} devices in the trace; showing device {device}, the one with the most GPU events")
     gpu_events = sorted(
-        (GpuEvent(s, t, n, launches.get(c), cat == "kernel" and categorize(n) != "memcpy" and not _COMMUNICATION.search(n),
+        (GpuEvent(s, t, n, launches.get(c), cat == "kernel" and categorize(n) not in NON_COMPUTE,
                   cat in ("kernel", "Kernel"))
          for s, t, n, c, d, cat in gpu if d == device),
         key=lambda g: g.start,
@@ -411,8 +412,9 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
 
 # ------------------------------------------------------------------------------------ the whole
 def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> dict[str, Any]:
-    """Every step's anatomy, the step to show (`step`, else the one of median wall time), and
-    that step's memory when a memory timeline is given. UserError on a missing step."""
+    """Every step's anatomy, the step to show (`step`, else the one of median wall time), that
+    step's memory when a memory timeline is given, and the collectives a step (`communication`:
+    ms, hidden share, steps; None without collectives). UserError on a missing step."""
     trace = load_trace(Path(trace_path))
     anatomies = [step_anatomy(trace, w) for w in trace.windows]
     if step is not None:
@@ -432,9 +434,11 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
         memory = memory_in_window(times, sizes, trace, window)
         if memory is None:
             notes.append("the memory timeline has no point in this step's window")
+    comm = collectives(trace)
     return {
         "source": trace.source,
         "memory_source": str(memory_path) if memory_path else None,
+        "communication": None if comm is None else {"ms": comm[0], "hidden": comm[1], "steps": len(trace.windows)},
         "device": trace.device,
         "has_gpu_events": bool(trace.events),
         "steps": anatomies,
@@ -459,20 +463,25 @@ def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> floa
 
 
 def communication(trace_path: Path) -> tuple[float, float | None] | None:
+    """collectives() of a trace file."""
+    return collectives(load_trace(Path(trace_path)))
+
+
+def collectives(trace: Trace) -> tuple[float, float | None] | None:
     """Time in collectives a step (ms, mean over the trace's steps) and the share of it that ran
     under compute; None when the trace recorded no collective.
 
     On a GPU: the union of NCCL/RCCL kernels, and its overlap with the compute kernels' union (HTA's
     comm/comp overlap). On a CPU: gloo's collectives (run on gloo's own threads), and their overlap
-    with the operators of the thread that runs the step.
+    with the operators of the thread that runs the step, less its calls into the collectives
+    (`c10d::allreduce_`: a step thread that waits in one hides nothing).
     """
-    trace = load_trace(Path(trace_path))
     starts = [g.start for g in trace.events]
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
         if trace.events:
             comm = merge([(max(g.start, w.start), min(g.end, w.end)) for g in trace.events[: bisect.bisect_left(starts, w.end)]
-                          if g.end > w.start and _COMMUNICATION.search(g.name)])
+                          if g.end > w.start and categorize(g.name) == "communication"])
             compute = merge(_clipped(trace.events, starts, w.start, w.end, only_compute=True))
         else:
             comm = merge([(max(a, w.start), min(b, w.end)) for a, b in trace.collectives if b > w.start and a < w.end])
@@ -526,6 +535,12 @@ def render(result: dict[str, Any], title: str, width: int = 80) -> str:
         shares = [f"{c} {100 * ms / total:.0f}%" for c, ms in cats.items() if ms / total >= 0.01]
         lines += textwrap.wrap("kernel time by category: " + " · ".join(shares), width, initial_indent="  ",
                                subsequent_indent="    ")
+    comm = result.get("communication")
+    if comm:
+        steps = f"mean of {comm['steps']} steps" if comm["steps"] > 1 else "one window"
+        hidden = f", {comm['hidden']:.0%} hidden under compute" if comm["hidden"] is not None else ""
+        lines += textwrap.wrap(f"collectives: {comm['ms']:.2f} ms a step ({steps}){hidden}", width,
+                               initial_indent="  ", subsequent_indent="    ")
     memory = result.get("memory")
     if memory:
         where = f", in {memory['peak_phase']}" if memory["peak_phase"] else ""

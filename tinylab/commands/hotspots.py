@@ -22,6 +22,18 @@ def _positive(text: str) -> int:
     return value
 
 
+def _rank(text: str) -> int | str:
+    if text == "all":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a rank (0, 1, ...) or 'all', got {text!r}")
+    return value
+
+
 def add_arguments(p) -> None:
     p.add_argument(
         "path",
@@ -33,6 +45,9 @@ def add_arguments(p) -> None:
     p.add_argument("--top", type=_positive, default=None, metavar="N",
                    help=f"show the N kernels with the most total time (default: {DEFAULT_TOP} as text, all with --json/--csv)")
     p.add_argument("--category", default=None, metavar="C", help=f"only kernels of category C: {', '.join(CATEGORIES)}")
+    p.add_argument("--rank", type=_rank, default=None, metavar="N",
+                   help="a run of several ranks: rank N's table (default: rank 0), or 'all' for one row per "
+                        "kernel and rank; ranks are never merged")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print one JSON object with full kernel names")
     fmt.add_argument("--csv", action="store_true", help="print the normalized table as CSV")
@@ -47,9 +62,10 @@ def run(args) -> int:
     )
 
     check_category(args.category)
-    table, fmt = lab_from(args).hotspots_table(args.path)
+    tables = lab_from(args).hotspots_table(args.path)
+    table, rank = tables.select(args.rank)
     top = args.top if args.top is not None or args.json or args.csv else DEFAULT_TOP
-    summary = summarize(table, top, args.category, fmt=fmt)
+    summary = {**summarize(table, top, args.category, fmt=tables.fmt), **tables.rank_info(rank)}
     if args.json:
         print_json({"source": args.path, **summary})
     elif args.csv:
@@ -64,10 +80,12 @@ def write_csv(summary: dict) -> None:
 
     from tinylab.analysis.kernel_table import KERNEL_COLUMNS
 
+    columns = (["rank"] if summary["ranks"] else []) + KERNEL_COLUMNS  # whose row it is, in a run of several
     writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(KERNEL_COLUMNS)
+    writer.writerow(columns)
     for k in summary["kernels"]:
-        writer.writerow(["" if k[c] is None else k[c] for c in KERNEL_COLUMNS])
+        k = {"rank": summary["rank"], **k}  # one rank's table: its rank on every row; all ranks: each row's
+        writer.writerow(["" if k[c] is None else k[c] for c in columns])
 
 
 def _terminal_width() -> int:

@@ -33,8 +33,12 @@ def run(args) -> int:
         for f in SUMMARY_FIELDS:
             if f.shown:
                 print(f"  {f.key:<16} {_fmt(r.summary.get(f.key))}")
+    if r.ranks:
+        _print_ranks(r)
     for prof in r.profiles:
-        print(f"profile  {prof.tool}: kernel table {prof.kernel_table or '-'}" + (f"  ({prof.note})" if prof.note else ""))
+        rank = f" rank {prof.rank}" if prof.rank is not None else ""
+        print(f"profile  {prof.tool}{rank}: kernel table {prof.kernel_table or '-'}"
+              + (f"  ({prof.note})" if prof.note else ""))
         for name, path in prof.artifacts.items():
             print(f"  {name:<16} {r.dir}/{path}")
     if r.status == "cancelled":  # its error event is the interrupt itself, not a failure
@@ -55,6 +59,17 @@ def run(args) -> int:
     if r.problem:
         print(f"damaged  {r.problem}")
     return 0
+
+
+def _print_ranks(r) -> None:
+    from tinylab.analysis.compare import text_table
+    from tinylab.analysis.ranks import NUMERIC, FULL, rank_table, sync_line
+
+    engine = r.config.get("parallel")
+    print(f"ranks    {r.world_size}" + (f" under {engine}" if engine else "") + "  " + (sync_line(r) or ""))
+    header, rows = rank_table(r)
+    for line in text_table(header, rows, right=tuple(i for i, key in enumerate(FULL) if key in NUMERIC)):
+        print(line)
 
 
 def _fmt(v) -> str:

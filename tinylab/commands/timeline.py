@@ -11,6 +11,8 @@ def add_arguments(p) -> None:
                         "or a PyTorch profiler trace file (.json / .json.gz)")
     p.add_argument("--step", type=int, default=None, metavar="N",
                    help="the ProfilerStep#N to draw (default: the step of median wall time)")
+    p.add_argument("--rank", type=int, default=None, metavar="N",
+                   help="a run of several ranks: rank N's trace (default: rank 0); ranks are never merged")
     p.add_argument("--json", action="store_true", help="every step's numbers, the lanes and the memory series")
     add_runs_dir(p)
 
@@ -18,7 +20,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from tinylab.analysis.timeline import render
 
-    result = lab_from(args).timeline(args.run, args.step)
+    result = lab_from(args).timeline(args.run, args.step, args.rank)
     if args.json:
         print_json(result)
     else:

@@ -109,16 +109,18 @@ class Lab:
 
     # ----------------------------------------------------------------- analysis
     def kernel_table(self, ref: str):
-        """(DataFrame, format) of the run's newest kernel table, or None."""
+        """The run's newest kernel tables (tinylab.analysis.hotspots.KernelTables: one a rank in a run
+        of several), or None."""
         from tinylab.analysis.hotspots import (
-            load_run_kernel_table,  # pandas: only when a table is asked for
+            load_run_kernel_tables,  # pandas: only when a table is asked for
         )
 
-        return load_run_kernel_table(self.run(ref).dir)
+        return load_run_kernel_tables(self.run(ref).dir)
 
     def hotspots_table(self, ref: str):
-        """(DataFrame, format) of a run (id, prefix, `last`, folder) or of any profiler output file/folder."""
-        from tinylab.analysis.hotspots import load_kernel_table, load_run_kernel_table
+        """KernelTables of a run (id, prefix, `last`, folder) or of any profiler output file/folder;
+        a folder of rank<k> folders gives one table a rank."""
+        from tinylab.analysis.hotspots import load_kernel_tables, load_run_kernel_tables
 
         path = Path(ref)
         if is_run_dir(path):
@@ -127,27 +129,31 @@ class Lab:
             raise UserError(f"{path} holds {len(runs)} runs, whose profiles would be mixed: name one "
                             f"(tinylab hotspots {runs[-1]} --runs-dir {path})")
         elif path.exists():
-            return load_kernel_table(path)
+            return load_kernel_tables(path)
         elif len(path.parts) > 1 or path.suffix:
             raise UserError(f"{ref}: no such file or folder")
         else:
             run_dir = self.run(ref).dir
-        found = load_run_kernel_table(run_dir)
+        found = load_run_kernel_tables(run_dir)
         if found is not None:
             return found
         profiles = run_dir / "profiles"
         if profiles.is_dir() and any(profiles.iterdir()):
-            return load_kernel_table(profiles)
+            return load_kernel_tables(profiles)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
 
-    def timeline(self, ref: str, step: int | None = None) -> dict[str, Any]:
+    def timeline(self, ref: str, step: int | None = None, rank: int | None = None) -> dict[str, Any]:
         """Step anatomy (tinylab.analysis.timeline) of a run's PyTorch trace, or of a trace file
-        given by path; with the run's memory timeline when it has one. UserError without a trace."""
+        given by path; with the run's memory timeline when it has one. A run of several ranks has a
+        trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
+        for a rank the run does not have."""
         from tinylab.analysis.timeline import analyze
 
         path = Path(ref)
         if path.is_file():
+            if rank is not None:
+                raise UserError(f"--rank {rank}: {ref} is one trace file; --rank picks a rank's trace of a run")
             memory = path.parent / MEMORY_TIMELINE
             result = analyze(path, memory if memory.is_file() else None, step)
             result["title"] = f"timeline of {path.name}"
@@ -156,21 +162,31 @@ class Lab:
             raise UserError(f"{ref}: no such trace file")
         run = self.run(ref)
         record = run.record()
-        trace = memory = None
+        found: dict[int | None, dict[str, Path]] = {}  # rank -> {"trace": ..., "memory": ...}
         for profile in record.profiles:
             for name, rel in profile.artifacts.items():
                 full = run.dir / rel
                 if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
-                    trace = full
+                    found.setdefault(profile.rank, {})["trace"] = full
                 elif name == MEMORY_TIMELINE and full.is_file():
-                    memory = full
-        if trace is None:
+                    found.setdefault(profile.rank, {})["memory"] = full
+        traced = {r: files for r, files in found.items() if "trace" in files}
+        if not traced:
             raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
-                            "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
-        result = analyze(trace, memory, step)
+                          "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
+        ranks = sorted(r for r in traced if r is not None)
+        if ranks:
+            rank = ranks[0] if rank is None else rank
+            if rank not in traced:
+                raise UserError(f"--rank {rank}: run {run.id} has traces of ranks {', '.join(map(str, ranks))}")
+        elif rank is not None:
+            raise UserError(f"--rank {rank}: run {run.id} is one process, not a run of several ranks")
+        files = traced[rank]
+        result = analyze(files["trace"], files.get("memory"), step)
         cfg = record.config
-        result["title"] = (f"timeline of {run.id} {cfg.get('version', '?')} {cfg.get('precision', '?')} "
-                           f"on {record.device_name or record.device or '?'}")
+        whose = f" rank {rank} of {len(ranks)}" if ranks else ""
+        result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "
+                      f"{cfg.get('precision', '?')} on {record.device_name or record.device or '?'}")
         return result
 
     def compare(self, a: str, b: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from support.paths import FIX
 from support.rocpd_db import write_rocpd
 
 from tinylab.analysis import formats
+from tinylab.analysis.categories import CATEGORIES
 from tinylab.analysis.formats import detect
 from tinylab.analysis.hotspots import load_kernel_table
 from tinylab.cli import main
@@ -78,7 +79,7 @@ def check_table(result) -> None:
     table = result.table
     assert not table.empty
     assert (table["calls"] >= 0).all()
-    assert table["category"].isin(["gemm", "attention", "norm", "elementwise", "reduction", "memcpy", "triton", "other"]).all()
+    assert table["category"].isin(CATEGORIES).all()
 
 
 # ----------------------------------------------------------------------------- fixed bad inputs

@@ -43,6 +43,7 @@ class CompareScreen(BaseScreen):
         yield Static("Comparing…", id="cmp-head")
         with Panes(id="cmp-panes"):
             with Pane(title="Metrics", id="metrics-pane"):
+                yield Static(id="cmp-scaling")
                 yield DataTable(id="metrics", cursor_type="row", zebra_stripes=True)
                 yield Static(id="cmp-notes")
             yield Pane(BarChart("B / A (1.00 = same)", id="cmp-chart"), title="Chart", id="chart-pane")
@@ -65,7 +66,7 @@ class CompareScreen(BaseScreen):
 
     @on(Compared)
     def _show(self, message: Compared) -> None:
-        from tinylab.analysis.compare import metric_rows, noise_note
+        from tinylab.analysis.compare import metric_rows, noise_note, scaling_rows
 
         result = message.result
         a, b = result["a"], result["b"]
@@ -78,6 +79,11 @@ class CompareScreen(BaseScreen):
         if diff:
             head.append("differs: " + ", ".join(f"{d['key']} {d['a']}→{d['b']}" for d in diff), style="dim")
         self.query_one("#cmp-head", Static).update(head)
+        scaling = self.query_one("#cmp-scaling", Static)
+        scaled = scaling_rows(result)
+        scaling.set_class(scaled is not None, "-shown")
+        if scaled is not None:
+            scaling.update(scaling_table(*scaled))
 
         table = self.query_one("#metrics", DataTable)
         table.clear()
@@ -132,3 +138,12 @@ class CompareScreen(BaseScreen):
     def action_swap(self) -> None:
         self.a_id, self.b_id = self.b_id, self.a_id
         self.load()
+
+
+def scaling_table(header: list[str], rows: list[list[str]], line: str) -> Text:
+    """Runs of different world sizes: each run's ranks, samples/s in all and per rank, collectives,
+    and the scaling efficiency (tinylab.analysis.compare.scaling_rows)."""
+    from tinylab.analysis.compare import text_table
+
+    head, *body = text_table(header, rows, right=(1, 2, 3, 4, 5))
+    return Text.assemble((head[1:], "bold"), "\n", "\n".join(r[1:] for r in body), "\n", (line, "bold"))

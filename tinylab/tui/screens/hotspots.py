@@ -56,14 +56,22 @@ OPEN_WITH = (
 
 
 class Loaded(Message):
-    """The run's record, its roofline and step-anatomy texts, and its kernel table with the
-    table's summary (or None)."""
+    """The run's record, its roofline and step-anatomy texts, and its kernel tables (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, timeline: str, table: Any,
-                 summary: dict[str, Any] | None) -> None:
+    def __init__(self, record: RunRecord, roofline: str, timeline: str, tables: Any) -> None:
         super().__init__()
         self.record, self.roofline, self.timeline = record, roofline, timeline
-        self.table, self.summary = table, summary
+        self.tables = tables
+
+
+class TableShown(Message):
+    """One rank's kernel table (the first rank's at first; the only one of a one-process run), its
+    summary with the rank fields of KernelTables.rank_info, and that rank's step anatomy when the
+    rank changed (None: keep the one shown)."""
+
+    def __init__(self, table: Any, summary: dict[str, Any], timeline: str | None = None) -> None:
+        super().__init__()
+        self.table, self.summary, self.timeline = table, summary, timeline
 
 
 class Selected(Message):
@@ -94,12 +102,16 @@ class HotspotsScreen(BaseScreen):
         Binding("n", "top", "Top N", tooltip="how many kernels to list"),
         Binding("t", "next_pane", "Next panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
                 "timeline take turns in the last cell"),
+        Binding("R", "next_rank", "Next rank", show=False,  # the head says "R: next" where it applies
+                tooltip="a run of several ranks: the next rank's table (ranks are never merged; "
+                "`tinylab hotspots RUN --rank all` lists them side by side)"),
     ]
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-        self.table: Any = None  # the full kernel table (a pandas DataFrame), once loaded
+        self.tables: Any = None  # the run's kernel tables (analysis.hotspots.KernelTables), once loaded
+        self.table: Any = None  # the full kernel table shown (a pandas DataFrame): one rank's
         self.summary: dict[str, Any] | None = None
         self.sort_key = "total_ns"
         self.descending = True
@@ -137,22 +149,31 @@ class HotspotsScreen(BaseScreen):
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
         timeline = self._timeline_text()
-        loaded = self.backend.kernel_table(self.run_id)
-        if loaded is None:
-            self.post_message(Loaded(record, roofline, timeline, None, None))
-            return
+        tables = self.backend.kernel_table(self.run_id)
+        self.post_message(Loaded(record, roofline, timeline, tables))
+        if tables is not None:
+            self._show_rank(tables, None)
+
+    def _show_rank(self, tables: Any, rank: int | None, timeline: str | None = None) -> None:
+        """One rank's table, summarized, then its rows (in the worker that calls it)."""
         from tinylab.analysis.hotspots import summarize
 
-        table, fmt = loaded
-        self.post_message(Loaded(record, roofline, timeline, table, summarize(table, None, None, fmt=fmt)))
+        table, rank = tables.select(rank)
+        summary = {**summarize(table, None, None, fmt=tables.fmt), **tables.rank_info(rank)}
+        self.post_message(TableShown(table, summary, timeline))
         self.post_message(self._select(table))
 
-    def _timeline_text(self) -> str:
-        """The step anatomy of the run's PyTorch trace (in the load worker), or why there is none."""
+    @background("rank")
+    def load_rank(self, rank: int) -> None:
+        self._show_rank(self.tables, rank, self._timeline_text(rank))
+
+    def _timeline_text(self, rank: int | None = None) -> str:
+        """The step anatomy of the run's PyTorch trace (of `rank`'s, in a run of several: the first
+        rank's by default), or why there is none; in a worker."""
         from tinylab.analysis.timeline import render
 
         try:
-            result = self.backend.timeline(self.run_id)
+            result = self.backend.timeline(self.run_id, rank=rank)
         except UserError as exc:
             return str(exc)
         # a full-width panel on a narrow screen, half the width in the wide grid (the app's
@@ -181,11 +202,17 @@ class HotspotsScreen(BaseScreen):
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
         self.query_one("#hot-timeline", Static).update(Text(message.timeline))
-        self.table = message.table
-        if message.summary is None:
+        self.tables = message.tables
+        if message.tables is None:
             self._no_table(message.record)
-        else:
-            self._loaded(message.summary)
+        self.refresh_bindings()
+
+    @on(TableShown)
+    def _on_table_shown(self, message: TableShown) -> None:
+        self.table = message.table
+        self._loaded(message.summary)
+        if message.timeline is not None:
+            self.query_one("#hot-timeline", Static).update(Text(message.timeline))
 
     @on(Selected)
     def _on_selected(self, message: Selected) -> None:
@@ -199,6 +226,9 @@ class HotspotsScreen(BaseScreen):
         head.append(f"{self.run_id} ", style="bold")
         total = f", {format_ns(summary['total_ns'])} of kernel time" if summary["total_ns"] is not None else ""
         head.append(f"[{summary['format']}] {summary['kernel_count']} kernels{total}")
+        if summary["ranks"]:
+            head.append(f"\nrank {summary['rank']} of {len(summary['ranks'])}", style="bold")
+            head.append(" (R: next)" + rank_note(summary))
         if summary.get("note"):
             head.append(f"\n{summary['note']}", style="dim")
         self.query_one("#hot-head", Static).update(head)
@@ -224,14 +254,16 @@ class HotspotsScreen(BaseScreen):
         table = self.query_one("#kernels", DataTable)
         table.clear(columns=True)
         shorts = short_names([r["name"] for r in rows])
+        # from the rows, never from the layout: "communication" is wider than the other categories
+        widths = {**WIDTHS, "category": max([WIDTHS["category"], *(len(r["category"]) for r in rows)])}
         for key in columns:
             label, _ = SORTS[key]
             if key == self.sort_key:
                 label += " ▼" if self.descending else " ▲"
-            width = WIDTHS.get(key)
+            width = widths.get(key)
             if key == "name":  # what is left of the row (the full name shows under the table); from the
                 # screen's width, which is known before the table's own layout is
-                fixed = sum(WIDTHS[k] + 2 for k in columns if k != "name")
+                fixed = sum(widths[k] + 2 for k in columns if k != "name")
                 width = max(len(label), self.size.width - fixed - (6 if not narrow else 4))
             table.add_column(label, key=key, width=width)
         for i, row in enumerate(rows):
@@ -336,6 +368,16 @@ class HotspotsScreen(BaseScreen):
         self.top = TOPS[(TOPS.index(self.top) + 1) % len(TOPS)] if self.top in TOPS else TOPS[0]
         self.reselect()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_rank":
+            return self.tables is not None and len(self.tables.ranks) > 1
+        return True
+
+    def action_next_rank(self) -> None:
+        ranks = self.tables.ranks
+        current = (self.summary or {}).get("rank")
+        self.load_rank(ranks[(ranks.index(current) + 1) % len(ranks)] if current in ranks else ranks[0])
+
     def action_next_pane(self) -> None:
         """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
         timeline) that share the grid's last cell."""
@@ -346,3 +388,15 @@ class HotspotsScreen(BaseScreen):
         current = next((i for i, pane in enumerate(details) if pane.has_class("-detail")), 0)
         for i, pane in enumerate(details):
             pane.set_class(i == (current + 1) % len(details), "-detail")
+
+
+def rank_note(summary: dict[str, Any]) -> str:
+    """This rank's share of time in communication, and how far apart the ranks' kernel times are."""
+    mine = next(r for r in summary["per_rank"] if r["rank"] == summary["rank"])
+    parts = []
+    if mine["communication_pct"] is not None:
+        parts.append(f"communication {mine['communication_pct']:.0f}%")
+    spread = summary["spread"]["total_ns"]
+    if spread and spread["pct"] is not None:
+        parts.append(f"kernel time: rank {spread['most']} {spread['pct']:+.0f}% over rank {spread['least']}")
+    return "".join(f" · {p}" for p in parts)

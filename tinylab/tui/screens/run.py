@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Footer, Header, Log, ProgressBar, Static
+from textual.widgets import DataTable, Footer, Header, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tinylab.errors import UserError
@@ -270,10 +270,15 @@ class RunScreen(BaseScreen):
         widget.set_class(self.status == "finished", "-finished")
         widget.set_class(self.status != "finished", "-failed")
         widget.update(outcome_text(record, self.status))
+        panes = self.query_one("#run-panes", Panes)
+        if record.ranks and not self.query("#ranks"):
+            panes.add(Pane(ranks_table(record), title="Ranks", id="ranks-pane"))
         if self.status == "failed":
-            self.query_one("#run-panes", Panes).show("log-pane")
+            panes.show("log-pane")
+        elif self.status == "finished" and record.ranks:  # what a run of several adds: each rank
+            panes.show("ranks-pane")
         elif self.status == "finished" and self.steps:
-            self.query_one("#run-panes", Panes).show("charts-pane")
+            panes.show("charts-pane")
 
     # ---------------------------------------------------------------- actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -337,6 +342,32 @@ def _gb(mb: Any) -> float | None:
     return mb / 1024 if isinstance(mb, (int, float)) else None
 
 
+def ranks_table(record: RunRecord) -> DataTable:
+    """Each rank of a run of several, in the columns that fit 80: step median and p90, forward and
+    backward, collectives; the slowest rank and weights out of sync said in words."""
+    from tinylab.analysis.ranks import NUMERIC, rank_table
+
+    keys = ("rank", "step", "p90", "fwd", "bwd", "weights", "comm")  # the weights before what a narrow cell cuts
+    header, rows = rank_table(record, keys)
+    table = DataTable(id="ranks", cursor_type="row", zebra_stripes=True)
+    for key, label in zip(keys, header):
+        table.add_column(label, key=key)
+    for row in rows:
+        table.add_row(*[Text(cell, justify="right") if key in NUMERIC else cell for key, cell in zip(keys, row)])
+    return table
+
+
+def ranks_line(record: RunRecord) -> str:
+    """A run of several ranks in one line: how many under which engine, the slowest, the weights."""
+    from tinylab.analysis.ranks import sync_line
+
+    engine = record.config.get("parallel")
+    slowest = record.summary.slowest_rank if record.summary else None
+    return " · ".join(filter(None, [f"{record.world_size} ranks" + (f" under {engine}" if engine else ""),
+                                    f"rank {slowest} slowest" if slowest is not None else None,
+                                    sync_line(record)]))
+
+
 def status_style(status: str) -> str:
     return {"running": "bold $accent", "finished": "bold $success", "failed": "bold $error"}.get(status, "bold $warning")
 
@@ -362,6 +393,8 @@ def outcome_text(record: RunRecord, status: str) -> Text:
             f"MFU {mfu}",
         ]
         text.append(" · " + " · ".join(parts))
+        if record.ranks:
+            text.append("\n" + ranks_line(record))
         if s.partly_trained:
             text.append(f"\n! only {s.params_trained} of {s.params_total} parameter tensors trained: this speed is "
                         "not a real training step", style="bold")
