@@ -212,6 +212,11 @@ class RunConfig:
         if self.parallel in ("fsdp", "zero1", "zero2"):
             return (f"--parallel {self.parallel} gathers and partitions outside the step a graph would replay: "
                     "add --no-cuda-graph, or use --parallel ddp")
+        if self.parallel == "ddp" and self.world_size > 1:
+            # measured on 4 H100s (torch 2.11, NCCL 2.28.9): the graphed ranks train, then never leave
+            # their process group (docs/scale-out.md)
+            return ("a whole-step graph of several DDP ranks trains but its ranks never shut down their process "
+                    "group: add --no-cuda-graph (one rank, --nproc-per-node 1, may graph)")
         if self.fault == "straggler":
             return "fault 'straggler' delays one rank's forward from the host, which a graph replay skips: add --no-cuda-graph"
         return None
