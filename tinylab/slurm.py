@@ -178,7 +178,7 @@ def job_script(run_dir: Path, cfg: RunConfig, request: JobRequest, supervisor: l
         "job-name": job_name(run_dir.name),
         "nodes": nodes,
         "ntasks-per-node": 1,
-        "gpus-per-node": gpus,
+        "gpus-per-node": gpus if cfg.device != "cpu" else None,  # --device cpu: gloo ranks, no GPU asked for
         "cpus-per-task": CPUS_PER_GPU * gpus,
         "time": request.time,
         "partition": request.partition,
@@ -186,7 +186,8 @@ def job_script(run_dir: Path, cfg: RunConfig, request: JobRequest, supervisor: l
         "output": run_dir / "output.log",
         "open-mode": "append",
     }
-    size = f"{nodes} node{'s' if nodes > 1 else ''} x {gpus} GPU{'s' if gpus > 1 else ''}"
+    unit = "rank" if cfg.device == "cpu" else "GPU"
+    size = f"{nodes} node{'s' if nodes > 1 else ''} x {gpus} {unit}{'s' if gpus > 1 else ''}"
     lines = [
         "#!/bin/bash",
         f"# tinylab run {run_dir.name}: {size}, written by `tinylab submit`.",

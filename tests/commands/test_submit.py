@@ -80,6 +80,7 @@ def test_a_named_defaults_file_fills_what_the_flags_leave(capsys, root, tmp_path
     assert "#SBATCH --partition=mi300\n" in out and "#SBATCH --time=00:20:00\n" in out
     assert "#SBATCH --account=fromflag\n" in out
     assert "#SBATCH --nodes=1\n" in out and "scontrol" not in out  # one node: torchrun --standalone, no srun
+    assert "--gpus-per-node" not in out  # --device cpu (TINY_FLAGS): gloo ranks ask for no GPU
 
 
 def test_submit_records_the_job_and_the_run_goes_queued_running_finished(capsys, root, fake_slurm):
@@ -87,7 +88,7 @@ def test_submit_records_the_job_and_the_run_goes_queued_running_finished(capsys,
     code, out, err = submit(capsys, root, "--nodes", "2", "--gpus-per-node", "2", "--time", "00:10:00")
     assert code == 0, err
     [run] = RunStore(root).list()
-    assert out.strip() == f"run {run.id} submitted as Slurm job 1000 (2 x 2 GPUs)"
+    assert out.strip() == f"run {run.id} submitted as Slurm job 1000 (2 x 2 ranks)"  # --device cpu
     [call] = fake_slurm.calls("sbatch")
     script = run.dir.resolve() / "job.sbatch"
     assert call["argv"] == ["--parsable", str(script)]

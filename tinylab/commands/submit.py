@@ -22,7 +22,8 @@ def add_arguments(p) -> None:
     s.add_argument("--nodes", type=int, default=1, metavar="N",
                    help="nodes of the job (default 1); torchrun starts on each through srun")
     s.add_argument("--gpus-per-node", type=int, default=1, metavar="G",
-                   help="GPUs asked for on each node, one rank each (default 1)")
+                   help="GPUs asked for on each node, one rank each (default 1; with --device cpu: ranks on "
+                   "each node's CPU, no GPU asked for)")
     s.add_argument("--time", default=None, metavar="HH:MM:SS",
                    help="the job's time limit (default: the config file's, else the partition's)")
     s.add_argument("--partition", default=None, metavar="P",
@@ -48,7 +49,8 @@ def run(args) -> int:
         print(f"dry run: wrote {done.script}, not submitted; `sbatch {done.script}` submits it "
               f"(`tinylab rm {run_id}` deletes it)", file=sys.stderr)
         return 0
-    print(f"run {run_id} submitted as Slurm job {done.job_id} ({args.nodes} x {args.gpus_per_node} GPUs)")
+    unit = "ranks" if cfg.device == "cpu" else "GPUs"
+    print(f"run {run_id} submitted as Slurm job {done.job_id} ({args.nodes} x {args.gpus_per_node} {unit})")
     print(f"`tinylab follow {run_id}` streams it; `tinylab runs` shows it queued until Slurm starts it",
           file=sys.stderr)
     return 0
