@@ -318,9 +318,10 @@ class RunScreen(BaseScreen):
                 self.notify(f"Cancelling {self.run_id}…")
                 self.cancel_run()
 
+        job = self.record.job if self.record else None
+        how = f"Slurm cancels job {job.id} (scancel)" if job else "It gets SIGINT, then SIGTERM, then SIGKILL"
         self.app.push_screen(
-            ConfirmScreen(f"Cancel run {self.run_id}?",
-                          "It gets SIGINT, then SIGTERM, then SIGKILL (a Slurm job: scancel); its files stay in the run store.",
+            ConfirmScreen(f"Cancel run {self.run_id}?", f"{how}; its files stay in the run store.",
                           yes="Cancel run", no="Keep running"),
             answered,
         )

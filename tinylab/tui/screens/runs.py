@@ -177,8 +177,9 @@ class RunsScreen(BaseScreen):
                 self.notify(f"Cancelling {run_id}…")
                 self.cancel(run_id)
 
-        self.app.push_screen(ConfirmScreen(f"Cancel run {run_id}?",
-                                           "It gets SIGINT, then SIGTERM, then SIGKILL (a Slurm job: scancel); its files stay.",
+        how = f"Slurm cancels job {record.job.id} (scancel)" if record.job else \
+            "It gets SIGINT, then SIGTERM, then SIGKILL"
+        self.app.push_screen(ConfirmScreen(f"Cancel run {run_id}?", f"{how}; its files stay.",
                                            yes="Cancel run", no="Keep running"), answered)
 
     @background("cancel")
