@@ -19,9 +19,11 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.paths import BIN
+from support.paths import BIN, SLURM_BIN
 from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
+from support.slurm import FakeSlurm
 
+from tinylab import slurm
 from tinylab.anatomy import Cache, Pool, analyze
 from tinylab.anatomy.launches import SHIPPED_CONFIGS
 from tinylab.config import RunConfig
@@ -107,6 +109,20 @@ def standins(monkeypatch, tmp_path) -> Path:
     log = tmp_path / "standin_argv.log"
     monkeypatch.setenv("STANDIN_LOG", str(log))
     return log
+
+
+# ------------------------------------------------------------------------------ Slurm
+@pytest.fixture
+def fake_slurm(monkeypatch, tmp_path) -> FakeSlurm:
+    """Stand-in sbatch/squeue/sacct/scancel/scontrol/srun first on PATH, answering from a state file
+    the test writes; Slurm's answers are not kept between calls (a test changes them at will)."""
+    folder = tmp_path / "slurm"
+    folder.mkdir()
+    monkeypatch.setenv("PATH", str(SLURM_BIN) + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("SLURM_STANDIN_DIR", str(folder))
+    monkeypatch.setattr(slurm, "CACHE_S", 0.0)
+    monkeypatch.setattr(slurm, "_answers", {})
+    return FakeSlurm(folder)
 
 
 # ------------------------------------------------------------------------------ kernel anatomy

@@ -35,14 +35,22 @@ def test_every_training_flag_the_readme_names_is_accepted():
     assert not missing
 
 
-def test_the_tour_commands_parse():
-    block = README[README.index("The same tour from the shell:"):]
-    block = block[block.index("```bash") + 7:block.index("```", block.index("```bash") + 7)]
-    for line in block.strip().splitlines():
-        argv = line.split("#")[0].split()[1:]
-        argv = ["A" if a.startswith("<") else a for a in argv]
-        parser = build_parser(argv[0])
-        parser.parse_args(argv)
+SHELL_LINES = [line for block in re.findall(r"```bash\n(.*?)```", README, flags=re.S)
+               for line in block.splitlines() if line.startswith("tinylab ")]
+
+
+def test_the_shell_blocks_hold_the_tour_and_the_slurm_commands():
+    assert "tinylab exercises check v1-baseline --step 1" in SHELL_LINES
+    assert any(line.startswith("tinylab submit ") for line in SHELL_LINES)
+
+
+@pytest.mark.parametrize("line", SHELL_LINES)
+def test_the_shell_commands_parse(line: str):
+    """Every `tinylab ...` line of the README's shell blocks (the tour, several GPUs and Slurm)."""
+    argv = line.split("#")[0].split()[1:]
+    argv = ["A" if a.startswith("<") else a for a in argv]
+    parser = build_parser(argv[0])
+    parser.parse_args(argv)
 
 
 @pytest.mark.parametrize("link", sorted(set(re.findall(r"\]\(((?:docs/)[^)#]+)", README))))

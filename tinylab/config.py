@@ -79,6 +79,7 @@ RANK_LIMITS: dict[str, str] = {
     "rocprof-compute": "rocprof-compute runs the program once per counter pass, which ranks cannot repeat in step",
 }
 MAX_WORLD = 2048
+MAX_PER_NODE = 256
 
 PROFILERS = (
     "pytorch",
@@ -344,7 +345,7 @@ class RunConfig:
         return self
 
     def _validate_parallel(self) -> None:
-        for name, most in (("nproc_per_node", 256), ("nnodes", MAX_WORLD)):
+        for name, most in (("nproc_per_node", MAX_PER_NODE), ("nnodes", MAX_WORLD)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
                 raise ConfigError(f"{_flag(name)} must be an integer from 1 to {most}, got {value!r}")

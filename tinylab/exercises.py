@@ -22,7 +22,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-from tinylab import checks
+from tinylab import checks, tomlfile
 from tinylab.analysis.categories import CATEGORIES
 from tinylab.config import TOGGLES, ConfigError, RunConfig
 from tinylab.errors import UserError
@@ -192,20 +192,6 @@ def _name_types(recorded: bool = False) -> dict[str, str]:
     """Names a check may read: every one over a run; over a recorded output its kernel table's."""
     kernel_names = set(_KERNEL_NAMES) | set(_category_names())
     return {name: kind for name, (kind, _) in names().items() if not recorded or name in kernel_names}
-
-
-# ----------------------------------------------------------------------------- TOML
-def _toml_loads(text: str) -> dict:
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            raise UserError(
-                "the exercises need Python 3.11 or newer (for tomllib), or the tomli package: pip install tomli"
-            ) from None
-    return tomllib.loads(text)
 
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)|\s*\(at end of document\)")
@@ -488,7 +474,7 @@ def load_scenario_file(path: Path, root: Path | None = None) -> Scenario:
     except UnicodeDecodeError:
         raise ScenarioError(f"{display}:1: not UTF-8 text") from None
     try:
-        data = _toml_loads(text)
+        data = tomlfile.loads(text)
     except UserError:
         raise
     except Exception as exc:  # tomllib.TOMLDecodeError (and tomli's) carry the position in the text

@@ -30,7 +30,10 @@ _DEFAULTS = RunConfig()
 SIZES = tuple(PRESETS["workshop"])
 
 
-def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, with_preset: bool = True) -> None:
+def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, with_preset: bool = True,
+                      with_world: bool = True) -> None:
+    """The run flags; `with_world=False` leaves out --nproc-per-node, --nnodes and --rdzv-endpoint
+    (`tinylab submit` asks Slurm for --nodes and --gpus-per-node, and Slurm gives the endpoint)."""
     m = p.add_argument_group("model")
     if with_version:
         m.add_argument("--version", default=_DEFAULTS.version, metavar="V",
@@ -81,7 +84,9 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     d = p.add_argument_group("several processes (torchrun starts one a GPU; gloo on a CPU)")
     d.add_argument("--parallel", choices=tuple(ENGINES), default=None,
                    help="; ".join(f"{k}: {v}" for k, v in ENGINES.items())
-                   + " (default: one process; ddp when --nproc-per-node or --nnodes is above 1)")
+                   + " (default: one process, or ddp for several)")
+    if not with_world:
+        return
     d.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
                    help="processes (ranks) on this node, one a GPU (default 1)")
     d.add_argument("--nnodes", type=int, default=1, metavar="N",
@@ -106,7 +111,7 @@ def config_from_args(args: argparse.Namespace, device_type: str = "cuda", **over
     sizes = PRESETS[chosen_preset(args, device_type)]
     values = {**sizes, **values}
     values["precision"] = args.precision or (args.amp_dtype if args.use_amp else "fp32")
+    values.update(overrides)
     if values.get("parallel") is None and values.get("nproc_per_node", 1) * values.get("nnodes", 1) > 1:
         values["parallel"] = "ddp"
-    values.update(overrides)
     return RunConfig(**values).validate()

@@ -217,3 +217,53 @@ def test_a_full_disk_at_creation_leaves_no_half_run(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="cannot create a run in .*: the disk is full"):
         store.create(tiny_config())
     assert list((tmp_path / "runs").iterdir()) == []
+
+
+# ------------------------------------------------------------------------------ Slurm runs
+def slurm_run(tmp_path, events: list[dict] | None, job: dict | None = None) -> Run:
+    run = make_run(tmp_path, "20260101-000000-5aaa", events)
+    (run.dir / "job.json").write_text(json.dumps(job or {"job_id": "77", "submitted": 1.7e9, "host": "login1"}))
+    return run
+
+
+@pytest.mark.parametrize("squeue, sacct, events, status", [
+    ("PENDING", "PENDING", None, "queued"),
+    ("RUNNING", "RUNNING", [START, STEP], "running"),
+    ("COMPLETING", "COMPLETED", [START, STEP, SUMMARY], "running"),
+    (None, "CANCELLED by 1000", [START, STEP], "cancelled"),
+    (None, "CANCELLED by 1000", [START, STEP, SUMMARY], "finished"),  # cancelled after its summary
+    (None, "NODE_FAIL", [START, STEP], "failed"),
+    (None, "COMPLETED", [START, STEP, ERROR], "failed"),
+    (None, "COMPLETED", [START, STEP], "lost"),  # the job ended and nobody recorded how
+    (None, None, [START, STEP], "lost"),  # Slurm has forgotten the job
+])
+def test_a_slurm_runs_status_comes_from_slurm_until_its_exit_event(tmp_path, fake_slurm, squeue, sacct, events,
+                                                                   status):
+    run = slurm_run(tmp_path, events)
+    fake_slurm.job("77", squeue=squeue, sacct=sacct)
+    assert run.status() == status
+    assert fake_slurm.calls("squeue")[0]["argv"] == ["-h", "-j", "77", "-o", "%T"]
+
+
+def test_a_slurm_run_that_recorded_its_end_asks_slurm_nothing(tmp_path, fake_slurm):
+    run = slurm_run(tmp_path, [START, STEP, SUMMARY, exit_event(0)])
+    fake_slurm.job("77", squeue="RUNNING", sacct="RUNNING")
+    assert run.status() == "finished"
+    assert fake_slurm.calls() == []
+
+
+def test_a_failed_slurm_runs_record_names_slurms_state(tmp_path, fake_slurm):
+    run = slurm_run(tmp_path, [START, STEP, dict(ERROR, type="KeyboardInterrupt", message="SIGTERM")])
+    fake_slurm.job("77", squeue=None, sacct="OUT_OF_MEMORY")
+    record = run.record()
+    assert record.status == "failed" and record.job.state == "OUT_OF_MEMORY"
+    assert (record.error.type, record.error.message) == ("SlurmJob", "Slurm job 77 ended OUT_OF_MEMORY: a node ran "
+                                                         "out of host memory")
+    assert record.started == 1.7e9  # submitted: the run has no process.json of this host
+    assert record.to_json()["job"]["id"] == "77"
+
+
+def test_a_job_json_without_a_job_id_is_no_slurm_run(tmp_path, fake_slurm):
+    run = slurm_run(tmp_path, [START, STEP], {"job_id": "--help"})
+    assert run.job is None and run.status() == "lost"
+    assert fake_slurm.calls() == []

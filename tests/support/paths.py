@@ -8,3 +8,5 @@ REPO = TESTS.parent
 FIX = TESTS / "fixtures"
 #: Stand-in profiler executables.
 BIN = TESTS / "profilers" / "bin"
+#: Stand-in Slurm commands (sbatch, squeue, sacct, scancel, scontrol, srun).
+SLURM_BIN = TESTS / "support" / "slurm_bin"

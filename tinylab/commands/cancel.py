@@ -1,4 +1,4 @@
-"""`tinylab cancel RUN`: stop a run and its whole process group."""
+"""`tinylab cancel RUN`: stop a run and its whole process group, or a Slurm run's job (scancel)."""
 
 from __future__ import annotations
 
@@ -16,5 +16,6 @@ def run(args) -> int:
     run = lab.run(args.run)
     if not lab.cancel(run.id):
         raise UserError(f"run {run.id} is not running (status: {run.status()})")
-    print(f"run {run.id} {run.status()}")
+    record = lab.record(run.id)
+    print(f"run {run.id} {record.status}" + (f" (scancel of Slurm job {record.job.id})" if record.job else ""))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from tinylab.commands._common import add_runs_dir, lab_from
-from tinylab.runs.follow import EXIT_CODES, follow
+from tinylab.runs.follow import EXIT_CODES, watch
 
 
 def add_arguments(p) -> None:
@@ -17,8 +17,16 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     run = lab_from(args).run(args.run)
     print(f"following run {run.id} ({run.status()}), Ctrl-C stops following (the run keeps going)", file=sys.stderr)
+    status, said = "running", None
     try:
-        status = follow(run, from_start=not args.tail)
+        for status in watch(run, sys.stdout, from_start=not args.tail):
+            if status == "queued" and said != status:
+                job = run.job
+                print(f"queued as Slurm job {job.id if job else '?'}: it starts when Slurm gives it its nodes",
+                      file=sys.stderr, flush=True)
+            elif said == "queued" and status == "running":
+                print("Slurm started the job", file=sys.stderr, flush=True)
+            said = status
     except KeyboardInterrupt:
         print(f"\nstopped following; run {run.id} keeps going", file=sys.stderr)
         return 0

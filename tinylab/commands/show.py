@@ -6,6 +6,7 @@ import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.events import SUMMARY_FIELDS, TAIL_BYTES
+from tinylab.runs.record import printable
 
 
 def add_arguments(p) -> None:
@@ -24,6 +25,10 @@ def run(args) -> int:
     print(f"folder   {r.dir}")
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "-"
     print(f"started  {started}   pid {r.pid or '-'}   device {r.device_name or '-'} ({r.device or '-'})")
+    if r.job:
+        submitted = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.job.submitted)) if r.job.submitted else "-"
+        print(f"slurm    job {r.job.id}" + (f" ({r.job.state})" if r.job.state else "")
+              + printable(f"   submitted {submitted} from {r.job.host or '-'}   script {r.job.script or '-'}"))
     cfg = r.config
     print("config   " + "  ".join(f"{k}={v}" for k, v in sorted(cfg.items()) if v not in (None, "", [])))
     if r.last_step:

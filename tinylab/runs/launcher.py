@@ -16,11 +16,12 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+from tinylab import slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.runs.store import Run, RunStore, process_start_time, write_json
-from tinylab.safeio import FULL_DISK, release_space
+from tinylab.runs.store import LIVE, Run, RunStore, process_start_time, write_record
 
 #: Python flags of every process tinylab starts: `-P` (3.11+) keeps the caller's folder off
 #: sys.path, so a `models/` or `torch.py` there is never imported into a run. Runs also start in
@@ -29,6 +30,11 @@ SAFE_PATH: tuple[str, ...] = ("-P",) if sys.version_info >= (3, 11) else ()
 
 #: Grace periods after SIGINT and after SIGTERM before the next, stronger signal.
 CANCEL_GRACE_S = (3.0, 2.0)
+
+
+def supervisor_argv(run_dir: Path) -> list[str]:
+    """The process that owns a run (tinylab/runs/supervisor.py), started here or by a Slurm job's script."""
+    return [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.supervisor", str(run_dir)]
 
 
 def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -> Run:
@@ -41,7 +47,7 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
     run_dir = run.dir.resolve()
     child_env = dict(os.environ if env is None else env)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
-    argv = [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.supervisor", str(run_dir)]
+    argv = supervisor_argv(run_dir)
     with open(run.output_log, "ab") as log, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             argv,
@@ -62,25 +68,24 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
         "argv": argv,
         "host": socket.gethostname(),
     }
-    try:
-        write_json(run.dir / "process.json", record)
-    except OSError as exc:  # the disk filled since the reserve was made: use it, the run has started
-        if exc.errno not in FULL_DISK or not release_space(run.dir):
-            raise
-        write_json(run.dir / "process.json", record)
+    write_record(run.dir, "process.json", record)  # the disk may have filled since: the reserve is for this
     return run
 
 
 def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
     """SIGINT, then SIGTERM, then SIGKILL to the run's process group, and to the group of each of
-    its ranks (torchrun starts every rank in a session of its own). False if not running."""
+    its ranks (torchrun starts every rank in a session of its own); a Slurm run's job is cancelled
+    with scancel instead, wherever it is. False if not running (nor queued)."""
+    job = run.job
+    if job is not None:
+        return _cancel_job(run, job)
     if run.remote:
         raise UserError(f"run {run.id} was started on {run.host}: cancel it there (or with Slurm's scancel)")
     if not run.is_alive():
         return False
     groups = [int(run.process["pgid"])] if run.process and isinstance(run.process.get("pgid"), int) else []
     groups += run.rank_groups()
-    (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
+    _record_cancel(run)
     for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
         live = []
         for pgid in groups:
@@ -94,6 +99,22 @@ def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
         if not live or _wait_groups_gone(live, wait):
             break
     return True
+
+
+def _cancel_job(run: Run, job: slurm.Job) -> bool:
+    status = run.status()
+    if status == "remote":
+        raise UserError(f"run {run.id} is Slurm job {job.id}, and no Slurm answers here: cancel it where Slurm is "
+                        f"(scancel {job.id})")
+    if status not in LIVE:
+        return False
+    slurm.scancel(job.id)
+    _record_cancel(run)
+    return True
+
+
+def _record_cancel(run: Run) -> None:
+    (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
 
 
 def _wait_groups_gone(pgids: list[int], timeout: float) -> bool:

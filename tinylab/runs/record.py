@@ -24,6 +24,7 @@ from tinylab.events import (
     StepEvent,
     Summary,
 )
+from tinylab.slurm import Job
 
 #: The fusion toggles key_config names, in the order it names them.
 _KEY_TOGGLES = ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "cuda_graph")
@@ -92,25 +93,30 @@ class RunRecord:
     corrupt_unnumbered: int = 0
     counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
     ranks: tuple[RankEvent, ...] = ()  # a run of several ranks: each rank's figures, by rank
+    job: Job | None = None  # the Slurm job of a run `tinylab submit` started, with Slurm's state when asked
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
                    process: dict[str, Any] | None, cancel: dict[str, Any] | None,
-                   problem: str | None = None) -> "RunRecord":
+                   problem: str | None = None, job: Job | None = None) -> "RunRecord":
         start = log.last("start")
         summary, exit_ev, last = log.last("summary"), log.last("exit"), log.last("step")
         error = root_cause(log.of("error"))
         pid = (process or {}).get("pid")
+        slurm_failure = job.failure if job is not None and status == "failed" else None
         return cls(
             id=run_dir.name,
             dir=run_dir,
             status=status,
-            started=_clock_time((process or {}).get("launched_at")) or _clock_time((start or {}).get("time")),
+            started=_clock_time((process or {}).get("launched_at")) or _clock_time(job.submitted if job else None)
+            or _clock_time((start or {}).get("time")),
             config=config,
             start=StartEvent.from_event(start) if start else None,
             pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
             summary=Summary.from_event(summary) if summary else None,
-            error=ErrorEvent.from_event(error) if error else None,
+            # Slurm ended the job before the supervisor could record the end: Slurm's reason is the root
+            error=ErrorEvent(type="SlurmJob", message=slurm_failure) if slurm_failure
+            else ErrorEvent.from_event(error) if error else None,
             exit=ExitEvent.from_event(exit_ev) if exit_ev else None,
             cancel=CancelRecord(**{k: v for k, v in cancel.items() if k in ("time", "by_pid")}) if cancel else None,
             # a huge log is read at its head and tail: steps are numbered from 0, so count from the last
@@ -125,6 +131,7 @@ class RunRecord:
             corrupt_unnumbered=log.corrupt_unnumbered,
             counter_pass=PassEvent.from_event(p) if (p := log.last("pass")) else None,
             ranks=tuple(sorted((RankEvent.from_event(r) for r in log.of("rank")), key=lambda r: r.rank)),
+            job=job,
         )
 
     # ------------------------------------------------------------------ derived
@@ -221,6 +228,7 @@ class RunRecord:
             "counter_pass": plain(self.counter_pass),
             "ranks": [asdict(r) for r in self.ranks],
             "ranks_in_sync": self.ranks_in_sync,
+            "job": plain(self.job),
         }
 
 

@@ -5,7 +5,9 @@
                     versions before the marker, an id-shaped folder with config.json and
                     process.json) are runs that `rm`, `cancel` and `show` may act on
     config.json     the resolved RunConfig
-    process.json    pid, process start time, host and argv of the detached supervisor
+    process.json    pid, process start time, host and argv of the detached supervisor (a run started here)
+    job.sbatch      the Slurm job script of a run `tinylab submit` wrote (tinylab/slurm.py)
+    job.json        the Slurm job id sbatch gave, when, and from which host
     trainer.json    pid and start time of the trainer (or its profiler wrapper, or torchrun), from the supervisor
     ranks/rank<k>.json  pid, start time and host of each rank of a run of several (tinylab/parallel.py)
     events.jsonl    the trainer's events, then the supervisor's `exit` event
@@ -14,18 +16,24 @@
     profiles/<tool>/ profiler artifacts and the normalized kernels.csv
 
 Status is never stored, because a stored status goes stale the moment a process dies:
+queued     a Slurm job waiting for its nodes (squeue says PENDING)
 running    the supervisor, the trainer or a rank is alive (pid AND start time match: pids get reused);
-           the trainer counts too because it keeps training when only the supervisor is killed
+           the trainer counts too because it keeps training when only the supervisor is killed;
+           or Slurm says the run's job runs
 remote     the run was started on another host and has not ended: its processes cannot be seen
-           from here (a compute node's run, seen from the login node)
-cancelled  cancel.json exists, the process is gone, and it wrote no summary
-failed     an error event, or a non-zero exit code
+           from here (a compute node's run, seen from the login node); or it is a Slurm job and no
+           Slurm can be asked here (a laptop reading a shared folder)
+cancelled  cancel.json exists, the process is gone, and it wrote no summary; or Slurm cancelled its job
+failed     an error event, or a non-zero exit code; or Slurm ended its job as failed (TIMEOUT, NODE_FAIL ...)
 finished   a summary event and a zero (or not yet recorded) exit code
 lost       the process is gone with no summary, error or exit record
+
+A Slurm run whose supervisor has not recorded its end (no `exit` event) asks Slurm first.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -38,14 +46,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinylab import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord
-from tinylab.safeio import UnsafeFile, read_bounded, reserve_space
+from tinylab.safeio import FULL_DISK, UnsafeFile, read_bounded, release_space, reserve_space
 
-STATUSES = ("running", "remote", "finished", "failed", "cancelled", "lost")
+STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
+#: What a cancel stops (and `rm` refuses without --force).
+LIVE = ("queued", "running")
 ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
 MARKER = ".tinylab-run"
 #: The ids `new_run_id` makes; a folder of this shape counts as a run of an older tinylab (see is_run_dir).
@@ -95,6 +106,17 @@ def write_json(path: Path, obj: dict[str, Any]) -> None:
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_record(run_dir: Path, name: str, obj: dict[str, Any]) -> None:
+    """A record of a run that has started (process.json, job.json): on a full disk, the run's reserve
+    is given up for it."""
+    try:
+        write_json(run_dir / name, obj)
+    except OSError as exc:
+        if exc.errno not in FULL_DISK or not release_space(run_dir):
+            raise
+        write_json(run_dir / name, obj)
 
 
 def process_start_time(pid: int) -> float | None:
@@ -170,6 +192,12 @@ class Run:
     def cancel_record(self) -> dict[str, Any] | None:
         return self._json("cancel.json")
 
+    @property
+    def job(self) -> slurm.Job | None:
+        """The Slurm job the run was submitted as (job.json), or None."""
+        data = self._json(slurm.JOB_FILE)
+        return slurm.Job.from_record(data) if data is not None else None
+
     def events(self) -> EventLog:
         return read_events(self.dir / EVENTS_FILE)
 
@@ -202,9 +230,21 @@ class Run:
         return _record_alive(self.process) or _record_alive(self._json("trainer.json")) or bool(self.rank_groups())
 
     def status(self, log: EventLog | None = None) -> str:
-        log = log if log is not None else self.events()
+        return self._status(log if log is not None else self.events())[0]
+
+    def _status(self, log: EventLog) -> tuple[str, slurm.Job | None]:
+        """The status, and the run's Slurm job with the state Slurm gave, when it was asked."""
+        job = self.job
         if self.is_alive():
-            return "running"
+            return "running", job
+        if job is not None and log.last("exit") is None:  # the supervisor has not recorded the end
+            job = dataclasses.replace(job, state=slurm.job_state(job.id))
+            status = slurm.status_of(job.state, summarized=log.last("summary") is not None)
+            if status is not None:
+                return status, job
+        return self._ended(log), job
+
+    def _ended(self, log: EventLog) -> str:
         if self.remote and log.last("summary") is None and log.last("exit") is None and log.last("error") is None \
                 and self.cancel_record is None:
             return "remote"
@@ -220,9 +260,10 @@ class Run:
     def record(self) -> RunRecord:
         """Everything `show`, `runs`, compare, report, the exercises and the lab display, read once."""
         log = self.events()
+        status, job = self._status(log)
         problems = [p.replace(f"{self.dir}{os.sep}", "") for p in (self.problem(), log.problem) if p]
-        return RunRecord.from_files(self.dir, self.status(log), log, self.config_dict, self.process,
-                                    self.cancel_record, "; ".join(problems) or None)
+        return RunRecord.from_files(self.dir, status, log, self.config_dict, self.process,
+                                    self.cancel_record, "; ".join(problems) or None, job)
 
 
 def _record_alive(record: dict[str, Any] | None) -> bool:
@@ -325,6 +366,7 @@ class RunStore:
     def remove(self, run: Run, force: bool = False) -> None:
         """Delete a run folder of this store; anything else (a link, a foreign folder) is refused."""
         self._run_at(run.dir)
-        if run.is_alive() and not force:
-            raise UserError(f"run {run.id} is running: cancel it first or pass --force")
+        status = run.status()
+        if status in LIVE and not force:
+            raise UserError(f"run {run.id} is {status}: cancel it first or pass --force")
         shutil.rmtree(run.dir)

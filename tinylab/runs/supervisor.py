@@ -7,7 +7,8 @@ it ended, and nobody would be left to parse a wrapper's files after a detached r
 
 A run of several ranks starts torchrun instead, which starts the ranks (each behind its own
 profiler wrapper, tinylab/runs/rank.py): afterwards every rank's output becomes its own kernel
-table, and a rank that died without a word is named in an error event.
+table, and a rank that died without a word is named in an error event. In a Slurm job, a run of
+several nodes starts torchrun on every node of the job through srun (tinylab/slurm.py).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from tinylab import parallel
+from tinylab import parallel, slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventWriter, read_events
@@ -30,7 +31,7 @@ from tinylab.profilers import profile_dir, wrapper_adapter, write_kernel_table
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
 from tinylab.runs.launcher import SAFE_PATH
-from tinylab.runs.store import process_start_time, write_json
+from tinylab.runs.store import process_start_time, write_json, write_record
 from tinylab.safeio import UnsafeFile, read_tail
 
 
@@ -65,9 +66,15 @@ def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: 
     return argv + program
 
 
+def through_srun(cfg: RunConfig) -> bool:
+    """A run of several nodes inside a Slurm job: srun starts torchrun on each node of the job."""
+    return cfg.nnodes > 1 and slurm.JOB_ENV in os.environ
+
+
 def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -> list[str]:
     """What the supervisor starts: the trainer, behind the run's profiler wrapper; or for a run of
-    ranks, torchrun, which starts the trainer (or, with a wrapper, tinylab.runs.rank) once a rank."""
+    ranks, torchrun, which starts the trainer (or, with a wrapper, tinylab.runs.rank) once a rank;
+    in a Slurm job of several nodes, srun, which starts that torchrun on every node."""
     if cfg.parallel is None:
         if adapter is None:
             return trainer_argv(run_dir)
@@ -78,7 +85,8 @@ def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -
         write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
     program = trainer_module(run_dir) if adapter is None else \
         ["--no-python", sys.executable, *SAFE_PATH, "-m", "tinylab.runs.rank", str(run_dir.resolve())]
-    return torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
+    argv = torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
+    return slurm.srun_argv(cfg) + argv if through_srun(cfg) else argv
 
 
 def supervise(run_dir: Path) -> int:
@@ -88,7 +96,13 @@ def supervise(run_dir: Path) -> int:
         argv = launch_argv(run_dir, cfg, adapter)
     except UserError as exc:  # the tool changed since the pre-launch check (another ROCm on PATH)
         return _not_started(run_dir, str(exc), 2)
-    if cfg.nnodes > 1 and parallel.ENDPOINT_ENV not in os.environ:  # started by hand, not by a Slurm job
+    job = slurm.running_job(run_dir)
+    if job is not None and not (run_dir / slurm.JOB_FILE).exists():  # its script was submitted by hand
+        try:
+            write_record(run_dir, slurm.JOB_FILE, job.record())
+        except OSError:  # the run goes on; seen from elsewhere it reads as lost until it ends
+            pass
+    if cfg.nnodes > 1 and not through_srun(cfg):  # started by hand: the other nodes join by hand
         (run_dir / NODES_FILE).write_text(
             f"This run has {cfg.nnodes} nodes; this one started it. On each of the others, in a folder that sees\n"
             f"{run_dir.resolve()} at the same path, run:\n\n  PYTHONSAFEPATH=1 {shlex.join(argv)}\n", encoding="utf-8")

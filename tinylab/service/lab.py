@@ -8,17 +8,20 @@ compare, report, and plan and run exercise steps. Neither face reaches past it i
 from __future__ import annotations
 
 import os
+import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
 
 from tinylab import exercises as ex
+from tinylab import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers.pytorch import MEMORY_TIMELINE
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
-from tinylab.runs.store import Run, RunStore, is_run_dir
+from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
@@ -33,6 +36,13 @@ def _children(folder: Path) -> list[Path]:
 
 class NoTrace(UserError):
     """The run has no PyTorch profiler trace to take a step apart."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    run: Run
+    script: Path  # the job script in the run folder (an absolute path)
+    job_id: str | None  # None: a dry run, written and not submitted
 
 
 @dataclass(frozen=True)
@@ -93,6 +103,40 @@ class Lab:
             raise ConfigError(f"a run of {cfg.nnodes} nodes needs --rdzv-endpoint HOST:PORT (this node's address and a "
                               "free port), or `tinylab submit`, which finds it through Slurm")
         return launcher.launch(self.store, self.check(cfg))
+
+    def submit(self, cfg: RunConfig, request: slurm.JobRequest, *, dry_run: bool = False) -> Submitted:
+        """A run as a Slurm job of cfg.nnodes nodes x cfg.nproc_per_node GPUs: its folder, its job script
+        (job.sbatch) and, unless `dry_run`, its submission with sbatch (job.json records the job id).
+
+        The checks that need no compute node run first (the config; the device rules, for a GPU
+        unless --device cpu); what the nodes have (GPUs, memory, profilers) their run checks. A
+        refused submission leaves no run folder. sbatch detaches the job from this terminal.
+        """
+        cfg.validate().check_device("cpu" if cfg.device == "cpu" else "cuda")
+        slurm.check_store_path(self.store.root)
+        missing = None if dry_run else slurm.sbatch_missing()
+        if missing:
+            raise UserError(missing)
+        run = self.store.create(cfg)
+        run_dir = run.dir.resolve()
+        script = run_dir / slurm.SCRIPT_FILE
+        try:
+            script.write_text(slurm.job_script(run_dir, cfg, request, launcher.supervisor_argv(run_dir)),
+                              encoding="utf-8")
+            job_id = None if dry_run else slurm.sbatch(script)
+        except (OSError, UserError) as exc:
+            self.store.remove(run)
+            if isinstance(exc, UserError):
+                raise
+            raise UserError(f"cannot write {script}: {exc.strerror or exc}") from None
+        if job_id is not None:
+            job = slurm.Job(job_id, str(script), time.time(), socket.gethostname())
+            try:
+                write_record(run.dir, slurm.JOB_FILE, job.record())
+            except OSError as exc:  # the supervisor records the job when it starts (slurm.running_job)
+                raise UserError(f"run {run.id} is Slurm job {job_id}, but {slurm.JOB_FILE} could not be written "
+                                f"({exc.strerror or exc}): it reads as lost until the job starts") from None
+        return Submitted(run, script, job_id)
 
     def cancel(self, ref: str) -> bool:
         """SIGINT, SIGTERM, SIGKILL to the run's process group; False when it was not running."""

@@ -27,6 +27,7 @@ from textual.worker import get_current_worker
 from tinylab.errors import UserError
 from tinylab.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
+from tinylab.runs.store import LIVE
 from tinylab.tui.feed import FeedUpdate, RunFeed
 from tinylab.tui.fmt import duration, number
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
@@ -283,7 +284,7 @@ class RunScreen(BaseScreen):
     # ---------------------------------------------------------------- actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_run":
-            return self.status == "running"
+            return self.status in LIVE
         if action == "next_chart":
             return self.screen.has_class("-narrow")
         if action == "hotspots":
@@ -322,9 +323,10 @@ class RunScreen(BaseScreen):
                 self.notify(f"Cancelling {self.run_id}…")
                 self.cancel_run()
 
+        job = self.record.job if self.record else None
+        how = f"Slurm cancels job {job.id} (scancel)" if job else "It gets SIGINT, then SIGTERM, then SIGKILL"
         self.app.push_screen(
-            ConfirmScreen(f"Cancel run {self.run_id}?",
-                          "It gets SIGINT, then SIGTERM, then SIGKILL; its files stay in the run store.",
+            ConfirmScreen(f"Cancel run {self.run_id}?", f"{how}; its files stay in the run store.",
                           yes="Cancel run", no="Keep running"),
             answered,
         )

@@ -10,6 +10,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.runs.record import RunRecord
+from tinylab.runs.store import LIVE
 from tinylab.tui.screens.base import HOME, BaseScreen, Cancelled, background
 from tinylab.tui.widgets.runtable import RunTable
 
@@ -126,7 +127,7 @@ class RunsScreen(BaseScreen):
         if action in ("compare", "hotspots"):
             return True  # the action says what is missing (a second mark, a profile)
         if action == "cancel_run":
-            return bool(record and record.status == "running")
+            return bool(record and record.status in LIVE)
         return True
 
     def action_open_run(self) -> None:
@@ -176,8 +177,9 @@ class RunsScreen(BaseScreen):
                 self.notify(f"Cancelling {run_id}…")
                 self.cancel(run_id)
 
-        self.app.push_screen(ConfirmScreen(f"Cancel run {run_id}?",
-                                           "It gets SIGINT, then SIGTERM, then SIGKILL; its files stay.",
+        how = f"Slurm cancels job {record.job.id} (scancel)" if record.job else \
+            "It gets SIGINT, then SIGTERM, then SIGKILL"
+        self.app.push_screen(ConfirmScreen(f"Cancel run {run_id}?", f"{how}; its files stay.",
                                            yes="Cancel run", no="Keep running"), answered)
 
     @background("cancel")

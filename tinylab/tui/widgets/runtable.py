@@ -15,7 +15,7 @@ COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), 
 #: Below this many columns the table leaves these out, so that the config is not cut off.
 WIDE = 120
 NARROW_HIDDEN = ("peak", "loss")
-STATUS_STYLE = {"running": "bold", "failed": "bold reverse", "lost": "dim", "cancelled": "dim"}
+STATUS_STYLE = {"queued": "italic", "running": "bold", "failed": "bold reverse", "lost": "dim", "cancelled": "dim"}
 
 
 def cells(record: RunRecord, mark: str, now: float) -> dict[str, Any]:
