@@ -390,6 +390,11 @@ class Missing(Exception):
         self.reason = reason
 
 
+class Unsupported(Missing):
+    """A value this machine's tools cannot give at all (rocprof-compute's roofline on MI300 with ROCm
+    6.2/6.3): the check is skipped with the reason, not failed, since no run here could pass it."""
+
+
 def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], Any]) -> Any:
     """Value of `node`; names come from lookup(name), run functions from kernels(fname, part).
 

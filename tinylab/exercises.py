@@ -656,6 +656,7 @@ class _Measured:
         self._table_loaded = False
         self._counters: Any = None
         self._counters_loaded = False
+        self._workload: Path | None = None  # the rocprof-compute workload folder, once counters are read
 
     def _no_summary(self) -> str:
         if self.error:
@@ -775,8 +776,9 @@ class _Measured:
             self._counters_loaded = True
             from tinylab.analysis.formats.rocprof_compute import find_workload, kernel_roofline
 
-            workload = find_workload(self._workload_root()) if self._workload_root() else None
-            self._counters = kernel_roofline(workload) if workload else None
+            root = self._workload_root()
+            self._workload = find_workload(root) if root else None
+            self._counters = kernel_roofline(self._workload) if self._workload else None
         if self._counters is None or not len(self._counters):
             raise checks.Missing(name, f"the {self.role} has no rocprof-compute counters (profile it with "
                                        "--profile rocprof-compute on an AMD GPU)")
@@ -789,9 +791,13 @@ class _Measured:
         """top_bound/top_intensity/top_bw_pct/top_flops_pct of the kernel with the most time among those
         whose name contains `sel` or whose category is `sel`."""
         from tinylab.analysis.categories import categorize
+        from tinylab.analysis.formats.rocprof_compute import roofline_disabled
 
         call = f"{fname}({sel!r})"
         table = self.counters(call)
+        disabled = roofline_disabled(self._workload) if fname != "top_intensity" and self._workload else None
+        if disabled:  # no ceilings for any kernel: nothing a run here could change
+            raise checks.Unsupported(call, disabled)
         chosen = table[[sel.lower() in n.lower() or categorize(n) == sel for n in table["name"]]]
         if not len(chosen):
             raise checks.Missing(call, f"no kernel of the {self.role}'s counters matches {sel!r}")
@@ -800,10 +806,10 @@ class _Measured:
                   "top_flops_pct": "flops_pct"}[fname]
         value = top[column]
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            why = ("no FLOP or HBM counters for it" if fname == "top_intensity" else
-                   "no measured ceilings: rocprof-compute ran without its roofline benchmark "
-                   "(--no-roof, or MI300 on ROCm 6.2/6.3)")
-            raise checks.Missing(call, f"{top['name'][:60]}: {why}")
+            if fname == "top_intensity":
+                raise checks.Missing(call, f"{top['name'][:60]}: no FLOP or HBM counters for it")
+            raise checks.Missing(call, f"{top['name'][:60]}: no measured ceilings: rocprof-compute ran without "
+                                       "its roofline benchmark (--no-roof)")
         if fname in ("top_bw_pct", "top_flops_pct") and bool(top["above_peak"]):
             raise checks.Missing(call, f"{top['name'][:60]} measured above its peak ({value:.0f}%): past a "
                                        "physical limit, so its counters or timing are off; not shown")
@@ -906,6 +912,7 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         where, base = source(fname)
         return where.kernel_function(base, part)
 
+    instead = f"; the recorded output has it: tinylab hotspots {step.recorded.path}" if step.recorded else ""
     results = []
     for spec in step.checks:
         if spec.on == "recorded" and recorded is not None:
@@ -913,11 +920,12 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         elif unavailable:
             results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable))
         else:
-            results.append(_evaluate_one(spec, lookup, kernels, on_gpu))
+            results.append(_evaluate_one(spec, lookup, kernels, on_gpu, instead))
     return results
 
 
-def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool) -> CheckResult:
+def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool, instead: str = "") -> CheckResult:
+    """One check; `instead` says where to read what this machine's tools cannot give (a skip's detail)."""
     def result(status: str, value: Any, detail: str) -> CheckResult:
         return CheckResult(spec.name, spec.expr, spec.description, status, value, detail)
 
@@ -929,6 +937,8 @@ def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: 
         shown = checks.display_operand(tree)
         value = checks.evaluate(shown, lookup, kernels) if shown is not None else outcome
         detail = _values_detail(tree, lookup, kernels)
+    except checks.Unsupported as missing:
+        return result("skip", None, f"not available here: {missing.reason}{instead}")
     except checks.Missing as missing:
         return result("fail", None, f"not measured: {missing.name} ({missing.reason})")
     except checks.ExprError as exc:

@@ -92,3 +92,39 @@ def test_counter_functions_refuse_what_was_not_measured(tmp_path):
     with pytest.raises(ex.checks.Missing, match="above its peak"):
         slow.kernel_function("top_bw_pct", "vecCopy")
     assert slow.kernel_function("top_bound", "elementwise") == "memory"  # selected by its category
+
+
+@pytest.mark.parametrize("rocm_version, skipped", [("6.3.1", True), ("6.4.0", False)])
+def test_step_5_on_mi300_with_a_release_that_runs_no_roofline(rocm_version, skipped, tmp_path):
+    """rocprof-compute of ROCm 6.2/6.3 runs no roofline on MI300: its roofline checks are skipped with the
+    reason and where to read one instead (the recorded output), the recorded checks still run. On 6.4 a
+    missing roofline.csv is the profile's own fault (--no-roof): the checks fail."""
+    import csv
+
+    run = make_run(tmp_path, "amd", device="cuda:0")
+    workload = run.dir / "profiles" / "rocprof-compute" / "workload"
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", workload)
+    (workload / "roofline.csv").unlink()
+    with open(workload / "sysinfo.csv", newline="") as fh:
+        (info,) = list(csv.DictReader(fh))
+    info.update(rocm_version=rocm_version, gpu_arch="gfx942", gpu_model="MI300X")
+    with open(workload / "sysinfo.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(info))
+        writer.writeheader()
+        writer.writerow(info)
+    step = SCENARIO.steps[4]
+    with open(workload / "pmc_perf.csv") as fh:  # the vector copy stands in for the GEMM and the elementwise kernel
+        text = fh.read().replace("vecCopy(", "Cijk_Ailk_Bljk_gemm(", 1)
+    (workload / "pmc_perf.csv").write_text(text)
+    results = {r.name: r for r in ex.evaluate_checks(step, run.record(), None, on_gpu=True)}
+    roofline = [c.name for c in step.checks if c.on == "run" and ("top_bound" in c.expr or "flops_pct" in c.expr)]
+    assert roofline
+    for name in roofline:
+        if skipped:
+            assert results[name].status == "skip", results[name].detail
+            assert results[name].detail.startswith(
+                f"not available here: rocprof-compute of ROCm {rocm_version} runs no roofline on MI300 (gfx942)")
+            assert f"tinylab hotspots {step.recorded.path}" in results[name].detail
+        else:
+            assert results[name].status == "fail" and "--no-roof" in results[name].detail
+    assert all(results[c.name].status == "pass" for c in step.checks if c.on == "recorded")

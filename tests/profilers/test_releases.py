@@ -18,6 +18,7 @@ from support.rocm import VERSIONS, rocm_tree
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers import base, get_adapter
+from tinylab.profilers import rocm as rocm_module
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
@@ -213,3 +214,46 @@ def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm,
     assert result.steps == 1 and result.format == "rocprofv3-kernel-trace"
     assert result.table["calls"].sum() == len(measured) < len(shifted)
     assert "kernels of the 1 measured steps" in result.note
+
+
+def test_rocprof_compute_on_mi300_has_a_roofline_from_6_4(rocm, tmp_path, monkeypatch):
+    """MI300 (gfx942): ROCm 6.2/6.3 run no roofline there (their --roof-only stops with an error, a
+    profile writes no roofline.csv); the profile says so in one line. From 6.4 it has one."""
+    monkeypatch.setenv("STANDIN_GPU_ARCH", "gfx942")
+    monkeypatch.setenv("STANDIN_COMPUTE_PASSES", "2")
+    disabled = rocm in ("6.2.0", "6.2.2", "6.3")
+    assert (rr.ROCPROF_COMPUTE[rocm].no_roofline == rr.MI300_ARCHS) == disabled
+    adapter = RocprofComputeAdapter("full")
+    out, _, _ = run_wrapped(adapter, tmp_path)
+    workload = out / "workload"
+    assert (workload / "roofline.csv").is_file() != disabled
+    note = adapter.collect(out).note
+    version = VERSIONS[rocm].split("-")[0]
+    assert (f"no roofline: rocprof-compute of ROCm {version} runs no roofline on MI300 (gfx942)" in note) == disabled
+    # --roof-only on such a node: refused before launch, naming the release
+    nodes = tmp_path / "kfd"
+    for node, props in (("0", "simd_count 0\n"), ("1", "simd_count 304\ngfx_target_version 90402\n")):
+        (nodes / node).mkdir(parents=True)
+        (nodes / node / "properties").write_text(props)
+    monkeypatch.setattr(rocm_module, "KFD_NODES", nodes)
+    roof_only = RocprofComputeAdapter("roof-only")
+    if disabled:
+        with pytest.raises(UserError) as err:
+            roof_only.check(RunConfig(profilers=["rocprof-compute"], device="cuda:0"))
+        assert str(err.value).startswith(f"rocprof-compute of ROCm {version} runs no roofline on MI300 (gfx942)")
+        assert "\n" not in str(err.value)
+        proc = subprocess.run(roof_only.wrap_argv(tmp_path / "again", CONFIG) + COUNT_RUNS, cwd=tmp_path,
+                              capture_output=True, text=True)  # the tool itself stops there too
+        assert proc.returncode == 1 and "Roofline temporarily disabled in MI300" in proc.stderr
+    else:
+        roof_only.check(RunConfig(profilers=["rocprof-compute"], device="cuda:0"))
+
+
+def test_kfd_gpus_names_each_gpu_architecture(tmp_path, monkeypatch):
+    """KFD's gfx_target_version as LLVM names it (90402 gfx942, 90010 gfx90a), CPU nodes left out, in node order."""
+    for node, props in (("0", "simd_count 0\ngfx_target_version 0\n"), ("2", "simd_count 304\ngfx_target_version 90402\n"),
+                        ("10", "simd_count 440\ngfx_target_version 90010\n")):
+        (tmp_path / node).mkdir()
+        (tmp_path / node / "properties").write_text(props)
+    monkeypatch.setattr(rocm_module, "KFD_NODES", tmp_path)
+    assert rocm_module.kfd_gpus() == ["gfx942", "gfx90a"]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
-from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version, release_of_tree
+from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
@@ -86,6 +86,13 @@ class RocprofComputeAdapter(RocmToolAdapter):
     # ------------------------------------------------------------------ argv
     def check(self, config: "RunConfig") -> None:
         self._options()
+        if self.mode == "roof-only":
+            arch = gpu_arch(config.device)
+            if arch in self.facts().no_roofline:
+                raise self.refuse(f"runs no roofline on MI300 ({arch}): its --roof-only stops with 'Roofline "
+                                  "temporarily disabled in MI300'",
+                                  "profile the counters (TINYLAB_ROCPROF_COMPUTE_MODE=full or counters) or use "
+                                  "ROCm 6.4 or newer")
 
     def _options(self) -> list[str]:
         flags = ["--name", "--path", "--device"] + ([MODES[self.mode]] if MODES[self.mode] else [])
@@ -119,6 +126,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
         from tinylab.analysis.formats.rocprof_compute import (  # pandas: after the run
             find_workload,
             read_roofline,
+            roofline_disabled,
         )
 
         workload = find_workload(out_dir / "workload")
@@ -130,6 +138,8 @@ class RocprofComputeAdapter(RocmToolAdapter):
         roofline = read_roofline(workload)
         if roofline:
             (out_dir / "roofline.json").write_text(json.dumps(roofline, indent=2), encoding="utf-8")
+        elif self.mode != "counters":
+            notes.append(f"no roofline: {roofline_disabled(workload) or 'no roofline.csv in the workload'}")
         table, fmt, note = read_table(workload)
         notes.insert(0, note)
         return CollectResult(list_artifacts(out_dir), table, "; ".join(n for n in notes if n) or None, fmt)
@@ -159,3 +169,10 @@ def gpu_index(device: str) -> int:
     """The GPU index of a run's device ("cuda:2" -> 2; "cuda", "auto" -> 0, the default device)."""
     index = device.partition(":")[2]
     return int(index) if index.isdigit() else 0
+
+
+def gpu_arch(device: str) -> str | None:
+    """The architecture of the run's GPU as the driver lists it (gfx942), or None when not known."""
+    archs = kfd_gpus()
+    index = gpu_index(device)
+    return archs[index] if index < len(archs) else None

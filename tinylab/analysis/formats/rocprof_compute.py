@@ -21,8 +21,9 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.safeio import open_regular
 from tinylab.analysis.kernel_table import build_table
+from tinylab.profilers import rocm_releases as rr
+from tinylab.safeio import open_regular
 
 
 def parse_top(path: Path, head: Head) -> Parsed:
@@ -71,6 +72,27 @@ def longest_dispatch(workload: Path) -> int | None:
             if math.isfinite(duration) and (best is None or duration > best[0]):
                 best = (duration, dispatch)
     return best[1] if best else None
+
+
+def sysinfo(workload: Path) -> dict[str, str]:
+    """The first row of the workload's sysinfo.csv ({} when it has none)."""
+    path = workload / "sysinfo.csv"
+    if not path.is_file():
+        return {}
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        return next(csv.DictReader(fh), None) or {}
+
+
+def roofline_disabled(workload: Path) -> str | None:
+    """Why the workload's release ran no roofline on its GPU (MI300 on ROCm 6.2/6.3, rocm_releases.py),
+    from its sysinfo.csv; None when its release has one there (or the workload does not say)."""
+    info = sysinfo(workload)
+    version, arch = info.get("rocm_version") or "", (info.get("gpu_arch") or "").split(":")[0]
+    key = rr.release_key(version)
+    if key and arch in rr.ROCPROF_COMPUTE[key].no_roofline:
+        return (f"rocprof-compute of ROCm {version.split('-')[0]} runs no roofline on MI300 ({arch}): "
+                "'Roofline temporarily disabled in MI300'; ROCm 6.4 brings it back")
+    return None
 
 
 def read_roofline(workload: Path) -> dict[str, Any] | None:
