@@ -78,6 +78,7 @@ def test_rocprofv3_argv_and_layout(rocm, tmp_path):
     assert tuple(header) == facts.kernel_trace_header
     result = adapter.collect(out)
     assert result.format == "rocprofv3-kernel-stats" and "no roctx step ranges" in result.note
+    assert ("does not preload the SDK's roctx" in result.note) == (not facts.marker_preload)
     assert {r["name"]: (r["calls"], r["total_ns"]) for r in result.table.to_dict("records")} == {
         k: (v[0], v[1]) for k, v in TRUNCATED.items()}
 
