@@ -150,6 +150,8 @@ def test_rocprof_compute_passes_and_device(rocm, tmp_path, monkeypatch):
     assert ("timestamps.csv" in {p.name for p in (out / "workload").iterdir()}) == facts.timestamps_pass
     result = adapter.collect(out)
     assert result.format == "rocprof-compute" and "analyze/dispatch_0/2.1_Speed-of-Light.csv" in result.artifacts
+    # the timing pass where there is one, else the join of all passes (never SQ_LEVEL_WAVES.csv, one pass)
+    assert result.note.startswith("read timestamps.csv" if facts.timestamps_pass else "read pmc_perf.csv")
 
 
 def test_rocprof_compute_pass_count_from_the_table(rocm, tmp_path):
