@@ -133,7 +133,7 @@ _DEEPSPEED_NAMES: dict[str, tuple[str, str]] = {
     "deepspeed_fwd_ms": ("fwd_latency_s", "that forward pass's time under the FLOPS profiler (ms)"),
 }
 _CATEGORY_SUFFIXES = {"_ms": "total time (ms)", "_pct": "share of kernel time (%)", "_calls": "launches"}
-_CONFIG_SKIPPED = ("device", "profilers")  # `device` is the start event's; lists are not values
+_CONFIG_SKIPPED = ("device", "profilers", "profile_kernels")  # `device` is the start event's; lists are not values
 
 
 def _config_types() -> dict[str, str]:
@@ -776,7 +776,7 @@ class _Measured:
             self._counters_loaded = True
             from tinylab.analysis.formats.rocprof_compute import find_workload, kernel_roofline
 
-            root = self._workload_root()
+            root = self._profile_root()
             self._workload = find_workload(root) if root else None
             self._counters = kernel_roofline(self._workload) if self._workload else None
         if self._counters is None or not len(self._counters):
@@ -784,8 +784,44 @@ class _Measured:
                                        "--profile rocprof-compute on an AMD GPU)")
         return self._counters
 
-    def _workload_root(self) -> Path | None:
-        return Path(self.run.dir) / "profiles" / "rocprof-compute" / "workload" if self.run else None
+    def _profile_root(self) -> Path | None:
+        """The rocprof-compute profile folder: its workload/ and analyze/."""
+        return Path(self.run.dir) / "profiles" / "rocprof-compute" if self.run else None
+
+    def speed_of_light(self, fname: str, sel: str, metric: str) -> float:
+        """sol_pct/sol_value: "Pct of Peak" or "Avg" of `metric` in the speed-of-light table of the
+        analyzed kernel with the most time among those whose name contains `sel` or whose category is `sel`."""
+        from tinylab.analysis.categories import categorize
+        from tinylab.analysis.formats.rocprof_compute import (
+            analyzed_kernels,
+            dispatch_times,
+            find_workload,
+            read_speed_of_light,
+        )
+        from tinylab.analysis.names import short_name
+
+        call = f"{fname}({sel!r}, {metric!r})"
+        root = self._profile_root()
+        found = analyzed_kernels(root / "analyze") if root else []
+        if not found:
+            raise checks.Missing(call, f"the {self.role} has no rocprof-compute speed-of-light tables (profile it "
+                                       "with --profile rocprof-compute on an AMD GPU)")
+        chosen = [(name, folder) for name, folder in found if sel.lower() in name.lower() or categorize(name) == sel]
+        if not chosen:
+            analyzed = ", ".join(short_name(name) for name, _ in found)
+            raise checks.Missing(call, f"no analyzed kernel of the {self.role} matches {sel!r} (analyzed: {analyzed})")
+        workload = find_workload(root)  # type: ignore[arg-type]
+        totals: dict[str, float] = {}
+        for _, name, duration in dispatch_times(workload) if workload else ():
+            totals[name] = totals.get(name, 0.0) + duration
+        name, folder = max(chosen, key=lambda nf: totals.get(nf[0], 0.0))
+        row = read_speed_of_light(folder).get(metric.strip().lower())
+        if row is None:
+            raise checks.Missing(call, f"{short_name(name)}: its speed-of-light table has no metric {metric!r}")
+        value = row["pct" if fname == "sol_pct" else "value"]
+        if value is None:
+            raise checks.Missing(call, f"{short_name(name)}: rocprof-compute left {row['metric']!r} empty")
+        return value
 
     def counter_function(self, fname: str, sel: str) -> Any:
         """top_bound/top_intensity/top_bw_pct/top_flops_pct of the kernel with the most time among those
@@ -833,7 +869,9 @@ class _Measured:
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile recorded {value!r}")
         return value * 1e3 if name == "deepspeed_fwd_ms" else value
 
-    def kernel_function(self, fname: str, part: str) -> Any:
+    def kernel_function(self, fname: str, part: str, *more: str) -> Any:
+        if fname.startswith("sol_"):
+            return self.speed_of_light(fname, part, *more)
         if fname.startswith("top_"):
             return self.counter_function(fname, part)
         if fname == "profile_files":
@@ -872,7 +910,7 @@ class _RecordedOutput(_Measured):
                 raise checks.Missing("kernel table", f"the recorded output cannot be read: {exc}") from None
         return self._table
 
-    def _workload_root(self) -> Path | None:
+    def _profile_root(self) -> Path | None:
         return self.recorded.path
 
     def files(self, part: str) -> int:
@@ -908,9 +946,9 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         where, base = source(name)
         return where.value(base)
 
-    def kernels(fname: str, part: str) -> float:
+    def kernels(fname: str, *parts: str) -> float:
         where, base = source(fname)
-        return where.kernel_function(base, part)
+        return where.kernel_function(base, *parts)
 
     instead = f"; the recorded output has it: tinylab hotspots {step.recorded.path}" if step.recorded else ""
     results = []

@@ -63,17 +63,39 @@ def test_with_the_tools_a_step_runs_and_its_checks_read_the_run(monkeypatch, tmp
     monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
     plan = Lab(tmp_path / "runs", machine=Machine).plan_step("rocm-tools", 4, "cpu")
     assert plan.unavailable == "" and plan.config.profilers == ["rocprof-compute"]
+    assert plan.config.profile_kernels == ["_rmsnorm_fwd", "_attn_fwd", "Cijk"]  # -k for every pass
     run = make_run(tmp_path, "amd", device="cuda:0")
-    workload = run.dir / "profiles" / "rocprof-compute" / "workload"
-    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", workload)
+    profile = run.dir / "profiles" / "rocprof-compute"
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", profile / "workload")
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200_analyze", profile / "analyze")
     with open(run.dir / "events.jsonl", "a") as fh:
         fh.write(json.dumps({"event": "profile", "time": 4.0, "tool": "rocprof-compute", "artifacts": {},
                              "kernel_table": None, "passes": 16}) + "\n")
     results = {r.name: r for r in ex.evaluate_checks(SCENARIO.steps[3], run.record(), None, on_gpu=True)}
     assert results["passes"].status == "pass" and results["passes"].value == 16
     assert "counter_passes=16" in results["passes"].detail
-    assert results["norm-memory-bound"].status == "fail"  # the recorded vecCopy workload has no RMSNorm kernel
-    assert "no kernel of the run's counters matches '_rmsnorm'" in results["norm-memory-bound"].detail
+    norm = results["norm-no-matrix-cores"]  # the vecCopy workload's only speed-of-light table is the copy's
+    assert norm.status == "fail" and "no analyzed kernel of the run matches '_rmsnorm' (analyzed: vecCopy(" in norm.detail
+    assert results["attention-more-intense"].status == "fail"
+    assert "no kernel of the run's counters matches '_attn_'" in results["attention-more-intense"].detail
+
+
+def test_speed_of_light_reads_the_real_analyzer_table(tmp_path):
+    """sol_pct/sol_value read the table rocprof-compute analyze --save-dfs wrote for the analyzed
+    dispatch (real: the vcopy workload's dispatch 0), by metric name; what is not there says why."""
+    profile = tmp_path / "profile"
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", profile / "workload")
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200_analyze", profile / "analyze")
+    recorded = ex._RecordedOutput(ex.Recorded(profile, "test"))
+    assert recorded.kernel_function("sol_pct", "vecCopy", "L2 Cache BW") == 36.62
+    assert recorded.kernel_function("sol_value", "elementwise", "active cus") == 62.0  # by category; any case
+    with pytest.raises(ex.checks.Missing, match="its speed-of-light table has no metric 'L3 Cache BW'"):
+        recorded.kernel_function("sol_pct", "vecCopy", "L3 Cache BW")
+    with pytest.raises(ex.checks.Missing, match="left 'L1I Fetch Latency' empty"):
+        recorded.kernel_function("sol_value", "vecCopy", "L1I Fetch Latency")
+    (profile / "analyze" / "dispatch_0" / "2.1_Speed-of-Light.csv").unlink()
+    with pytest.raises(ex.checks.Missing, match="no rocprof-compute speed-of-light tables"):
+        ex._RecordedOutput(ex.Recorded(profile, "test")).kernel_function("sol_pct", "vecCopy", "IPC")
 
 
 def test_counter_functions_refuse_what_was_not_measured(tmp_path):
@@ -81,7 +103,7 @@ def test_counter_functions_refuse_what_was_not_measured(tmp_path):
     the peak is past a physical limit and refused."""
     workload = tmp_path / "w"
     shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", workload)
-    recorded = ex._RecordedOutput(ex.Recorded(workload, "test"))
+    recorded = ex._RecordedOutput(ex.Recorded(workload, "test"))  # a bare workload folder reads too
     assert recorded.kernel_function("top_intensity", "vecCopy") == 0.0
     (workload / "roofline.csv").unlink()
     fresh = ex._RecordedOutput(ex.Recorded(workload, "test"))

@@ -42,10 +42,10 @@ def rocm(request, monkeypatch, tmp_path) -> str:
     return request.param
 
 
-def run_wrapped(adapter, tmp_path: Path, program=COUNT_RUNS) -> tuple[Path, list[str], subprocess.CompletedProcess]:
+def run_wrapped(adapter, tmp_path: Path, program=COUNT_RUNS, config=CONFIG) -> tuple[Path, list[str], subprocess.CompletedProcess]:
     out = tmp_path / "run" / "profiles" / adapter.name
     out.mkdir(parents=True)
-    argv = adapter.wrap_argv(out, CONFIG)
+    argv = adapter.wrap_argv(out, config)
     proc = subprocess.run(argv + program, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out, argv, proc
@@ -140,16 +140,20 @@ def test_rocprof_sys_runner_and_flags(rocm, tmp_path):
 def test_rocprof_compute_passes_and_device(rocm, tmp_path, monkeypatch):
     facts = rr.ROCPROF_COMPUTE[rocm]
     monkeypatch.setenv("STANDIN_COMPUTE_PASSES", "3")
-    adapter = RocprofComputeAdapter("full", kernels=("vecCopy",), dispatches=("0:2",))
-    out, argv, proc = run_wrapped(adapter, tmp_path)
+    adapter = RocprofComputeAdapter("full", dispatches=("0:2",))
+    config = RunConfig(num_steps=3, warmup_steps=1, device="cuda:1", profilers=["rocprof-compute"],
+                       profile_kernels=["vecCopy"]).validate()
+    out, argv, proc = run_wrapped(adapter, tmp_path, config=config)
     assert Path(argv[0]).name == facts.executable
     assert argv[argv.index("--device") + 1] == "1"  # the run's GPU, for the roofline benchmark
-    assert argv[argv.index("-k") + 1] == "vecCopy" and argv[argv.index("-d") + 1] == "0:2"
+    assert argv[argv.index("-k") + 1] == "vecCopy" and argv[argv.index("-d") + 1] == "0:2"  # the run's filter
     assert (tmp_path / "program_ran").read_text() == "xxx"  # once per pass
     assert adapter.reruns_program(out) and adapter.planned_passes(out, "gfx90a") == 3  # its own perfmon files
     assert ("timestamps.csv" in {p.name for p in (out / "workload").iterdir()}) == facts.timestamps_pass
     result = adapter.collect(out)
+    # a speed-of-light table for the longest dispatch of the filtered kernel (the workload's only one)
     assert result.format == "rocprof-compute" and "analyze/dispatch_0/2.1_Speed-of-Light.csv" in result.artifacts
+    assert "speed-of-light tables (2.1_Speed-of-Light.csv) in analyze/dispatch_<N>/ for dispatch 0 (vecCopy" in result.note
     # the timing pass where there is one, else the join of all passes (never SQ_LEVEL_WAVES.csv, one pass)
     assert result.note.startswith("read timestamps.csv" if facts.timestamps_pass else "read pmc_perf.csv")
 
