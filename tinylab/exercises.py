@@ -99,6 +99,7 @@ class CheckResult:
     status: str  # "pass" | "fail" | "skip"
     value: object
     detail: str
+    on: str = "run"  # what it read: the step's "run" or its "recorded" output
 
 
 class ScenarioError(UserError):
@@ -126,6 +127,11 @@ _PROFILE_NAMES: dict[str, tuple[str, str]] = {
                                    "from the trainer's roctx step ranges)"),
     "counter_passes": (checks.NUM, "runs of the program by a counter-pass profiler (rocprof-compute: one a "
                                    "group of hardware counters)"),
+}
+#: From a PyTorch/Chrome trace's step timeline (tinylab.analysis.timeline), over a run or a recorded trace.
+_TIMELINE_NAMES: dict[str, tuple[str, str]] = {
+    "gpu_idle_pct": (checks.NUM, "share of a profiled step the GPU runs no kernel or copy (%): the gaps between "
+                                 "its kernels, from a PyTorch trace's step timeline"),
 }
 _DEEPSPEED_NAMES: dict[str, tuple[str, str]] = {
     # check name: (flops.json key, description)
@@ -171,6 +177,8 @@ def names() -> dict[str, tuple[str, str]]:
         out[name] = (kind, desc)
     for name, (kind, desc) in _PROFILE_NAMES.items():
         out[name] = (kind, desc)
+    for name, (kind, desc) in _TIMELINE_NAMES.items():
+        out[name] = (kind, desc)
     for name, (_, desc) in _DEEPSPEED_NAMES.items():
         out[name] = (checks.NUM, desc)
     for name, desc in _category_names().items():
@@ -179,8 +187,9 @@ def names() -> dict[str, tuple[str, str]]:
 
 
 def _name_types(recorded: bool = False) -> dict[str, str]:
-    """Names a check may read: every one over a run; over a recorded output its kernel table's."""
-    kernel_names = set(_KERNEL_NAMES) | set(_category_names())
+    """Names a check may read: every one over a run; over a recorded output its kernel table's and,
+    for a trace, its timeline's."""
+    kernel_names = set(_KERNEL_NAMES) | set(_category_names()) | set(_TIMELINE_NAMES)
     return {name: kind for name, (kind, _) in names().items() if not recorded or name in kernel_names}
 
 
@@ -680,6 +689,8 @@ class _Measured:
             return self._kernel_value(name)
         if name in _DEEPSPEED_NAMES:
             return self._deepspeed_value(name)
+        if name in _TIMELINE_NAMES:
+            return self._timeline_value(name)
         if name in _PROFILE_NAMES:
             return self._profile_value(name)
         if name in self.config or name == "fault":
@@ -700,6 +711,26 @@ class _Measured:
         if name == "mfu":
             return "no peak rate is known for this device and precision"
         return f"the {self.role} did not record it"
+
+    # -- step timeline (PyTorch trace)
+    def _trace(self) -> Path | None:
+        from tinylab.analysis.timeline import run_trace
+
+        return run_trace(Path(self.run.dir), self.profiles)[0] if self.run else None
+
+    def _timeline_value(self, name: str) -> float:
+        from tinylab.analysis.timeline import analyze, idle_pct
+
+        trace = self._trace()
+        if trace is None:
+            raise checks.Missing(name, f"the {self.role} has no PyTorch trace (profile it with --profile pytorch)")
+        try:
+            value = idle_pct(analyze(trace))
+        except UserError as exc:
+            raise checks.Missing(name, f"its trace cannot be read: {exc}") from None
+        if value is None:
+            raise checks.Missing(name, f"the {self.role}'s trace has no GPU events (a CPU run): no GPU to be idle")
+        return value
 
     # -- kernel table
     def table(self):
@@ -897,7 +928,12 @@ class _RecordedOutput(_Measured):
     def value(self, name: str) -> Any:
         if name in _KERNEL_NAMES or name in _category_names():
             return self._kernel_value(name)
+        if name in _TIMELINE_NAMES:
+            return self._timeline_value(name)
         raise checks.Missing(name, "a recorded output has only a kernel table")
+
+    def _trace(self) -> Path | None:
+        return self.recorded.path if self.recorded.path.is_file() else None
 
     def table(self):
         if not self._table_loaded:
@@ -956,7 +992,7 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         if spec.on == "recorded" and recorded is not None:
             results.append(_evaluate_one(spec, recorded.value, recorded.kernel_function, True))
         elif unavailable:
-            results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable))
+            results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable, spec.on))
         else:
             results.append(_evaluate_one(spec, lookup, kernels, on_gpu, instead))
     return results
@@ -965,7 +1001,7 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
 def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool, instead: str = "") -> CheckResult:
     """One check; `instead` says where to read what this machine's tools cannot give (a skip's detail)."""
     def result(status: str, value: Any, detail: str) -> CheckResult:
-        return CheckResult(spec.name, spec.expr, spec.description, status, value, detail)
+        return CheckResult(spec.name, spec.expr, spec.description, status, value, detail, spec.on)
 
     if spec.needs_gpu and not on_gpu:
         return result("skip", None, f"GPU-only: {spec.gpu_reason}")
@@ -1023,6 +1059,27 @@ def step_passed(results: list[CheckResult]) -> bool:
     """All checks that ran passed, and at least one ran: skipped checks prove nothing."""
     ran = [r for r in results if r.status != "skip"]
     return bool(ran) and all(r.status == "pass" for r in ran)
+
+
+def verdict(results: list[CheckResult]) -> str:
+    """A step's checks in one line: what passed or failed, and what was skipped and why. "all checks
+    passed" only when none was skipped: a CPU that ran only the recorded-output checks says so."""
+    ran = [r for r in results if r.status != "skip"]
+    failed = sum(r.status == "fail" for r in ran)
+    skipped = [r for r in results if r.status == "skip"]
+    reasons = sorted({r.detail for r in skipped})
+    why = f" ({reasons[0]})" if len(reasons) == 1 else " (each says why)"
+    skips = f"{len(skipped)} skipped{why}" if skipped else ""
+    if not ran:
+        return "no check could run here" + (f": {skips}" if skips else "")
+    if failed:
+        return f"{failed} of {len(ran)} checks failed" + (f"; {skips}" if skips else "")
+    if not skipped:
+        return "all checks passed"
+    recorded = sum(r.on == "recorded" for r in ran)
+    what = ("over the recorded output" if recorded == len(ran) else "over the run" if not recorded
+            else f"{recorded} over the recorded output")
+    return f"{len(ran)} of {len(results)} checks ran and passed ({what}); {skips}"
 
 
 # ----------------------------------------------------------------------------- progress

@@ -396,6 +396,26 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
 
 
 # ------------------------------------------------------------------------------------ the whole
+def run_trace(run_dir: Path, profiles: Any) -> tuple[Path | None, Path | None]:
+    """(PyTorch trace, memory timeline) among a run's profile artifacts; None where it has none."""
+    from tinylab.profilers.pytorch import MEMORY_TIMELINE
+
+    trace = memory = None
+    for profile in profiles:
+        for name, rel in profile.artifacts.items():
+            full = Path(run_dir) / rel
+            if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
+                trace = full
+            elif name == MEMORY_TIMELINE and full.is_file():
+                memory = full
+    return trace, memory
+
+
+def idle_pct(result: dict[str, Any]) -> float | None:
+    """The GPU's idle share of the step an analysis shows (None: no GPU events, a CPU trace)."""
+    return next(a["idle_pct"] for a in result["steps"] if a["step"] == result["shown_step"])
+
+
 def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> dict[str, Any]:
     """Every step's anatomy, the step to show (`step`, else the one of median wall time), and
     that step's memory when a memory timeline is given. UserError on a missing step."""

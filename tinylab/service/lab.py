@@ -139,7 +139,7 @@ class Lab:
     def timeline(self, ref: str, step: int | None = None) -> dict[str, Any]:
         """Step anatomy (tinylab.analysis.timeline) of a run's PyTorch trace, or of a trace file
         given by path; with the run's memory timeline when it has one. UserError without a trace."""
-        from tinylab.analysis.timeline import analyze
+        from tinylab.analysis.timeline import analyze, run_trace
 
         path = Path(ref)
         if path.is_file():
@@ -151,14 +151,7 @@ class Lab:
             raise UserError(f"{ref}: no such trace file")
         run = self.run(ref)
         record = run.record()
-        trace = memory = None
-        for profile in record.profiles:
-            for name, rel in profile.artifacts.items():
-                full = run.dir / rel
-                if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
-                    trace = full
-                elif name == MEMORY_TIMELINE and full.is_file():
-                    memory = full
+        trace, memory = run_trace(run.dir, record.profiles)
         if trace is None:
             raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
                             "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
