@@ -123,8 +123,8 @@ _KERNEL_NAMES: dict[str, tuple[str, str]] = {
     "kernel_total_ms": (checks.NUM, "total kernel time in the profiled steps (ms)"),
 }
 _PROFILE_NAMES: dict[str, tuple[str, str]] = {
-    "profiled_steps": (checks.NUM, "training steps the kernel table covers (rocprofv3: the measured steps, "
-                                   "from the trainer's roctx step ranges)"),
+    "profiled_steps": (checks.NUM, "training steps the kernel table covers (rocprofv3, nsys, rocprof-sys with the "
+                                   "perfetto package: the measured steps, from the trainer's roctx/NVTX step ranges)"),
     "counter_passes": (checks.NUM, "runs of the program by a counter-pass profiler (rocprof-compute: one a "
                                    "group of hardware counters)"),
 }

@@ -167,12 +167,11 @@ class Rocprofv3Adapter(RocmToolAdapter):
             release = self.release()
             notes.append(f"no kernel files at {self.facts().layout} ({release.label if release else ''}); "
                          "read from wherever they are")
-        from tinylab.analysis.formats.rocprofv3 import (  # pandas: after the run
-            measured_kernels,
-            step_windows,
-        )
+        from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches  # pandas: after the run
+        from tinylab.analysis.steps import measured_kernels, step_windows
 
-        measured = measured_kernels(traces, step_windows(markers)) if traces and markers else None
+        measured = measured_kernels(*trace_dispatches(traces), step_windows(marker_ranges(markers))) \
+            if traces and markers else None
         if measured is not None:
             table, steps = measured
             notes.append(f"kernels of the {steps} measured steps (roctx step ranges; warm-up and start-up left out)")
