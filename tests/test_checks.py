@@ -23,9 +23,11 @@ def lookup(name):
     return VALUES[name]
 
 
-def kernels(fname, part):
+def kernels(fname, *parts):
     if checks._base(fname) == "top_bound":
         return "memory"
+    if checks._base(fname).startswith("sol_"):
+        return {("gemm", "MFMA Utilization"): 40.0, ("_rmsnorm", "MFMA Utilization"): 0.0}[parts]
     values = {"kernel_calls": 7, "kernel_ms": 1.5, "kernel_pct": 12.0, "top_intensity": 0.5, "top_bw_pct": 62.0,
               "top_flops_pct": 0.1, "profile_files": 2}
     return values[checks._base(fname)] + (1 if fname.startswith("baseline.") else 0)
@@ -61,6 +63,7 @@ def run(expr, allow_baseline=True):
         ('top_bound("gemm") == "memory" and top_intensity("gemm") < 1', True),
         ('top_bw_pct("x") > 50 and top_flops_pct("x") < 1 and profile_files(".proto") == 2', True),
         ('baseline.profile_files(".proto") > profile_files(".proto")', True),
+        ('sol_pct("gemm", "MFMA Utilization") > sol_pct("_rmsnorm", "MFMA Utilization")', True),
     ],
 )
 def test_evaluates(expr, expected):
@@ -93,6 +96,9 @@ def test_evaluates(expr, expected):
         ('kernel_calls(1) > 0', "kernel_calls() needs a text, got a number"),
         ('top_bound("gemm") > 1', "'>' needs a number, got a text"),
         ('top_intensity("gemm") == "memory"', "'==' compares a number with a text"),
+        ('sol_pct("gemm") > 1', "sol_pct() takes 2 text arguments, got 1"),
+        ('kernel_calls("a", "b") > 1', "kernel_calls() takes one text argument, got 2"),
+        ('sol_value("gemm", 2) > 1', "sol_value() needs a text, got a number"),
         ("1e999 > 0", "too large"),
         ("and", "needs an operand"),
         ("", "expected a value"),

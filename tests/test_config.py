@@ -47,6 +47,13 @@ def test_defaults_are_the_workshop_model():
         ({"tf32": "yes"}, "--tf32 must be true or false"),
         ({"sdpa": 1, "version": "v2"}, "--sdpa must be true, false or unset"),
         ({"fault": ["x"]}, "unknown fault ['x']"),
+        # rocprof-compute's kernel filter: names mean the same to 6.x (substring) and 7.x (regex)
+        ({"profilers": ["rocprof-compute"], "profile_kernels": ["_attn.*"]},
+         "--profile-kernel '_attn.*' is not a kernel name or part of one"),
+        ({"profilers": ["rocprof-compute"], "profile_kernels": "_attn"}, "--profile-kernel takes at most 8 kernel names"),
+        ({"profilers": ["rocprof-compute"], "profile_kernels": [f"k{i}" for i in range(9)]}, "at most 8 kernel names"),
+        ({"profilers": ["rocprofv3"], "profile_kernels": ["_attn_fwd"]},
+         "--profile-kernel _attn_fwd narrows rocprof-compute's counters: add --profile rocprof-compute"),
     ],
 )
 def test_bad_values_get_one_line_errors(kwargs, fragment):

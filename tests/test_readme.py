@@ -72,3 +72,13 @@ def test_lab_keys_the_readme_teaches_are_bound():
     lab_keys = {b.key for b in LabScreen.BINDINGS} | {b.key for b in TinyLabApp.BINDINGS}
     for key in ("enter", "p", "f", "r", "x", "w", "d", "q", "l"):
         assert any(key in k.split(",") for k in lab_keys), key
+
+
+def test_the_rocprofv3_row_says_what_it_writes():
+    """CSV on every release, whatever ROCm 7 defaults to: rocpd only when asked for (the row once said
+    ROCm 7 gives the database, while tinylab always asked for CSV)."""
+    from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
+
+    row = next(line for line in README.splitlines() if line.startswith("| `rocprofv3` |"))
+    assert Rocprofv3Adapter().output_formats == ("csv",) and "CSV on every release" in row
+    assert "TINYLAB_ROCPROFV3_FORMAT=rocpd" in row

@@ -23,8 +23,11 @@ total milliseconds and share of all kernel time of the kernels whose name contai
 (case-insensitive); over its hardware counters (rocprof-compute) top_bound(sel) ("memory" or
 "compute"), top_intensity(sel) (FLOP per HBM byte), top_bw_pct(sel) and top_flops_pct(sel) (% of
 the measured peak) of the kernel with the most time among those whose name contains `sel` or
-whose category is `sel`; and profile_files(part), the files its profilers wrote whose path holds
-`part`. The run functions take the "baseline." prefix too: baseline.kernel_calls("copy").
+whose category is `sel`; over its rocprof-compute speed-of-light tables sol_pct(sel, metric) and
+sol_value(sel, metric) ("Pct of Peak" and "Avg" of the metric so named, e.g. "MFMA Utilization", of
+the analyzed kernel whose name contains `sel` or whose category is `sel`); and profile_files(part),
+the files its profilers wrote whose path holds `part`. The run functions take the "baseline."
+prefix too: baseline.kernel_calls("copy").
 """
 
 from __future__ import annotations
@@ -52,12 +55,15 @@ FUNCTIONS: dict[str, tuple[tuple[str, ...] | None, str]] = {
     "max": (None, NUM),
     "contains": ((STR, STR), BOOL),
 }
-#: Run functions: they read the run (or its baseline), take one text argument; name -> result type.
+#: Run functions: they read the run (or its baseline) and take text arguments; name -> result type.
 KERNEL_FUNCTIONS: dict[str, str] = {
     "kernel_calls": NUM, "kernel_ms": NUM, "kernel_pct": NUM,
     "top_bound": STR, "top_intensity": NUM, "top_bw_pct": NUM, "top_flops_pct": NUM,
+    "sol_pct": NUM, "sol_value": NUM,
     "profile_files": NUM,
 }
+#: How many text arguments a run function takes, where not one: sol_pct(sel, metric).
+RUN_FUNCTION_ARGS = {"sol_pct": 2, "sol_value": 2}
 KEYWORDS = ("and", "or", "not", "true", "false")
 
 
@@ -319,9 +325,12 @@ def _call_type(node: Node, names: dict[str, str], allow_baseline: bool) -> str:
     if _base(fname) in KERNEL_FUNCTIONS:
         if fname.startswith(BASELINE) and not allow_baseline:
             raise ExprError(f"{fname!r} needs a baseline run: add a `baseline` preset to this step", node.column)
-        if len(args) != 1:
-            raise ExprError(f"{fname}() takes one text argument, got {len(args)}", node.column)
-        _want(check_types(args[0], names, allow_baseline), STR, f"{fname}()", args[0])
+        count = RUN_FUNCTION_ARGS.get(_base(fname), 1)
+        if len(args) != count:
+            raise ExprError(f"{fname}() takes {'one text argument' if count == 1 else f'{count} text arguments'}, "
+                            f"got {len(args)}", node.column)
+        for arg in args:
+            _want(check_types(arg, names, allow_baseline), STR, f"{fname}()", arg)
         return KERNEL_FUNCTIONS[_base(fname)]
     if fname not in FUNCTIONS:
         known = ", ".join([*FUNCTIONS, *KERNEL_FUNCTIONS])
@@ -390,6 +399,11 @@ class Missing(Exception):
         self.reason = reason
 
 
+class Unsupported(Missing):
+    """A value this machine's tools cannot give at all (rocprof-compute's roofline on MI300 with ROCm
+    6.2/6.3): the check is skipped with the reason, not failed, since no run here could pass it."""
+
+
 def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], Any]) -> Any:
     """Value of `node`; names come from lookup(name), run functions from kernels(fname, part).
 
@@ -442,7 +456,7 @@ def _call(node: Node, lookup, kernels) -> Any:
     fname, arg_nodes = node.args
     values = [_evaluate(a, lookup, kernels) for a in arg_nodes]
     if _base(fname) in KERNEL_FUNCTIONS:
-        return kernels(fname, _text(values[0], arg_nodes[0]))
+        return kernels(fname, *(_text(v, a) for v, a in zip(values, arg_nodes)))
     if fname == "contains":
         return _text(values[1], arg_nodes[1]).lower() in _text(values[0], arg_nodes[0]).lower()
     numbers = [_number(v, a) for v, a in zip(values, arg_nodes)]

@@ -118,6 +118,8 @@ def matching_preset(values: dict[str, Any]) -> str | None:
 
 
 MAX_SEED = 2**32 - 1
+MAX_PROFILE_KERNELS = 8
+_KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_LABEL = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -162,6 +164,9 @@ class RunConfig:
     deterministic: bool = False
     profilers: list[str] = field(default_factory=list)
     profile_steps: int = 3
+    #: kernel names (or parts of them) whose hardware counters rocprof-compute collects (its -k);
+    #: empty: every kernel, in every one of its 15-25 passes
+    profile_kernels: list[str] = field(default_factory=list)
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
@@ -228,7 +233,7 @@ class RunConfig:
         An unset `cuda_graph` stays unset: its default depends on the device the trainer finds
         (graphs on GPUs only), and the trainer records the value it used in its start event.
         """
-        out = dataclasses.replace(self, profilers=list(self.profilers))
+        out = dataclasses.replace(self, profilers=list(self.profilers), profile_kernels=list(self.profile_kernels))
         for name in TOGGLES:
             if name == "cuda_graph" and self.cuda_graph is None and TOGGLES[name].get(self.version):
                 continue
@@ -327,6 +332,7 @@ class RunConfig:
                 raise ConfigError(f"unknown profiler {prof!r}: choose from {', '.join(PROFILERS)}")
             if prof in self.profilers[:i]:
                 raise ConfigError(f"profiler {prof!r} is asked for twice: name each tool once")
+        self._validate_profile_kernels()
         wrappers = [p for p in self.profilers if p not in ("pytorch", "deepspeed")]
         if len(wrappers) > 1:
             raise ConfigError(
@@ -377,6 +383,20 @@ class RunConfig:
                 raise ConfigError(f"--rdzv-endpoint must be HOST:PORT (the first node's address), got {self.rdzv_endpoint!r}")
             if self.nnodes == 1:
                 raise ConfigError("--rdzv-endpoint applies to runs of several nodes (--nnodes 2 or more)")
+
+    def _validate_profile_kernels(self) -> None:
+        kernels = self.profile_kernels
+        if not isinstance(kernels, list) or len(kernels) > MAX_PROFILE_KERNELS:
+            raise ConfigError(f"--profile-kernel takes at most {MAX_PROFILE_KERNELS} kernel names, got {kernels!r}"[:200])
+        for name in kernels:
+            # plain names mean the same to 6.x's kernel-name filter (a substring) and to 7.x's
+            # (--kernel-include-regex, the names joined with "|"): docs/rocm-tools.md
+            if not isinstance(name, str) or not _KERNEL_NAME.fullmatch(name):
+                raise ConfigError(f"--profile-kernel {name!r} is not a kernel name or part of one "
+                                  "(letters, digits and _)"[:200])
+        if kernels and "rocprof-compute" not in self.profilers:
+            raise ConfigError(f"--profile-kernel {kernels[0]} narrows rocprof-compute's counters: add "
+                              "--profile rocprof-compute")
 
     def check_device(self, device_type: str) -> "RunConfig":
         """The rules that depend on the device the run will use ("cpu" or "cuda").

@@ -20,7 +20,7 @@ import psutil
 
 from tinylab.packages import describe, foreign_packages
 from tinylab.profilers import all_adapters
-from tinylab.profilers.rocm import hip_mismatch, node_release
+from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
@@ -158,14 +158,7 @@ def _nvidia_smi_gpu() -> dict[str, Any] | None:
 def _amd_gpu() -> dict[str, Any] | None:
     if not Path("/dev/kfd").exists():
         return None
-    names = []
-    for props in sorted(Path("/sys/class/kfd/kfd/topology/nodes").glob("*/properties")):
-        try:
-            fields = dict(line.split(None, 1) for line in props.read_text().splitlines() if " " in line)
-        except OSError:
-            continue
-        if fields.get("simd_count", "0").strip() != "0":
-            names.append(f"gfx target {fields.get('gfx_target_version', '?').strip()}")
+    names = kfd_gpus()
     return {
         "vendor": "amd", "name": names[0] if names else "AMD GPU", "count": len(names) or None, "memory_gb": None,
         "capability": None, "runtime": None, "driver": _amdgpu_driver(), "torch_sees_gpu": False,

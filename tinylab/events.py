@@ -233,6 +233,7 @@ class PassEvent:
     planned: int | None = None  # runs the tool will make, when known
     tool: str | None = None
     steps: int | None = None  # steps this pass trains
+    time: float | None = None  # when this pass started
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "PassEvent":

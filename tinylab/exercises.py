@@ -99,6 +99,7 @@ class CheckResult:
     status: str  # "pass" | "fail" | "skip"
     value: object
     detail: str
+    on: str = "run"  # what it read: the step's "run" or its "recorded" output
 
 
 class ScenarioError(UserError):
@@ -122,10 +123,15 @@ _KERNEL_NAMES: dict[str, tuple[str, str]] = {
     "kernel_total_ms": (checks.NUM, "total kernel time in the profiled steps (ms)"),
 }
 _PROFILE_NAMES: dict[str, tuple[str, str]] = {
-    "profiled_steps": (checks.NUM, "training steps the kernel table covers (rocprofv3: the measured steps, "
-                                   "from the trainer's roctx step ranges)"),
+    "profiled_steps": (checks.NUM, "training steps the kernel table covers (rocprofv3, nsys, rocprof-sys with the "
+                                   "perfetto package: the measured steps, from the trainer's roctx/NVTX step ranges)"),
     "counter_passes": (checks.NUM, "runs of the program by a counter-pass profiler (rocprof-compute: one a "
                                    "group of hardware counters)"),
+}
+#: From a PyTorch/Chrome trace's step timeline (tinylab.analysis.timeline), over a run or a recorded trace.
+_TIMELINE_NAMES: dict[str, tuple[str, str]] = {
+    "gpu_idle_pct": (checks.NUM, "share of a profiled step the GPU runs no kernel or copy (%): the gaps between "
+                                 "its kernels, from a PyTorch trace's step timeline"),
 }
 _DEEPSPEED_NAMES: dict[str, tuple[str, str]] = {
     # check name: (flops.json key, description)
@@ -141,7 +147,7 @@ _RANK_NAMES: dict[str, tuple[str, str]] = {
     "rank_step_spread": (checks.NUM, "the ranks' longest median step over their shortest (1: all alike)"),
 }
 _CATEGORY_SUFFIXES = {"_ms": "total time (ms)", "_pct": "share of kernel time (%)", "_calls": "launches"}
-_CONFIG_SKIPPED = ("device", "profilers")  # `device` is the start event's; lists are not values
+_CONFIG_SKIPPED = ("device", "profilers", "profile_kernels")  # `device` is the start event's; lists are not values
 
 
 def _config_types() -> dict[str, str]:
@@ -179,6 +185,8 @@ def names() -> dict[str, tuple[str, str]]:
         out[name] = (kind, desc)
     for name, (kind, desc) in _PROFILE_NAMES.items():
         out[name] = (kind, desc)
+    for name, (kind, desc) in _TIMELINE_NAMES.items():
+        out[name] = (kind, desc)
     for name, (_, desc) in _DEEPSPEED_NAMES.items():
         out[name] = (checks.NUM, desc)
     for name, (kind, desc) in _RANK_NAMES.items():
@@ -189,8 +197,9 @@ def names() -> dict[str, tuple[str, str]]:
 
 
 def _name_types(recorded: bool = False) -> dict[str, str]:
-    """Names a check may read: every one over a run; over a recorded output its kernel table's."""
-    kernel_names = set(_KERNEL_NAMES) | set(_category_names())
+    """Names a check may read: every one over a run; over a recorded output its kernel table's and,
+    for a trace, its timeline's."""
+    kernel_names = set(_KERNEL_NAMES) | set(_category_names()) | set(_TIMELINE_NAMES)
     return {name: kind for name, (kind, _) in names().items() if not recorded or name in kernel_names}
 
 
@@ -652,6 +661,7 @@ class _Measured:
         self._table_loaded = False
         self._counters: Any = None
         self._counters_loaded = False
+        self._workload: Path | None = None  # the rocprof-compute workload folder, once counters are read
 
     def _no_summary(self) -> str:
         if self.error:
@@ -675,6 +685,8 @@ class _Measured:
             return self._kernel_value(name)
         if name in _DEEPSPEED_NAMES:
             return self._deepspeed_value(name)
+        if name in _TIMELINE_NAMES:
+            return self._timeline_value(name)
         if name in _PROFILE_NAMES:
             return self._profile_value(name)
         if name in _RANK_NAMES:
@@ -717,6 +729,26 @@ class _Measured:
         if rank is None:
             raise checks.Missing(name, f"the {self.role} named no slowest rank")
         return getattr(rank, phase)
+
+    # -- step timeline (PyTorch trace)
+    def _trace(self) -> Path | None:
+        from tinylab.analysis.timeline import run_trace
+
+        return run_trace(Path(self.run.dir), self.profiles)[0] if self.run else None
+
+    def _timeline_value(self, name: str) -> float:
+        from tinylab.analysis.timeline import analyze, idle_pct
+
+        trace = self._trace()
+        if trace is None:
+            raise checks.Missing(name, f"the {self.role} has no PyTorch trace (profile it with --profile pytorch)")
+        try:
+            value = idle_pct(analyze(trace))
+        except UserError as exc:
+            raise checks.Missing(name, f"its trace cannot be read: {exc}") from None
+        if value is None:
+            raise checks.Missing(name, f"the {self.role}'s trace has no GPU events (a CPU run): no GPU to be idle")
+        return value
 
     # -- kernel table
     def table(self):
@@ -793,23 +825,64 @@ class _Measured:
             self._counters_loaded = True
             from tinylab.analysis.formats.rocprof_compute import find_workload, kernel_roofline
 
-            workload = find_workload(self._workload_root()) if self._workload_root() else None
-            self._counters = kernel_roofline(workload) if workload else None
+            root = self._profile_root()
+            self._workload = find_workload(root) if root else None
+            self._counters = kernel_roofline(self._workload) if self._workload else None
         if self._counters is None or not len(self._counters):
             raise checks.Missing(name, f"the {self.role} has no rocprof-compute counters (profile it with "
                                        "--profile rocprof-compute on an AMD GPU)")
         return self._counters
 
-    def _workload_root(self) -> Path | None:
-        return Path(self.run.dir) / "profiles" / "rocprof-compute" / "workload" if self.run else None
+    def _profile_root(self) -> Path | None:
+        """The rocprof-compute profile folder: its workload/ and analyze/."""
+        return Path(self.run.dir) / "profiles" / "rocprof-compute" if self.run else None
+
+    def speed_of_light(self, fname: str, sel: str, metric: str) -> float:
+        """sol_pct/sol_value: "Pct of Peak" or "Avg" of `metric` in the speed-of-light table of the
+        analyzed kernel with the most time among those whose name contains `sel` or whose category is `sel`."""
+        from tinylab.analysis.categories import categorize
+        from tinylab.analysis.formats.rocprof_compute import (
+            analyzed_kernels,
+            dispatch_times,
+            find_workload,
+            read_speed_of_light,
+        )
+        from tinylab.analysis.names import short_name
+
+        call = f"{fname}({sel!r}, {metric!r})"
+        root = self._profile_root()
+        found = analyzed_kernels(root / "analyze") if root else []
+        if not found:
+            raise checks.Missing(call, f"the {self.role} has no rocprof-compute speed-of-light tables (profile it "
+                                       "with --profile rocprof-compute on an AMD GPU)")
+        chosen = [(name, folder) for name, folder in found if sel.lower() in name.lower() or categorize(name) == sel]
+        if not chosen:
+            analyzed = ", ".join(short_name(name) for name, _ in found)
+            raise checks.Missing(call, f"no analyzed kernel of the {self.role} matches {sel!r} (analyzed: {analyzed})")
+        workload = find_workload(root)  # type: ignore[arg-type]
+        totals: dict[str, float] = {}
+        for _, name, duration in dispatch_times(workload) if workload else ():
+            totals[name] = totals.get(name, 0.0) + duration
+        name, folder = max(chosen, key=lambda nf: totals.get(nf[0], 0.0))
+        row = read_speed_of_light(folder).get(metric.strip().lower())
+        if row is None:
+            raise checks.Missing(call, f"{short_name(name)}: its speed-of-light table has no metric {metric!r}")
+        value = row["pct" if fname == "sol_pct" else "value"]
+        if value is None:
+            raise checks.Missing(call, f"{short_name(name)}: rocprof-compute left {row['metric']!r} empty")
+        return value
 
     def counter_function(self, fname: str, sel: str) -> Any:
         """top_bound/top_intensity/top_bw_pct/top_flops_pct of the kernel with the most time among those
         whose name contains `sel` or whose category is `sel`."""
         from tinylab.analysis.categories import categorize
+        from tinylab.analysis.formats.rocprof_compute import roofline_disabled
 
         call = f"{fname}({sel!r})"
         table = self.counters(call)
+        disabled = roofline_disabled(self._workload) if fname != "top_intensity" and self._workload else None
+        if disabled:  # no ceilings for any kernel: nothing a run here could change
+            raise checks.Unsupported(call, disabled)
         chosen = table[[sel.lower() in n.lower() or categorize(n) == sel for n in table["name"]]]
         if not len(chosen):
             raise checks.Missing(call, f"no kernel of the {self.role}'s counters matches {sel!r}")
@@ -818,10 +891,10 @@ class _Measured:
                   "top_flops_pct": "flops_pct"}[fname]
         value = top[column]
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            why = ("no FLOP or HBM counters for it" if fname == "top_intensity" else
-                   "no measured ceilings: rocprof-compute ran without its roofline benchmark "
-                   "(--no-roof, or MI300 on ROCm 6.2/6.3)")
-            raise checks.Missing(call, f"{top['name'][:60]}: {why}")
+            if fname == "top_intensity":
+                raise checks.Missing(call, f"{top['name'][:60]}: no FLOP or HBM counters for it")
+            raise checks.Missing(call, f"{top['name'][:60]}: no measured ceilings: rocprof-compute ran without "
+                                       "its roofline benchmark (--no-roof)")
         if fname in ("top_bw_pct", "top_flops_pct") and bool(top["above_peak"]):
             raise checks.Missing(call, f"{top['name'][:60]} measured above its peak ({value:.0f}%): past a "
                                        "physical limit, so its counters or timing are off; not shown")
@@ -845,7 +918,9 @@ class _Measured:
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile recorded {value!r}")
         return value * 1e3 if name == "deepspeed_fwd_ms" else value
 
-    def kernel_function(self, fname: str, part: str) -> Any:
+    def kernel_function(self, fname: str, part: str, *more: str) -> Any:
+        if fname.startswith("sol_"):
+            return self.speed_of_light(fname, part, *more)
         if fname.startswith("top_"):
             return self.counter_function(fname, part)
         if fname == "profile_files":
@@ -871,7 +946,12 @@ class _RecordedOutput(_Measured):
     def value(self, name: str) -> Any:
         if name in _KERNEL_NAMES or name in _category_names():
             return self._kernel_value(name)
+        if name in _TIMELINE_NAMES:
+            return self._timeline_value(name)
         raise checks.Missing(name, "a recorded output has only a kernel table")
+
+    def _trace(self) -> Path | None:
+        return self.recorded.path if self.recorded.path.is_file() else None
 
     def table(self):
         if not self._table_loaded:
@@ -884,7 +964,7 @@ class _RecordedOutput(_Measured):
                 raise checks.Missing("kernel table", f"the recorded output cannot be read: {exc}") from None
         return self._table
 
-    def _workload_root(self) -> Path | None:
+    def _profile_root(self) -> Path | None:
         return self.recorded.path
 
     def files(self, part: str) -> int:
@@ -920,24 +1000,26 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         where, base = source(name)
         return where.value(base)
 
-    def kernels(fname: str, part: str) -> float:
+    def kernels(fname: str, *parts: str) -> float:
         where, base = source(fname)
-        return where.kernel_function(base, part)
+        return where.kernel_function(base, *parts)
 
+    instead = f"; the recorded output has it: tinylab hotspots {step.recorded.path}" if step.recorded else ""
     results = []
     for spec in step.checks:
         if spec.on == "recorded" and recorded is not None:
             results.append(_evaluate_one(spec, recorded.value, recorded.kernel_function, True))
         elif unavailable:
-            results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable))
+            results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable, spec.on))
         else:
-            results.append(_evaluate_one(spec, lookup, kernels, on_gpu))
+            results.append(_evaluate_one(spec, lookup, kernels, on_gpu, instead))
     return results
 
 
-def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool) -> CheckResult:
+def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool, instead: str = "") -> CheckResult:
+    """One check; `instead` says where to read what this machine's tools cannot give (a skip's detail)."""
     def result(status: str, value: Any, detail: str) -> CheckResult:
-        return CheckResult(spec.name, spec.expr, spec.description, status, value, detail)
+        return CheckResult(spec.name, spec.expr, spec.description, status, value, detail, spec.on)
 
     if spec.needs_gpu and not on_gpu:
         return result("skip", None, f"GPU-only: {spec.gpu_reason}")
@@ -947,6 +1029,8 @@ def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: 
         shown = checks.display_operand(tree)
         value = checks.evaluate(shown, lookup, kernels) if shown is not None else outcome
         detail = _values_detail(tree, lookup, kernels)
+    except checks.Unsupported as missing:
+        return result("skip", None, f"not available here: {missing.reason}{instead}")
     except checks.Missing as missing:
         return result("fail", None, f"not measured: {missing.name} ({missing.reason})")
     except checks.ExprError as exc:
@@ -993,6 +1077,27 @@ def step_passed(results: list[CheckResult]) -> bool:
     """All checks that ran passed, and at least one ran: skipped checks prove nothing."""
     ran = [r for r in results if r.status != "skip"]
     return bool(ran) and all(r.status == "pass" for r in ran)
+
+
+def verdict(results: list[CheckResult]) -> str:
+    """A step's checks in one line: what passed or failed, and what was skipped and why. "all checks
+    passed" only when none was skipped: a CPU that ran only the recorded-output checks says so."""
+    ran = [r for r in results if r.status != "skip"]
+    failed = sum(r.status == "fail" for r in ran)
+    skipped = [r for r in results if r.status == "skip"]
+    reasons = sorted({r.detail for r in skipped})
+    why = f" ({reasons[0]})" if len(reasons) == 1 else " (each says why)"
+    skips = f"{len(skipped)} skipped{why}" if skipped else ""
+    if not ran:
+        return "no check could run here" + (f": {skips}" if skips else "")
+    if failed:
+        return f"{failed} of {len(ran)} checks failed" + (f"; {skips}" if skips else "")
+    if not skipped:
+        return "all checks passed"
+    recorded = sum(r.on == "recorded" for r in ran)
+    what = ("over the recorded output" if recorded == len(ran) else "over the run" if not recorded
+            else f"{recorded} over the recorded output")
+    return f"{len(ran)} of {len(results)} checks ran and passed ({what}); {skips}"
 
 
 # ----------------------------------------------------------------------------- progress

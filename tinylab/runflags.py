@@ -78,6 +78,9 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
                    help=f"profile the run with TOOL (repeatable): {', '.join(PROFILERS)}")
     e.add_argument("--profile-steps", type=int, default=_DEFAULTS.profile_steps,
                    help="steps recorded by the PyTorch profiler (default %(default)s)")
+    e.add_argument("--profile-kernel", dest="profile_kernels", action="append", default=[], metavar="NAME",
+                   help="collect rocprof-compute's counters for kernels whose name holds NAME only (repeatable; "
+                        "default: every kernel, in each of its passes)")
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")

@@ -149,3 +149,20 @@ def test_step_passed_needs_one_check_that_ran():
     assert not ex.step_passed([make("skip")])
     assert not ex.step_passed([make("pass"), make("fail")])
     assert not ex.step_passed([])
+
+
+def test_the_verdict_says_what_ran_and_what_was_skipped():
+    """'all checks passed' only when nothing was skipped; else what ran (over what) and why the rest did not."""
+    def make(status: str, on: str = "run", detail: str = "") -> ex.CheckResult:
+        return ex.CheckResult("n", "e", "d", status, None, detail, on)
+
+    no_tool = "rocprofv3 is not available here: rocprofv3 not found on PATH"
+    assert ex.verdict([make("pass"), make("pass", "recorded")]) == "all checks passed"
+    assert ex.verdict([make("skip", detail=no_tool), make("pass", "recorded"), make("pass", "recorded")]) == (
+        f"2 of 3 checks ran and passed (over the recorded output); 1 skipped ({no_tool})")
+    assert ex.verdict([make("pass"), make("pass", "recorded"), make("skip", detail="GPU-only: a"),
+                       make("skip", detail="GPU-only: b")]) == (
+        "2 of 4 checks ran and passed (1 over the recorded output); 2 skipped (each says why)")
+    assert ex.verdict([make("fail"), make("pass"), make("skip", detail="GPU-only: a")]) == (
+        "1 of 2 checks failed; 1 skipped (GPU-only: a)")
+    assert ex.verdict([make("skip", detail="GPU-only: a")]) == "no check could run here: 1 skipped (GPU-only: a)"

@@ -4,8 +4,8 @@ they cost, and does a profiler that records ranges see one per step?
 1. Trains each version with the ranges on and off (Trainer.markers), same config, and compares
    the median step time: the ranges must cost next to nothing.
 2. If nsys (NVIDIA) or rocprofv3 (AMD) is on PATH, runs `tinylab train --profile <tool>` on a short
-   run and counts the recorded "tinylab step N" ranges and, for rocprofv3, the steps the kernel
-   table kept (the measured ones).
+   run and counts the recorded "tinylab step N" ranges and the steps the kernel table kept (the
+   measured ones: both tools' tables are cut to them, tinylab.analysis.steps).
 
 Run on a GPU node: python tests/gpu/markers_check.py   (prints a short table last)
 """

@@ -18,6 +18,7 @@ from support.rocm import VERSIONS, rocm_tree
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers import base, get_adapter
+from tinylab.profilers import rocm as rocm_module
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
@@ -41,10 +42,10 @@ def rocm(request, monkeypatch, tmp_path) -> str:
     return request.param
 
 
-def run_wrapped(adapter, tmp_path: Path, program=COUNT_RUNS) -> tuple[Path, list[str], subprocess.CompletedProcess]:
+def run_wrapped(adapter, tmp_path: Path, program=COUNT_RUNS, config=CONFIG) -> tuple[Path, list[str], subprocess.CompletedProcess]:
     out = tmp_path / "run" / "profiles" / adapter.name
     out.mkdir(parents=True)
-    argv = adapter.wrap_argv(out, CONFIG)
+    argv = adapter.wrap_argv(out, config)
     proc = subprocess.run(argv + program, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out, argv, proc
@@ -77,6 +78,7 @@ def test_rocprofv3_argv_and_layout(rocm, tmp_path):
     assert tuple(header) == facts.kernel_trace_header
     result = adapter.collect(out)
     assert result.format == "rocprofv3-kernel-stats" and "no roctx step ranges" in result.note
+    assert ("does not preload the SDK's roctx" in result.note) == (not facts.marker_preload)
     assert {r["name"]: (r["calls"], r["total_ns"]) for r in result.table.to_dict("records")} == {
         k: (v[0], v[1]) for k, v in TRUNCATED.items()}
 
@@ -131,23 +133,30 @@ def test_rocprof_sys_runner_and_flags(rocm, tmp_path):
     out, argv, _ = run_wrapped(adapter, tmp_path)
     assert Path(argv[0]).name == facts.runner and options_of(argv) == {"--profile", "--trace", "-o"}
     result = adapter.collect(out)
-    assert result.format == "rocprof-sys-json"
+    assert result.format == "rocprof-sys-json" and result.steps is None  # no perfetto package here: the whole run
+    assert "the table covers the whole run, warm-up included: wall_clock has no timestamps" in result.note
     assert f"category {facts.kernel_category}" in result.note and "ui.perfetto.dev" in result.note
 
 
 def test_rocprof_compute_passes_and_device(rocm, tmp_path, monkeypatch):
     facts = rr.ROCPROF_COMPUTE[rocm]
     monkeypatch.setenv("STANDIN_COMPUTE_PASSES", "3")
-    adapter = RocprofComputeAdapter("full", kernels=("vecCopy",), dispatches=("0:2",))
-    out, argv, proc = run_wrapped(adapter, tmp_path)
+    adapter = RocprofComputeAdapter("full", dispatches=("0:2",))
+    config = RunConfig(num_steps=3, warmup_steps=1, device="cuda:1", profilers=["rocprof-compute"],
+                       profile_kernels=["vecCopy"]).validate()
+    out, argv, proc = run_wrapped(adapter, tmp_path, config=config)
     assert Path(argv[0]).name == facts.executable
     assert argv[argv.index("--device") + 1] == "1"  # the run's GPU, for the roofline benchmark
-    assert argv[argv.index("-k") + 1] == "vecCopy" and argv[argv.index("-d") + 1] == "0:2"
+    assert argv[argv.index("-k") + 1] == "vecCopy" and argv[argv.index("-d") + 1] == "0:2"  # the run's filter
     assert (tmp_path / "program_ran").read_text() == "xxx"  # once per pass
     assert adapter.reruns_program(out) and adapter.planned_passes(out, "gfx90a") == 3  # its own perfmon files
     assert ("timestamps.csv" in {p.name for p in (out / "workload").iterdir()}) == facts.timestamps_pass
     result = adapter.collect(out)
+    # a speed-of-light table for the longest dispatch of the filtered kernel (the workload's only one)
     assert result.format == "rocprof-compute" and "analyze/dispatch_0/2.1_Speed-of-Light.csv" in result.artifacts
+    assert "speed-of-light tables (2.1_Speed-of-Light.csv) in analyze/dispatch_<N>/ for dispatch 0 (vecCopy" in result.note
+    # the timing pass where there is one, else the join of all passes (never SQ_LEVEL_WAVES.csv, one pass)
+    assert result.note.startswith("read timestamps.csv" if facts.timestamps_pass else "read pmc_perf.csv")
 
 
 def test_rocprof_compute_pass_count_from_the_table(rocm, tmp_path):
@@ -213,3 +222,46 @@ def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm,
     assert result.steps == 1 and result.format == "rocprofv3-kernel-trace"
     assert result.table["calls"].sum() == len(measured) < len(shifted)
     assert "kernels of the 1 measured steps" in result.note
+
+
+def test_rocprof_compute_on_mi300_has_a_roofline_from_6_4(rocm, tmp_path, monkeypatch):
+    """MI300 (gfx942): ROCm 6.2/6.3 run no roofline there (their --roof-only stops with an error, a
+    profile writes no roofline.csv); the profile says so in one line. From 6.4 it has one."""
+    monkeypatch.setenv("STANDIN_GPU_ARCH", "gfx942")
+    monkeypatch.setenv("STANDIN_COMPUTE_PASSES", "2")
+    disabled = rocm in ("6.2.0", "6.2.2", "6.3")
+    assert (rr.ROCPROF_COMPUTE[rocm].no_roofline == rr.MI300_ARCHS) == disabled
+    adapter = RocprofComputeAdapter("full")
+    out, _, _ = run_wrapped(adapter, tmp_path)
+    workload = out / "workload"
+    assert (workload / "roofline.csv").is_file() != disabled
+    note = adapter.collect(out).note
+    version = VERSIONS[rocm].split("-")[0]
+    assert (f"no roofline: rocprof-compute of ROCm {version} runs no roofline on MI300 (gfx942)" in note) == disabled
+    # --roof-only on such a node: refused before launch, naming the release
+    nodes = tmp_path / "kfd"
+    for node, props in (("0", "simd_count 0\n"), ("1", "simd_count 304\ngfx_target_version 90402\n")):
+        (nodes / node).mkdir(parents=True)
+        (nodes / node / "properties").write_text(props)
+    monkeypatch.setattr(rocm_module, "KFD_NODES", nodes)
+    roof_only = RocprofComputeAdapter("roof-only")
+    if disabled:
+        with pytest.raises(UserError) as err:
+            roof_only.check(RunConfig(profilers=["rocprof-compute"], device="cuda:0"))
+        assert str(err.value).startswith(f"rocprof-compute of ROCm {version} runs no roofline on MI300 (gfx942)")
+        assert "\n" not in str(err.value)
+        proc = subprocess.run(roof_only.wrap_argv(tmp_path / "again", CONFIG) + COUNT_RUNS, cwd=tmp_path,
+                              capture_output=True, text=True)  # the tool itself stops there too
+        assert proc.returncode == 1 and "Roofline temporarily disabled in MI300" in proc.stderr
+    else:
+        roof_only.check(RunConfig(profilers=["rocprof-compute"], device="cuda:0"))
+
+
+def test_kfd_gpus_names_each_gpu_architecture(tmp_path, monkeypatch):
+    """KFD's gfx_target_version as LLVM names it (90402 gfx942, 90010 gfx90a), CPU nodes left out, in node order."""
+    for node, props in (("0", "simd_count 0\ngfx_target_version 0\n"), ("2", "simd_count 304\ngfx_target_version 90402\n"),
+                        ("10", "simd_count 440\ngfx_target_version 90010\n")):
+        (tmp_path / node).mkdir()
+        (tmp_path / node / "properties").write_text(props)
+    monkeypatch.setattr(rocm_module, "KFD_NODES", tmp_path)
+    assert rocm_module.kfd_gpus() == ["gfx942", "gfx90a"]

@@ -101,6 +101,17 @@ def nsys_gpu_trace(dispatches: list[tuple[str, int, int]]) -> str:
     return _csv([header, *rows], quote_all=False)
 
 
+def nsys_pushpop_trace(ranges: list[tuple[str, int, int]]) -> str:
+    """nsys stats --report nvtx_pushpop_trace: the report script's columns ("Start:ts_ns" -> "Start (ns)")
+    and Name "<domain>:<message>", as real output shows (":copy_in" for the default domain); ranges are
+    (message, start, end), flat (no nesting: Lvl 0, no parent)."""
+    header = ["Start (ns)", "End (ns)", "Duration (ns)", "DurChild (ns)", "DurNonChild (ns)", "Name", "PID", "TID",
+              "Lvl", "NumChild", "RangeId", "ParentId", "RangeStack", "NameTree"]
+    rows = [[start, end, end - start, 0, end - start, f":{name}", 4242, 4242, 0, 0, i, "", f":{i}", f":{name}"]
+            for i, (name, start, end) in enumerate(ranges, 1)]
+    return _csv([header, *rows], quote_all=False)
+
+
 def rocprof_compute_top(dispatches: list[tuple[str, int, int]], unit: str = "ns") -> str:
     """pmc_kernel_top.csv written by `rocprof-compute analyze` (unit from --time-unit)."""
     scale = {"ns": 1, "us": 1e3, "ms": 1e6}[unit]
@@ -140,13 +151,15 @@ def ncu_details_sections(dispatches: list[tuple[str, int, int]]) -> str:
     return text + _csv([header, *rows])
 
 
-def wall_clock_json(dispatches: list[tuple[str, int, int]]) -> str:
+def wall_clock_json(dispatches: list[tuple[str, int, int]], ranges: tuple[str, ...] = ()) -> str:
     """rocprof-sys wall_clock-<pid>.json (timemory flat layout, documented in rocprof-sys docs):
-    host regions plus one entry per kernel dispatch, in seconds."""
+    host regions plus one entry per kernel dispatch, in seconds; `ranges`: roctx range names, which
+    rocprof-sys records as host regions too (a GPU run's "tinylab step 3", "forward", ...)."""
     graph = [
         {"prefix": "|0>>> main", "depth": 0, "laps": 1, "sum": 2.5, "min": 2.5, "max": 2.5},
         {"prefix": "|0>>> |_hipLaunchKernel", "depth": 1, "laps": len(dispatches), "sum": 0.001, "min": 1e-5, "max": 1e-4},
     ]
+    graph += [{"prefix": f"|0>>> |_{name}", "depth": 1, "laps": 1, "sum": 0.01, "min": 0.01, "max": 0.01} for name in ranges]
     expected = expected_from_dispatches(dispatches)
     for name, (calls, total, lo, hi) in expected.items():
         graph.append({"prefix": f"|1>>> {name}", "depth": 0, "laps": calls, "sum": total / 1e9, "min": lo / 1e9, "max": hi / 1e9})

@@ -76,10 +76,15 @@ def make_run(
     kernel_scale: float = 1.0,
     alive_pid: int | None = None,
     ranks: int = 1,
+    counter_pass: tuple[int, int] | None = None,
     **overrides: Any,
 ) -> Path:
     """A run folder as the engine leaves it. status: finished, failed, running (needs alive_pid).
-    ranks > 1: a DDP run of that many ranks, rank 1 the straggler, each rank profiled apart."""
+
+    ranks > 1: a DDP run of that many ranks, rank 1 the straggler, each rank profiled apart.
+    counter_pass=(k, n): profiled by rocprof-compute and now in its counter pass k of n: pass 1
+    wrote the run's steps and summary, passes 2..k announced themselves (tinylab/runs/passes.py).
+    """
     started = NOW - 600 + int(run_id[-4:], 16) % 300
     if ranks > 1:
         overrides = {"parallel": "ddp", "nproc_per_node": ranks, **overrides}
@@ -87,6 +92,8 @@ def make_run(
                                         **overrides})
     if profile:
         cfg.profilers = ["pytorch"]
+    if counter_pass:
+        cfg.profilers = ["rocprof-compute"]
     cfg = cfg.resolved()
     run_dir = root / run_id
     run_dir.mkdir(parents=True)
@@ -108,7 +115,10 @@ def make_run(
                    "device_name": device_name, "torch": "2.13.0", "triton": "3.7.1", "python": "3.11.7",
                    "pid": 4242, "params_total": 20, "param_tensors": 20, "model_flops_per_step": 3.6e7})
     log.append(f"tinylab {version} on {device_name} | 187,200 parameters in 20 tensors | batch 2 x seq 16 | fp32")
-    done = steps if status == "finished" else min(steps, 4 if status == "failed" else steps // 2)
+    pass_event = {"event": "pass", "planned": counter_pass[1], "tool": "rocprof-compute"} if counter_pass else {}
+    if counter_pass:
+        events.append({**pass_event, "time": started + 2, "pass": 1, "steps": steps})
+    done = steps if status == "finished" or counter_pass else min(steps, 4 if status == "failed" else steps // 2)
     for step in range(done):
         ms = step_ms * (1.6 if step == 0 else 1.0 + 0.05 * ((step * 7) % 5 - 2))
         loss = 6.93 - 0.04 * step
@@ -142,7 +152,7 @@ def make_run(
                        "artifacts": artifacts,
                        "kernel_table": rel, "format": "pytorch-trace",
                        "note": "steps 2..4 profiled (wait 1, warm-up 1)", **({"rank": rank} if ranks > 1 else {})})
-    if status == "finished":
+    if status == "finished" or counter_pass:
         med = step_ms
         events += rank_events(ranks, started + 9, med, gpu) if ranks > 1 else []
         events.append({"event": "summary", "time": started + 9, "samples_per_s": 2 * ranks / (med / 1000),
@@ -154,8 +164,14 @@ def make_run(
                        "steps": steps, "measured_steps": steps - 1,
                        **({"world_size": ranks, "slowest_rank": 1, "comm_ms": 0.21 * med, "comm_hidden": 0.64}
                           if ranks > 1 else {})})
-        events.append({"event": "exit", "time": started + 10, "returncode": 0, "signal": None})
         log += ["summary (medians after warm-up)", f"  samples/s      {2 * ranks / (med / 1000):,.1f}"]
+    for number in range(2, (counter_pass or (1,))[0] + 1):  # each later pass: a start-up and 3 steps
+        events.append({**pass_event, "time": started + 10 + 4 * (number - 2), "pass": number, "steps": 3})
+        log.append(f"counter pass {number} of {counter_pass[1]} (rocprof-compute runs the program once per group "
+                   f"of hardware counters): training 3 steps, events in events.pass{number}.jsonl")
+    if status == "finished":  # after the last counter pass
+        events.append({"event": "exit", "time": started + 10 + 4 * ((counter_pass or (1,))[0] - 1), "returncode": 0,
+                       "signal": None})
     elif status == "failed":
         message = "loss became nan at step 3"
         events.append({"event": "error", "time": started + 8, "type": "FloatingPointError", "message": message,

@@ -431,7 +431,9 @@ async def test_a_step_whose_tool_is_missing_reads_its_recorded_output(store: Pat
         screen = await open_step(pilot, app, "rocm-tools")
         assert "recorded output:" in text_of(pilot, "#hints") and "on an NVIDIA GPU:" in text_of(pilot, "#hints")
         await pilot.press("enter")
-        await wait_for(pilot, lambda: "all checks passed" in text_of(pilot, "#checks"), what="the recorded checks")
+        await wait_for(pilot, lambda: "checks ran and passed (over the recorded output)" in text_of(pilot, "#checks"),
+                       what="the recorded checks")
+        assert "all checks passed" not in text_of(pilot, "#checks")  # the run checks were skipped: it says so
         assert "no run: its tool is not here" in text_of(pilot, "#step-run") and screen.step_runs[1] == {}
 
 
@@ -441,3 +443,50 @@ async def open_step(pilot, app, scenario_id: str):
     app.push_screen(StepScreen(scenario_id))
     await wait_for(pilot, lambda: screen_name(pilot) == "StepScreen" and pilot.app.screen.scenario, what="the step view")
     return pilot.app.screen
+
+
+async def test_a_run_in_its_counter_passes_shows_the_pass_not_a_finished_run(store: Path):
+    """rocprof-compute in pass 3 of 4: pass 1's 50 steps are the record, yet the run is not done.
+    At 80 columns the pass label stays (the step count goes), the bar counts passes (2 of 4 done:
+    50%, not 100%) and the ETA is the passes still to come (4 s each, measured from pass 2)."""
+    run_id = "20261126-023000-d4d4"
+    make_run(store, run_id, steps=50, status="running", alive_pid=os.getpid(), profile=False, counter_pass=(3, 4))
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "counter_pass", None), what="the pass event")
+        await pilot.pause(0.1)
+        text = text_of(pilot, "#progress-text")
+        assert text.startswith("counter pass 3 of 4 (rocprof-compute)") and "step 50/50" not in text
+        bar = pilot.app.screen.query_one("#progress")
+        assert (bar.total, bar.progress) == (4, 2)
+        await pilot.resize_terminal(160, 24)
+        await wait_for(pilot, lambda: "ETA" in text_of(pilot, "#progress-text"), what="the ETA at 160 columns")
+        assert "ETA 0:04" in text_of(pilot, "#progress-text")
+
+
+async def test_took_covers_every_counter_pass(store: Path):
+    """A finished 4-pass run ended when its last pass did (the exit record), not at pass 1's summary."""
+    run_id = "20261126-023000-d4d4"
+    run_dir = make_run(store, run_id, steps=50, profile=False, counter_pass=(4, 4))
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    launched = json.loads((run_dir / "process.json").read_text())["launched_at"]
+    summary, exit_ = (next(e["time"] for e in events if e["event"] == kind) for kind in ("summary", "exit"))
+    assert exit_ - summary == 13  # passes 2-4 ran after pass 1's summary
+    app = make_app(store)
+    async with app.run_test(size=(160, 24)) as pilot:
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        assert f"took 0:{exit_ - launched:02.0f}" in text_of(pilot, "#progress-text")
+
+
+async def test_a_newest_run_with_a_profiler_missing_here_does_not_break_the_lab(store: Path):
+    """The form starts from the newest run: one profiled by rocprof-compute on an AMD node, opened
+    where the tool is missing, is a ✗ on the form's check line, not a crash before the doctor answers."""
+    make_run(store, "20261126-023000-d4d4", steps=50, profile=False, counter_pass=(4, 4))
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pilot.app.screen.prefilled, what="the form's prefill")
+        await pilot.pause(0.1)
+        assert pilot.app.is_running and screen_name(pilot) == "LabScreen"
+        check = text_of(pilot, "#check")
+        assert check.startswith("✓") or "'rocprof-compute' is not available here" in check

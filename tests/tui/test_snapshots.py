@@ -122,6 +122,21 @@ def test_run_live_cancel_confirm(snap_compare, store):
     assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
 
 
+def test_run_in_a_counter_pass(snap_compare, store):
+    """rocprof-compute's pass 3 of 4 at 80x24: the pass label, the passes on the bar, no "done" look."""
+    make_run(store, "20261126-023000-d4d4", steps=50, status="running", alive_pid=os.getpid(), profile=False,
+             counter_pass=(3, 4))
+
+    async def run_before(pilot):
+        await settle(pilot)
+        pilot.app.clear_notifications()
+        pilot.app.open_run("20261126-023000-d4d4")
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "counter_pass", None), what="the pass event")
+        await charts_drawn(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_hotspots(snap_compare, store, size):
     async def run_before(pilot):

@@ -411,6 +411,33 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
 
 
 # ------------------------------------------------------------------------------------ the whole
+def run_traces(run_dir: Path, profiles: Any) -> dict[int | None, tuple[Path, Path | None]]:
+    """Each rank's (PyTorch trace, memory timeline or None) among a run's profile artifacts; the
+    key is the rank, None for a run of one process."""
+    from tinylab.profilers.pytorch import MEMORY_TIMELINE
+
+    found: dict[int | None, dict[str, Path]] = {}
+    for profile in profiles:
+        for name, rel in profile.artifacts.items():
+            full = Path(run_dir) / rel
+            if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
+                found.setdefault(profile.rank, {})["trace"] = full
+            elif name == MEMORY_TIMELINE and full.is_file():
+                found.setdefault(profile.rank, {})["memory"] = full
+    return {rank: (files["trace"], files.get("memory")) for rank, files in found.items() if "trace" in files}
+
+
+def run_trace(run_dir: Path, profiles: Any) -> tuple[Path | None, Path | None]:
+    """(PyTorch trace, memory timeline) of a run, its first rank's in a run of several; None where it has none."""
+    traces = run_traces(run_dir, profiles)
+    return traces[min(traces, key=lambda r: -1 if r is None else r)] if traces else (None, None)
+
+
+def idle_pct(result: dict[str, Any]) -> float | None:
+    """The GPU's idle share of the step an analysis shows (None: no GPU events, a CPU trace)."""
+    return next(a["idle_pct"] for a in result["steps"] if a["step"] == result["shown_step"])
+
+
 def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> dict[str, Any]:
     """Every step's anatomy, the step to show (`step`, else the one of median wall time), that
     step's memory when a memory timeline is given, and the collectives a step (`communication`:

@@ -98,6 +98,31 @@ def node_release() -> Release | None:
     return release_in(usual_roots())
 
 
+#: Where the amdgpu driver lists its compute nodes (CPUs and GPUs), one `properties` file each.
+KFD_NODES = Path("/sys/class/kfd/kfd/topology/nodes")
+
+
+def gfx_name(target_version: int) -> str:
+    """KFD's gfx_target_version as the architecture name LLVM and the profilers use: 90402 -> gfx942,
+    90010 -> gfx90a (major, minor, stepping; the stepping in hex)."""
+    return f"gfx{target_version // 10000}{target_version // 100 % 100}{target_version % 100:x}"
+
+
+def kfd_gpus() -> list[str]:
+    """The architecture of each GPU the driver lists, in node order (the HIP device order when no
+    *_VISIBLE_DEVICES reorders it); CPU nodes, which have no SIMDs, are left out. [] without the driver."""
+    archs = []
+    nodes = sorted(KFD_NODES.glob("*/properties"), key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else -1)
+    for props in nodes:
+        try:
+            fields = dict(line.split(None, 1) for line in props.read_text().splitlines() if " " in line)
+            if int(fields.get("simd_count", "0")) > 0:
+                archs.append(gfx_name(int(fields["gfx_target_version"])))
+        except (OSError, KeyError, ValueError):
+            continue
+    return archs
+
+
 def hip_mismatch(rocm: str, hip: str) -> str | None:
     """Why the HIP runtime inside the torch wheel and the node's ROCm would break its profilers, or None.
 

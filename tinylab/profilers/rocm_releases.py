@@ -289,6 +289,13 @@ class RocprofComputeFacts:
     app_must_be_file: bool  # the program's argv[0] must be an existing file (6.2-6.4), else on PATH
     name_forbids: str  # characters -n/--name may not hold (6.x also limits it to 35 characters)
     timestamps_pass: bool  # a timestamps.csv pass exists (not with the 7.0 rocprofv3 backend)
+    #: GPU architectures it runs no roofline on: --roof-only stops with an error there, and a full
+    #: profile writes no roofline.csv (its roofline microbenchmark is never started)
+    no_roofline: tuple
+
+
+#: MI300's architectures: rocprof-compute's SoC classes soc_gfx940/941/942 (MI300A and MI300X).
+MI300_ARCHS = ("gfx940", "gfx941", "gfx942")
 
 
 _CMP62 = RocprofComputeFacts(
@@ -298,11 +305,19 @@ _CMP62 = RocprofComputeFacts(
     passes={"gfx90a": 25, "gfx942": 24},
     app_must_be_file=True,  # profiler_base.py:295 os.path.isfile(argv[0])
     name_forbids="-.", timestamps_pass=True,  # profiler_base.py:308-310
+    # src/omniperf_soc/soc_gfx94{0,1}.py:85,94 and soc_gfx942.py:90,99 (also at rocm-6.2.4):
+    # profiling_setup: console_error("Roofline temporarily disabled in MI300") on --roof-only;
+    # post_profiling logs the same and never calls mibench (the roofline benchmark)
+    no_roofline=MI300_ARCHS,
 )
-# CMP@rocm-6.3.0; improved coalescing c93fead7: counts COMPUTED from source, not seen in a real run
+# CMP@rocm-6.3.0; improved coalescing c93fead7: counts COMPUTED from source, not seen in a real run.
+# The MI300 roofline is still off: src/rocprof_compute_soc/soc_gfx94{0,1}.py:88,97, soc_gfx942.py:93,102
+# (the same at rocm-6.3.2; ROCm/rocprofiler-compute#285 shows it on a real 6.3.3 MI300 run).
 _CMP63 = replace(_CMP62, release="6.3", version="3.0.0", executable="rocprof-compute",
                  passes={"gfx90a": 16, "gfx942": 15})
-_CMP64 = replace(_CMP63, release="6.4", evidence="M", version="3.1.0", options=_C64_OPTIONS)  # RS@611704d82
+# RS@611704d82: soc_gfx942.py:100-110 runs mibench unless --no-roof (so does RS@64cf36def :91; CMP 272e5b6e, 2025-01-02,
+# brought it back; the CHANGELOG does not say so)
+_CMP64 = replace(_CMP63, release="6.4", evidence="M", version="3.1.0", options=_C64_OPTIONS, no_roofline=())
 _CMP70 = replace(
     _CMP64, release="7.0", evidence="T", version="3.2.2", options=_C70_OPTIONS,
     passes={},  # counters come from the analysis configs (static pmc files removed, #606): U

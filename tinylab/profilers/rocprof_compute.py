@@ -9,13 +9,16 @@ rocprof-compute runs the program once per group of hardware counters: 15-25 time
 (the perfmon/*.txt files it writes first, one a run). It never tells the program which run it is
 in, so the trainer counts its own starts (tinylab/runs/passes.py): pass 1 is the run's record, the
 other passes train only the warm-up and a few steps, their events kept apart. `--device` is the
-run's GPU; rocprof-compute uses it only for its roofline microbenchmark. TINYLAB_ROCPROF_COMPUTE_KERNELS
-("name,name": -k, rocprof's kernel filter) and TINYLAB_ROCPROF_COMPUTE_DISPATCH ("20:40": -d, a
-dispatch range) narrow the counters to the kernels that matter.
+run's GPU; rocprof-compute uses it only for its roofline microbenchmark. The run's
+`profile_kernels` (--profile-kernel, an exercise step's preset) become -k, rocprof's kernel filter,
+so every pass collects the kernels that matter only; TINYLAB_ROCPROF_COMPUTE_DISPATCH ("20:40": -d)
+narrows them to a dispatch range.
 
 Collect then runs `analyze`: `--list-stats` (kernel and dispatch lists; also writes
-pmc_kernel_top.csv) and `--dispatch N --save-dfs` for the longest dispatch, whose per-panel tables
-(speed-of-light among them) are saved as CSV: the fancy_grid boxes are never parsed.
+pmc_kernel_top.csv) and, for the longest dispatch of each kernel worth it (the top kernel of each
+name in the filter, the top GEMM, the top kernel: analysis_targets), `--dispatch N --save-dfs
+analyze/dispatch_N`, whose per-panel tables (2.1_Speed-of-Light.csv among them) are saved as CSV:
+the fancy_grid boxes are never parsed.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import TYPE_CHECKING
 from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
-from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version, release_of_tree
+from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
@@ -52,7 +55,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
     fix = ("install ROCm >= 6.2 with rocprofiler-compute (omniperf on 6.2) and its Python requirements; "
            "needs an AMD Instinct GPU")
 
-    def __init__(self, mode: str = "full", kernels: tuple[str, ...] = (), dispatches: tuple[str, ...] = ()):
+    def __init__(self, mode: str = "full", dispatches: tuple[str, ...] = ()):
         super().__init__()
         if mode not in MODES:
             raise UserError(f"unknown rocprof-compute mode {mode!r}: choose from {', '.join(MODES)}")
@@ -60,18 +63,16 @@ class RocprofComputeAdapter(RocmToolAdapter):
             if not _DISPATCH.fullmatch(dispatch):
                 raise UserError(f"rocprof-compute dispatch {dispatch!r}: give an id or a range such as 20:40")
         self.mode = mode
-        self.kernels = tuple(kernels)
         self.dispatches = tuple(dispatches)
+        self.kernels: tuple[str, ...] = ()  # the kernel filter of the run it wrapped, for collect
 
     @classmethod
     def from_env(cls) -> "RocprofComputeAdapter":
-        """TINYLAB_ROCPROF_COMPUTE_MODE (full | counters | roof-only), TINYLAB_ROCPROF_COMPUTE_KERNELS
-        ("a,b") and TINYLAB_ROCPROF_COMPUTE_DISPATCH ("20:40,55")."""
-        def items(name: str) -> tuple[str, ...]:
-            return tuple(i.strip() for i in os.environ.get(name, "").split(",") if i.strip())
-
-        mode = os.environ.get("TINYLAB_ROCPROF_COMPUTE_MODE", "full").strip() or "full"
-        return cls(mode, items("TINYLAB_ROCPROF_COMPUTE_KERNELS"), items("TINYLAB_ROCPROF_COMPUTE_DISPATCH"))
+        """TINYLAB_ROCPROF_COMPUTE_MODE (full | counters | roof-only) and TINYLAB_ROCPROF_COMPUTE_DISPATCH
+        ("20:40,55"); the kernel filter is the run's own (RunConfig.profile_kernels)."""
+        dispatches = tuple(i.strip() for i in os.environ.get("TINYLAB_ROCPROF_COMPUTE_DISPATCH", "").split(",")
+                           if i.strip())
+        return cls(os.environ.get("TINYLAB_ROCPROF_COMPUTE_MODE", "full").strip() or "full", dispatches)
 
     # ------------------------------------------------------------------ release
     def version_from_output(self, output: str) -> str | None:
@@ -85,16 +86,24 @@ class RocprofComputeAdapter(RocmToolAdapter):
 
     # ------------------------------------------------------------------ argv
     def check(self, config: "RunConfig") -> None:
-        self._options()
+        self._options(config)
+        if self.mode == "roof-only":
+            arch = gpu_arch(config.device)
+            if arch in self.facts().no_roofline:
+                raise self.refuse(f"runs no roofline on MI300 ({arch}): its --roof-only stops with 'Roofline "
+                                  "temporarily disabled in MI300'",
+                                  "profile the counters (TINYLAB_ROCPROF_COMPUTE_MODE=full or counters) or use "
+                                  "ROCm 6.4 or newer")
 
-    def _options(self) -> list[str]:
+    def _options(self, config: "RunConfig") -> list[str]:
         flags = ["--name", "--path", "--device"] + ([MODES[self.mode]] if MODES[self.mode] else [])
-        flags += ["--kernel"] if self.kernels else []
+        flags += ["--kernel"] if config.profile_kernels else []
         flags += ["--dispatch"] if self.dispatches else []
         return [self.option(flag) for flag in flags]
 
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
-        self._options()
+        self._options(config)
+        self.kernels = tuple(config.profile_kernels)
         argv = [self.argv0(), "profile", "-n", WORKLOAD_NAME, "-p", str(out_dir / "workload")]
         argv += [MODES[self.mode]] if MODES[self.mode] else []
         argv += ["-k", *self.kernels] if self.kernels else []
@@ -119,6 +128,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
         from tinylab.analysis.formats.rocprof_compute import (  # pandas: after the run
             find_workload,
             read_roofline,
+            roofline_disabled,
         )
 
         workload = find_workload(out_dir / "workload")
@@ -130,6 +140,8 @@ class RocprofComputeAdapter(RocmToolAdapter):
         roofline = read_roofline(workload)
         if roofline:
             (out_dir / "roofline.json").write_text(json.dumps(roofline, indent=2), encoding="utf-8")
+        elif self.mode != "counters":
+            notes.append(f"no roofline: {roofline_disabled(workload) or 'no roofline.csv in the workload'}")
         table, fmt, note = read_table(workload)
         notes.insert(0, note)
         return CollectResult(list_artifacts(out_dir), table, "; ".join(n for n in notes if n) or None, fmt)
@@ -139,23 +151,34 @@ class RocprofComputeAdapter(RocmToolAdapter):
         ok, detail = run_tool([exe, "analyze", "-p", str(workload), "--list-stats"], analyze_dir / "list_stats.txt")
         if not ok:
             return [f"analyze --list-stats failed: {detail}"]
-        from tinylab.analysis.formats.rocprof_compute import longest_dispatch
+        from tinylab.analysis.formats.rocprof_compute import SOL_TABLE, analysis_targets
+        from tinylab.analysis.names import short_name
 
-        dispatch = longest_dispatch(workload)
-        if dispatch is None:
-            return []
-        tables = analyze_dir / f"dispatch_{dispatch}"
-        ok, detail = run_tool(
-            [exe, "analyze", "-p", str(workload), "--dispatch", str(dispatch), "--save-dfs", str(tables)],
-            analyze_dir / f"dispatch_{dispatch}.txt",
-        )
-        if not ok:
-            return [f"analyze --dispatch {dispatch} failed: {detail}"]
-        saved = sorted(tables.glob("*.csv")) if tables.is_dir() else []
-        return [f"analyze: {len(saved)} tables for dispatch {dispatch} (the longest) in analyze/{tables.name}/"]
+        done, notes = [], []
+        for dispatch, kernel in analysis_targets(workload, self.kernels):
+            tables = analyze_dir / f"dispatch_{dispatch}"  # --save-dfs makes one folder level: analyze/ exists
+            ok, detail = run_tool(
+                [exe, "analyze", "-p", str(workload), "--dispatch", str(dispatch), "--save-dfs", str(tables)],
+                analyze_dir / f"dispatch_{dispatch}.txt",
+            )
+            if not ok:
+                notes.append(f"analyze --dispatch {dispatch} failed: {detail}")
+            elif (tables / SOL_TABLE).is_file():
+                done.append(f"{dispatch} ({short_name(kernel)})")
+        if done:
+            notes.insert(0, f"speed-of-light tables ({SOL_TABLE}) in analyze/dispatch_<N>/ for dispatch "
+                            + ", ".join(done))
+        return notes
 
 
 def gpu_index(device: str) -> int:
     """The GPU index of a run's device ("cuda:2" -> 2; "cuda", "auto" -> 0, the default device)."""
     index = device.partition(":")[2]
     return int(index) if index.isdigit() else 0
+
+
+def gpu_arch(device: str) -> str | None:
+    """The architecture of the run's GPU as the driver lists it (gfx942), or None when not known."""
+    archs = kfd_gpus()
+    index = gpu_index(device)
+    return archs[index] if index < len(archs) else None

@@ -7,6 +7,9 @@ wall_clock-<pid>.{json,txt}. With ROCm support each GPU kernel dispatch is a wal
 by its kernel, so the kernel table comes from wall_clock-<pid>.json. In the Perfetto trace the
 kernels are slices of category device_hip (6.2, 6.3) or rocm_kernel_dispatch (6.4+), and the
 trainer's roctx step ranges show above them, which is what the lab tells the learner to look for.
+The wall-clock tables have no timestamps, so where the optional `perfetto` package can read the
+trace, the kernel table is cut to the measured steps from it (tinylab.analysis.steps); otherwise it
+covers the whole run, and the profile says so. The trainer's ranges are never counted as kernels.
 """
 
 from __future__ import annotations
@@ -60,6 +63,11 @@ class RocprofSysAdapter(RocmToolAdapter):
         artifacts = list_artifacts(out_dir)
         table, fmt, note = read_table(out_dir)
         traces = [name for name in artifacts if name.endswith(".proto")]
+        steps, scope = self._measured_steps(out_dir, traces)
+        if steps is not None:
+            table, fmt, note = steps[0], "rocprof-sys-perfetto", None
+        if table is not None:
+            note = f"{note}; {scope}" if note else scope
         if traces:
             try:
                 facts = self.facts()
@@ -69,4 +77,26 @@ class RocprofSysAdapter(RocmToolAdapter):
             view = (f"open {traces[0]} in https://ui.perfetto.dev for the timeline: {where}, "
                     "under the 'tinylab step' ranges")
             note = f"{note}; {view}" if note else view
-        return CollectResult(artifacts, table, note, fmt)
+        return CollectResult(artifacts, table, note, fmt, steps=steps[1] if steps else None)
+
+    @staticmethod
+    def _measured_steps(out_dir: Path, traces: list[str]) -> tuple[tuple | None, str]:
+        """(the measured steps' kernel table and their count, or None; what the table covers). The
+        wall-clock tables have no timestamps: only the Perfetto trace places kernels in the trainer's
+        step ranges, and reading it needs the perfetto package."""
+        from tinylab.analysis.formats._base import FormatError  # pandas: after the run
+        from tinylab.analysis.formats.rocprof_sys import perfetto_steps
+        from tinylab.analysis.steps import measured_kernels, step_windows
+
+        whole = "the table covers the whole run, warm-up included"
+        if not traces:
+            return None, whole
+        try:
+            dispatches, ranges = perfetto_steps(out_dir / traces[0])
+        except FormatError as exc:
+            return None, f"{whole}: wall_clock has no timestamps, and the Perfetto trace cannot be read here ({exc})"
+        measured = measured_kernels(*dispatches, step_windows(ranges))
+        if measured is None:
+            return None, f"{whole} (no roctx step ranges in {traces[0]}: the trainer marks steps on a GPU only)"
+        return measured, (f"kernels of the {measured[1]} measured steps (roctx step ranges of {traces[0]}; "
+                          "warm-up and start-up left out)")

@@ -167,12 +167,11 @@ class Rocprofv3Adapter(RocmToolAdapter):
             release = self.release()
             notes.append(f"no kernel files at {self.facts().layout} ({release.label if release else ''}); "
                          "read from wherever they are")
-        from tinylab.analysis.formats.rocprofv3 import (  # pandas: after the run
-            measured_kernels,
-            step_windows,
-        )
+        from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches  # pandas: after the run
+        from tinylab.analysis.steps import measured_kernels, step_windows
 
-        measured = measured_kernels(traces, step_windows(markers)) if traces and markers else None
+        measured = measured_kernels(*trace_dispatches(traces), step_windows(marker_ranges(markers))) \
+            if traces and markers else None
         if measured is not None:
             table, steps = measured
             notes.append(f"kernels of the {steps} measured steps (roctx step ranges; warm-up and start-up left out)")
@@ -180,8 +179,20 @@ class Rocprofv3Adapter(RocmToolAdapter):
         table, fmt, note = read_table(source)
         notes.append(note)
         if table is not None:
-            notes.append("no roctx step ranges recorded: the table covers the whole run, warm-up included")
+            notes.append("no roctx step ranges recorded: the table covers the whole run, warm-up included"
+                         + self._why_no_ranges())
         return CollectResult(artifacts, table, "; ".join(n for n in notes if n) or None, fmt)
+
+    def _why_no_ranges(self) -> str:
+        """A release whose --marker-trace does not preload the SDK's roctx may miss torch's ranges."""
+        try:
+            facts = self.facts()
+        except UserError:
+            return ""
+        if facts.marker_preload:
+            return " (the trainer marks steps on a GPU only)"
+        return (f" ({self.release().label}'s rocprofv3 does not preload the SDK's roctx library, so ranges "  # type: ignore[union-attr]
+                "from a torch linked to roctracer's roctx are not recorded; 6.3+ preloads it)")
 
     def _layout_glob(self) -> str:
         """Glob of the per-process file prefix under a pass folder, from this release's layout

@@ -87,7 +87,9 @@ class RunRecord:
     last_step: StepEvent | None
     profiles: tuple[ProfileEvent, ...] = ()
     corrupt_lines: tuple[int, ...] = field(default=())
-    ended: float | None = None  # when its summary, error or exit was written (or it was cancelled)
+    #: when the program ended: its exit record (after every counter pass), else its summary or error
+    #: (or when it was cancelled)
+    ended: float | None = None
     problem: str | None = None  # why the record is damaged (config.json or events.jsonl unreadable or invalid)
     skipped_bytes: int = 0  # the middle of a huge events.jsonl, not read (steps_done counts from the last step)
     corrupt_unnumbered: int = 0
@@ -124,7 +126,7 @@ class RunRecord:
             last_step=StepEvent.from_event(last) if last else None,
             profiles=tuple(ProfileEvent.from_event(p) for p in log.of("profile")),
             corrupt_lines=tuple(log.corrupt_lines),
-            ended=next((float(e["time"]) for e in (summary, error, exit_ev) if e and _is_number(e.get("time"))),
+            ended=next((float(e["time"]) for e in (exit_ev, summary, error) if e and _is_number(e.get("time"))),
                        _clock_time((cancel or {}).get("time"))),
             problem=printable(problem) if problem else None,
             skipped_bytes=log.skipped_bytes,

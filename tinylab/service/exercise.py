@@ -78,12 +78,7 @@ class StepDone:
 
     @property
     def verdict(self) -> str:
-        ran = [r for r in self.results if r.status != "skip"]
-        if self.passed:
-            return "all checks passed"
-        if not ran:
-            return "no check could run here"
-        return f"{sum(r.status == 'fail' for r in self.results)} of {len(ran)} checks failed"
+        return ex.verdict(self.results)
 
 
 StepProgress = Union[RunStarted, RunEnded, Checked, StepDone]

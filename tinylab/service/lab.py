@@ -192,7 +192,7 @@ class Lab:
         given by path; with the run's memory timeline when it has one. A run of several ranks has a
         trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
         for a rank the run does not have."""
-        from tinylab.analysis.timeline import analyze
+        from tinylab.analysis.timeline import analyze, run_traces
 
         path = Path(ref)
         if path.is_file():
@@ -206,15 +206,7 @@ class Lab:
             raise UserError(f"{ref}: no such trace file")
         run = self.run(ref)
         record = run.record()
-        found: dict[int | None, dict[str, Path]] = {}  # rank -> {"trace": ..., "memory": ...}
-        for profile in record.profiles:
-            for name, rel in profile.artifacts.items():
-                full = run.dir / rel
-                if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
-                    found.setdefault(profile.rank, {})["trace"] = full
-                elif name == MEMORY_TIMELINE and full.is_file():
-                    found.setdefault(profile.rank, {})["memory"] = full
-        traced = {r: files for r, files in found.items() if "trace" in files}
+        traced = run_traces(run.dir, record.profiles)
         if not traced:
             raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
                           "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
@@ -225,8 +217,8 @@ class Lab:
                 raise UserError(f"--rank {rank}: run {run.id} has traces of ranks {', '.join(map(str, ranks))}")
         elif rank is not None:
             raise UserError(f"--rank {rank}: run {run.id} is one process, not a run of several ranks")
-        files = traced[rank]
-        result = analyze(files["trace"], files.get("memory"), step)
+        trace, memory = traced[rank]
+        result = analyze(trace, memory, step)
         cfg = record.config
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
         result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "

@@ -97,14 +97,19 @@ class FeedUpdate:
     telemetry: list[TelemetryEvent] = field(default_factory=list)
     start: StartEvent | None = None
     profiled: bool = False  # a profile event arrived
-    counter_pass: PassEvent | None = None  # a counter-pass profiler started the program again
+    passes: list[PassEvent] = field(default_factory=list)  # a counter-pass profiler started the program again
     lines: list[str] = field(default_factory=list)
     status: str = "running"
     record: RunRecord | None = None
 
     def __bool__(self) -> bool:
         return bool(self.steps or self.telemetry or self.start or self.profiled or self.lines or self.record
-                    or self.counter_pass)
+                    or self.passes)
+
+    @property
+    def counter_pass(self) -> PassEvent | None:
+        """The latest counter pass among the new events."""
+        return self.passes[-1] if self.passes else None
 
     @property
     def ended(self) -> bool:
@@ -134,7 +139,7 @@ class RunFeed:
             elif kind == "profile":
                 update.profiled = True
             elif kind == "pass":
-                update.counter_pass = PassEvent.from_event(event)
+                update.passes.append(PassEvent.from_event(event))
         if not alive:
             update.lines += self.log.flush()
         if self.first or not alive:

@@ -112,7 +112,8 @@ def marker_trace(ranges: list[tuple[str, int, int]]) -> str:
 def test_only_the_kernels_of_measured_step_ranges_are_kept(tmp_path):
     """Two warm-up and two measured step ranges (plus phase ranges inside): the dispatches of the
     real ROCm 7 docs trace are shifted into them, one outside every range."""
-    from tinylab.analysis.formats.rocprofv3 import measured_kernels, step_windows
+    from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches
+    from tinylab.analysis.steps import measured_kernels, step_windows
 
     base = DISPATCHES[0][1]
     shifted = [(name, start - base, end - base) for name, start, end in DISPATCHES]  # 0 .. ~150 us
@@ -120,17 +121,20 @@ def test_only_the_kernels_of_measured_step_ranges_are_kept(tmp_path):
               ("tinylab step 2", 40_000, 90_000), ("forward", 40_100, 60_000), ("tinylab step 3", 90_000, 130_000)]
     write(tmp_path, "1_marker_api_trace.csv", marker_trace(ranges))
     write(tmp_path, "1_kernel_trace.csv", samples.rocprofv3_trace_6x(shifted))
-    windows = step_windows([tmp_path / "1_marker_api_trace.csv"])
+    windows = step_windows(marker_ranges([tmp_path / "1_marker_api_trace.csv"]))
     assert [(w[0], w[1]) for w in windows] == [(0, True), (1, True), (2, False), (3, False)]  # "forward" is no step
-    table, steps = measured_kernels([tmp_path / "1_kernel_trace.csv"], windows)
+    table, steps = measured_kernels(*trace_dispatches([tmp_path / "1_kernel_trace.csv"]), windows)
     inside = [(n, s, e) for n, s, e in shifted if 40_000 <= s <= 130_000]
     assert steps == 2 and 0 < len(inside) < len(shifted)
     assert_matches(table, samples.expected_from_dispatches(inside))
 
 
 def test_no_measured_range_means_no_restriction(tmp_path):
-    from tinylab.analysis.formats.rocprofv3 import measured_kernels, step_windows
+    from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches
+    from tinylab.analysis.steps import measured_kernels, step_windows
 
     write(tmp_path, "m.csv", marker_trace([("tinylab warm-up step 0", 0, 10)]))
-    assert measured_kernels([ROCM7 / "kernel_trace.csv"], step_windows([tmp_path / "m.csv"])) is None
-    assert step_windows([ROCM7 / "hip_trace.csv", tmp_path / "missing.csv"]) == []  # not marker traces
+    dispatches = trace_dispatches([ROCM7 / "kernel_trace.csv"])
+    assert measured_kernels(*dispatches, step_windows(marker_ranges([tmp_path / "m.csv"]))) is None
+    # an API trace shares the header: its calls are ranges, none a step; a missing file is none
+    assert step_windows(marker_ranges([ROCM7 / "hip_trace.csv", tmp_path / "missing.csv"])) == []

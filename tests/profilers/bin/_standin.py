@@ -41,15 +41,21 @@ def releases():
 rr = releases()
 
 
+def version() -> str:
+    """The ROCm version this stand-in belongs to ("6.3.1", "6.2.2-116")."""
+    told = os.environ.get("STANDIN_ROCM_RELEASE")
+    if told:
+        return told
+    info = Path(os.path.abspath(sys.argv[0])).parent.parent / rr.VERSION_FILE  # not resolved: the tree it was called in
+    return info.read_text().strip() if info.is_file() else DEFAULT_RELEASE
+
+
 def release() -> str:
     """The release key this stand-in behaves as."""
-    version = os.environ.get("STANDIN_ROCM_RELEASE")
-    if not version:
-        info = Path(os.path.abspath(sys.argv[0])).parent.parent / rr.VERSION_FILE  # not resolved: the tree it was called in
-        version = info.read_text().strip() if info.is_file() else DEFAULT_RELEASE
-    key = rr.release_key(version)
+    version_ = version()
+    key = rr.release_key(version_)
     if key is None:
-        raise SystemExit(f"stand-in: no release table entry for ROCm {version}")
+        raise SystemExit(f"stand-in: no release table entry for ROCm {version_}")
     return key
 
 

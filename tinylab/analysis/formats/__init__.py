@@ -104,6 +104,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in REGISTRY}
 _JSON = Format("json", "JSON (PyTorch trace or rocprof-sys timemory)", _parse_json)
 
 
+#: A rocprof-compute workload's kernel table, best first (see _load_folder).
+WORKLOAD_TABLES = ("timestamps.csv", "pmc_perf.csv")
+
 #: A folder scan stops after this many files or seconds: `tinylab hotspots /` must end, and say why.
 SCAN_FILES = 5000
 SCAN_SECONDS = 15.0
@@ -172,11 +175,15 @@ def _load_folder(folder: Path) -> Parsed:
             named = ", ".join(str(p.relative_to(folder)) for p in paths[:4]) + (", ..." if len(paths) > 4 else "")
             note = f"merged {len(parsed)} files (one per process: {named})" + ("; " + "; ".join(notes) if notes else "")
             return Parsed(build_table(merged), fmt, note)
-        # one run written several ways (ncu details + raw, rocprof-compute's per-pass files):
-        # rocprof-compute's single-pass timestamps.csv is the exact one, else the most GPU time
-        exact = [(p, path) for p, path in zip(parsed, paths) if path.name == "timestamps.csv"]
-        chosen, where = exact[0] if exact else max(zip(parsed, paths), key=lambda pp: (pp[0].table["total_ns"].sum(),
-                                                                                     pp[0].table["calls"].sum()))
+        # one run written several ways (ncu details + raw, rocprof-compute's per-pass files): of a
+        # rocprof-compute workload its timing pass (timestamps.csv), else pmc_perf.csv, the join of
+        # every pass, which rocprof-compute's own top-kernel table reads when there is no timing pass
+        # (7.0's rocprofv3 backend: RS@64cf36def utils/file_io.py:120); never an SQ_*.csv, one
+        # accumulation pass. Other formats: the file with the most GPU time.
+        exact = sorted((WORKLOAD_TABLES.index(path.name), n) for n, path in enumerate(paths)
+                       if path.name in WORKLOAD_TABLES)
+        chosen, where = (parsed[exact[0][1]], paths[exact[0][1]]) if exact else max(
+            zip(parsed, paths), key=lambda pp: (pp[0].table["total_ns"].sum(), pp[0].table["calls"].sum()))
         read = f"read {where.relative_to(folder)}" + (f" (of {len(parsed)} {fmt} files)" if len(parsed) > 1 else "")
         return Parsed(chosen.table, chosen.format, "; ".join(filter(None, [read, chosen.note])))
     detail = f"; e.g. {failures[0]}" if failures else ""

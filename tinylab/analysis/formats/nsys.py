@@ -1,13 +1,22 @@
-"""Nsight Systems `nsys stats` CSV reports: cuda_gpu_kern_sum and cuda_gpu_trace."""
+"""Nsight Systems `nsys stats` CSV reports: cuda_gpu_kern_sum and cuda_gpu_trace, and for the
+measured steps the dispatches of cuda_gpu_trace and the ranges of nvtx_pushpop_trace.
+
+Both reports time events on the session's clock in ns (their scripts select `start` as
+"Start:ts_ns" from CUPTI_ACTIVITY_KIND_KERNEL and NVTX_EVENTS), written "Start (ns)" in CSV;
+nvtx_pushpop_trace's Name is "<domain>:<message>" (":tinylab step 3" for torch's default domain).
+"""
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
+    FormatError,
     Head,
     Parsed,
     complete_rows,
@@ -47,3 +56,35 @@ def parse_gpu_trace(path: Path, head: Head) -> Parsed:
     durations = pd.Series([number(f[i_dur], "Duration", n) * factor for n, f in rows], dtype=float)
     valid = durations.notna()
     return Parsed(table_from_durations(names[valid], durations[valid]), "nsys-gpu-trace", note)
+
+
+def _timed_frame(path: Path, *columns: str) -> tuple[pd.DataFrame, dict[str, float]]:
+    """An nsys stats CSV written with --output, and the ns factor of each of `columns` (a time
+    column's unit is in its name: "Start (ns)"; --timeunit changes it)."""
+    df = pd.read_csv(path)
+    lowered = {c.strip().lower(): c for c in df.columns}
+    picked, factors = {}, {}
+    for want in columns:
+        found = next(((real, m.group(1)) for low, real in lowered.items()
+                      if (m := re.fullmatch(rf"{want}(?:\s*\((\w+)\))?", low))), None)
+        if found is None:
+            raise FormatError(f"{path.name}: no {want!r} column (columns: {', '.join(df.columns[:8])})")
+        picked[want] = found[0]
+        factors[want] = unit_factor(found[1], want) if found[1] else 1.0
+    return df.rename(columns={v: k for k, v in picked.items()}), factors
+
+
+def gpu_trace_dispatches(path: Path) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """(names, start ns, end ns) of every kernel and copy in a cuda_gpu_trace CSV."""
+    df, factor = _timed_frame(path, "name", "start", "duration")
+    starts = pd.to_numeric(df["start"], errors="coerce").to_numpy(dtype=np.float64) * factor["start"]
+    durations = pd.to_numeric(df["duration"], errors="coerce").to_numpy(dtype=np.float64) * factor["duration"]
+    return df["name"].astype(str), starts, starts + durations
+
+
+def pushpop_ranges(path: Path) -> list[tuple[str, float, float]]:
+    """(name, start ns, end ns) of every range in an nvtx_pushpop_trace CSV."""
+    df, factor = _timed_frame(path, "name", "start", "end")
+    starts = pd.to_numeric(df["start"], errors="coerce") * factor["start"]
+    ends = pd.to_numeric(df["end"], errors="coerce") * factor["end"]
+    return [(str(n), s, e) for n, s, e in zip(df["name"], starts, ends) if pd.notna(s) and pd.notna(e)]

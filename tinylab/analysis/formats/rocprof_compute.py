@@ -1,6 +1,7 @@
-"""rocprof-compute (formerly Omniperf): its workload folder (where it is, the longest dispatch, the
-roofline ceilings) and `analyze`'s pmc_kernel_top.csv. The workload's per-dispatch files
-(timestamps.csv, pmc_perf.csv) are read by dispatch.py.
+"""rocprof-compute (formerly Omniperf): its workload folder (where it is, its dispatches and the ones
+worth a speed-of-light table, its release and GPU, the roofline ceilings), `analyze`'s
+pmc_kernel_top.csv and the speed-of-light tables its --save-dfs writes. The workload's per-dispatch
+files (timestamps.csv, pmc_perf.csv) are read as kernel tables by dispatch.py.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.safeio import open_regular
 from tinylab.analysis.kernel_table import build_table
+from tinylab.profilers import rocm_releases as rr
+from tinylab.safeio import open_regular
 
 
 def parse_top(path: Path, head: Head) -> Parsed:
@@ -53,13 +55,13 @@ def find_workload(root: Path) -> Path | None:
     return None
 
 
-def longest_dispatch(workload: Path) -> int | None:
-    """Dispatch_ID of the longest dispatch, the one worth a detailed look: from timestamps.csv, or
-    from pmc_perf.csv where there is no timestamps pass (7.0's rocprofv3 backend)."""
+def dispatch_times(workload: Path) -> list[tuple[int, str, float]]:
+    """(Dispatch_ID, Kernel_Name, duration ns) of every dispatch: from timestamps.csv, or from
+    pmc_perf.csv where there is no timestamps pass (7.0's rocprofv3 backend)."""
     path = next((p for p in (workload / "timestamps.csv", workload / "pmc_perf.csv") if p.is_file()), None)
     if path is None:
-        return None
-    best: tuple[float, int] | None = None
+        return []
+    rows = []
     with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
         for row in csv.DictReader(fh):
             lowered = {(k or "").strip().lower(): v for k, v in row.items()}
@@ -68,9 +70,105 @@ def longest_dispatch(workload: Path) -> int | None:
                 duration = float(lowered["end_timestamp"]) - float(lowered["start_timestamp"])
             except (KeyError, TypeError, ValueError):
                 continue
-            if math.isfinite(duration) and (best is None or duration > best[0]):
-                best = (duration, dispatch)
-    return best[1] if best else None
+            if math.isfinite(duration):
+                rows.append((dispatch, str(lowered.get("kernel_name") or ""), duration))
+    return rows
+
+
+#: Most dispatches `analyze` is run for (each one a pass over the whole workload).
+MAX_ANALYZED = 4
+
+
+def analysis_targets(workload: Path, kernels: tuple[str, ...] = ()) -> list[tuple[int, str]]:
+    """The dispatches worth a speed-of-light table, (Dispatch_ID, kernel name), each the longest
+    dispatch of its kernel: the kernel with the most time among those each of `kernels` (the
+    profile's kernel filter) names, then the top GEMM, then the kernel with the most time; at most
+    MAX_ANALYZED, none twice."""
+    from tinylab.analysis.categories import categorize
+
+    totals: dict[str, float] = {}
+    longest: dict[str, tuple[float, int]] = {}
+    for dispatch, name, duration in dispatch_times(workload):
+        totals[name] = totals.get(name, 0.0) + duration
+        if name not in longest or duration > longest[name][0]:
+            longest[name] = (duration, dispatch)
+    ranked = sorted(totals, key=lambda n: -totals[n])
+    wanted = [next((n for n in ranked if k.lower() in n.lower()), None) for k in kernels]
+    wanted += [next((n for n in ranked if categorize(n) == "gemm"), None), ranked[0] if ranked else None]
+    chosen = list(dict.fromkeys(n for n in wanted if n is not None))[:MAX_ANALYZED]
+    return [(longest[n][1], n) for n in chosen]
+
+
+#: The speed-of-light table `analyze --save-dfs` writes (panel 200, table 201: "<id>_<title>.csv").
+SOL_TABLE = "2.1_Speed-of-Light.csv"
+#: Its header, the same in every release read (analysis_configs/<arch>/0200_system-speed-of-light.yaml
+#: at CMP rocm-6.2.0, rocm-6.3.0 and develop 95b600ea): Metric, Avg, Unit, Peak, Pct of Peak. Older
+#: Omniperf wrote Value and PoP (its docs-1.x), so those are read too.
+_SOL_VALUE = ("avg", "value")
+_SOL_PCT = ("pct of peak", "pop")
+
+
+def read_speed_of_light(folder: Path) -> dict[str, dict[str, Any]]:
+    """The speed-of-light table of one `analyze --dispatch N --save-dfs folder`: metric (lower case) ->
+    {"metric", "value", "unit", "peak", "pct"}; numbers are None where the tool left the cell empty."""
+    path = folder / SOL_TABLE
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+
+    def cell(row: dict[str, str], names: tuple[str, ...]) -> float | None:
+        for key, text in row.items():
+            if (key or "").strip().lower() in names:
+                try:
+                    value = float(text)
+                except (TypeError, ValueError):
+                    return None
+                return value if math.isfinite(value) else None
+        return None
+
+    table = {}
+    for row in rows:
+        lowered = {(k or "").strip().lower(): v for k, v in row.items()}
+        metric = (lowered.get("metric") or "").strip()
+        if metric:
+            table[metric.lower()] = {"metric": metric, "value": cell(row, _SOL_VALUE), "unit": lowered.get("unit"),
+                                     "peak": cell(row, ("peak",)), "pct": cell(row, _SOL_PCT)}
+    return table
+
+
+def analyzed_kernels(analyze_dir: Path) -> list[tuple[str, Path]]:
+    """(kernel name, folder) of every dispatch `analyze --save-dfs` wrote a speed-of-light table for;
+    the kernel is the one its own 0.2_Dispatch_List.csv names."""
+    found = []
+    for folder in sorted(analyze_dir.glob("dispatch_*")):
+        listing = folder / "0.2_Dispatch_List.csv"
+        if not (folder / SOL_TABLE).is_file() or not listing.is_file():
+            continue
+        with open_regular(listing) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+            names = [row.get("Kernel_Name") or "" for row in csv.DictReader(fh)]
+        if names and names[0]:
+            found.append((names[0], folder))
+    return found
+
+
+def sysinfo(workload: Path) -> dict[str, str]:
+    """The first row of the workload's sysinfo.csv ({} when it has none)."""
+    path = workload / "sysinfo.csv"
+    if not path.is_file():
+        return {}
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        return next(csv.DictReader(fh), None) or {}
+
+
+def roofline_disabled(workload: Path) -> str | None:
+    """Why the workload's release ran no roofline on its GPU (MI300 on ROCm 6.2/6.3, rocm_releases.py),
+    from its sysinfo.csv; None when its release has one there (or the workload does not say)."""
+    info = sysinfo(workload)
+    version, arch = info.get("rocm_version") or "", (info.get("gpu_arch") or "").split(":")[0]
+    key = rr.release_key(version)
+    if key and arch in rr.ROCPROF_COMPUTE[key].no_roofline:
+        return (f"rocprof-compute of ROCm {version.split('-')[0]} runs no roofline on MI300 ({arch}): "
+                "'Roofline temporarily disabled in MI300'; ROCm 6.4 brings it back")
+    return None
 
 
 def read_roofline(workload: Path) -> dict[str, Any] | None:

@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
@@ -20,6 +21,7 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.kernel_table import build_table
+from tinylab.markers import PHASES, parse_step_range
 from tinylab.profilers.rocm_releases import SYS_KERNEL_CATEGORIES
 
 #: Host-side regions that share rocprof-sys' wall_clock table with the GPU kernels.
@@ -32,11 +34,18 @@ HOST_REGION = re.compile(
 _LABEL_PREFIX = re.compile(r"^\|?\d+>>>\s*(?:\|_)?")
 
 
-_HOST_NOTE = "rocprof-sys wall_clock: totals per label over all threads; host regions (main, hip*/hsa* API, ompt*, pthread*) left out"
+_HOST_NOTE = ("rocprof-sys wall_clock: totals per label over all threads; host regions (main, hip*/hsa* API, ompt*, "
+              "pthread*, the trainer's step and phase ranges) left out")
 
 
 def _clean_label(label: str) -> str:
     return _LABEL_PREFIX.sub("", label.strip()).strip()
+
+
+def _host(name: str) -> bool:
+    """A host region, not a GPU kernel: the runtime's own, or the trainer's step and phase ranges
+    (roctx ranges are timemory regions too: rocprof-sys library/rocprofiler-sdk.cpp, RS@64cf36def :283)."""
+    return bool(HOST_REGION.fullmatch(name)) or name in PHASES or parse_step_range(name) is not None
 
 
 def _wall_clock_table(records: dict[str, list[Any]], fmt: str, skipped_host: int) -> Parsed:
@@ -66,7 +75,7 @@ def parse_wall_clock_text(path: Path, head: Head) -> Parsed:
         label = "|".join(cells[: len(cells) - len(header) + 1])
         row = dict(zip(header[1:], cells[len(cells) - len(header) + 1 :]))
         name = _clean_label(label)
-        if HOST_REGION.fullmatch(name):
+        if _host(name):
             skipped_host += 1
             continue
         factor = unit_factor(row.get("UNITS", "sec"), f"line {line_no}")
@@ -92,7 +101,7 @@ def parse_timemory(path: Path, data: dict[str, Any]) -> Parsed:
             if not isinstance(node, dict) or not isinstance(node.get("prefix"), str):
                 continue
             name = _clean_label(node["prefix"])
-            if HOST_REGION.fullmatch(name):
+            if _host(name):
                 skipped_host += 1
                 continue
             stats = node.get("stats") if isinstance(node.get("stats"), dict) else {}
@@ -105,12 +114,9 @@ def parse_timemory(path: Path, data: dict[str, Any]) -> Parsed:
     return _wall_clock_table(records, "rocprof-sys-json", skipped_host)
 
 
-def parse_perfetto(path: Path, head: Head) -> Parsed:
-    """rocprof-sys Perfetto trace through the optional `perfetto` package's trace processor.
-
-    Kernel dispatch slices carry the category "device_hip" (ROCm 6.2, 6.3) or "rocm_kernel_dispatch"
-    (6.4+): every category a release uses is queried, so the trace's release need not be known.
-    """
+def _query(path: Path, sql: str) -> list[Any]:
+    """Rows of a SQL query over a Perfetto trace, through the optional `perfetto` package's trace
+    processor (FormatError without it: the trace is then for ui.perfetto.dev only)."""
     try:
         from perfetto.trace_processor import TraceProcessor
     except ImportError:
@@ -121,16 +127,24 @@ def parse_perfetto(path: Path, head: Head) -> Parsed:
     try:
         processor = TraceProcessor(trace=str(path))
         try:
-            rows = list(
-                processor.query(
-                    "SELECT name, COUNT(*) AS calls, SUM(dur) AS total_ns, MIN(dur) AS min_ns, MAX(dur) AS max_ns "
-                    f"FROM slice WHERE category IN ({', '.join(repr(c) for c in SYS_KERNEL_CATEGORIES)}) GROUP BY name"
-                )
-            )
+            return list(processor.query(sql))
         finally:
             processor.close()
     except Exception as exc:  # the trace processor raises its own types (and needs a binary download)
         raise FormatError(f"perfetto trace processor failed: {one_line(exc)}") from None
+
+
+_KERNEL_CATEGORIES = ", ".join(repr(c) for c in SYS_KERNEL_CATEGORIES)
+
+
+def parse_perfetto(path: Path, head: Head) -> Parsed:
+    """rocprof-sys Perfetto trace through the optional `perfetto` package's trace processor.
+
+    Kernel dispatch slices carry the category "device_hip" (ROCm 6.2, 6.3) or "rocm_kernel_dispatch"
+    (6.4+): every category a release uses is queried, so the trace's release need not be known.
+    """
+    rows = _query(path, "SELECT name, COUNT(*) AS calls, SUM(dur) AS total_ns, MIN(dur) AS min_ns, MAX(dur) AS max_ns "
+                        f"FROM slice WHERE category IN ({_KERNEL_CATEGORIES}) GROUP BY name")
     records = {
         "name": [r.name for r in rows],
         "calls": [r.calls for r in rows],
@@ -139,3 +153,16 @@ def parse_perfetto(path: Path, head: Head) -> Parsed:
         "max_ns": [r.max_ns for r in rows],
     }
     return Parsed(build_table(pd.DataFrame(records)), "rocprof-sys-perfetto", None)
+
+
+def perfetto_steps(path: Path) -> tuple[tuple[pd.Series, np.ndarray, np.ndarray], list[tuple[str, int, int]]]:
+    """The kernel slices (names, starts, ends) and every range named like a tinylab step of a rocprof-sys
+    Perfetto trace: all slices share the trace's clock (ns). The step ranges are the trainer's roctx
+    ranges, found by name (their category differs between releases); FormatError without the package."""
+    rows = _query(path, "SELECT name, ts, dur, category IN ({0}) AS kernel FROM slice WHERE category IN ({0}) "
+                        "OR name GLOB '*tinylab*step *'".format(_KERNEL_CATEGORIES))
+    kernels = [r for r in rows if r.kernel]
+    starts = np.array([r.ts for r in kernels], dtype=np.float64)
+    ends = starts + np.array([r.dur for r in kernels], dtype=np.float64)
+    ranges = [(r.name, r.ts, r.ts + r.dur) for r in rows if not r.kernel and r.dur is not None and r.dur >= 0]
+    return (pd.Series([r.name for r in kernels], dtype=object), starts, ends), ranges

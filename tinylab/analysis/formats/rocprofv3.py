@@ -1,5 +1,6 @@
-"""rocprofv3 (and legacy rocprof v1) kernel statistics and the `rocprofv3 -S` summary text, and
-the kernels of the measured steps from a kernel trace and the trainer's roctx step ranges.
+"""rocprofv3 (and legacy rocprof v1) kernel statistics and the `rocprofv3 -S` summary text, and the
+dispatches and roctx ranges of its kernel and marker traces (tinylab.analysis.steps cuts them to
+the measured steps).
 
 Its per-dispatch CSVs (kernel_trace, counter_collection) are read by dispatch.py.
 """
@@ -24,8 +25,7 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import build_table, table_from_durations
-from tinylab.markers import parse_step_range
+from tinylab.analysis.kernel_table import build_table
 
 _API_NAME = re.compile(r"(?:__)?(?:hip|hsa|rccl|nccl|roctx|rocdecode|rocjpeg|rocshmem)[A-Za-z0-9_]*")
 
@@ -106,43 +106,22 @@ def parse_summary(path: Path, head: Head) -> Parsed:
 
 
 # ----------------------------------------------------------------------------- measured steps
-def step_windows(marker_csvs: list[Path]) -> list[tuple[int, bool, int, int]]:
-    """(step, warm-up, start ns, end ns) of every tinylab step range in rocprofv3 marker_api_trace
-    files (Function = the range's message; one row per push/pop pair), sorted by start."""
-    windows = []
+def marker_ranges(marker_csvs: list[Path]) -> list[tuple[str, object, object]]:
+    """(name, start ns, end ns) of every range in rocprofv3 marker_api_trace files (Function = the
+    range's message; one row per push/pop pair, on the kernels' clock)."""
+    ranges = []
     for path in marker_csvs:
         try:
             df = pd.read_csv(path, usecols=["Function", "Start_Timestamp", "End_Timestamp"])
         except (ValueError, OSError, pd.errors.EmptyDataError):  # not a marker trace, or no rows
             continue
-        for name, start, end in df.itertuples(index=False):
-            parsed = parse_step_range(str(name))
-            if parsed is not None and pd.notna(start) and pd.notna(end) and end >= start:
-                windows.append((parsed[0], parsed[1], int(start), int(end)))
-    return sorted(windows, key=lambda w: w[2])
+        ranges += [(str(n), s, e) for n, s, e in df.itertuples(index=False) if pd.notna(s) and pd.notna(e)]
+    return ranges
 
 
-def measured_kernels(trace_csvs: list[Path], windows: list[tuple[int, bool, int, int]]) -> tuple[pd.DataFrame, int] | None:
-    """The kernel table of the dispatches that started inside a measured (not warm-up) step range,
-    and how many steps that is; None when there is no measured step range.
-
-    The trainer synchronizes before it closes a step's range, so a step's kernels start after its
-    push and end before its pop: the start alone places a dispatch.
-    """
-    measured = sorted((start, end) for _, warmup, start, end in windows if not warmup)
-    if not measured:
-        return None
-    starts = np.array([s for s, _ in measured], dtype=np.float64)
-    ends = np.array([e for _, e in measured], dtype=np.float64)
-    names, durations = [], []
-    for path in trace_csvs:
-        df = pd.read_csv(path, usecols=["Kernel_Name", "Start_Timestamp", "End_Timestamp"])
-        begin = pd.to_numeric(df["Start_Timestamp"], errors="coerce").to_numpy(dtype=np.float64)
-        finish = pd.to_numeric(df["End_Timestamp"], errors="coerce").to_numpy(dtype=np.float64)
-        slot = np.searchsorted(starts, begin, side="right") - 1  # the last range that started before it
-        inside = (slot >= 0) & (begin <= ends[np.clip(slot, 0, None)])
-        keep = inside & (finish >= begin)  # NaN compares false: incomplete rows drop out
-        names.append(df["Kernel_Name"][keep])
-        durations.append(pd.Series(finish[keep] - begin[keep]))
-    table = table_from_durations(pd.concat(names, ignore_index=True), pd.concat(durations, ignore_index=True))
-    return table, len(measured)
+def trace_dispatches(trace_csvs: list[Path]) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """(names, start ns, end ns) of every dispatch in rocprofv3 kernel_trace files."""
+    frames = [pd.read_csv(path, usecols=["Kernel_Name", "Start_Timestamp", "End_Timestamp"]) for path in trace_csvs]
+    df = pd.concat(frames, ignore_index=True)
+    return (df["Kernel_Name"], pd.to_numeric(df["Start_Timestamp"], errors="coerce").to_numpy(dtype=np.float64),
+            pd.to_numeric(df["End_Timestamp"], errors="coerce").to_numpy(dtype=np.float64))

@@ -265,13 +265,10 @@ class StepScreen(BaseScreen):
     def _verdict(self) -> str:
         if not self.results or self.run_status not in (*TERMINAL, RECORDED):
             return ""
+        verdict = ex.verdict(self.results)
         if ex.step_passed(self.results):
-            return "all checks passed: n goes to the next step"
-        ran = [r for r in self.results if r.status != "skip"]
-        if not ran:
-            return "no check could run here"
-        failed = sum(r.status == "fail" for r in ran)
-        return f"{failed} of {len(ran)} checks failed: read the hints (i)"
+            return f"{verdict}: n goes to the next step"
+        return verdict + (": read the hints (i)" if any(r.status == "fail" for r in self.results) else "")
 
     def _show_extras(self) -> None:
         step = self.step

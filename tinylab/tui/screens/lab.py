@@ -40,6 +40,7 @@ from tinylab.config import (
     matching_preset,
     preset_for,
 )
+from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord, key_config
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.textual_private import SelectOverlay
@@ -400,7 +401,7 @@ class LabScreen(BaseScreen):
             widget.remove_class("-invalid")
         try:
             cfg = self.config()
-        except ConfigError as exc:
+        except UserError as exc:  # ConfigError, or a profiler of the newest run that is not here
             for name in flags_in(str(exc)):
                 for widget in self.query(f"#num-{name}"):
                     widget.add_class("-invalid")

@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Log, ProgressBar, Static
 from textual.worker import get_current_worker
 
+from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
@@ -72,6 +73,7 @@ class RunScreen(BaseScreen):
         self.ended_at: float | None = None
         self.has_profile = False
         self.counter_pass: PassEvent | None = None
+        self.pass_started: dict[int, float] = {}  # counter pass -> when it started
         self.chart_index = 0
         self._head: tuple[str, str] | None = None
 
@@ -129,6 +131,7 @@ class RunScreen(BaseScreen):
         self.start = update.start or self.start
         self.counter_pass = update.counter_pass or (update.record.counter_pass if update.record else None) \
             or self.counter_pass
+        self.pass_started.update({p.number: p.time for p in update.passes if p.time is not None})
         self.has_profile = self.has_profile or update.profiled
         if update.steps or update.telemetry or update.start:
             self._update_series()
@@ -202,32 +205,78 @@ class RunScreen(BaseScreen):
 
     def _show_progress(self) -> None:
         total = self._config().get("num_steps")
-        bar = self.query_one("#progress", ProgressBar)
+        total = total if isinstance(total, int) and total > 0 else None
         done = self.steps[-1].step + 1 if self.steps else 0
-        if isinstance(total, int) and total > 0:
-            bar.update(total=total, progress=done)
         started = (self.record.started if self.record else None) or (self.start.time if self.start else None)
-        end = self.ended_at if self.status != "running" else None
-        now = end or self.backend.clock()
-        # (priority, text): what does not fit the line's width goes, least important first
-        parts = [(0, f"step {done}/{total if total else '?'}")]
-        if self.counter_pass is not None and self.status == "running":  # the log says why there are passes
-            parts.insert(0, (0, f"{self.counter_pass.label} ({self.counter_pass.tool})"))
+        running = self.status == "running"
+        now = self.backend.clock() if running else (self.ended_at or self.backend.clock())
         recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
-        if recent:
-            per_step = statistics.median(recent)
-            parts.append((2, f"{per_step:,.1f} ms/step"))
-            if self.status == "running" and isinstance(total, int):
-                parts.append((1, f"ETA {duration((total - done) * per_step / 1000)}"))
+        per_step = statistics.median(recent) / 1000 if recent else None
+        # A counter-pass run shows its passes: the record's steps are pass 1's, so from pass 2 on
+        # "step N/N" and its 100% would read as done while the tool still runs the program.
+        counter = self.counter_pass if running else None
+        bar = self.query_one("#progress", ProgressBar)
+        if counter is not None and counter.planned:
+            into = done / total if counter.number == 1 and total else 0.0
+            bar.update(total=counter.planned, progress=counter.number - 1 + into)
+        elif counter is not None and counter.number > 1:
+            bar.update(total=None)  # how many passes remain is not known
+        elif total:
+            bar.update(total=total, progress=done)
+        # (priority, text): what does not fit the line's width goes, the highest number first
+        parts = []
+        if counter is not None:  # the log says why there are passes
+            parts.append((0, f"{counter.label} ({counter.tool})"))
+        if counter is None or counter.number == 1:
+            parts.append((1, f"step {done}/{total or '?'}"))
+        if per_step is not None:
+            parts.append((3, f"{per_step * 1000:,.1f} ms/step"))
+        eta = self._eta(done, total, per_step, started, now) if running else None
+        if eta is not None:
+            parts.append((2, f"ETA {duration(eta)}"))
         if started:
-            parts.append((3, f"{'took' if self.status != 'running' else 'elapsed'} {duration(now - started)}"))
-        if self.status == "running" and not self.start:
-            parts.append((1, "starting (loading torch and the model)"))
+            parts.append((4, f"{'elapsed' if running else 'took'} {duration(now - started)}"))
+        if running and not self.start:
+            parts.append((2, "starting (loading torch and the model)"))
         widget = self.query_one("#progress-text", Static)
         width = widget.size.width or 80
         while len(parts) > 1 and len(" · ".join(t for _, t in parts)) > width:
             parts.remove(max(parts, key=lambda p: p[0]))
         widget.update(" · ".join(t for _, t in parts), layout=False)  # fixed size
+
+    def _eta(self, done: int, total: int | None, per_step: float | None, started: float | None,
+             now: float) -> float | None:
+        """Seconds left: the record's steps, then every counter pass still to come (None: unknown)."""
+        counter = self.counter_pass
+        if per_step is None or total is None:
+            return None
+        left = (total - done) * per_step if counter is None or counter.number == 1 else 0.0
+        if counter is None:
+            return left
+        if not counter.planned:
+            return None
+        # a later pass: measured from the passes that ended, else its start-up and its steps
+        times = sorted(self.pass_started.items())
+        ended = [b - a for (n, a), (m, b) in zip(times, times[1:]) if n >= 2 and m == n + 1]
+        if ended:
+            per_pass = statistics.median(ended)
+        else:
+            startup = self.start.time - started if self.start and self.start.time and started else 0.0
+            steps = counter.steps if counter.number > 1 and counter.steps else self._window_steps()
+            per_pass = max(startup, 0.0) + (steps or 0) * per_step
+        if counter.number > 1:
+            into = now - self.pass_started.get(counter.number, now)
+            left = max(per_pass - into, 0.0)
+        return left + (counter.planned - counter.number) * per_pass
+
+    def _window_steps(self) -> int | None:
+        """Steps each later counter pass trains (tinylab/runs/passes.py)."""
+        from tinylab.runs.passes import window_steps
+
+        try:
+            return window_steps(RunConfig.from_dict(self._config()))
+        except (ConfigError, TypeError, ValueError):
+            return None
 
     def _update_series(self) -> None:
         xs = [s.step + 1 for s in self.steps]

@@ -1,0 +1,69 @@
+"""The release table pinned to the tools' own sources, release by release.
+
+The stand-ins (tests/profilers/bin) are built from tinylab/profilers/rocm_releases.py, so every
+other release test agrees with the table by construction: a wrong edit of it would be mirrored by
+the stand-ins and pass. Here a few facts of each release are literal values copied from the tools'
+sources and changelogs, as docs/rocm-tools.md cites them (T: the release's tag or branch, M: the
+mainline before the release was cut, C: CHANGELOG only, U: assumed), so such an edit fails here.
+
+Repositories: SDK ROCm/rocprofiler-sdk, RS ROCm/rocm-systems, SYS ROCm/rocprofiler-systems,
+CMP ROCm/rocprofiler-compute.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tinylab.profilers import rocm_releases as rr
+
+V62 = ("csv", "json", "pftrace")  # SDK@rocm-6.2.0 and @rocm-6.2.2 source/bin/rocprofv3.py:172 choices=
+V63 = V62 + ("otf2",)  # SDK 16d535e (2024-07-30, after the 6.2 tags); RS@39db3e8a1 rocprofv3.py:137
+V70 = V63 + ("rocpd",)  # RS@64cf36def (release/rocm-rel-7.0) rocprofv3.py:287, with "-f" (:282, RS 0e93099fd)
+MI300 = ("gfx940", "gfx941", "gfx942")  # CMP soc_gfx940.py/soc_gfx941.py/soc_gfx942.py
+FACTS = {
+    # release: (rocprofv3 formats, default format, <dir>/<host>/ layout, --version and -f, --pmc,
+    #           kernel_trace columns, roctx preload; rocprof-sys runner, kernel category;
+    #           rocprof-compute executable, version, timestamps pass, no roofline on)
+    "6.2.0": (V62, "csv", False, False, False, 16, False,  # SDK@rocm-6.2.0 rocprofv3.py:171 default=["csv"],
+              # config.hpp:81-82 output_file=%pid%, generateCSV.cpp:285-302, no roctx LD_PRELOAD (:366-369)
+              "omnitrace-run", "device_hip",  # SYS@c9edd24 categories.hpp:94
+              "omniperf", "2.0.1", True, MI300),  # CMP@rocm-6.2.0 VERSION; soc_gfx942.py:90 "Roofline temporarily disabled"
+    "6.2.1": (V62, "csv", False, False, False, 16, False, "omnitrace-run", "device_hip", "omniperf", "2.0.1", True,
+              MI300),  # tag rocm-6.2.1 is the rocm-6.2.2 commit (SDK 03fe8df)
+    "6.2.2": (V62, "csv", False, False, False, 16, False, "omnitrace-run", "device_hip", "omniperf", "2.0.1", True,
+              MI300),  # SDK@rocm-6.2.2 = 03fe8df; CMP@rocm-6.2.4 soc_gfx942.py:90 still disabled
+    "6.2.4": (V62, "csv", False, False, False, 16, False, "omnitrace-run", "device_hip", "omniperf", "2.0.1", True,
+              MI300),  # U: no SDK rocm-6.2.4 tag, taken as 6.2.2
+    "6.3": (V63, "csv", True, False, True, 18, True,  # RS@39db3e8a1 (M): output_config.hpp %hostname%/%pid%,
+            # generateCSV.cpp:264-281 (18 columns, as real 6.3.1 output in ROCm/rocprofiler-sdk#83),
+            # --pmc, --suppress-marker-preload
+            "rocprof-sys-run", "device_hip",  # RS@7e1c3f9ff (M) categories.hpp:94
+            "rocprof-compute", "3.0.0", True, MI300),  # CMP@rocm-6.3.0 VERSION, soc_gfx942.py:93
+    "6.4": (V63, "csv", True, False, True, 18, True,  # RS@0608bbb4d (M) rocprofv3.py:230
+            "rocprof-sys-run", "rocm_kernel_dispatch",  # RS@572f9532e (M) categories.hpp:97
+            "rocprof-compute", "3.1.0", True, ()),  # RS@611704d82 (M) soc_gfx942.py:109 calls mibench
+    "7.0": (V70, "rocpd", True, True, True, 22, True,  # RS@64cf36def rocprofv3.py:1108-1109 ["rocpd"] default,
+            # :251-252 --version, generateCSV.cpp:262-285
+            "rocprof-sys-run", "rocm_kernel_dispatch",  # RS@64cf36def categories.hpp:97
+            "rocprof-compute", "3.2.2", False, ()),  # rocprof_compute_base.py:246-247 (rocprofv3 backend)
+    "7.1": (V70, "rocpd", True, True, True, 22, True,  # C: SDK CHANGELOG 1.1.0 for ROCm 7.1; U: options as 7.0
+            "rocprof-sys-run", "rocm_kernel_dispatch",
+            "rocprof-compute", "3.3.0", False, ()),  # C: CHANGELOG 3.3.0
+}
+
+
+def test_every_release_is_pinned():
+    assert set(FACTS) == set(rr.RELEASES)
+
+
+@pytest.mark.parametrize("release", list(FACTS))
+def test_the_table_says_what_the_sources_say(release):
+    (formats, default, host_dir, version_flag, pmc, columns, preload,
+     runner, category, executable, version, timestamps, no_roofline) = FACTS[release]
+    v3, sys_, compute = rr.ROCPROFV3[release], rr.ROCPROF_SYS[release], rr.ROCPROF_COMPUTE[release]
+    assert (v3.formats, v3.default_format, v3.host_dir, v3.version_flag) == (formats, default, host_dir, version_flag)
+    assert (v3.has("--version"), v3.has("-f")) == (version_flag, version_flag)  # both came with 7.0
+    assert (v3.pmc_option, v3.has("--pmc"), len(v3.kernel_trace_header), v3.marker_preload) == (pmc, pmc, columns, preload)
+    assert (sys_.runner, sys_.kernel_category) == (runner, category)
+    assert (compute.executable, compute.version, compute.timestamps_pass, compute.no_roofline) == (
+        executable, version, timestamps, no_roofline)
