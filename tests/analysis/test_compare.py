@@ -36,9 +36,10 @@ def test_v1_vs_v2_ratios_come_from_the_summaries(finished_pair):
         assert (m["a"], m["b"]) == (va, vb)
         assert m["ratio"] == pytest.approx(vb / va)
         threshold = result["noise"]["threshold"] if m["key"] in TIMED else SAME_WITHIN
-        expected = None if abs(vb / va - 1) < threshold else ("b" if (vb > va) == (direction > 0) else "a")
+        distance = max(vb / va, va / vb) - 1
+        expected = None if distance < threshold else ("b" if (vb > va) == (direction > 0) else "a")
         assert m["better"] == expected, m
-        assert m["within_noise"] == (SAME_WITHIN <= abs(vb / va - 1) < threshold)
+        assert m["within_noise"] == (SAME_WITHIN <= distance < threshold)
     ratios = {m["key"]: m["ratio"] for m in result["metrics"]}
     assert ratios["samples_per_s"] == pytest.approx(sa["step_ms_median"] / sb["step_ms_median"])
     assert ratios["final_loss"] == pytest.approx(1.0, abs=1e-3), "same seed, same math: same loss"
@@ -180,6 +181,22 @@ def test_noise_is_never_a_win(finished_pair, tmp_path):
     text = format_compare(result)
     assert "≈ noise" in text and "B better" not in next(l for l in text.splitlines() if "samples/s" in l)
     assert "differences inside ±325% are marked ≈ noise" in text
+
+
+@pytest.mark.parametrize(("a_p90", "verdict"), [(506.0, "b"), (580.0, None)])
+def test_a_time_and_its_rate_get_the_same_verdict(finished_pair, tmp_path, a_p90, verdict):
+    """Two CPU runs seen in a tmux session: samples/s 3.35x was "B better" while the step median,
+    0.30x, was "≈ noise" against a ±228% spread, because only ratios above 1 could leave the noise.
+    Judged by the distance from 1 either way, both are outside ±228% and both inside ±265%."""
+    noisy = clone_run(finished_pair.v1, tmp_path / "a", edit=lambda e: e.update(
+        step_ms_median=100.0, step_ms_p10=50.0, step_ms_p90=a_p90, samples_per_s=40.0) if e["event"] == "summary" else None)
+    fast = clone_run(finished_pair.v2, tmp_path / "b", edit=lambda e: e.update(
+        step_ms_median=29.85, step_ms_p10=29.0, step_ms_p90=31.0, samples_per_s=134.0) if e["event"] == "summary" else None)
+    result = compare_runs(noisy.record(), fast.record())
+    rows = {m["key"]: m for m in result["metrics"]}
+    assert rows["samples_per_s"]["ratio"] == pytest.approx(3.35) and rows["step_ms_median"]["ratio"] == pytest.approx(0.30, abs=2e-3)
+    assert rows["samples_per_s"]["better"] == rows["step_ms_median"]["better"] == verdict
+    assert rows["samples_per_s"]["within_noise"] == rows["step_ms_median"]["within_noise"] == (verdict is None)
 
 
 def test_two_cpu_runs_compare_their_resolved_devices(finished_pair, tmp_path):

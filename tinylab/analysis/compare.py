@@ -88,12 +88,14 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
 
 def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None,
             threshold: float) -> dict[str, Any]:
-    """One row; `better` only when the ratio is further from 1 than `threshold` (noise never wins)."""
+    """One row; `better` only when the ratio is further from 1 than `threshold` (noise never wins),
+    further either way: 0.5x is as far from 1 as 2x, so a time and its rate get the same verdict."""
     va, vb = (float(v) if (v := number(s.get(key) if s else None)) is not None else None for s in (sa, sb))
     ratio = vb / va if va is not None and vb is not None and va != 0 else None
+    distance = None if ratio is None else (max(ratio, 1 / ratio) - 1 if ratio > 0 else float("inf"))
     better = None
-    noise = ratio is not None and SAME_WITHIN <= abs(ratio - 1) < threshold
-    if ratio is not None and abs(ratio - 1) >= threshold:
+    noise = distance is not None and SAME_WITHIN <= distance < threshold
+    if distance is not None and distance >= threshold:
         better = "b" if (ratio > 1) == (direction > 0) else "a"
     return {"key": key, "label": label, "a": va, "b": vb, "ratio": ratio, "better": better, "unit": unit,
             "within_noise": noise}
