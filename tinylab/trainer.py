@@ -25,14 +25,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tinylab.config import ConfigError, RunConfig
+from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
 from tinylab.packages import describe, foreign_packages
 from tinylab.safeio import FULL_DISK
-
-GRAPH_WARMUP_ITERS = 3
 
 
 class PhaseTimer:
