@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tinylab.config import PROFILERS
 from tinylab.runs.launcher import group_alive
 from tinylab.runs.store import RunStore, mark_run
 
@@ -388,3 +389,22 @@ async def open_step(pilot, app, scenario_id: str):
     app.push_screen(StepScreen(scenario_id))
     await wait_for(pilot, lambda: screen_name(pilot) == "StepScreen" and pilot.app.screen.scenario, what="the step view")
     return pilot.app.screen
+
+
+async def test_the_form_starts_from_the_newest_plain_run(tmp_path: Path):
+    """After an exercise the form became v3, b2 s16, 2 steps, pytorch ticked (the exercise's run):
+    it starts from the newest run the learner launched plainly, past exercise, profiled and fault runs."""
+    runs = tmp_path / "runs"
+    make_run(runs, "20261126-010000-a1a1", version="v2", gpu=False, profile=False, batch_size=4, seq_len=32, steps=50)
+    make_run(runs, "20261126-020000-b2b2", version="v1", gpu=False, profile=True, batch_size=8)
+    make_run(runs, "20261126-030000-c3c3", version="v1", gpu=False, profile=False, fault="missing-init", batch_size=6)
+    make_run(runs, "20261126-040000-d4d4", version="v3", gpu=False, profile=True, steps=2,
+             label="exercise v1-baseline step 1")
+    make_run(runs, "20261126-050000-e5e5", version="v3", gpu=False, profile=False, steps=3,
+             label="exercise v3-swiglu step 1 baseline")
+    async with make_app(runs).run_test(size=SIZE) as pilot:
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.prefilled, what="the form filled from history")
+        assert screen.version == "v2"
+        assert [screen.query_one(f"#num-{k}").value for k in ("batch_size", "seq_len", "num_steps")] == ["4", "32", "50"]
+        assert not any(screen.query_one(f"#profiler-{name}").value for name in PROFILERS)

@@ -64,6 +64,10 @@ class CancelRecord:
     by_pid: int | None = None
 
 
+#: How the label of a run an exercise step started begins ("exercise v1-baseline step 1").
+EXERCISE_LABEL = "exercise "
+
+
 @dataclass(frozen=True)
 class RunRecord:
     id: str
@@ -129,6 +133,11 @@ class RunRecord:
     def label(self) -> str:
         value = self.config.get("label")
         return printable(value) if isinstance(value, str) else ""
+
+    @property
+    def from_exercise(self) -> bool:
+        """Started by an exercise step (its label says so, see tinylab.exercises)."""
+        return self.label.startswith(EXERCISE_LABEL)
 
     @property
     def device(self) -> str | None:
