@@ -24,8 +24,9 @@ from tinylab.events import (
     Summary,
 )
 
-#: The fusion toggles key_config names, in the order it names them.
-_KEY_TOGGLES = ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "cuda_graph")
+#: The fusion toggles key_config names, in the order it names them, by their short names.
+_KEY_TOGGLES = {"qkv_fusion": "qkv", "sdpa": "sdpa", "swiglu_fusion": "swiglu", "torch_compile": "compile",
+                "cuda_graph": "graph"}
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -38,23 +39,26 @@ def printable(text: str) -> str:
 
 
 def key_config(cfg: dict[str, Any]) -> str:
-    """The few settings that tell two runs apart, in one short string (printable: it comes from a file)."""
+    """The few settings that tell two runs apart, in one short string (printable: it comes from a file).
+
+    A profiler or a fault comes right after the sizes: a table cut at 80 columns still shows
+    that a run was profiled (it measures something else than a clean one)."""
     if not cfg:
         return "?"
     parts = [f"b{cfg.get('batch_size')} s{cfg.get('seq_len')} h{cfg.get('hidden_dim')} l{cfg.get('num_layers')}"]
     if cfg.get("precision", "fp32") != "fp32":
         parts.append(str(cfg["precision"]))
-    on = [k for k in _KEY_TOGGLES if cfg.get(k)]
+    if cfg.get("profilers"):
+        parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
+    if cfg.get("fault"):
+        parts.append(f"fault={cfg['fault']}")
+    on = [short for k, short in _KEY_TOGGLES.items() if cfg.get(k)]
     if cfg.get("version") == "v2" and on:
         parts.append("+".join(on))
     elif cfg.get("cuda_graph"):
         parts.append("graph")
     if cfg.get("recompute_ffn"):
         parts.append("recompute")
-    if cfg.get("fault"):
-        parts.append(f"fault={cfg['fault']}")
-    if cfg.get("profilers"):
-        parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
     return printable(" ".join(parts))
 
 
