@@ -408,3 +408,23 @@ async def test_the_form_starts_from_the_newest_plain_run(tmp_path: Path):
         assert screen.version == "v2"
         assert [screen.query_one(f"#num-{k}").value for k in ("batch_size", "seq_len", "num_steps")] == ["4", "32", "50"]
         assert not any(screen.query_one(f"#profiler-{name}").value for name in PROFILERS)
+
+
+async def test_the_exercise_preview_lists_every_step_at_80x24(store: Path):
+    """The shipped scenarios at 80x24: the preview under the list shows the summary and every step
+    (Performance debugging's 6th step was cut off), and the list keeps the selection in view."""
+    async with make_app(store, exercises_root=None).run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await wait_for(pilot, lambda: screen_name(pilot) == "ExercisesScreen" and pilot.app.screen.scenarios,
+                       what="the scenarios")
+        screen = pilot.app.screen
+        options, about = screen.query_one("#scenarios"), screen.query_one("#scenario-about")
+        assert len(screen.scenarios) >= 12 and max(len(s.steps) for s in screen.scenarios) == 6
+        for index, scenario in enumerate(screen.scenarios):
+            options.highlighted = index
+            await pilot.pause(0.2)
+            shown = about.render().wrap(about.content_region.width)
+            assert len(shown) <= about.content_region.height, scenario.id
+            assert str(shown[-1]).strip().endswith(scenario.steps[-1].title), scenario.id
+            top = options.scroll_offset.y
+            assert top <= index < top + options.content_region.height, scenario.id
