@@ -17,6 +17,7 @@ from tinylab.analysis.compare import (
     UNDER_TEST,
     compare_runs,
     format_compare,
+    noise_note,
 )
 
 KEYS = [m.key for m in METRICS]
@@ -212,3 +213,21 @@ def test_ratios_keep_their_x(ratio, text):
 
     assert ratio_text(ratio) == text
 
+
+
+def test_the_header_notes_and_noise_note_fit_80_columns(finished_pair, tmp_path):
+    """At 80 columns the run lines, the noise note and the notes wrap at spaces; the words and their
+    order are those of the unwrapped text."""
+    noisy = clone_run(finished_pair.v1, tmp_path / "a", config={"seq_len": 16, "num_steps": 9, "label": "a long label " * 3},
+                      edit=lambda e: e.update(step_ms_median=100.0, step_ms_p10=50.0, step_ms_p90=700.0)
+                      if e["event"] == "summary" else None)
+    result = compare_runs(noisy.record(), finished_pair.v2.record())
+    assert result["notes"] and noise_note(result)
+    narrow, wide = format_compare(result, width=80), format_compare(result, width=1000)
+    prose = lambda text: [l for l in text.split("\n\nconfig differences")[0].splitlines()  # noqa: E731
+                          if not l.startswith("  metric") and "x  " not in l]
+    assert max(map(len, narrow.splitlines()[:2])) <= 80 and len(prose(narrow)) > len(prose(wide))
+    assert all(len(line) <= 80 for line in prose(narrow)), narrow
+    assert " ".join(" ".join(prose(narrow)).split()) == " ".join(" ".join(prose(wide)).split())
+    notes = narrow.split("\nnotes\n")[1].split("\n\n")[0].splitlines()
+    assert all(len(line) <= 80 for line in notes) and len(notes) > len(result["notes"])

@@ -6,6 +6,7 @@ plain dict, so the CLI prints it, `--json` dumps it and the TUI lays it out with
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Callable
 
 from tinylab.analysis.names import short_name
@@ -225,24 +226,30 @@ def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,
     ]
 
 
-def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
-    """The terminal view: who is who, the metric table, config differences, notes, kernel diff."""
+def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 200) -> str:
+    """The terminal view: who is who, the metric table, config differences, notes, kernel diff;
+    its sentences wrapped at spaces to `width` columns."""
+    def wrap(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                             break_on_hyphens=False)
+
     lines = []
     for side in ("a", "b"):
         s = result[side]
         label = f"  [{s['label']}]" if s["label"] else ""
-        lines.append(f"{side.upper()}  {s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}")
+        lines += wrap(f"{s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}",
+                      f"{side.upper()}  ", "    ")
     lines.append("")
     lines += _table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if noise_note(result):
-        lines.append(f"  ({noise_note(result)})")
+        lines += wrap(f"({noise_note(result)})", "  ", "   ")
     if result["config_diff"]:
         lines += ["", "config differences"]
         lines += _table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),
                                                  "under test" if d["under_test"] else "NOT under test"]
                                                 for d in result["config_diff"]])
     if result["notes"]:
-        lines += ["", "notes"] + [f"  - {n}" for n in result["notes"]]
+        lines += ["", "notes"] + [line for n in result["notes"] for line in wrap(n, "  - ", "    ")]
     diff = result["kernel_diff"]
     if diff is not None:
         lines += ["", "kernel diff (B vs A)"]
