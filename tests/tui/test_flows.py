@@ -428,3 +428,20 @@ async def test_the_exercise_preview_lists_every_step_at_80x24(store: Path):
             assert str(shown[-1]).strip().endswith(scenario.steps[-1].title), scenario.id
             top = options.scroll_offset.y
             assert top <= index < top + options.content_region.height, scenario.id
+
+
+async def test_recent_ages_move_on_while_the_lab_stays_open(store: Path, monkeypatch):
+    """The Lab's "Recent runs" ages froze at the values they had when the lab opened."""
+    from tinylab.tui.screens import lab
+    from .fakes import NOW
+
+    now = [NOW]
+    monkeypatch.setattr(lab, "AGE_TICK_S", 0.2)
+    async with make_app(store, clock=lambda: now[0]).run_test(size=(120, 40)) as pilot:
+        table = pilot.app.screen.query_one("#recent")
+        await wait_for(pilot, lambda: table.row_count == 3, what="the recent runs")
+        ages = lambda: [str(table.get_cell(key, "age")) for key in table.records]  # noqa: E731
+        before = ages()
+        now[0] += 3 * 3600
+        await wait_for(pilot, lambda: ages() != before, what="ages moving on")
+        assert all(a.endswith("h") for a in ages()) and not any(a.endswith("h") for a in before)
