@@ -41,6 +41,9 @@ OPERATORS_CSV = "operators.csv"
 OPERATORS_TXT = "operators.txt"
 MEMORY_TIMELINE = "memory_timeline.json.gz"
 MEMORY_ENV = "TINYLAB_PROFILE_MEMORY"
+#: How to get the memory timeline (no flag or form toggle: shapes and stacks slow the profiled steps).
+MEMORY_HINT = (f"no memory timeline: set {MEMORY_ENV}=1 where runs start (`{MEMORY_ENV}=1 tinylab` opens a lab "
+               "whose pytorch-profiled runs record it; the same before `tinylab train`)")
 
 #: operators.csv columns: FunctionEventAvg attribute names (times µs, memory bytes).
 OPERATOR_COLUMNS = [
@@ -88,7 +91,7 @@ class PyTorchAdapter(InProcessAdapter):
     def make_hook(self, config: "RunConfig", out_dir: Path) -> "PyTorchHook":
         if importlib.util.find_spec("torch") is None:
             raise UserError(f"profiler pytorch needs torch: {self.fix}")
-        return PyTorchHook(config, out_dir, memory=bool(getattr(config, "profile_memory", False)) or env_flag(MEMORY_ENV))
+        return PyTorchHook(config, out_dir, memory=env_flag(MEMORY_ENV))
 
     def collect(self, out_dir: Path) -> CollectResult:
         source = out_dir / TRACE if (out_dir / TRACE).is_file() else out_dir

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, TextIO
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers.pytorch import MEMORY_TIMELINE
+from tinylab.profilers.pytorch import MEMORY_HINT, MEMORY_TIMELINE
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run, RunStore, is_run_dir
@@ -163,6 +163,8 @@ class Lab:
             raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
                             "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
         result = analyze(trace, memory, step)
+        if memory is None:
+            result["notes"].append(MEMORY_HINT)
         cfg = record.config
         result["title"] = (f"timeline of {run.id} {cfg.get('version', '?')} {cfg.get('precision', '?')} "
                            f"on {record.device_name or record.device or '?'}")

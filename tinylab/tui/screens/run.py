@@ -172,9 +172,6 @@ class RunScreen(BaseScreen):
                 chart.set_data(memory["series"]["ms"], series)
                 chart.chart_title = (f"memory over step {result['shown_step']} (MB), peak "
                                      f"{memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.1f} ms")
-            else:
-                text.append("\nmemory over the step: launch with TINYLAB_PROFILE_MEMORY=1 for the profiler's "
-                            "memory timeline", style="dim")
         chart.set_class(result is None or not result.get("memory"), "-empty")
         pane = Pane(Container(VerticalScroll(Static(text, id="anatomy"), id="anatomy-box"), chart, id="step-body"),
                     title="Step", id="step-pane")
