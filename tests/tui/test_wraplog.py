@@ -34,9 +34,17 @@ async def test_long_lines_wrap_and_reflow_on_resize():
         assert step > 1 and shown[0].startswith("$ /usr/bin/python3") and shown[1].startswith("  ")
         assert "".join(shown[:step]).replace(" ", "") == COMMAND.replace(" ", "")  # nothing lost
         assert shown[-1] == "short" and any(line.startswith('    File "') for line in shown)  # indentation kept
+        log.write_lines([f"step {i}" for i in range(40)])
+        await pilot.pause()
+        assert log.is_vertical_scroll_end
         await pilot.resize_terminal(160, 12)
         await pilot.pause()
-        assert list(log.lines) == [COMMAND, STEP, TRACE, "short"]  # wide enough: as written
+        assert list(log.lines)[:4] == [COMMAND, STEP, TRACE, "short"]  # wide enough: as written
+        log.write_lines([COMMAND] * 20)
+        await pilot.pause()
+        await pilot.resize_terminal(50, 12)  # narrower: more rows than before
+        await pilot.pause()
+        assert log.is_vertical_scroll_end  # a log followed at its end stays there
 
 
 def test_fold_breaks_at_spaces_or_cuts_a_long_word():

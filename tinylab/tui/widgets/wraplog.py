@@ -62,9 +62,12 @@ class WrapLog(Log):
     def on_resize(self, event: events.Resize) -> None:
         if self._wrap_width() != self._wrapped_at and self._written:
             self._wrapped_at = self._wrap_width()
+            following = self.is_vertical_scroll_end  # a log read at its end stays there
             written = list(self._written)
             super().clear()
-            super().write_lines(self._wrap(written), scroll_end=True)
+            super().write_lines(self._wrap(written), scroll_end=False)
+            if following:
+                self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
 
 
 def fold(line: str, width: int) -> list[str]:
