@@ -17,6 +17,8 @@ from textual import events
 from textual.widgets import Log
 
 CONTINUATION = "  "
+#: Narrower than this the log is hidden (a panel taking turns) or not laid out: nothing is re-wrapped.
+MIN_WIDTH = 10
 _PADDING = re.compile(r" {2,}")
 
 
@@ -27,6 +29,7 @@ class WrapLog(Log):
         super().__init__(max_lines=max_lines, **kwargs)
         self._written: deque[str] = deque(maxlen=max_lines)
         self._wrapped_at = 0
+        self._rows: int | None = None  # the rows it showed, as of its last resize
 
     def _wrap_width(self) -> int:
         """The cells a line may take: the widget less its vertical scrollbar (0: not laid out yet)."""
@@ -34,7 +37,7 @@ class WrapLog(Log):
 
     def _wrap(self, lines: list[str]) -> list[str]:
         width = self._wrap_width()
-        if width <= len(CONTINUATION) + 8:  # not laid out yet (or absurdly narrow): on_resize re-wraps
+        if width < MIN_WIDTH:  # not laid out yet, or hidden: on_resize re-wraps once it has a width
             return lines
         out: list[str] = []
         for line in lines:
@@ -60,14 +63,19 @@ class WrapLog(Log):
         return super().clear()
 
     def on_resize(self, event: events.Resize) -> None:
-        if self._wrap_width() != self._wrapped_at and self._written:
-            self._wrapped_at = self._wrap_width()
-            following = self.is_vertical_scroll_end  # a log read at its end stays there
+        width = self._wrap_width()
+        if width < MIN_WIDTH:
+            return
+        if width != self._wrapped_at and self._written:
+            # read at its end in the size it had, it stays at its end (the new size has other rows)
+            following = self._rows is None or self.scroll_offset.y + self._rows >= self.line_count
+            self._wrapped_at = width
             written = list(self._written)
             super().clear()
             super().write_lines(self._wrap(written), scroll_end=False)
             if following:
                 self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
+        self._rows = self.scrollable_content_region.height
 
 
 def fold(line: str, width: int) -> list[str]:
