@@ -6,13 +6,13 @@ plain dict, so the CLI prints it, `--json` dumps it and the TUI lays it out with
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any, Callable
 
 from tinylab.analysis.names import short_name
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
+from tinylab.text import wrap_words
 
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note.
 UNDER_TEST = frozenset({
@@ -229,27 +229,23 @@ def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,
 def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 200) -> str:
     """The terminal view: who is who, the metric table, config differences, notes, kernel diff;
     its sentences wrapped at spaces to `width` columns."""
-    def wrap(text: str, first: str, rest: str) -> list[str]:
-        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
-                             break_on_hyphens=False)
-
     lines = []
     for side in ("a", "b"):
         s = result[side]
         label = f"  [{s['label']}]" if s["label"] else ""
-        lines += wrap(f"{s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}",
-                      f"{side.upper()}  ", "    ")
+        lines += wrap_words(f"{s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}",
+                      width, f"{side.upper()}  ", "    ")
     lines.append("")
     lines += _table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if noise_note(result):
-        lines += wrap(f"({noise_note(result)})", "  ", "   ")
+        lines += wrap_words(f"({noise_note(result)})", width, "  ", "   ")
     if result["config_diff"]:
         lines += ["", "config differences"]
         lines += _table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),
                                                  "under test" if d["under_test"] else "NOT under test"]
                                                 for d in result["config_diff"]])
     if result["notes"]:
-        lines += ["", "notes"] + [line for n in result["notes"] for line in wrap(n, "  - ", "    ")]
+        lines += ["", "notes"] + [line for n in result["notes"] for line in wrap_words(n, width, "  - ", "    ")]
     diff = result["kernel_diff"]
     if diff is not None:
         lines += ["", "kernel diff (B vs A)"]

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-import textwrap
 
 from tinylab import exercises as ex
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
 from tinylab.runflags import add_run_arguments
 from tinylab.service import exercise
+from tinylab.text import wrap_words
 
 MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
@@ -186,9 +186,7 @@ def _prose(markdown: str, width: int) -> str:
 
 
 def _fill(text: str, width: int, first: str = "", rest: str = "") -> str:
-    """Text wrapped at spaces (never inside a word, a flag or a path) to `width` columns."""
-    return textwrap.fill(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
-                         break_on_hyphens=False)
+    return "\n".join(wrap_words(text, width, first, rest))
 
 
 def _scenario_json(scenario) -> dict:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import textwrap
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.events import FIELD_BY_KEY, SUMMARY_FIELDS, TAIL_BYTES
+from tinylab.text import wrap_words
 
 
 def add_arguments(p) -> None:
@@ -24,8 +24,7 @@ def run(args) -> int:
 
     def field(name: str, text: str) -> None:
         """`name` and its text, wrapped at spaces to the terminal, continuations under the text."""
-        print("\n".join(textwrap.wrap(text, width, initial_indent=f"{name:<9}", subsequent_indent=" " * 9,
-                                       break_long_words=False, break_on_hyphens=False)) or name)
+        print("\n".join(wrap_words(text, width, f"{name:<9}", " " * 9)))
 
     field("run", r.id)
     field("status", r.status)
