@@ -41,8 +41,9 @@ class WrapLog(Log):
             return lines
         out: list[str] = []
         for line in lines:
-            if len(line) > width:  # first its column padding goes (the trainer's step lines), then it wraps
+            if "\t" in line:
                 line = line.expandtabs()
+            if len(line) > width:  # first its column padding goes (the trainer's step lines), then it wraps
                 body = line.lstrip(" ")
                 line = line[: len(line) - len(body)] + _PADDING.sub(" ", body)
                 if len(line) > width:
