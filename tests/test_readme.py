@@ -82,3 +82,26 @@ def test_the_rocprofv3_row_says_what_it_writes():
     row = next(line for line in README.splitlines() if line.startswith("| `rocprofv3` |"))
     assert Rocprofv3Adapter().output_formats == ("csv",) and "CSV on every release" in row
     assert "TINYLAB_ROCPROFV3_FORMAT=rocpd" in row
+
+
+def test_screen_keys_work_where_the_readme_says():
+    """A key the screen table gives alone works everywhere (an app key); one that works only on
+    some screens (`k` on a run, `v` in Runs) says where, and is bound there."""
+    from tinylab.tui.app import TinyLabApp
+    from tinylab.tui.screens.help import _screens
+
+    def bound(bindings, key: str) -> bool:
+        return any(key in b.key.split(",") for b in bindings)
+
+    screens = dict(_screens())
+    table = README[README.index("| screen | key to open it |"):README.index("## Commands")]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:] if line.startswith("| ")]
+    assert len(rows) == 7
+    for name, cell in rows:
+        key = re.findall(r"`([^`]+)`", cell)[0]
+        if bound(TinyLabApp.BINDINGS, key):
+            continue
+        where = [s for s in screens if re.search(rf"\b{s}\b(?! screen)", cell)]
+        assert where, f"{name.strip()}: `{key}` is no app key, and the README does not say where it works"
+        for screen in where:
+            assert bound(screens[screen].__dict__.get("BINDINGS", []), key), (key, screen)

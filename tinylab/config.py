@@ -38,6 +38,10 @@ TOGGLES: dict[str, dict[str, bool]] = {
     "recompute_ffn": {"v3": False, "v4": False},
 }
 
+#: A graphed run's eager warm-up steps (on a side stream) before it captures the step: the
+#: capture lies in the next step's window, so replays start one step later (profilers use this).
+GRAPH_WARMUP_ITERS = 3
+
 TOGGLE_HELP: dict[str, str] = {
     "qkv_fusion": "one GEMM for q, k and v instead of three",
     "sdpa": "torch scaled_dot_product_attention (flash/memory-efficient) instead of eager (v2) or Triton (v4) attention",

@@ -97,15 +97,16 @@ class Summary:
     steps: int | None = _metric("steps", "", "d", "steps run", check="steps", shown=False)
     measured_steps: int | None = _metric("measured steps", "", "d", "steps after warm-up", check="measured_steps",
                                          shown=False)
+    # a run of several ranks (shown with the ranks' table, not in a single process's summary)
     world_size: int | None = _metric("ranks", "", "d", "processes that trained together (None: one)",
-                                     check="world_size")
+                                     check="world_size", shown=False)
     slowest_rank: int | None = _metric("slowest rank", "", "d",
                                        "the rank with the longest median forward (its own work; the others wait for it)",
-                                       check="slowest_rank")
+                                       check="slowest_rank", shown=False)
     comm_ms: float | None = _metric("collectives", "ms", ".2f", "time in collectives a step, mean over ranks "
-                                    "(from the PyTorch profiler's trace)", direction=-1, check="comm_ms")
+                                    "(from the PyTorch profiler's trace)", direction=-1, check="comm_ms", shown=False)
     comm_hidden: float | None = _metric("hidden comm", "fraction", ".0%", "share of the collectives' time that ran "
-                                        "under compute", direction=+1, check="comm_hidden")
+                                        "under compute", direction=+1, check="comm_hidden", shown=False)
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "Summary":

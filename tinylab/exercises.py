@@ -27,7 +27,7 @@ from tinylab.analysis.categories import CATEGORIES
 from tinylab.config import TOGGLES, ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS
-from tinylab.runs.record import RunRecord
+from tinylab.runs.record import EXERCISE_LABEL, RunRecord
 from tinylab.safeio import UnsafeFile, read_bounded
 
 LEVELS = ("beginner", "intermediate", "advanced")
@@ -534,7 +534,7 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
     text = v.get(raw, "text", at, str) or v.markdown(v.get(raw, "text_file", at, str), at + ("text_file",))
     own = v.preset(raw, "preset", at)
     own_cpu = v.preset(raw, "cpu_preset", at, cpu=True)
-    preset = {**base_preset, **own, "label": f"exercise {sid} step {number}"}
+    preset = {**base_preset, **own, "label": f"{EXERCISE_LABEL}{sid} step {number}"}
     cpu_preset = {**base_cpu, **own_cpu}
     run_layers = [(("defaults", "preset"), base_preset), (at + ("preset",), own)]
     cpu_layers = [(("defaults", "cpu_preset"), base_cpu), (at + ("cpu_preset",), own_cpu)]
@@ -543,7 +543,7 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
     baseline = None
     if "baseline" in raw:
         own_base = v.preset(raw, "baseline", at)
-        baseline = {**base_preset, **own_base, "label": f"exercise {sid} step {number} baseline"}
+        baseline = {**base_preset, **own_base, "label": f"{EXERCISE_LABEL}{sid} step {number} baseline"}
         base_layers = [(("defaults", "preset"), base_preset), (at + ("baseline",), own_base)]
         v.config(base_layers, f"step {number} baseline")
         v.config(base_layers + cpu_layers, f"step {number} baseline with cpu_preset")

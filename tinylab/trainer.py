@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab import parallel
-from tinylab.config import ConfigError, RunConfig
+from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
@@ -35,8 +35,6 @@ from tinylab.packages import describe, foreign_packages
 from tinylab.parallel import RankInfo, percentile
 from tinylab.runs.store import process_start_time, write_json
 from tinylab.safeio import FULL_DISK
-
-GRAPH_WARMUP_ITERS = 3
 
 
 class PhaseTimer:

@@ -18,6 +18,7 @@ from tinylab.analysis.compare import (
     UNDER_TEST,
     compare_runs,
     format_compare,
+    noise_note,
 )
 
 KEYS = [m.key for m in METRICS]
@@ -37,9 +38,10 @@ def test_v1_vs_v2_ratios_come_from_the_summaries(finished_pair):
         assert (m["a"], m["b"]) == (va, vb)
         assert m["ratio"] == pytest.approx(vb / va)
         threshold = result["noise"]["threshold"] if m["key"] in TIMED else SAME_WITHIN
-        expected = None if abs(vb / va - 1) < threshold else ("b" if (vb > va) == (direction > 0) else "a")
+        distance = max(vb / va, va / vb) - 1
+        expected = None if distance < threshold else ("b" if (vb > va) == (direction > 0) else "a")
         assert m["better"] == expected, m
-        assert m["within_noise"] == (SAME_WITHIN <= abs(vb / va - 1) < threshold)
+        assert m["within_noise"] == (SAME_WITHIN <= distance < threshold)
     ratios = {m["key"]: m["ratio"] for m in result["metrics"]}
     assert ratios["samples_per_s"] == pytest.approx(sa["step_ms_median"] / sb["step_ms_median"])
     assert ratios["final_loss"] == pytest.approx(1.0, abs=1e-3), "same seed, same math: same loss"
@@ -184,6 +186,22 @@ def test_noise_is_never_a_win(finished_pair, tmp_path):
     assert "differences inside ±325% are marked ≈ noise" in text
 
 
+@pytest.mark.parametrize(("a_p90", "verdict"), [(506.0, "b"), (580.0, None)])
+def test_a_time_and_its_rate_get_the_same_verdict(finished_pair, tmp_path, a_p90, verdict):
+    """Two CPU runs seen in a tmux session: samples/s 3.35x was "B better" while the step median,
+    0.30x, was "≈ noise" against a ±228% spread, because only ratios above 1 could leave the noise.
+    Judged by the distance from 1 either way, both are outside ±228% and both inside ±265%."""
+    noisy = clone_run(finished_pair.v1, tmp_path / "a", edit=lambda e: e.update(
+        step_ms_median=100.0, step_ms_p10=50.0, step_ms_p90=a_p90, samples_per_s=40.0) if e["event"] == "summary" else None)
+    fast = clone_run(finished_pair.v2, tmp_path / "b", edit=lambda e: e.update(
+        step_ms_median=29.85, step_ms_p10=29.0, step_ms_p90=31.0, samples_per_s=134.0) if e["event"] == "summary" else None)
+    result = compare_runs(noisy.record(), fast.record())
+    rows = {m["key"]: m for m in result["metrics"]}
+    assert rows["samples_per_s"]["ratio"] == pytest.approx(3.35) and rows["step_ms_median"]["ratio"] == pytest.approx(0.30, abs=2e-3)
+    assert rows["samples_per_s"]["better"] == rows["step_ms_median"]["better"] == verdict
+    assert rows["samples_per_s"]["within_noise"] == rows["step_ms_median"]["within_noise"] == (verdict is None)
+
+
 def test_two_cpu_runs_compare_their_resolved_devices(finished_pair, tmp_path):
     """One asked for `auto`, the other for `cpu`: both ran on the CPU, which is no config difference."""
     auto = clone_run(finished_pair.v1, tmp_path / "a", config={"device": "auto"})
@@ -250,3 +268,21 @@ def test_the_kernel_diff_of_a_run_of_ranks_reads_rank_0_and_says_so(tmp_path):
     assert result["kernel_diff"]["changed"][0]["b_total_ns"] == 60  # rank 0's aten::mm, not 150 of both ranks
     assert [k["name"] for k in result["kernel_diff"]["appeared"]] == ["c10d::allreduce_"]
     assert any(n.startswith("the kernel diff reads rank 0's table of run B") for n in result["notes"])
+
+
+def test_the_header_notes_and_noise_note_fit_80_columns(finished_pair, tmp_path):
+    """At 80 columns the run lines, the noise note and the notes wrap at spaces; the words and their
+    order are those of the unwrapped text."""
+    noisy = clone_run(finished_pair.v1, tmp_path / "a", config={"seq_len": 16, "num_steps": 9, "label": "a long label " * 3},
+                      edit=lambda e: e.update(step_ms_median=100.0, step_ms_p10=50.0, step_ms_p90=700.0)
+                      if e["event"] == "summary" else None)
+    result = compare_runs(noisy.record(), finished_pair.v2.record())
+    assert result["notes"] and noise_note(result)
+    narrow, wide = format_compare(result, width=80), format_compare(result, width=1000)
+    prose = lambda text: [l for l in text.split("\n\nconfig differences")[0].splitlines()  # noqa: E731
+                          if not l.startswith("  metric") and "x  " not in l]
+    assert max(map(len, narrow.splitlines()[:2])) <= 80 and len(prose(narrow)) > len(prose(wide))
+    assert all(len(line) <= 80 for line in prose(narrow)), narrow
+    assert " ".join(" ".join(prose(narrow)).split()) == " ".join(" ".join(prose(wide)).split())
+    notes = narrow.split("\nnotes\n")[1].split("\n\n")[0].splitlines()
+    assert all(len(line) <= 80 for line in notes) and len(notes) > len(result["notes"])

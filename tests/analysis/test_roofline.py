@@ -122,7 +122,11 @@ def test_a_point_above_its_roof_is_flagged_with_the_reason_not_plotted():
 def test_steps_seen_by_each_tool():
     cfg = RunConfig(num_steps=50, profile_steps=3)
     assert roofline.steps_seen("pytorch", cfg, 50) == 3
-    assert roofline.steps_seen("pytorch", RunConfig(num_steps=3, profile_steps=5), 3) == 2  # clamped by the schedule
+    short = RunConfig(num_steps=6, warmup_steps=1, profile_steps=5)
+    assert roofline.steps_seen("pytorch", short, 6) == 4  # steps 2..5: clamped by the schedule
+    # a graphed run records from step 4, after its 3 eager warm-up steps and the capture
+    assert roofline.steps_seen("pytorch", RunConfig(version="v4", cuda_graph=True, num_steps=6, warmup_steps=1,
+                                                    profile_steps=5), 6) == 2
     assert roofline.steps_seen("rocprofv3", cfg, 50) == 50 and roofline.steps_seen("nsys", cfg, None) == 50
     assert roofline.steps_seen("ncu", cfg, 50) is None
     table = table_rows(("_adamw_kernel", 27, 1e6, "elementwise"), ("nvjet_x", 10, 1e6, "gemm"),

@@ -80,6 +80,34 @@ def test_busy_idle_gaps_and_launches_per_step(tmp_path):
     assert sum(s["busy_ms"] + s["idle_ms"] for s in (s5, s6)) == pytest.approx(0.2)
 
 
+def gpu_copy(name, ts, dur, stream=7):
+    """Kineto's copy of a host range on the GPU timeline (as on an H100, torch 2.11: pid = device)."""
+    return {"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+            "args": {"device": 0, "stream": stream}}
+
+
+def test_gpu_copies_of_step_ranges_are_not_steps(tmp_path):
+    """A GPU trace holds each ProfilerStep#N twice, the host range and Kineto's gpu_user_annotation
+    copy (shifted and shorter), and a graphed step may add a 0.02 ms copy (an H100 v4 trace showed
+    step 3 three times): one row a step, from the host ranges, the same numbers as without the copies."""
+    plain = timeline.analyze(write(tmp_path, two_step_trace(), "plain.json.gz"))
+    doc = two_step_trace()
+    doc["traceEvents"] += [gpu_copy("ProfilerStep#6", 101, 95), gpu_copy("ProfilerStep#5", 9, 89),
+                           gpu_copy("ProfilerStep#6", 150, 0.02, stream=17), gpu_copy("forward", 10, 25)]
+    path = write(tmp_path, doc)
+    result = timeline.analyze(path)
+    assert [s["step"] for s in result["steps"]] == [5, 6]
+    assert result["steps"] == plain["steps"]
+    # the text marks the step the JSON names, and only that one
+    text = timeline.render(result, "t")
+    marked = [line for line in text.splitlines() if line.startswith("*")]
+    assert len(marked) == 1 and marked[0].split()[1] == str(result["shown_step"])
+    assert f"step {result['shown_step']}: {result['diagnosis']}"[:40] in text.replace("\n  ", " ")
+    res = subprocess.run([sys.executable, "-m", "tinylab", "timeline", str(path), "--json"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and json.loads(res.stdout)["shown_step"] == result["shown_step"]
+
+
 def test_lanes_mark_busy_cells_and_host_phases(tmp_path):
     result = timeline.analyze(write(tmp_path, two_step_trace()), step=5)
     s5 = result["steps"][0]

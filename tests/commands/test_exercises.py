@@ -132,3 +132,29 @@ def test_each_fault_fails_the_fixed_steps_checks(fault_runs):
     assert fixed_checks["every-parameter-trains"] == "fail" and fixed_checks["real-backward"] == "fail"
     assert _evaluate("missing-init", detached) == {"loss-starts-too-high": "fail"}
     assert _evaluate("detached-backward", init_run) == {"frozen-parameters": "fail", "empty-backward": "fail"}
+
+
+def test_show_names_the_first_step_not_yet_passed_as_next(progress_file):
+    """Steps 1 and 2 passed: `next` is step 3 (it said step 1), and the overview fits 80 columns."""
+    passed = [ex.CheckResult("a", "e", "d", "pass", 1, "")]
+    for step in (1, 2):
+        ex.record_progress(SCENARIO, step, passed, [])
+    res = tinylab("show", SCENARIO, env={"COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.rstrip().endswith(f"next: tinylab exercises show {SCENARIO} --step 3")
+    lines = res.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, [line for line in lines if len(line) > 80]
+    assert [line.split()[-1] for line in lines if line.startswith(("  1.", "  2.", "  3."))] == ["done", "done", "checks"]
+
+
+@pytest.mark.parametrize("scenario", [p.stem for p in sorted((REPO / "exercises").glob("*.toml"))])
+def test_every_overview_and_step_fits_80_columns(scenario):
+    """Prose is filled to the terminal; only indented code of a step's text, or a line holding a
+    path too long to break, may be wider."""
+    for args in (["show", scenario], *(["show", scenario, "--step", str(s.number), "--hints", "9", "--answers"]
+                                       for s in ex.get_scenario(scenario).steps)):
+        res = tinylab(*args, env={"COLUMNS": "80"})
+        assert res.returncode == 0, res.stderr
+        wide = [line for line in res.stdout.splitlines() if len(line) > 80 and not line.startswith("    ")
+                and max(map(len, line.split())) < 40]
+        assert not wide, (args, wide)

@@ -18,6 +18,7 @@ from tinylab.analysis.kernel_table import (
 from tinylab.cli import main
 from tinylab.events import EventWriter
 from tinylab.profilers import CollectResult, write_kernel_table
+from tinylab.runs.store import mark_run
 
 
 def test_cli_json_on_a_native_file(capsys):
@@ -127,3 +128,18 @@ def test_cli_bad_rank_is_a_one_line_error_naming_the_ranks(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["hotspots", run, "--rank", "-1"])
     assert "must be a rank (0, 1, ...) or 'all', got '-1'" in capsys.readouterr().err
+
+
+def test_a_store_folder_is_refused_naming_how_many_runs_and_one_to_pick(capsys, tmp_path):
+    """`tinylab hotspots DIR` merged every profile below DIR, other runs' too, without a word."""
+    for run_id in ("20260101-000000-aaaa", "20260101-000100-bbbb"):
+        run = tmp_path / "store" / run_id
+        run.mkdir(parents=True)
+        mark_run(run)
+        (run / "config.json").write_text("{}")
+        write_kernel_table(run, "pytorch", CollectResult({}, table_of([("aten::mm", 3, 30.0)]), None, "pytorch-operators"))
+    store = tmp_path / "store"
+    code, out, err = run_cli(capsys, str(store))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{store} holds 2 runs, whose profiles would be mixed: name one " in err
+    assert f"(tinylab hotspots 20260101-000100-bbbb --runs-dir {store})" in err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -90,7 +91,41 @@ def test_runs_and_show_describe_finished_runs(finished_pair):
     shown = json.loads(cli("show", finished_pair.v2.id, "--json", "--runs-dir", root).stdout)
     assert shown["status"] == "finished" and shown["summary"]["steps"] == 8 and shown["corrupt_lines"] == []
     text = cli("show", "last", "--runs-dir", root).stdout
-    assert "status   finished" in text and "samples_per_s" in text
+    assert "status   finished" in text and "samples/s" in text
+
+
+def test_show_at_80_columns_wraps_at_spaces_and_formats_numbers(finished_pair):
+    """`show` wrapped its config line mid-word and printed raw floats (loss 5.665811538696289)."""
+    run = finished_pair.v2
+    res = cli("show", run.id, "--runs-dir", str(finished_pair.store.root), env={**os.environ, "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 or max(map(len, line.split())) > 40 for line in lines), res.stdout  # only a long path
+    first = next(i for i, line in enumerate(lines) if line.startswith("config   "))
+    end = next(i for i in range(first + 1, len(lines)) if not lines[i].startswith(" " * 9))
+    config = [line[9:] for line in lines[first:end]]
+    assert len(config) > 1  # wrapped
+    stored = json.loads((run.dir / "config.json").read_text())
+    assert " ".join(" ".join(config).split()) == " ".join(
+        f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in sorted(stored.items())
+        if v not in (None, "", []))  # every key=value whole, in order
+    summary = run.events().last("summary")
+    assert f"  final loss         {summary['final_loss']:.4f}" in lines
+    assert f"  step median        {summary['step_ms_median']:.2f} ms" in lines
+    assert re.search(r"^progress step 8/8  loss \d+\.\d{4}$", res.stdout, flags=re.M)
+
+
+def test_runs_fits_80_columns_and_shows_which_run_was_profiled(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "20260101-000000-aaaa", [], version="v2")
+    make_run(root, "20260101-000100-bbbb", [], version="v2", profilers=["pytorch"])
+    make_run(root, "20260101-000200-cccc", [], version="v1", label="exercise v1-baseline step 1")
+    res = cli("runs", "--runs-dir", str(root), env={**os.environ, "COLUMNS": "80"})
+    assert res.returncode == 0, res.stderr
+    rows = res.stdout.splitlines()
+    assert len(rows) == 4 and max(map(len, rows)) <= 80, res.stdout
+    by_id = {row.split()[0]: row for row in rows[1:]}
+    assert "prof=" in by_id["20260101-000100-bbbb"] and "prof=" not in by_id["20260101-000000-aaaa"]
 
 
 @pytest.mark.parametrize("damage, expect", [

@@ -72,7 +72,7 @@ def part2() -> None:
         for S in (1024, 4096):
             q, k, v = inputs(S, torch.bfloat16)
             for bm, bn in ((16, 16), (32, 32), (64, 32), (64, 64), (128, 64), (128, 128)):
-                fa._fwd_config = lambda D_, S_, exact, bm=bm, bn=bn: dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=4 if bm < 128 else 8,
+                fa._fwd_config = lambda D_, S_, exact=False, arch=None, bm=bm, bn=bn: dict(BLOCK_M=bm, BLOCK_N=bn, num_warps=4 if bm < 128 else 8,
                                                                           num_stages=3)
                 try:
                     ms, mb = measure(flash_attention, q, k, v)

@@ -6,7 +6,9 @@ import pytest
 from support.paths import FIX
 from support.runs import make_run
 
+from tinylab.analysis.timeline import render
 from tinylab.errors import UserError
+from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.service.lab import Lab
 
 START = {"event": "start", "time": 1.0, "device": "cpu", "device_name": "x86_64", "config": {}}
@@ -61,6 +63,11 @@ def test_timeline_of_a_profiled_run_with_its_memory_and_of_a_run_without_a_trace
     result = lab.timeline(run_id, step=2)
     assert result["title"] == f"timeline of {run_id} v1 fp32 on x86_64"
     assert result["shown_step"] == 2 and result["memory"]["peak_mb"] > 0
+    assert MEMORY_HINT not in result["notes"]
+    (run_dir / "profiles" / "pytorch" / "memory_timeline.json.gz").unlink()
+    without = lab.timeline(run_id, step=2)
+    assert without["memory"] is None and MEMORY_HINT in without["notes"]  # says how to get it
+    assert "TINYLAB_PROFILE_MEMORY=1 tinylab" in render(without, "t")
     with pytest.raises(UserError, match="has no PyTorch profiler trace: launch it with --profile pytorch"):
         lab.timeline("20260101-000000-aaaa")
     trace_only = lab.timeline(str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"))

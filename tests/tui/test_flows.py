@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tinylab.config import PROFILERS
 from tinylab.runs.launcher import group_alive
 from tinylab.runs.store import RunStore, mark_run
 
@@ -490,3 +491,59 @@ async def test_a_newest_run_with_a_profiler_missing_here_does_not_break_the_lab(
         assert pilot.app.is_running and screen_name(pilot) == "LabScreen"
         check = text_of(pilot, "#check")
         assert check.startswith("✓") or "'rocprof-compute' is not available here" in check
+
+
+async def test_the_form_starts_from_the_newest_plain_run(tmp_path: Path):
+    """After an exercise the form became v3, b2 s16, 2 steps, pytorch ticked (the exercise's run):
+    it starts from the newest run the learner launched plainly, past exercise, profiled and fault runs."""
+    runs = tmp_path / "runs"
+    make_run(runs, "20261126-010000-a1a1", version="v2", gpu=False, profile=False, batch_size=4, seq_len=32, steps=50)
+    make_run(runs, "20261126-020000-b2b2", version="v1", gpu=False, profile=True, batch_size=8)
+    make_run(runs, "20261126-030000-c3c3", version="v1", gpu=False, profile=False, fault="missing-init", batch_size=6)
+    make_run(runs, "20261126-040000-d4d4", version="v3", gpu=False, profile=True, steps=2,
+             label="exercise v1-baseline step 1")
+    make_run(runs, "20261126-050000-e5e5", version="v3", gpu=False, profile=False, steps=3,
+             label="exercise v3-swiglu step 1 baseline")
+    async with make_app(runs).run_test(size=SIZE) as pilot:
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.prefilled, what="the form filled from history")
+        assert screen.version == "v2"
+        assert [screen.query_one(f"#num-{k}").value for k in ("batch_size", "seq_len", "num_steps")] == ["4", "32", "50"]
+        assert not any(screen.query_one(f"#profiler-{name}").value for name in PROFILERS)
+
+
+async def test_the_exercise_preview_lists_every_step_at_80x24(store: Path):
+    """The shipped scenarios at 80x24: the preview under the list shows the summary and every step
+    (Performance debugging's 6th step was cut off), and the list keeps the selection in view."""
+    async with make_app(store, exercises_root=None).run_test(size=SIZE) as pilot:
+        await pilot.press("x")
+        await wait_for(pilot, lambda: screen_name(pilot) == "ExercisesScreen" and pilot.app.screen.scenarios,
+                       what="the scenarios")
+        screen = pilot.app.screen
+        options, about = screen.query_one("#scenarios"), screen.query_one("#scenario-about")
+        assert len(screen.scenarios) >= 12 and max(len(s.steps) for s in screen.scenarios) == 6
+        for index, scenario in enumerate(screen.scenarios):
+            options.highlighted = index
+            await pilot.pause(0.2)
+            shown = about.render().wrap(about.content_region.width)
+            assert len(shown) <= about.content_region.height, scenario.id
+            assert str(shown[-1]).strip().endswith(scenario.steps[-1].title), scenario.id
+            top = options.scroll_offset.y
+            assert top <= index < top + options.content_region.height, scenario.id
+
+
+async def test_recent_ages_move_on_while_the_lab_stays_open(store: Path, monkeypatch):
+    """The Lab's "Recent runs" ages froze at the values they had when the lab opened."""
+    from tinylab.tui.screens import lab
+    from .fakes import NOW
+
+    now = [NOW]
+    monkeypatch.setattr(lab, "AGE_TICK_S", 0.2)
+    async with make_app(store, clock=lambda: now[0]).run_test(size=(120, 40)) as pilot:
+        table = pilot.app.screen.query_one("#recent")
+        await wait_for(pilot, lambda: table.row_count == 3, what="the recent runs")
+        ages = lambda: [str(table.get_cell(key, "age")) for key in table.records]  # noqa: E731
+        before = ages()
+        now[0] += 3 * 3600
+        await wait_for(pilot, lambda: ages() != before, what="ages moving on")
+        assert all(a.endswith("h") for a in ages()) and not any(a.endswith("h") for a in before)

@@ -187,6 +187,19 @@ def test_exercises(snap_compare, store, size):
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
 
 
+def test_exercise_preview_of_the_longest_scenario(snap_compare, store):
+    """The shipped Performance debugging at 80x24: its summary and all six steps under the list."""
+    async def run_before(pilot):
+        await pilot.press("x")
+        await settle(pilot)
+        options = pilot.app.screen.query_one("#scenarios")
+        options.highlighted = next(i for i, s in enumerate(pilot.app.screen.scenarios)
+                                   if s.id == "performance-debugging")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store, exercises_root=None), terminal_size=(80, 24), run_before=run_before)
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_exercise_step(snap_compare, store, size):
     async def run_before(pilot):

@@ -6,13 +6,13 @@ plain dict, so the CLI prints it, `--json` dumps it and the TUI lays it out with
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any, Callable
 
 from tinylab.analysis.names import short_name
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
+from tinylab.text import wrap_words
 
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note. The
 #: engine and the world size are among them: comparing 1 GPU with N is what scaling is about.
@@ -133,12 +133,14 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
 
 def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None,
             threshold: float) -> dict[str, Any]:
-    """One row; `better` only when the ratio is further from 1 than `threshold` (noise never wins)."""
+    """One row; `better` only when the ratio is further from 1 than `threshold` (noise never wins),
+    further either way: 0.5x is as far from 1 as 2x, so a time and its rate get the same verdict."""
     va, vb = (float(v) if (v := number(s.get(key) if s else None)) is not None else None for s in (sa, sb))
     ratio = vb / va if va is not None and vb is not None and va != 0 else None
+    distance = None if ratio is None else (max(ratio, 1 / ratio) - 1 if ratio > 0 else float("inf"))
     better = None
-    noise = ratio is not None and SAME_WITHIN <= abs(ratio - 1) < threshold
-    if ratio is not None and abs(ratio - 1) >= threshold:
+    noise = distance is not None and SAME_WITHIN <= distance < threshold
+    if distance is not None and distance >= threshold:
         better = "b" if (ratio > 1) == (direction > 0) else "a"
     return {"key": key, "label": label, "a": va, "b": vb, "ratio": ratio, "better": better, "unit": unit,
             "within_noise": noise}
@@ -296,30 +298,32 @@ def scaling_rows(result: dict[str, Any], b: str = "B") -> tuple[list[str], list[
     return ["run", "ranks", "samples/s", "per rank", "collectives ms", "hidden"], rows, line
 
 
-def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
-    """The terminal view: who is who, the metric table, config differences, notes, kernel diff."""
+def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 200) -> str:
+    """The terminal view: who is who, the metric table, config differences, notes, kernel diff;
+    its sentences wrapped at spaces to `width` columns."""
     lines = []
     for side in ("a", "b"):
         s = result[side]
         label = f"  [{s['label']}]" if s["label"] else ""
-        lines.append(f"{side.upper()}  {s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}")
+        lines += wrap_words(f"{s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}",
+                      width, f"{side.upper()}  ", "    ")
     lines.append("")
     lines += text_table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if noise_note(result):
-        lines.append(f"  ({noise_note(result)})")
+        lines += wrap_words(f"({noise_note(result)})", width, "  ", "   ")
     scaled = scaling_rows(result)
     if scaled:
         header, rows, line = scaled
         lines += ["", "scaling (samples/s of the whole run, and per rank: one GPU each)"]
         lines += text_table(header, rows, right=(1, 2, 3, 4, 5))
-        lines += textwrap.wrap(line, 78, initial_indent="  ", subsequent_indent="  ")
+        lines += wrap_words(line, width, "  ", "  ")
     if result["config_diff"]:
         lines += ["", "config differences"]
         lines += text_table(["key", "A", "B", ""], [[d["key"], show_value(d["a"]), show_value(d["b"]),
                                                  "under test" if d["under_test"] else "NOT under test"]
                                                 for d in result["config_diff"]])
     if result["notes"]:
-        lines += ["", "notes"] + [f"  - {n}" for n in result["notes"]]
+        lines += ["", "notes"] + [line for n in result["notes"] for line in wrap_words(n, width, "  - ", "    ")]
     diff = result["kernel_diff"]
     if diff is not None:
         lines += ["", "kernel diff (B vs A)"]

@@ -21,6 +21,7 @@ wraps the whole process; ncu sees its first N launches, which are not whole step
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -126,7 +127,7 @@ def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int |
     if tool == "pytorch":
         from tinylab.profilers.pytorch import profile_schedule
 
-        return profile_schedule(cfg.num_steps, cfg.profile_steps)[2]
+        return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph))[2]
     if tool in WHOLE_RUN_TOOLS:
         return steps_run or cfg.num_steps
     return None
@@ -265,6 +266,9 @@ def for_run(run, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
     if not record.summary:
         raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
     cfg = run.config()
+    ran_graphed = record.start.config.get("cuda_graph") if record.start else None
+    if ran_graphed is not None:  # config.json leaves v4's default unset: the trainer decides on the device
+        cfg = dataclasses.replace(cfg, cuda_graph=bool(ran_graphed))
     gemm = ceilings.get("gemm_tflops", {})
     key = "tf32" if cfg.precision == "fp32" and cfg.tf32 else ("bf16" if cfg.precision != "fp32" else "fp32")
     if key not in gemm or not ceilings.get("copy_gbps"):

@@ -50,6 +50,9 @@ from tinylab.errors import UserError
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
 #: Host events that launch device work and carry the correlation id of what they launched.
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "hip_runtime"})
+#: Host ranges (record_function): step windows and phases come only from these, never from the
+#: `gpu_user_annotation` copies Kineto draws of the same ranges on the GPU timeline.
+HOST_RANGE_CATEGORIES = frozenset({"user_annotation", "cpu_op"})
 PHASES = ("forward", "backward", "optimizer")
 PHASE_MARKS = {"forward": "F", "backward": "B", "optimizer": "O"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -130,7 +133,7 @@ def load_trace(path: Path) -> Trace:
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise UserError(f"{path}: no traceEvents: not a PyTorch profiler trace")
-    steps: list[Window] = []
+    steps: dict[int, Window] = {}
     phases: list[tuple[str, float, float]] = []
     launches: dict[Any, float] = {}
     gpu: list[tuple[float, float, str, Any, Any, str]] = []
@@ -149,14 +152,19 @@ def load_trace(path: Path) -> Trace:
         if cat in GPU_CATEGORIES:
             gpu.append((ts, ts + dur, str(name), args.get("correlation"), args.get("device", e.get("pid")), cat))
             continue
+        if cat == "gpu_user_annotation":  # Kineto's copy of a host range on the GPU timeline
+            continue
         host_start, host_end = min(host_start, ts), max(host_end, ts + dur)
         if cat in LAUNCH_CATEGORIES and args.get("correlation") is not None:
             launches[args["correlation"]] = ts
-        elif isinstance(name, str):
+        elif isinstance(name, str) and cat in HOST_RANGE_CATEGORIES:
             m = _STEP.match(name)
             if m:
-                steps.append(Window(int(m.group(1)), ts, ts + dur))
-            elif name in PHASES and cat in ("user_annotation", "cpu_op"):
+                number = int(m.group(1))
+                # one window a step: the longest host range of that number
+                if number not in steps or dur > steps[number].end - steps[number].start:
+                    steps[number] = Window(number, ts, ts + dur)
+            elif name in PHASES:
                 phases.append((name, ts, ts + dur))
                 phase_tids.add(e.get("tid"))
             elif _HOST_COLLECTIVE.match(name):
@@ -176,16 +184,16 @@ def load_trace(path: Path) -> Trace:
          for s, t, n, c, d, cat in gpu if d == device),
         key=lambda g: g.start,
     )
-    steps.sort(key=lambda w: w.start)
-    if not steps:
+    windows = sorted(steps.values(), key=lambda w: w.start)
+    if not windows:
         start = min([host_start, *(g.start for g in gpu_events)])
         end = max([host_end, *(g.end for g in gpu_events)])
         if not end > start:
             raise UserError(f"{path}: the trace holds no timed events")
-        steps = [Window(None, start, end)]
+        windows = [Window(None, start, end)]
         notes.append("no ProfilerStep# ranges in this trace: the whole trace is one window")
     base = _number(doc.get("baseTimeNanoseconds")) if isinstance(doc, dict) else None
-    return Trace(str(path), steps, sorted(phases, key=lambda p: p[1]), gpu_events,
+    return Trace(str(path), windows, sorted(phases, key=lambda p: p[1]), gpu_events,
                  device if isinstance(device, int) else None, len(counts), base / 1e3 if base else None, notes,
                  sorted(collectives), merge([(a, b) for a, b, tid in ops if tid in phase_tids]))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -22,3 +23,15 @@ def lab_from(args: argparse.Namespace) -> Lab:
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+def terminal_width(pipe: int) -> int:
+    """Columns to lay text out in: $COLUMNS when set (`COLUMNS=80 tinylab runs`), else the
+    terminal's width, else `pipe`: a pipe gets lines that nothing cuts."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        return pipe

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 
 
 def add_arguments(p) -> None:
@@ -19,5 +19,5 @@ def run(args) -> int:
     if args.json:
         print_json(result)
     else:
-        print(format_compare(result))
+        print(format_compare(result, width=terminal_width(200)))
     return 0

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
-import textwrap
 
 from tinylab import exercises as ex
-from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
 from tinylab.runflags import add_run_arguments
 from tinylab.service import exercise
+from tinylab.text import wrap_words
 
 MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
@@ -91,24 +91,27 @@ def _list(args) -> int:
 
 # ----------------------------------------------------------------------------- show
 def _show(args) -> int:
-
     lab = lab_from(args)
     scenario = lab.scenario(args.id)
+    width = min(terminal_width(100), 100)  # prose reads best at most 100 wide
     progress = lab.progress().get("scenarios", {}).get(scenario.id, {}).get("steps", {})
     if args.step is None:
         if args.json:
             print_json({**_scenario_json(scenario), "progress": progress})
             return 0
-        print(f"{scenario.title}  [{scenario.id}]  {scenario.level}, about {scenario.minutes} min")
+        print(_fill(f"{scenario.title}  [{scenario.id}]  {scenario.level}, about {scenario.minutes} min", width))
         print()
-        print(textwrap.fill(scenario.summary, 100))
+        print(_fill(scenario.summary, width))
         print()
+        # the title column as wide as the longest title, or as the terminal leaves ("  6. " and the checks)
+        titles = min(max(len(st.title) for st in scenario.steps), max(20, width - 34))
         for step in scenario.steps:
             state = progress.get(str(step.number)) or {}
             mark = "done" if state.get("passed_at") else ("tried" if state else "")
             gpu = sum(c.needs_gpu for c in step.checks)
             cpu = len(step.checks) - gpu
-            print(f"  {step.number}. {step.title:<58} {cpu} CPU / {gpu} GPU checks  {mark}")
+            title = step.title if len(step.title) <= titles else step.title[: titles - 1] + "…"
+            print(f"  {step.number}. {title:<{titles}}  {cpu} CPU / {gpu} GPU checks  {mark}".rstrip())
         todo = next((st.number for st in scenario.steps if not (progress.get(str(st.number)) or {}).get("passed_at")),
                     None)
         print(f"\nnext: tinylab exercises show {scenario.id} --step {todo}" if todo is not None
@@ -118,37 +121,38 @@ def _show(args) -> int:
     if args.json:
         print_json(_step_json(step, args.hints, args.answers))
         return 0
-    print(f"{scenario.title}: step {step.number}/{len(scenario.steps)}: {step.title}\n")
-    print(step.text.rstrip())
+    print(_fill(f"{scenario.title}: step {step.number}/{len(scenario.steps)}: {step.title}", width) + "\n")
+    print(_prose(step.text, width))
     print("\nRun:")
-    print(f"  preset      {_settings(step.preset)}")
+    print(_fill(_settings(step.preset), width, "  preset      ", " " * 14))
     if step.cpu_preset:
-        print(f"  on a CPU    {_settings(step.cpu_preset)}")
+        print(_fill(_settings(step.cpu_preset), width, "  on a CPU    ", " " * 14))
     if step.baseline is not None:
-        print(f"  baseline    {_settings(step.baseline)}  (run first, for comparison)")
+        print(_fill(f"{_settings(step.baseline)}  (run first, for comparison)", width, "  baseline    ", " " * 14))
     if step.tool:
         print(f"\nTool: {step.tool} (tinylab doctor says whether it works here)")
     if step.recorded:
-        print(f"  recorded    {step.recorded.path}\n              {step.recorded.about}: what the step reads without the tool")
+        print(f"  recorded    {step.recorded.path}")
+        print(_fill(f"{step.recorded.about}: what the step reads without the tool", width, " " * 14, " " * 14))
     if step.nvidia:
-        print(f"  on NVIDIA   {step.nvidia}")
+        print(_fill(step.nvidia, width, "  on NVIDIA   ", " " * 14))
     print("\nChecks:")
     for c in step.checks:
-        print(f"  {c.name:<24} {c.expr}")
+        print(_fill(c.expr, width, f"  {c.name:<24} ", " " * 27))
         tag = "  [GPU only]" if c.needs_gpu else ("  [recorded output]" if c.on == "recorded" else "")
-        print(f"  {'':<24} {c.description}" + tag)
+        print(_fill(c.description + tag, width, " " * 27, " " * 27))
     if step.hints:
         print(f"\nHints: {min(args.hints, len(step.hints))} of {len(step.hints)} shown (--hints N reveals more)")
         for i, hint in enumerate(step.hints[: args.hints], 1):
-            print(textwrap.fill(hint, 100, initial_indent=f"  {i}. ", subsequent_indent="     "))
+            print(_fill(hint, width, f"  {i}. ", "     "))
     if step.questions:
         print("\nQuestions:" + ("" if args.answers else " (--answers reveals the answers)"))
         for i, q in enumerate(step.questions, 1):
-            print(textwrap.fill(q.prompt, 100, initial_indent=f"  {i}. ", subsequent_indent="     "))
+            print(_fill(q.prompt, width, f"  {i}. ", "     "))
             if args.answers:
-                print(textwrap.fill(q.answer, 100, initial_indent="     -> ", subsequent_indent="        "))
+                print(_fill(q.answer, width, "     -> ", "        "))
                 if q.explanation:
-                    print(textwrap.fill(q.explanation, 100, initial_indent="        ", subsequent_indent="        "))
+                    print(_fill(q.explanation, width, "        ", "        "))
     print(f"\ncheck it: tinylab exercises check {scenario.id} --step {step.number}")
     return 0
 
@@ -156,7 +160,33 @@ def _show(args) -> int:
 def _settings(preset: dict) -> str:
     """The preset as key=value; a fault is the answer to the exercise, so its name stays hidden."""
     shown = {k: ("(hidden: the last hint names it)" if k == "fault" else v) for k, v in preset.items() if k != "label"}
-    return " ".join(f"{k}={v}" for k, v in shown.items()) or "(defaults)"
+    return " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in shown.items()) \
+        or "(defaults)"
+
+
+#: A line that starts a list item of a step's markdown ("1. ", "- ").
+_ITEM = re.compile(r"\n(?=[ \t]*(?:[-*]|\d+\.)[ \t])")
+_MARKER = re.compile(r"[ \t]*(?:[-*]|\d+\.)[ \t]+")
+
+
+def _prose(markdown: str, width: int) -> str:
+    """A step's markdown for the terminal: its paragraphs and list items re-filled to `width`
+    (continuations under the item's text); headings, tables and indented code kept as written."""
+    out = []
+    for block in re.split(r"\n[ \t]*\n", markdown.strip()):
+        for item in _ITEM.split(block):
+            if item.startswith(("#", "|", "```", "    ", "\t")):
+                out.append(item)
+                continue
+            marker = _MARKER.match(item)
+            first = marker.group(0) if marker else ""
+            out.append(_fill(" ".join(item[len(first):].split()), width, first, " " * len(first)))
+        out.append("")
+    return "\n".join(out).rstrip()
+
+
+def _fill(text: str, width: int, first: str = "", rest: str = "") -> str:
+    return "\n".join(wrap_words(text, width, first, rest))
 
 
 def _scenario_json(scenario) -> dict:

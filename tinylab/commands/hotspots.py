@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from tinylab.analysis.categories import CATEGORIES
-from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 
 DEFAULT_TOP = 25  # text output only: --json and --csv give every kernel unless --top is set
 
@@ -71,7 +70,7 @@ def run(args) -> int:
     elif args.csv:
         write_csv(summary)
     else:
-        print(render_text(summary, args.path, width=_terminal_width()))
+        print(render_text(summary, args.path, width=terminal_width(160)))
     return 0
 
 
@@ -87,9 +86,3 @@ def write_csv(summary: dict) -> None:
         k = {"rank": summary["rank"], **k}  # one rank's table: its rank on every row; all ranks: each row's
         writer.writerow(["" if k[c] is None else k[c] for c in columns])
 
-
-def _terminal_width() -> int:
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        return 160

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 
-from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.runs.store import STATUSES
 
 
@@ -30,7 +28,7 @@ def run(args) -> int:
     if not rows:
         print(f"no runs in {lab.store.root}")
         return 0
-    width = _terminal_width()
+    width = terminal_width(200)
     peak = width >= 100  # the peak-memory column only where there is room for it
     header = f"{'ID':<20} {'STARTED':<11} {'STATUS':<9} {'VER':<3} {'SAMPLES/S':>9}" + (f" {'PEAK MB':>8}" if peak else "")
     print(header + "  CONFIG")
@@ -45,10 +43,3 @@ def run(args) -> int:
         print(f"{r['id']:<20} {started:<11} {status:<9} {r['version'] or '?':<3} {sps:>9}{mem}  {config}")
     return 0
 
-
-def _terminal_width() -> int:
-    """The terminal's width; a pipe gets a wide table (nothing is cut for a script)."""
-    try:
-        return os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        return 200

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 
-from tinylab.commands._common import add_runs_dir, lab_from, print_json
-from tinylab.events import SUMMARY_FIELDS, TAIL_BYTES
+from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
+from tinylab.events import FIELD_BY_KEY, SUMMARY_FIELDS, TAIL_BYTES
 from tinylab.runs.record import printable
+from tinylab.text import wrap_words
 
 
 def add_arguments(p) -> None:
@@ -20,32 +21,41 @@ def run(args) -> int:
     if args.json:
         print_json(r.to_json())
         return 0
-    print(f"run      {r.id}")
-    print(f"status   {r.status}")
-    print(f"folder   {r.dir}")
+    width = terminal_width(200)
+
+    def field(name: str, text: str) -> None:
+        """`name` and its text, wrapped at spaces to the terminal, continuations under the text."""
+        print("\n".join(wrap_words(text, width, f"{name:<9}", " " * 9)))
+
+    field("run", r.id)
+    field("status", r.status)
+    field("folder", str(r.dir))
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "-"
-    print(f"started  {started}   pid {r.pid or '-'}   device {r.device_name or '-'} ({r.device or '-'})")
+    field("started", f"{started}   pid {r.pid or '-'}   device {r.device_name or '-'} ({r.device or '-'})")
     if r.job:
         submitted = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.job.submitted)) if r.job.submitted else "-"
-        print(f"slurm    job {r.job.id}" + (f" ({r.job.state})" if r.job.state else "")
+        field("slurm", f"job {r.job.id}" + (f" ({r.job.state})" if r.job.state else "")
               + printable(f"   submitted {submitted} from {r.job.host or '-'}   script {r.job.script or '-'}"))
     cfg = r.config
-    print("config   " + "  ".join(f"{k}={v}" for k, v in sorted(cfg.items()) if v not in (None, "", [])))
+    field("config", "  ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
+                              for k, v in sorted(cfg.items()) if v not in (None, "", [])))
     if r.last_step:
-        print(f"progress step {r.last_step.step + 1}/{cfg.get('num_steps')}  loss {r.last_step.loss}")
+        loss = "-" if r.last_step.loss is None else format(r.last_step.loss, FIELD_BY_KEY["final_loss"].fmt)
+        field("progress", f"step {r.last_step.step + 1}/{cfg.get('num_steps')}  loss {loss}")
     if r.summary:
         print("summary")
         for f in SUMMARY_FIELDS:
             if f.shown:
-                print(f"  {f.key:<16} {_fmt(r.summary.get(f.key))}")
+                unit = f" {f.unit}" if f.unit and f.unit not in f.label and r.summary.get(f.key) is not None \
+                    and f.unit != "fraction" else ""
+                print(f"  {f.label:<18} {r.summary.text(f.key)}{unit}")
     if r.ranks:
         _print_ranks(r)
     for prof in r.profiles:
         rank = f" rank {prof.rank}" if prof.rank is not None else ""
-        print(f"profile  {prof.tool}{rank}: kernel table {prof.kernel_table or '-'}"
-              + (f"  ({prof.note})" if prof.note else ""))
+        field("profile", f"{prof.tool}{rank}: kernel table {prof.kernel_table or '-'}" + (f"  ({prof.note})" if prof.note else ""))
         for name, path in prof.artifacts.items():
-            print(f"  {name:<16} {r.dir}/{path}")
+            print(f"  {name:<24} {path}")
     if r.status == "cancelled":  # its error event is the interrupt itself, not a failure
         print(f"cancelled after {r.steps_done} step{'s' if r.steps_done != 1 else ''}"
               + (f" ({r.error.message})" if r.error else ""))
@@ -76,10 +86,3 @@ def _print_ranks(r) -> None:
     for line in text_table(header, rows, right=tuple(i for i, key in enumerate(FULL) if key in NUMERIC)):
         print(line)
 
-
-def _fmt(v) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.4f}" if abs(v) < 100 else f"{v:,.1f}"
-    return str(v)

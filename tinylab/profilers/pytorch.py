@@ -1,7 +1,8 @@
 """PyTorch profiler (torch.profiler), in-process: trace, operator table, device-kernel table.
 
-The schedule waits at most one step, warms up one, and records `profile_steps` steps clamped
-to what the run has, so even a 2-step run yields a trace. start()/step()/stop() are called
+The schedule records `profile_steps` steps from the first clean one (past the run's warm-up steps
+and, in a graphed run, past the graph's warm-up and capture, so that a v4 profile shows replays),
+clamped to what the run has, so even a 1-step run yields a trace. start()/step()/stop() are called
 explicitly from the trainer's hooks. When recording ends, on_trace_ready writes:
   trace.json.gz       Chrome/Perfetto trace (open in ui.perfetto.dev or chrome://tracing)
   operators.csv       key_averages() rows from their attributes (times in µs; never the text table)
@@ -20,6 +21,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tinylab.config import GRAPH_WARMUP_ITERS
 from tinylab.errors import UserError
 from tinylab.profilers.base import (
     Availability,
@@ -39,6 +41,9 @@ OPERATORS_CSV = "operators.csv"
 OPERATORS_TXT = "operators.txt"
 MEMORY_TIMELINE = "memory_timeline.json.gz"
 MEMORY_ENV = "TINYLAB_PROFILE_MEMORY"
+#: How to get the memory timeline (no flag or form toggle: shapes and stacks slow the profiled steps).
+MEMORY_HINT = (f"no memory timeline: set {MEMORY_ENV}=1 where runs start (`{MEMORY_ENV}=1 tinylab` opens a lab "
+               "whose pytorch-profiled runs record it; the same before `tinylab train`)")
 
 #: operators.csv columns: FunctionEventAvg attribute names (times µs, memory bytes).
 OPERATOR_COLUMNS = [
@@ -55,12 +60,22 @@ _FALLBACK = {
 }
 
 
-def profile_schedule(num_steps: int, profile_steps: int) -> tuple[int, int, int]:
-    """(wait, warmup, active) that fits in num_steps: short runs shrink wait first, then active."""
-    warmup = 1 if num_steps >= 2 else 0
-    active = max(1, min(profile_steps, num_steps - warmup))
-    wait = max(0, min(1, num_steps - warmup - active))
-    return wait, warmup, active
+def first_clean_step(warmup_steps: int, cuda_graph: bool) -> int:
+    """The first step worth recording: past the run's warm-up steps and, in a graphed run, past
+    its eager warm-up steps and the step whose window holds the graph's capture, so that the
+    profile shows replays. Step 2 at the earliest: steps 0 and 1 pay one-time costs."""
+    return max(2, warmup_steps, GRAPH_WARMUP_ITERS + 1 if cuda_graph else 0)
+
+
+def profile_schedule(num_steps: int, profile_steps: int, warmup_steps: int = 0,
+                     cuda_graph: bool = False) -> tuple[int, int, int]:
+    """(wait, warmup, active): the profiler warms up one step before first_clean_step and records
+    `profile_steps` from it; a run too short for that records its last step (even a 1-step run
+    yields a trace), and a short window before it shrinks active, never the start."""
+    start = min(first_clean_step(warmup_steps, cuda_graph), num_steps - 1)
+    warmup = 1 if start >= 1 else 0
+    active = max(1, min(profile_steps, num_steps - start))
+    return start - warmup, warmup, active
 
 
 class PyTorchAdapter(InProcessAdapter):
@@ -76,7 +91,7 @@ class PyTorchAdapter(InProcessAdapter):
     def make_hook(self, config: "RunConfig", out_dir: Path) -> "PyTorchHook":
         if importlib.util.find_spec("torch") is None:
             raise UserError(f"profiler pytorch needs torch: {self.fix}")
-        return PyTorchHook(config, out_dir, memory=bool(getattr(config, "profile_memory", False)) or env_flag(MEMORY_ENV))
+        return PyTorchHook(config, out_dir, memory=env_flag(MEMORY_ENV))
 
     def collect(self, out_dir: Path) -> CollectResult:
         source = out_dir / TRACE if (out_dir / TRACE).is_file() else out_dir
@@ -96,7 +111,9 @@ class PyTorchHook(InProcessHook):
 
     def __init__(self, config: "RunConfig", out_dir: Path, memory: bool = False):
         self.out_dir = Path(out_dir)
-        self.schedule = profile_schedule(config.num_steps, config.profile_steps)
+        self.schedule = profile_schedule(config.num_steps, config.profile_steps, config.warmup_steps,
+                                         bool(config.cuda_graph))
+        self.clean_from = first_clean_step(config.warmup_steps, bool(config.cuda_graph))
         self.memory = memory
         self.prof: Any = None
         self.device: Any = None
@@ -136,7 +153,7 @@ class PyTorchHook(InProcessHook):
             try:
                 with warnings.catch_warnings():  # deprecated (FutureWarning), yet the one timeline for CPU and GPU
                     warnings.simplefilter("ignore", FutureWarning)
-                    prof.export_memory_timeline(str(self.out_dir / MEMORY_TIMELINE), device=str(self.device))
+                    prof.export_memory_timeline(str(self.out_dir / MEMORY_TIMELINE), device=memory_device(self.device))
             except Exception as exc:  # torch raises assorted types from its memory-profile analysis
                 self.notes.append(f"memory timeline failed: {type(exc).__name__}: {exc}")
         self.saved = True
@@ -147,10 +164,23 @@ class PyTorchHook(InProcessHook):
         if not self.saved:
             return CollectResult(list_artifacts(self.out_dir), None, "the profiler recorded no step", None)
         wait, warmup, active = self.schedule
-        self.notes.insert(0, f"steps {wait + warmup}..{wait + warmup + active - 1} profiled (wait {wait}, warm-up {warmup})")
+        note = f"steps {wait + warmup}..{wait + warmup + active - 1} profiled (wait {wait}, warm-up {warmup})"
+        if wait + warmup < self.clean_from:
+            note += f"; the run is too short to profile past its warm-up (step {self.clean_from} on)"
+        self.notes.insert(0, note)
         on_gpu = self.device is not None and self.device.type == "cuda"
         table, fmt, note = read_table(self.out_dir / (TRACE if on_gpu else OPERATORS_CSV))
         return CollectResult(list_artifacts(self.out_dir), table, "; ".join([*self.notes, *([note] if note else [])]), fmt)
+
+
+def memory_device(device: Any) -> str:
+    """The device as export_memory_timeline names it: it matches the string exactly, and a
+    `cuda` without an index matches nothing (an empty timeline on every GPU run); `cuda:0` does."""
+    if device.type == "cuda" and device.index is None:
+        import torch
+
+        return f"cuda:{torch.cuda.current_device()}"
+    return str(device)
 
 
 def write_operators_csv(averages: Any, path: Path) -> None:

@@ -26,8 +26,9 @@ from tinylab.events import (
 )
 from tinylab.slurm import Job
 
-#: The fusion toggles key_config names, in the order it names them.
-_KEY_TOGGLES = ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile", "cuda_graph")
+#: The fusion toggles key_config names, in the order it names them, by their short names.
+_KEY_TOGGLES = {"qkv_fusion": "qkv", "sdpa": "sdpa", "swiglu_fusion": "swiglu", "torch_compile": "compile",
+                "cuda_graph": "graph"}
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -40,13 +41,20 @@ def printable(text: str) -> str:
 
 
 def key_config(cfg: dict[str, Any]) -> str:
-    """The few settings that tell two runs apart, in one short string (printable: it comes from a file)."""
+    """The few settings that tell two runs apart, in one short string (printable: it comes from a file).
+
+    A profiler or a fault comes right after the sizes: a table cut at 80 columns still shows
+    that a run was profiled (it measures something else than a clean one)."""
     if not cfg:
         return "?"
     parts = [f"b{cfg.get('batch_size')} s{cfg.get('seq_len')} h{cfg.get('hidden_dim')} l{cfg.get('num_layers')}"]
     if cfg.get("precision", "fp32") != "fp32":
         parts.append(str(cfg["precision"]))
-    on = [k for k in _KEY_TOGGLES if cfg.get(k)]
+    if cfg.get("profilers"):
+        parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
+    if cfg.get("fault"):
+        parts.append(f"fault={cfg['fault']}")
+    on = [short for k, short in _KEY_TOGGLES.items() if cfg.get(k)]
     if cfg.get("version") == "v2" and on:
         parts.append("+".join(on))
     elif cfg.get("cuda_graph"):
@@ -57,10 +65,6 @@ def key_config(cfg: dict[str, Any]) -> str:
         world = cfg.get("nproc_per_node", 1), cfg.get("nnodes", 1)
         parts.append(f"{cfg['parallel']}x{world[0] * world[1]}" if all(isinstance(w, int) for w in world)
                      else str(cfg["parallel"]))
-    if cfg.get("fault"):
-        parts.append(f"fault={cfg['fault']}")
-    if cfg.get("profilers"):
-        parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
     return printable(" ".join(parts))
 
 
@@ -68,6 +72,10 @@ def key_config(cfg: dict[str, Any]) -> str:
 class CancelRecord:
     time: float | None = None
     by_pid: int | None = None
+
+
+#: How the label of a run an exercise step started begins ("exercise v1-baseline step 1").
+EXERCISE_LABEL = "exercise "
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,11 @@ class RunRecord:
     def label(self) -> str:
         value = self.config.get("label")
         return printable(value) if isinstance(value, str) else ""
+
+    @property
+    def from_exercise(self) -> bool:
+        """Started by an exercise step (its label says so, see tinylab.exercises)."""
+        return self.label.startswith(EXERCISE_LABEL)
 
     @property
     def device(self) -> str | None:

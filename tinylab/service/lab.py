@@ -18,7 +18,7 @@ from tinylab import exercises as ex
 from tinylab import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers.pytorch import MEMORY_TIMELINE
+from tinylab.profilers.pytorch import MEMORY_HINT, MEMORY_TIMELINE
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
@@ -219,6 +219,8 @@ class Lab:
             raise UserError(f"--rank {rank}: run {run.id} is one process, not a run of several ranks")
         trace, memory = traced[rank]
         result = analyze(trace, memory, step)
+        if memory is None:
+            result["notes"].append(MEMORY_HINT)
         cfg = record.config
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
         result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "

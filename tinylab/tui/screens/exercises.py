@@ -29,6 +29,8 @@ from tinylab.tui.screens.base import HOME, BaseScreen, background
 from tinylab.tui.widgets.panes import Pane, Panes
 
 CHECK_MARK = {"pass": "✓", "fail": "✗", "skip": "–"}
+#: The scenario list keeps at least this many rows, however long the preview under it.
+MIN_LIST_ROWS = 4
 
 
 class ScenariosLoaded(Message):
@@ -130,6 +132,22 @@ class ExercisesScreen(BaseScreen):
                 mark = "✓" if state.get("passed_at") else ("·" if state else " ")
                 text.append(f"\n {mark} {st.number}. {st.title}", style="" if state else "dim")
             self.query_one("#scenario-about", Static).update(text)
+            self.call_after_refresh(self._fit_preview)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_preview)
+
+    def _fit_preview(self) -> None:
+        """The list leaves the preview the rows its summary and every step take (at 80x24 a long
+        summary and six steps need 10 or more); the list scrolls in the rest."""
+        options, about = self.query_one("#scenarios", OptionList), self.query_one("#scenario-about", Static)
+        width = about.content_region.width
+        if not width:
+            return
+        rows = options.outer_size.height + about.outer_size.height
+        needed = len(about.render().wrap(width)) + about.styles.gutter.height
+        options.styles.max_height = max(MIN_LIST_ROWS, rows - needed)
+        self.call_after_refresh(options.scroll_to_highlight)  # a shorter list keeps its selection in view
 
     def action_start(self) -> None:
         options = self.query_one("#scenarios", OptionList)

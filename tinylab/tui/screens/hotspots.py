@@ -44,6 +44,8 @@ TOPS = (20, 50, 100, 500)
 
 #: How to look at an artifact, by the end of its file name.
 OPEN_WITH = (
+    (("memory_timeline.json.gz",), "memory over a step (no trace: Perfetto cannot read it): the Run screen's "
+                                   "Step panel charts it, `tinylab timeline RUN` prints its peak"),
     ((".json.gz", ".json", ".pftrace", ".proto"), "timeline: open https://ui.perfetto.dev and drag the file in "
                                                   "(copy it to your laptop first on a remote node)"),
     ((".nsys-rep", ".qdrep"), "timeline: `nsys-ui FILE`, or `nsys stats FILE` in a terminal"),

@@ -3,8 +3,9 @@
 The form builds a RunConfig and checks it on every change with the lab's pre-launch check (the
 one the CLI and the trainer use: config, device, memory, profilers; answered from the doctor
 report): the flags its one-line message names are the fields flagged red, so the form never
-re-implements a rule and can never launch a run the trainer would refuse. Sizes start from the
-machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
+re-implements a rule and can never launch a run the trainer would refuse. The form starts from
+the newest plain run the learner launched (not an exercise's, not profiled, no fault), else from
+the machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
 `doctor` finds missing, stay focusable so that focusing one says why it is off.
 
 Each version's figure is its newest clean run (no profiler, no fault) at the form's sizes and
@@ -204,11 +205,12 @@ class LabScreen(BaseScreen):
     @on(HistoryLoaded)
     def _show_history(self, message: HistoryLoaded) -> None:
         records = message.records
-        newest = records[-1] if records else None
         self.records = records
         self.query_one("#recent", RunTable).show(records[-RECENT:], {}, self.backend.clock())
-        if newest and not self.prefilled:
-            self._prefill(newest.config)
+        start_from = next((r for r in reversed(records) if not r.from_exercise and not r.config.get("profilers")
+                           and not r.config.get("fault")), None)
+        if start_from and not self.prefilled:
+            self._prefill(start_from.config)
         self.prefilled = True
         self._show_versions()
 
@@ -240,7 +242,8 @@ class LabScreen(BaseScreen):
         return {**sizes, "precision": self.query_one("#precision", Select).value}
 
     def _prefill(self, cfg: dict[str, Any]) -> None:
-        """Start from the newest run's config: the next run is usually that one with one change."""
+        """Start from the newest plain run's config (not an exercise's, not profiled, no fault): the
+        next run is usually that one with one change; an exercise's tiny sizes and profilers are not."""
         try:
             previous = RunConfig.from_dict(cfg)
         except (ConfigError, TypeError):
@@ -257,9 +260,6 @@ class LabScreen(BaseScreen):
             for name in TOGGLES:
                 if previous.version in TOGGLES[name]:
                     self.query_one(f"#toggle-{name}", Option).value = bool(getattr(previous, name))
-        for name in PROFILERS:
-            box = self.query_one(f"#profiler-{name}", Option)
-            box.value = name in previous.profilers and box.why_not is None
         self._validate()
 
     def _version_row(self, version: str) -> Table:

@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Container, Horizontal, VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Header, Log, ProgressBar, Static
+from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tinylab.config import ConfigError, RunConfig
@@ -34,6 +34,7 @@ from tinylab.tui.fmt import duration, number
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
 from tinylab.tui.widgets.charts import SeriesChart
 from tinylab.tui.widgets.panes import Pane, Panes
+from tinylab.tui.widgets.wraplog import WrapLog
 
 LOG_LINES = 5000
 
@@ -85,7 +86,7 @@ class RunScreen(BaseScreen):
             yield Static(id="progress-text")
         yield Static(id="outcome")
         with Panes(id="run-panes"):
-            yield Pane(Log(max_lines=LOG_LINES, highlight=False, id="log"), title="Log", id="log-pane")
+            yield Pane(WrapLog(max_lines=LOG_LINES, highlight=False, id="log"), title="Log", id="log-pane")
             with Pane(title="Charts", id="charts-pane"):
                 with Container(id="charts"):
                     yield SeriesChart("samples/s", id="chart-speed")
@@ -122,7 +123,7 @@ class RunScreen(BaseScreen):
         update = message.update
         keys_before = (self.status, self.has_profile)
         if update.lines:
-            self.query_one("#log", Log).write_lines(update.lines)
+            self.query_one("#log", WrapLog).write_lines(update.lines)
         if update.record is not None:
             self.record = update.record
             self.has_profile = self.has_profile or bool(update.record.profiles)
@@ -175,9 +176,6 @@ class RunScreen(BaseScreen):
                 chart.set_data(memory["series"]["ms"], series)
                 chart.chart_title = (f"memory over step {result['shown_step']} (MB), peak "
                                      f"{memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.1f} ms")
-            else:
-                text.append("\nmemory over the step: launch with TINYLAB_PROFILE_MEMORY=1 for the profiler's "
-                            "memory timeline", style="dim")
         chart.set_class(result is None or not result.get("memory"), "-empty")
         pane = Pane(Container(VerticalScroll(Static(text, id="anatomy"), id="anatomy-box"), chart, id="step-body"),
                     title="Step", id="step-pane")
