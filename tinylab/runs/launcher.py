@@ -18,7 +18,8 @@ import time
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.runs.store import Run, RunStore, process_start_time, write_json
+from tinylab.runs.record import printable
+from tinylab.runs.store import Run, RunStore, process_start_time, record_alive, write_json
 from tinylab.safeio import FULL_DISK, release_space
 
 #: Python flags of every process tinylab starts: `-P` (3.11+) keeps the caller's folder off
@@ -73,7 +74,9 @@ def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
     """SIGINT, then SIGTERM, then SIGKILL to the run's process group. False if not running."""
     if not run.is_alive():
         return False
-    pgid = int(run.process["pgid"])  # type: ignore[index]
+    pgid = run_group(run)
+    if pgid is None:
+        return False
     (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
     for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
         try:
@@ -85,6 +88,42 @@ def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
         if _wait_group_gone(pgid, wait):
             break
     return True
+
+
+def run_group(run: Run) -> int | None:
+    """The process group of a live run (None once it has ended), checked before anything is signalled.
+
+    The launcher starts the supervisor as the leader of a new session, so the group's id is the
+    supervisor's pid, and a live process of the run (the supervisor, or the trainer it started,
+    each matching its pid AND start time, its command line naming the run) must be in it. A
+    process.json naming any other group (edited, damaged, or this command's own group) is
+    refused: UserError, nothing signalled.
+    """
+    process = run.process or {}
+    pgid, pid = process.get("pgid"), process.get("pid")
+    refuse = f"run {run.id}: process.json names process group {printable(repr(pgid))[:40]}, "
+    if not isinstance(pgid, int) or isinstance(pgid, bool) or pgid <= 1 or pgid != pid:
+        raise UserError(refuse + "which is not the group tinylab started for it: nothing signalled")
+    if pgid == os.getpgrp():
+        raise UserError(refuse + "which is this command's own group: nothing signalled")
+    live = [record for record in (process, run.trainer_record) if record_alive(record)]
+    for record in live:
+        if _in_group_of_run(record["pid"], pgid, run.id):  # type: ignore[index]
+            return pgid
+    if not live or not run.is_alive():  # it ended meanwhile
+        return None
+    raise UserError(refuse + "but the run's live processes are not in it: nothing signalled")
+
+
+def _in_group_of_run(pid: int, pgid: int, run_id: str) -> bool:
+    """Process `pid` is in group `pgid` and was started for run `run_id` (the supervisor's argv
+    names the run folder, the trainer's its config.json, a profiler wrapping it both)."""
+    import psutil
+
+    try:
+        return os.getpgid(pid) == pgid and any(run_id in arg for arg in psutil.Process(pid).cmdline())
+    except (OSError, psutil.Error):
+        return False
 
 
 def _wait_group_gone(pgid: int, timeout: float) -> bool:

@@ -7,7 +7,9 @@ compare, report, and plan and run exercise steps. Neither face reaches past it i
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TextIO
@@ -29,6 +31,19 @@ def _children(folder: Path) -> list[Path]:
         return sorted(folder.iterdir())
     except OSError:
         return []
+
+
+def _kind(path: Path) -> str | None:
+    """"dir", "file" (anything else that exists) or None when nothing is there; a path that cannot
+    be looked at (permission denied on the way) is a one-line UserError naming it."""
+    try:
+        return "dir" if stat.S_ISDIR(path.stat().st_mode) else "file"
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
+            return None
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 class NoTrace(UserError):
@@ -89,9 +104,11 @@ class Lab:
     def launch(self, cfg: RunConfig) -> Run:
         return launcher.launch(self.store, self.check(cfg))
 
-    def cancel(self, ref: str) -> bool:
-        """SIGINT, SIGTERM, SIGKILL to the run's process group; False when it was not running."""
-        return launcher.cancel(self.run(ref))
+    def cancel(self, ref: str | Run) -> bool:
+        """SIGINT, SIGTERM, SIGKILL to the run's process group; False when it was not running.
+
+        A Run already resolved is cancelled as it is (its id is not looked up again)."""
+        return launcher.cancel(ref if isinstance(ref, Run) else self.run(ref))
 
     def remove(self, refs: list[str], force: bool = False) -> list[str]:
         """Delete runs (all refs are resolved before anything is deleted); returns their ids."""
@@ -116,12 +133,13 @@ class Lab:
         from tinylab.analysis.hotspots import load_kernel_table, load_run_kernel_table
 
         path = Path(ref)
-        if is_run_dir(path):
+        kind = _kind(path)
+        if kind == "dir" and is_run_dir(path, legacy=self.store.holds(path)):
             run_dir = path
-        elif path.is_dir() and (runs := [p.name for p in _children(path) if is_run_dir(p)]):
+        elif kind == "dir" and (runs := [p.name for p in _children(path) if is_run_dir(p)]):
             raise UserError(f"{path} holds {len(runs)} runs, whose profiles would be mixed: name one "
                             f"(tinylab hotspots {runs[-1]} --runs-dir {path})")
-        elif path.exists():
+        elif kind is not None:
             return load_kernel_table(path)
         elif len(path.parts) > 1 or path.suffix:
             raise UserError(f"{ref}: no such file or folder")
@@ -131,7 +149,7 @@ class Lab:
         if found is not None:
             return found
         profiles = run_dir / "profiles"
-        if profiles.is_dir() and any(profiles.iterdir()):
+        if _kind(profiles) == "dir" and _children(profiles):
             return load_kernel_table(profiles)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
@@ -142,7 +160,7 @@ class Lab:
         from tinylab.analysis.timeline import analyze
 
         path = Path(ref)
-        if path.is_file():
+        if _kind(path) == "file":
             memory = path.parent / MEMORY_TIMELINE
             result = analyze(path, memory if memory.is_file() else None, step)
             result["title"] = f"timeline of {path.name}"

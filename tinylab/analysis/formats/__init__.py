@@ -142,7 +142,8 @@ def _parse_as(path: Path, fmt: str, head: Head) -> Parsed:
 
 def _load_folder(folder: Path) -> Parsed:
     found: dict[str, list[tuple[Path, Head]]] = {}
-    for path in _candidate_files(folder):
+    unreadable: list[Path] = []
+    for path in _candidate_files(folder, unreadable):
         try:
             fmt, head = sniff(path)
         except UserError:
@@ -171,23 +172,36 @@ def _load_folder(folder: Path) -> Parsed:
             notes = sorted({p.note for p in parsed if p.note})
             named = ", ".join(str(p.relative_to(folder)) for p in paths[:4]) + (", ..." if len(paths) > 4 else "")
             note = f"merged {len(parsed)} files (one per process: {named})" + ("; " + "; ".join(notes) if notes else "")
-            return Parsed(build_table(merged), fmt, note)
+            return Parsed(build_table(merged), fmt, "; ".join(filter(None, [note, _skipped(folder, unreadable)])))
         # one run written several ways (ncu details + raw, rocprof-compute's per-pass files):
         # rocprof-compute's single-pass timestamps.csv is the exact one, else the most GPU time
         exact = [(p, path) for p, path in zip(parsed, paths) if path.name == "timestamps.csv"]
         chosen, where = exact[0] if exact else max(zip(parsed, paths), key=lambda pp: (pp[0].table["total_ns"].sum(),
                                                                                      pp[0].table["calls"].sum()))
         read = f"read {where.relative_to(folder)}" + (f" (of {len(parsed)} {fmt} files)" if len(parsed) > 1 else "")
-        return Parsed(chosen.table, chosen.format, "; ".join(filter(None, [read, chosen.note])))
+        return Parsed(chosen.table, chosen.format,
+                      "; ".join(filter(None, [read, chosen.note, _skipped(folder, unreadable)])))
     detail = f"; e.g. {failures[0]}" if failures else ""
+    if unreadable:
+        detail += f"; {_skipped(folder, unreadable)}"
     raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
 
 
-def _candidate_files(folder: Path) -> Iterator[Path]:
+def _skipped(folder: Path, unreadable: list[Path]) -> str | None:
+    """A note naming the folders a scan could not read, or None."""
+    if not unreadable:
+        return None
+    named = ", ".join(str(p.relative_to(folder)) if p != folder else "." for p in unreadable[:3])
+    return (f"{len(unreadable)} folder{'s' if len(unreadable) > 1 else ''} could not be read and "
+            f"{'were' if len(unreadable) > 1 else 'was'} skipped: {named}" + (", ..." if len(unreadable) > 3 else ""))
+
+
+def _candidate_files(folder: Path, unreadable: list[Path] | None = None) -> Iterator[Path]:
     """Files under folder, shallowest first (rocprofv3 nests <host>/<pid>_*, rocprof-sys a timestamp).
 
     Links are never followed, so the scan stays inside the folder and a link loop cannot trap it;
-    FIFOs and devices are skipped; past SCAN_FILES files or SCAN_SECONDS it stops with a UserError.
+    FIFOs and devices are skipped; a folder that cannot be listed is skipped (and added to
+    `unreadable`); past SCAN_FILES files or SCAN_SECONDS it stops with a UserError.
     """
     seen = 0
     deadline = time.monotonic() + SCAN_SECONDS
@@ -198,6 +212,8 @@ def _candidate_files(folder: Path) -> Iterator[Path]:
             try:
                 entries = sorted(directory.iterdir())
             except OSError:
+                if unreadable is not None:
+                    unreadable.append(directory)
                 continue
             for entry in entries:
                 if is_plain_dir(entry):
