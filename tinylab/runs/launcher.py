@@ -16,16 +16,17 @@ import subprocess
 import sys
 import time
 
+from tinylab import childproc
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import printable
 from tinylab.runs.store import Run, RunStore, process_start_time, record_alive, write_json
 from tinylab.safeio import FULL_DISK, release_space
 
-#: Python flags of every process tinylab starts: `-P` (3.11+) keeps the caller's folder off
-#: sys.path, so a `models/` or `torch.py` there is never imported into a run. Runs also start in
-#: their own folder, which is what 3.10 puts first on sys.path instead.
-SAFE_PATH: tuple[str, ...] = ("-P",) if sys.version_info >= (3, 11) else ()
+#: Python flags of every process tinylab starts (tinylab.childproc): `-P` (3.11+) keeps the
+#: caller's folder off sys.path, so a `models/` or `torch.py` there is never imported into a run.
+#: Runs also start in their own folder, which is what 3.10 puts first on sys.path instead.
+SAFE_PATH = childproc.SAFE_PATH
 
 #: Grace periods after SIGINT and after SIGTERM before the next, stronger signal.
 CANCEL_GRACE_S = (3.0, 2.0)

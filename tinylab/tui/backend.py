@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from tinylab import childproc
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.service.lab import Lab
@@ -83,8 +83,10 @@ class Backend(Lab):
         """
         if self.doctor_result is not None:
             return self.doctor_result
-        with subprocess.Popen([sys.executable, "-m", "tinylab", "doctor", "--json"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        # -P and a folder of its own: a torch.py or models/ where the lab was opened is never imported
+        with childproc.neutral_cwd() as cwd, subprocess.Popen(
+                childproc.python("-m", "tinylab", "doctor", "--json"), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd) as proc:
             while True:
                 try:
                     out, err = proc.communicate(timeout=0.1)
@@ -92,6 +94,7 @@ class Backend(Lab):
                 except subprocess.TimeoutExpired:
                     if stop():
                         proc.kill()
+                        proc.wait()
                         raise DoctorStopped("doctor was stopped") from None
         if proc.returncode != 0:
             last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
