@@ -390,3 +390,39 @@ def test_an_unreadable_entry_of_the_store_is_skipped_with_a_note(capsys, monkeyp
 def test_runs_with_a_status_and_no_match_names_the_status(two_run_store, capsys, monkeypatch, tmp_path, status):
     code, out, _ = main_in(capsys, monkeypatch, tmp_path, "runs", "--status", status, "--runs-dir", str(two_run_store.root))
     assert code == 0 and out == f"no {status} runs in {two_run_store.root}\n"
+
+
+def test_show_prints_no_control_character_of_a_run_file(tmp_path, capsys, monkeypatch):
+    """`show` printed the label (`label=^[[31mRED` then a split line) and the error event raw (an OSC
+    that retitles the terminal, a screen clear, then `fake line`)."""
+    from support.runs import write_events
+
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa", label="x")
+    config = json.loads((run.dir / "config.json").read_text())
+    (run.dir / "config.json").write_text(json.dumps({**config, "label": "\x1b[31mRED\nrow"}))
+    write_events(run.dir, [
+        {"event": "start", "pid": 1, "device": "cpu\x1b[2J", "device_name": "x86\x07", "config": {}},
+        {"event": "step", "step": 0, "loss": 6.9},
+        {"event": "error", "type": "X\x1b]0;pwned\x07", "message": "evil\x1b[2J\nfake line",
+         "traceback": "Traceback\n  \x9b31m boom"},
+        {"event": "exit", "returncode": 1, "signal": None}])
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "show", run.id, "--runs-dir", str(tmp_path / "store"))
+    assert code == 0, err
+    assert not any(ord(c) < 32 and c != "\n" or 0x7f <= ord(c) <= 0x9f for c in out), repr(out)
+    assert "label=?[31mRED?row" in out and "error    X?]0;pwned?: evil?[2J?fake line" in out
+    assert "  Traceback\n    ?31m boom" in out and "device x86? (cpu?[2J)" in out
+    assert "damaged  config.json: --label must be text" in out
+
+
+@pytest.mark.parametrize("num_steps", [None, "x", True])
+def test_show_of_a_damaged_config_never_prints_none(tmp_path, capsys, monkeypatch, num_steps):
+    from support.runs import write_events
+
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa")
+    config = json.loads((run.dir / "config.json").read_text())
+    (run.dir / "config.json").write_text(json.dumps({**config, "num_steps": num_steps}))
+    write_events(run.dir, [{"event": "step", "step": 2, "loss": None}])
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "show", run.id, "--runs-dir", str(tmp_path / "store"))
+    assert code == 0, err
+    progress = next(line for line in out.splitlines() if line.startswith("progress"))
+    assert progress == "progress step 3/?  loss -" and "=None" not in out
