@@ -34,7 +34,9 @@ from tinylab.analysis.formats import (
     rocprofv3,
 )
 from tinylab.analysis.formats._base import (
+    DEADLINE,
     EXPECTED,
+    Bounded,
     FormatError,
     Head,
     Parsed,
@@ -107,26 +109,46 @@ _JSON = Format("json", "JSON (PyTorch trace or rocprof-sys timemory)", _parse_js
 #: A folder scan stops after this many files or seconds: `tinylab hotspots /` must end, and say why.
 SCAN_FILES = 5000
 SCAN_SECONDS = 15.0
+#: One load, of a file or of a folder with everything parsed in it, ends within this budget:
+#: readers that can run long (SQLite queries) stop at it, and a scan parses no file after it.
+LOAD_SECONDS = 90.0
+
+
+class Skipped(UserError):
+    """A file one of the readers' bounds stopped (time, size, what a database may run): a folder
+    scan notes it and reads on."""
 
 
 def load(path: Path) -> Parsed:
-    """Read a native output file or folder into the normalized table."""
+    """Read a native output file or folder into the normalized table, within LOAD_SECONDS."""
     try:
         kind = path.stat().st_mode
     except FileNotFoundError:
         raise UserError(f"{path}: no such file or folder") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(kind):
-        return _load_folder(path)
-    fmt, head = sniff(path)
-    return _parse_as(path, fmt, head)
+    token = DEADLINE.set(time.monotonic() + LOAD_SECONDS) if DEADLINE.get() is None else None
+    try:
+        if stat.S_ISDIR(kind):
+            return _load_folder(path)
+        fmt, head = sniff(path)
+        return _parse_as(path, fmt, head)
+    finally:
+        if token is not None:
+            DEADLINE.reset(token)
+
+
+def _spent() -> bool:
+    deadline = DEADLINE.get()
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _parse_as(path: Path, fmt: str, head: Head) -> Parsed:
     spec = FORMATS.get(fmt, _JSON)
     try:
         parsed = spec.read(path, head)
+    except Bounded as exc:
+        raise Skipped(f"{path}: {exc}") from None
     except FormatError as exc:
         raise UserError(f"{path}: {exc}") from None
     except UserError:
@@ -154,15 +176,22 @@ def _load_folder(folder: Path) -> Parsed:
                 continue
         found.setdefault(fmt, []).append((path, head))
     failures: list[str] = []
+    skipped: list[str] = []  # stopped by a bound: said in the note of what is read instead
     for spec in REGISTRY:
         fmt = spec.name
         files = sorted(found.get(fmt, []), key=lambda item: str(item[0]))
         parsed: list[Parsed] = []
         paths: list[Path] = []
         for path, head in files:
+            if _spent():
+                raise UserError(f"{folder}: reading its profiler files took over {LOAD_SECONDS:.0f} s; stopped "
+                                f"before {path.relative_to(folder)}" + (f" ({skipped[0]})" if skipped else ""))
             try:
                 parsed.append(_parse_as(path, fmt, head))
                 paths.append(path)
+            except Skipped as exc:
+                skipped.append(str(exc))
+                failures.append(str(exc))
             except UserError as exc:  # e.g. hip_api_stats.csv shares the kernel_stats header
                 failures.append(str(exc))
         if not parsed:
@@ -172,7 +201,8 @@ def _load_folder(folder: Path) -> Parsed:
             notes = sorted({p.note for p in parsed if p.note})
             named = ", ".join(str(p.relative_to(folder)) for p in paths[:4]) + (", ..." if len(paths) > 4 else "")
             note = f"merged {len(parsed)} files (one per process: {named})" + ("; " + "; ".join(notes) if notes else "")
-            return Parsed(build_table(merged), fmt, "; ".join(filter(None, [note, _skipped(folder, unreadable)])))
+            return Parsed(build_table(merged), fmt,
+                          "; ".join(filter(None, [note, _skipped(folder, unreadable), _bounded(skipped)])))
         # one run written several ways (ncu details + raw, rocprof-compute's per-pass files):
         # rocprof-compute's single-pass timestamps.csv is the exact one, else the most GPU time
         exact = [(p, path) for p, path in zip(parsed, paths) if path.name == "timestamps.csv"]
@@ -180,11 +210,18 @@ def _load_folder(folder: Path) -> Parsed:
                                                                                      pp[0].table["calls"].sum()))
         read = f"read {where.relative_to(folder)}" + (f" (of {len(parsed)} {fmt} files)" if len(parsed) > 1 else "")
         return Parsed(chosen.table, chosen.format,
-                      "; ".join(filter(None, [read, chosen.note, _skipped(folder, unreadable)])))
+                      "; ".join(filter(None, [read, chosen.note, _skipped(folder, unreadable), _bounded(skipped)])))
     detail = f"; e.g. {failures[0]}" if failures else ""
     if unreadable:
         detail += f"; {_skipped(folder, unreadable)}"
     raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
+
+
+def _bounded(skipped: list[str]) -> str | None:
+    """A note naming the files a bound stopped, or None."""
+    if not skipped:
+        return None
+    return "skipped " + "; ".join(skipped[:2]) + (f"; and {len(skipped) - 2} more" if len(skipped) > 2 else "")
 
 
 def _skipped(folder: Path, unreadable: list[Path]) -> str | None:
@@ -204,7 +241,7 @@ def _candidate_files(folder: Path, unreadable: list[Path] | None = None) -> Iter
     `unreadable`); past SCAN_FILES files or SCAN_SECONDS it stops with a UserError.
     """
     seen = 0
-    deadline = time.monotonic() + SCAN_SECONDS
+    deadline = min(time.monotonic() + SCAN_SECONDS, DEADLINE.get() or float("inf"))
     level = [folder]
     for _depth in range(6):
         next_level = []
