@@ -104,3 +104,11 @@ def test_true_false_is_no_count():
     events, corrupt, _ = parse_lines(b'{"event": "pass", "pass": true}\n{"event": "exit", "returncode": false}\n'
                                      b'{"event": "pass", "pass": 2, "planned": 16}\n')
     assert corrupt == [1, 2] and [e["pass"] for e in events] == [2]
+
+
+def test_printable_shows_control_characters_and_direction_overrides_as_question_marks():
+    from tinylab.runs.record import printable
+
+    assert printable("a\x1b[2Jb\nc\td\x9be") == "a?[2Jb?c?d?e"
+    assert printable("invoice\u202efdp.exe \u2066x\u2069") == "invoice?fdp.exe ?x?"
+    assert printable("[bold]ünïcödé → ok") == "[bold]ünïcödé → ok"

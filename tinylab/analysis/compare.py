@@ -11,7 +11,7 @@ from typing import Any, Callable
 from tinylab.analysis.names import short_name
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS, Summary, number
-from tinylab.runs.record import RunRecord, key_config
+from tinylab.runs.record import RunRecord, key_config, printable
 
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note.
 UNDER_TEST = frozenset({
@@ -78,6 +78,7 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
         "id": record.id,
         "version": record.version,
         "status": record.status,
+        "problem": record.problem,  # why its record is damaged, or None
         "label": record.label,
         "device": record.device,
         "device_name": record.device_name,
@@ -108,6 +109,8 @@ def _device_note(a: RunRecord, b: RunRecord, notes: list[str]) -> None:
 
 def _status_notes(side: str, record: RunRecord, notes: list[str]) -> None:
     status = record.status
+    if record.problem:
+        notes.append(f"run {side} ({record.id}) is damaged ({record.problem}): what it records may be wrong")
     if status == "running":
         notes.append(f"run {side} ({record.id}) is still running: its numbers may change")
     elif status == "failed":
@@ -229,7 +232,8 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
     for side in ("a", "b"):
         s = result[side]
         label = f"  [{s['label']}]" if s["label"] else ""
-        lines.append(f"{side.upper()}  {s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}")
+        status = f"{s['status']} (damaged)" if s.get("problem") else s["status"]
+        lines.append(f"{side.upper()}  {s['id']}  {s['version'] or '?'}  {status}  {s['key_config']}{label}")
     lines.append("")
     lines += _table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if noise_note(result):
@@ -247,7 +251,7 @@ def format_compare(result: dict[str, Any], name_width: int = 60) -> str:
         for title, header, rows in kernel_sections(diff, lambda n: _cut(short_name(n), name_width)):
             lines.append(f"  {title}")
             lines += ["  " + line for line in _table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # labels, notes, errors: from the runs' files
 
 
 def show_value(value: Any) -> str:

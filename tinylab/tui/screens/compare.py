@@ -74,7 +74,8 @@ class CompareScreen(BaseScreen):
         for side, info in (("A", a), ("B", b)):
             head.append(f"{side} ", style="bold reverse")
             head.append(f" {safe(info['id'])} ", style="bold")
-            head.append(safe(f"{info['version']} {info['key_config']} {info['device'] or ''} {info['status']}") + "\n")
+            status = f"{info['status']} (damaged)" if info.get("problem") else info["status"]
+            head.append(safe(f"{info['version']} {info['key_config']} {info['device'] or ''} {status}") + "\n")
         diff = [d for d in result["config_diff"] if d["key"] != "label"]
         if diff:
             head.append("differs: " + safe(", ".join(f"{d['key']} {d['a']}→{d['b']}" for d in diff)), style="dim")
