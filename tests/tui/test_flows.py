@@ -157,6 +157,14 @@ async def test_compare_two_marked_runs(store: Path):
         await wait_for(pilot, lambda: [str(c) for c in metrics.get_row_at(0)][3] == "0.64x", what="swap")
 
 
+async def test_the_ab_chart_draws_compared_summary_fields():
+    """The chart picks its bars by key from compare's metrics: a renamed field would vanish silently."""
+    from tinylab.analysis.compare import METRICS
+    from tinylab.tui.screens.compare import CHART_KEYS
+
+    assert set(CHART_KEYS) <= {m.key for m in METRICS} and len(set(CHART_KEYS)) == len(CHART_KEYS)
+
+
 async def test_step_through_an_exercise_with_live_checks(store: Path, progress_file: Path):
     """The step's run is launched through the backend; here it "launches" a finished run (the Lab
     test covers a real launch), so the live checks can be seen to pass."""

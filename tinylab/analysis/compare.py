@@ -26,8 +26,7 @@ _FORMATS = {f.key: f.fmt for f in METRICS}
 #: Ratios this close to 1 mark neither run as better, whatever the runs' own spread.
 SAME_WITHIN = 0.01
 #: Metrics computed from step times: their differences are judged against the step-time spread.
-TIMED = frozenset({"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p90", "fwd_ms_median",
-                   "bwd_ms_median", "opt_ms_median", "mfu"})
+TIMED = frozenset(f.key for f in METRICS if f.timed)
 
 
 def step_noise(summary: Summary | None) -> float | None:

@@ -50,6 +50,25 @@ class NoTrace(UserError):
     """The run has no PyTorch profiler trace to take a step apart."""
 
 
+class NoCeilings(UserError):
+    """No ceilings are known for the run's card, and measuring them was not asked for."""
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A finished run placed against its card's ceilings (tinylab.analysis.roofline.for_run)."""
+
+    run_id: str
+    result: dict[str, Any]
+    title: str
+    has_table: bool  # whether the run's kernels are placed too (it was profiled)
+
+    def text(self, width: int = 78, height: int = 20) -> str:
+        from tinylab.analysis.roofline import render
+
+        return render(self.result, self.title, width=width, height=height)
+
+
 @dataclass(frozen=True)
 class KernelStudy:
     anatomy: Any  # tinylab.anatomy.Anatomy
@@ -185,6 +204,52 @@ class Lab:
         result["title"] = (f"timeline of {run.id} {cfg.get('version', '?')} {cfg.get('precision', '?')} "
                            f"on {record.device_name or record.device or '?'}")
         return result
+
+    def roofline(self, ref: str | Run, *, ceilings_file: Path | None = None, measure: bool = True) -> Roofline:
+        """The run's step and kernels against its card's ceilings: from `ceilings_file` (a `tinylab
+        bench --roofline --out` JSON), else those cached beside the runs, else measured now on this
+        GPU and cached (only with `measure`: it needs torch and that very card; NoCeilings otherwise)."""
+        from tinylab.analysis import roofline
+
+        run = ref if isinstance(ref, Run) else self.run(ref)
+        record = run.record()
+        if not record.summary:
+            raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
+        ceilings = self._ceilings(run.id, record.device_name, ceilings_file, measure)
+        result, title, has_table = roofline.for_run(run, ceilings)
+        return Roofline(run.id, result, title, has_table)
+
+    def _ceilings(self, run_id: str, device_name: str | None, path: Path | None, measure: bool) -> dict[str, Any]:
+        import json
+
+        from tinylab.analysis.roofline import cached_ceilings, ceilings_cache
+
+        if path is not None:
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                return doc.get("ceilings", doc)
+            except (OSError, ValueError) as exc:
+                raise UserError(f"--ceilings {path}: {exc}") from None
+        cached = cached_ceilings(self.store.root, device_name)
+        if cached is not None:
+            return cached
+        if not measure:
+            raise NoCeilings(f"no ceilings measured for {device_name or 'this device'} yet: run "
+                             f"`tinylab roofline {run_id}` once on that GPU to measure and keep them")
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError("a roofline needs ceilings measured on a GPU: run this on the GPU machine, "
+                            "or pass --ceilings from `tinylab bench --roofline --out FILE`")
+        if device_name and torch.cuda.get_device_name() != device_name:
+            raise UserError(f"the run used {device_name} but this GPU is {torch.cuda.get_device_name()}: "
+                            "measure on the same card or pass --ceilings")
+        from tinylab.analysis.ceilings import measure_ceilings
+
+        ceilings = measure_ceilings()
+        self.store.root.mkdir(parents=True, exist_ok=True)
+        ceilings_cache(self.store.root, device_name).write_text(json.dumps(ceilings), encoding="utf-8")
+        return ceilings
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         from tinylab.analysis.compare import compare_runs
