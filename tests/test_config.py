@@ -38,6 +38,13 @@ def test_defaults_are_the_workshop_model():
         ({"profilers": ["deepspeed", "deepspeed"]}, "profiler 'deepspeed' is asked for twice"),
         ({"label": "a\x1b[31mb"}, "--label must be text of at most 200 characters without control characters"),
         ({"label": "x" * 201}, "--label must be text of at most 200 characters"),
+        # bidirectional overrides and isolates show text in another order than it is stored
+        *[({"label": f"txt.{c}exe"}, "without control characters or direction overrides")
+          for c in ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069")],
+        # a boolean is no integer, whatever Python says
+        ({"warmup_steps": True}, "--warmup-steps must be an integer >= 0, got True"),
+        ({"num_steps": True}, "--num-steps must be an integer >= 1, got True"),
+        ({"seed": False}, "--seed must be an integer from 0"),
         ({"device": "cuda:x"}, "unknown device 'cuda:x'"),
         # a hand-edited config.json: wrong types are refused, not a TypeError
         ({"version": [1, 2]}, "unknown version [1, 2]"),

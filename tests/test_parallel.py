@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 from support.runs import FOREVER_STEPS, TINY, output_tail, process_gone, wait_for, wait_for_status, wait_for_step

@@ -125,7 +125,9 @@ MAX_SEED = 2**32 - 1
 MAX_PROFILE_KERNELS = 8
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_LABEL = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+#: Control characters, and the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069)
+#: that make a terminal show text in another order than it is stored: refused in a label.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 class ConfigError(UserError):
@@ -269,7 +271,7 @@ class RunConfig:
         for name, value in positive.items():
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{_flag(name)} must be an integer >= 1, got {value!r}")
-        if not isinstance(self.warmup_steps, int) or self.warmup_steps < 0:
+        if not isinstance(self.warmup_steps, int) or isinstance(self.warmup_steps, bool) or self.warmup_steps < 0:
             raise ConfigError(f"--warmup-steps must be an integer >= 0, got {self.warmup_steps!r}")
         if self.warmup_steps >= self.num_steps:
             raise ConfigError(
@@ -309,7 +311,8 @@ class RunConfig:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{_flag(name)} must be true, false or unset, got {getattr(self, name)!r}")
         if not isinstance(self.label, str) or len(self.label) > MAX_LABEL or _CONTROL.search(self.label):
-            raise ConfigError(f"--label must be text of at most {MAX_LABEL} characters without control characters, "
+            raise ConfigError(f"--label must be text of at most {MAX_LABEL} characters without control characters "
+                              "or direction overrides, "
                               f"got {self.label!r}"[:200])
         if not isinstance(self.precision, str) or self.precision not in PRECISIONS:
             raise ConfigError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")

@@ -49,11 +49,13 @@ _STR = (str, type(None))
 
 # ----------------------------------------------------------------------------- the summary, declared once
 def _metric(label: str, unit: str, fmt: str, description: str, *, direction: int = 0, check: str | None = None,
-            shown: bool = True) -> Any:
+            shown: bool = True, timed: bool = False) -> Any:
     """A summary field: how people read it (label, unit, format), whether higher is better (+1) or
-    lower (-1) or neither (0: not compared A/B), and the name exercise checks read it by."""
+    lower (-1) or neither (0: not compared A/B), the name exercise checks read it by, and whether it
+    is computed from step times (`timed`: an A/B difference in it is judged against the runs'
+    step-time spread)."""
     return field(default=None, metadata={"label": label, "unit": unit, "fmt": fmt, "description": description,
-                                         "direction": direction, "check": check, "shown": shown})
+                                         "direction": direction, "check": check, "shown": shown, "timed": timed})
 
 
 @dataclass(frozen=True)
@@ -66,20 +68,21 @@ class Summary:
     """
 
     samples_per_s: float | None = _metric("samples/s", "samples/s", ",.1f", "training throughput, median after warm-up",
-                                          direction=+1, check="samples_per_s")
+                                          direction=+1, check="samples_per_s", timed=True)
     tokens_per_s: float | None = _metric("tokens/s", "tokens/s", ",.0f", "tokens per second, median after warm-up",
-                                         direction=+1, check="tokens_per_s")
+                                         direction=+1, check="tokens_per_s", timed=True)
     step_ms_median: float | None = _metric("step median", "ms", ".2f", "median step time (ms)", direction=-1,
-                                           check="step_ms")
-    step_ms_p10: float | None = _metric("step p10", "ms", ".2f", "10th percentile step time (ms)", check="step_ms_p10")
+                                           check="step_ms", timed=True)
+    step_ms_p10: float | None = _metric("step p10", "ms", ".2f", "10th percentile step time (ms)", check="step_ms_p10",
+                                        timed=True)
     step_ms_p90: float | None = _metric("step p90", "ms", ".2f", "90th percentile step time (ms)", direction=-1,
-                                        check="step_ms_p90")
+                                        check="step_ms_p90", timed=True)
     fwd_ms_median: float | None = _metric("forward", "ms", ".2f", "median forward time (ms)", direction=-1,
-                                          check="fwd_ms")
+                                          check="fwd_ms", timed=True)
     bwd_ms_median: float | None = _metric("backward", "ms", ".2f", "median backward time (ms)", direction=-1,
-                                          check="bwd_ms")
+                                          check="bwd_ms", timed=True)
     opt_ms_median: float | None = _metric("optimizer", "ms", ".2f", "median optimizer time (ms)", direction=-1,
-                                          check="opt_ms")
+                                          check="opt_ms", timed=True)
     peak_mem_mb: float | None = _metric("peak memory", "MB", ",.1f", "peak device memory allocated (MiB; GPU runs only)",
                                         direction=-1, check="peak_mem_mb")
     initial_loss: float | None = _metric("initial loss", "", ".4f", "loss of the first step", check="initial_loss")
@@ -93,7 +96,7 @@ class Summary:
                                                  "analytic training FLOPs of one step", check="model_flops_per_step",
                                                  shown=False)
     mfu: float | None = _metric("MFU", "fraction", ".1%", "model FLOPs utilization, 0..1 (known GPUs only)",
-                                direction=+1, check="mfu")
+                                direction=+1, check="mfu", timed=True)
     steps: int | None = _metric("steps", "", "d", "steps run", check="steps", shown=False)
     measured_steps: int | None = _metric("measured steps", "", "d", "steps after warm-up", check="measured_steps",
                                          shown=False)
@@ -161,6 +164,7 @@ class SummaryField:
     direction: int
     check: str | None
     shown: bool
+    timed: bool
 
 
 SUMMARY_FIELDS: tuple[SummaryField, ...] = tuple(SummaryField(f.name, **f.metadata) for f in fields(Summary))

@@ -126,6 +126,33 @@ def test_unreadable_config_is_noted(finished_pair, tmp_path):
     assert not any("configs differ" in n for n in result["notes"]), "unknown is not different"
 
 
+@pytest.mark.parametrize("damage", ["precision-int", "events-not-a-file"])
+def test_a_damaged_run_is_flagged(finished_pair, tmp_path, damage):
+    """compare showed a run with a damaged config.json as plainly `finished`."""
+    b = clone_run(finished_pair.v2, tmp_path)
+    if damage == "precision-int":
+        cfg = json.loads((b.dir / "config.json").read_text())
+        (b.dir / "config.json").write_text(json.dumps({**cfg, "precision": 16}))
+    else:
+        (b.dir / "events.jsonl").unlink()
+        (b.dir / "events.jsonl").mkdir()
+    result = compare_runs(finished_pair.v1.record(), b.record())
+    assert result["b"]["problem"] and result["a"]["problem"] is None
+    assert any(n.startswith(f"run B ({b.id}) is damaged (") for n in result["notes"]), result["notes"]
+    text = format_compare(result)
+    header = next(line for line in text.splitlines() if line.startswith("B  "))
+    assert " (damaged) " in header and "damaged" not in text.splitlines()[0]
+
+
+def test_the_text_view_prints_no_control_character_of_a_run_file(finished_pair, tmp_path):
+    b = clone_run(finished_pair.v2, tmp_path, config={"label": "x\x1b[2J"}, drop=("summary", "exit"))
+    with open(b.dir / "events.jsonl", "a") as fh:
+        fh.write(json.dumps({"event": "error", "type": "E\x1b]0;t\x07", "message": "m\nfake line"}) + "\n")
+    text = format_compare(compare_runs(finished_pair.v1.record(), b.record()))
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]", text)
+    assert "failed: E?]0;t?: m?fake line" in text
+
+
 def test_untrained_parameters_are_called_out(finished_pair, tmp_path):
     b = clone_run(finished_pair.v2, tmp_path,
                   edit=lambda e: e.update(params_trained=1) if e["event"] == "summary" else None)

@@ -193,3 +193,21 @@ def test_a_run_of_ranks_gets_a_rank_table_and_a_world_size_comparison_its_scalin
     body = " ".join(doc.text)
     assert "Ranks" in body and "1 slowest" in body and "✓ in sync" in body
     assert "Scaling (samples/s of the whole run, and per rank):" in body and "scaling efficiency 90%" in body
+
+
+ESCAPES = {"label": "\x1b[31mRED\nrow", "message": "X\x1b]0;pwned\x07: evil\x1b[2J\nfake line",
+           "traceback": "Traceback\n  \x1b[2Jclear\n\x9bcsi"}
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_no_control_character_of_a_run_file_reaches_the_report(finished_pair, tmp_path, fmt):
+    """The Config table printed a label's ESC raw (`| label | ^[[31mRED row |`): a report is often
+    read with cat or less."""
+    run = clone_run(finished_pair.v1, tmp_path, config={"label": ESCAPES["label"], "seq_len": "\x1b[2J"},
+                    edit=lambda e: e.update(event="error", type="Boom\x1b[1m", message=ESCAPES["message"],
+                                            traceback=ESCAPES["traceback"]) if e["event"] == "summary" else None)
+    text = build_report([run, finished_pair.v2], fmt)
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text), [c for c in text if ord(c) < 32 and c != "\n"]
+    assert "?[31mRED" in text and "?]0;pwned?: evil?[2J" in text and "?[2Jclear" in text
+    if fmt == "md":
+        assert "| label | ?[31mRED?row |" in text and "| seq_len | ?[2J |" in text

@@ -9,7 +9,8 @@ import math
 
 import pytest
 from support import samples
-from support.paths import FIX
+from support.paths import FIX, deny
+from support.runs import kernels_csv
 from support.tables import run_with_events, table_of
 
 from tinylab.analysis.kernel_table import (
@@ -143,3 +144,43 @@ def test_a_store_folder_is_refused_naming_how_many_runs_and_one_to_pick(capsys, 
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"{store} holds 2 runs, whose profiles would be mixed: name one " in err
     assert f"(tinylab hotspots 20260101-000100-bbbb --runs-dir {store})" in err
+
+
+# ------------------------------------------------------------------------------ folders that cannot be read
+def test_cli_on_a_system_folder_is_a_one_line_error(capsys):
+    """`tinylab hotspots /proc/1` ended in a PermissionError traceback (an entry it cannot stat)."""
+    code, out, err = run_cli(capsys, "/proc/1")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("tinylab: error: /proc/1"), err
+
+
+def test_cli_on_a_folder_with_an_unreadable_entry(capsys, tmp_path, monkeypatch):
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "kernels.csv").write_text(kernels_csv([("gemm", 2, 20.0)]))
+    (tmp_path / "theirs").mkdir()
+    deny(monkeypatch, tmp_path / "theirs")
+    code, out, err = run_cli(capsys, str(tmp_path), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["kernels"][0]["name"] == "gemm" and "could not be read" in data["note"] and "theirs" in data["note"]
+    (tmp_path / "mine" / "kernels.csv").unlink()
+    code, _, err = run_cli(capsys, str(tmp_path))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "could not be read" in err, err
+
+
+def test_cli_on_a_path_below_an_unreadable_folder(capsys, tmp_path, monkeypatch):
+    (tmp_path / "theirs").mkdir()
+    deny(monkeypatch, tmp_path / "theirs")
+    for path in (tmp_path / "theirs" / "results.db", tmp_path / "theirs" / "sub"):
+        code, _, err = run_cli(capsys, str(path))
+        assert code == 2 and err == f"tinylab: error: {path}: cannot read: Permission denied\n", err
+
+
+def test_cli_on_a_store_with_an_unreadable_entry(capsys, tmp_path, monkeypatch):
+    run = run_with_events(tmp_path, [])
+    with EventWriter(run / "events.jsonl") as ev:
+        ev.emit("profile", **write_kernel_table(run, "pytorch", CollectResult({}, table_of([("aten::mm", 3, 30.0)]), None, "pytorch-operators")))
+    (run.parent / "20260102-000000-ffff").mkdir()
+    deny(monkeypatch, run.parent / "20260102-000000-ffff")
+    code, out, err = run_cli(capsys, "last", "--json", "--runs-dir", str(run.parent))
+    assert code == 0 and json.loads(out)["kernels"][0]["name"] == "aten::mm", err

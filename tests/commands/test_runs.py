@@ -9,8 +9,10 @@ import subprocess
 import sys
 
 import pytest
+from support.paths import deny
 from support.runs import TINY_FLAGS, cli, clone_run, make_run, profile_tables, world_of
 
+from tinylab.cli import main
 from tinylab.runs.store import RunStore
 
 #: Every command that takes RUN references, with the arguments that surround them.
@@ -150,11 +152,11 @@ def test_show_reports_damaged_event_logs(finished_pair, tmp_path, damage, expect
         path.unlink()
     elif damage == "bad_types":  # parseable records whose fields have the wrong types
         path.write_bytes(data + b'{"event": "step", "step": "x", "loss": [1]}\n{"event": "exit", "returncode": "?"}\n')
-    proc = cli("show", str(run.dir))
+    proc = cli("show", str(run.dir), "--runs-dir", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert expect in proc.stdout
     assert "Traceback" not in proc.stderr
-    assert cli("show", str(run.dir), "--json").returncode == 0
+    assert cli("show", str(run.dir), "--json", "--runs-dir", str(tmp_path)).returncode == 0
 
 
 # ------------------------------------------------------------------------------ rm and friends stay in the store
@@ -188,6 +190,119 @@ def test_rm_never_follows_a_symlinked_run_folder(tmp_path):
         proc = cli("rm", ref, "--runs-dir", str(store))
         assert_one_line_error(proc)
     assert (elsewhere.dir / "data.txt").read_text() == "important"
+
+
+def main_in(capsys, monkeypatch, cwd, *args: str) -> tuple[int, str, str]:
+    """tinylab.cli.main in this process (fast), run from `cwd`: (exit code, stdout, stderr)."""
+    monkeypatch.chdir(cwd)
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error_in(code, err, *fragments: str) -> None:
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("tinylab: error: "), (code, err)
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def _id_shaped_outside(tmp_path):
+    """An unrelated folder outside the store that only looks like an old run (id-shaped, config.json,
+    process.json) and holds someone's work."""
+    folder = tmp_path / "outside" / "20250101-000000-abcd"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "process.json").write_text("{}")
+    return folder
+
+
+def _marked_outside(tmp_path):
+    folder = tmp_path / "outside" / "proj2"
+    folder.mkdir(parents=True)
+    (folder / ".tinylab-run").write_text(json.dumps({"id": "proj2"}))
+    return folder
+
+
+def _run_of_another_store(tmp_path):
+    return make_run(tmp_path / "other-store", "20260101-000000-aaaa", []).dir
+
+
+def _empty_marker_in_store(tmp_path):
+    folder = tmp_path / "store" / "20260101-000000-bbbb"
+    folder.mkdir(parents=True)
+    (folder / ".tinylab-run").write_bytes(b"")
+    return folder
+
+
+def _marker_of_another_id_in_store(tmp_path):
+    folder = tmp_path / "store" / "20260101-000000-cccc"
+    folder.mkdir(parents=True)
+    (folder / ".tinylab-run").write_text(json.dumps({"id": "20260101-000000-aaaa"}))
+    return folder
+
+
+def _symlinked_run_in_store(tmp_path):
+    elsewhere = make_run(tmp_path / "elsewhere", "20260101-000000-dddd", [])
+    (tmp_path / "store" / elsewhere.id).symlink_to(elsewhere.dir, target_is_directory=True)
+    return tmp_path / "store" / elsewhere.id
+
+
+NOT_RUNS = {
+    "id-shaped-outside": (_id_shaped_outside, "inside the run store"),
+    "marked-outside": (_marked_outside, "inside the run store"),
+    "run-of-another-store": (_run_of_another_store, "inside the run store"),
+    "empty-marker": (_empty_marker_in_store, "not a run folder tinylab created"),
+    "marker-of-another-id": (_marker_of_another_id_in_store, "not a run folder tinylab created"),
+    "symlinked-run": (_symlinked_run_in_store, "not a run folder tinylab created"),
+}
+
+
+@pytest.mark.parametrize("command", ["rm", "show", "cancel", "follow"])
+@pytest.mark.parametrize("case", NOT_RUNS)
+def test_a_path_that_is_not_a_run_of_the_store_is_refused(tmp_path, capsys, monkeypatch, command, case):
+    """`tinylab rm ./20250101-000000-abcd` removed an unrelated folder outside the store with the
+    thesis in it; `rm ./proj2` a folder holding an empty marker."""
+    make_run(tmp_path / "store", "20260101-000000-aaaa", [])
+    make, fragment = NOT_RUNS[case]
+    folder = make(tmp_path)
+    (folder / "thesis.tex").write_text("precious")
+    before = sorted(p.name for p in folder.iterdir())
+    for ref in (str(folder), f"./{folder.name}"):
+        code, out, err = main_in(capsys, monkeypatch, folder.parent, command, ref, "--runs-dir", str(tmp_path / "store"))
+        assert_one_line_error_in(code, err, fragment, "nothing done")
+        assert "removed" not in out
+    assert (folder / "thesis.tex").read_text() == "precious" and sorted(p.name for p in folder.iterdir()) == before
+    assert (tmp_path / "store" / "20260101-000000-aaaa").is_dir()
+
+
+@pytest.mark.parametrize("command", ["rm", "show", "cancel"])
+def test_dot_inside_a_run_folder_is_refused(tmp_path, capsys, monkeypatch, command):
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa", [])
+    code, _, err = main_in(capsys, monkeypatch, run.dir, command, ".", "--runs-dir", str(tmp_path / "store"))
+    assert_one_line_error_in(code, err, "nothing done")
+    assert run.dir.is_dir()
+
+
+def test_rm_of_a_run_of_the_store_by_its_path_removes_it(tmp_path, capsys, monkeypatch):
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa", [])
+    code, out, _ = main_in(capsys, monkeypatch, tmp_path / "store", "rm", "./20260101-000000-aaaa",
+                           "--runs-dir", str(tmp_path / "store"))
+    assert code == 0 and out.strip() == "removed 20260101-000000-aaaa" and not run.dir.exists()
+
+
+def test_cancel_acts_on_the_run_it_resolved(tmp_path, capsys, monkeypatch):
+    """`cancel PATH` looked the folder's name up again as an id or prefix in the store."""
+    from tinylab.runs import launcher
+
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa", [])
+    resolved, cancelled = [], []
+    real_resolve = RunStore.resolve
+    monkeypatch.setattr(RunStore, "resolve", lambda self, ref: resolved.append(ref) or real_resolve(self, ref))
+    monkeypatch.setattr(launcher, "cancel", lambda r: cancelled.append(r) or True)
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "cancel", str(run.dir), "--runs-dir", str(tmp_path / "store"))
+    assert code == 0, err
+    assert resolved == [str(run.dir)] and [r.dir for r in cancelled] == [run.dir]
 
 
 # ------------------------------------------------------------------------------ a store that cannot be used
@@ -290,3 +405,76 @@ def test_show_lists_the_ranks_of_a_run_of_several(tmp_path, capsys):
     assert "profile  pytorch rank 1: kernel table profiles/pytorch/rank1/kernels.csv" in lines
     assert main(["show", str(world_of(tmp_path, "20260101-000000-0001", 1, 100.0).dir)]) == 0
     assert "ranks " not in capsys.readouterr().out  # one process: no rank table
+
+
+# ------------------------------------------------------------------------------ entries that cannot be read
+def test_runs_of_a_system_folder_is_no_traceback(capsys, monkeypatch, tmp_path):
+    """`tinylab runs --runs-dir /proc/1` ended in a PermissionError traceback."""
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "runs", "--runs-dir", "/proc/1")
+    assert code == 0 and out.strip() == "no runs in /proc/1", (out, err)
+    assert all(line.startswith("note: skipped ") for line in err.strip().splitlines()), err
+    code, _, err = main_in(capsys, monkeypatch, tmp_path, "show", "last", "--runs-dir", "/proc/1")
+    assert_one_line_error_in(code, err, "no runs in /proc/1")
+
+
+def test_an_unreadable_entry_of_the_store_is_skipped_with_a_note(capsys, monkeypatch, tmp_path):
+    """A neighbour's `chmod 000` folder in a shared store broke runs, show, rm and hotspots for all."""
+    store = tmp_path / "store"
+    make_run(store, "20260101-000000-aaaa", [])
+    make_run(store, "20260101-000000-bbbb", [])
+    (store / "20260102-000000-ffff").mkdir()
+    deny(monkeypatch, store / "20260102-000000-ffff")
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "runs", "--runs-dir", str(store))
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["20260101-000000-aaaa", "20260101-000000-bbbb"]
+    assert err == (f"note: skipped 1 entry of {store} that could not be read (permission denied): "
+                   "20260102-000000-ffff\n")
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "runs", "--json", "--runs-dir", str(store))
+    assert code == 0 and len(json.loads(out)) == 2 and err.startswith("note: skipped 1 entry")
+    code, out, _ = main_in(capsys, monkeypatch, tmp_path, "show", "last", "--runs-dir", str(store))
+    assert code == 0 and out.startswith("run      20260101-000000-bbbb")
+    code, _, err = main_in(capsys, monkeypatch, tmp_path, "rm", str(store / "20260102-000000-ffff"), "--runs-dir", str(store))
+    assert_one_line_error_in(code, err, "permission denied: nothing done")
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "rm", "20260101-000000-a", "--runs-dir", str(store))
+    assert code == 0 and out == "removed 20260101-000000-aaaa\n", err
+
+
+@pytest.mark.parametrize("status", ["failed", "damaged"])
+def test_runs_with_a_status_and_no_match_names_the_status(two_run_store, capsys, monkeypatch, tmp_path, status):
+    code, out, _ = main_in(capsys, monkeypatch, tmp_path, "runs", "--status", status, "--runs-dir", str(two_run_store.root))
+    assert code == 0 and out == f"no {status} runs in {two_run_store.root}\n"
+
+
+def test_show_prints_no_control_character_of_a_run_file(tmp_path, capsys, monkeypatch):
+    """`show` printed the label (`label=^[[31mRED` then a split line) and the error event raw (an OSC
+    that retitles the terminal, a screen clear, then `fake line`)."""
+    from support.runs import write_events
+
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa", label="x")
+    config = json.loads((run.dir / "config.json").read_text())
+    (run.dir / "config.json").write_text(json.dumps({**config, "label": "\x1b[31mRED\nrow"}))
+    write_events(run.dir, [
+        {"event": "start", "pid": 1, "device": "cpu\x1b[2J", "device_name": "x86\x07", "config": {}},
+        {"event": "step", "step": 0, "loss": 6.9},
+        {"event": "error", "type": "X\x1b]0;pwned\x07", "message": "evil\x1b[2J\nfake line",
+         "traceback": "Traceback\n  \x9b31m boom"},
+        {"event": "exit", "returncode": 1, "signal": None}])
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "show", run.id, "--runs-dir", str(tmp_path / "store"))
+    assert code == 0, err
+    assert not any(ord(c) < 32 and c != "\n" or 0x7f <= ord(c) <= 0x9f for c in out), repr(out)
+    assert "label=?[31mRED?row" in out and "error    X?]0;pwned?: evil?[2J?fake line" in out
+    assert "  Traceback\n    ?31m boom" in out and "device x86? (cpu?[2J)" in out
+    assert "damaged  config.json: --label must be text" in out
+
+
+@pytest.mark.parametrize("num_steps", [None, "x", True])
+def test_show_of_a_damaged_config_never_prints_none(tmp_path, capsys, monkeypatch, num_steps):
+    from support.runs import write_events
+
+    run = make_run(tmp_path / "store", "20260101-000000-aaaa")
+    config = json.loads((run.dir / "config.json").read_text())
+    (run.dir / "config.json").write_text(json.dumps({**config, "num_steps": num_steps}))
+    write_events(run.dir, [{"event": "step", "step": 2, "loss": None}])
+    code, out, err = main_in(capsys, monkeypatch, tmp_path, "show", run.id, "--runs-dir", str(tmp_path / "store"))
+    assert code == 0, err
+    progress = next(line for line in out.splitlines() if line.startswith("progress"))
+    assert progress == "progress step 3/?  loss -" and "=None" not in out

@@ -16,7 +16,7 @@ from support.rocm import VERSIONS, rocm_tree
 from support.runs import cli, output_tail, wait_for_status
 
 from tinylab.events import read_events
-from tinylab.profilers import rocm_releases as rr
+from tinylab import rocm_releases as rr
 from tinylab.runs.passes import window_steps
 from tinylab.runs.store import TERMINAL, Run
 

@@ -19,7 +19,7 @@ from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers import base, get_adapter
 from tinylab.profilers import rocm as rocm_module
-from tinylab.profilers import rocm_releases as rr
+from tinylab import rocm_releases as rr
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 from tinylab.service.launch import check_run
@@ -203,7 +203,7 @@ def test_release_keys():
 def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm, tmp_path):
     """A GPU run's trace with the trainer's roctx step ranges, in the release's layout: the kernel
     table is the measured steps' dispatches and the profile says how many steps it covers."""
-    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
+    from tinylab.rocm_releases import MARKER_TRACE_HEADER
 
     facts = rr.ROCPROFV3[rocm]
     folder = tmp_path / "out" / (socket.gethostname() if facts.host_dir else "")

@@ -25,6 +25,7 @@ from support.runs import (
     output_tail,
     process_gone,
     run_pids,
+    make_run,
     tiny_config,
     wait_for,
     wait_for_status,
@@ -33,8 +34,9 @@ from support.runs import (
 
 from tinylab.config import RunConfig
 from tinylab.runs.follow import follow
-from tinylab.runs.launcher import cancel, launch
-from tinylab.runs.store import TERMINAL, Run, RunStore
+from tinylab.errors import UserError
+from tinylab.runs.launcher import cancel, launch, run_group
+from tinylab.runs.store import TERMINAL, Run, RunStore, write_json
 
 LIVE = ("cancel", "kill_all", "kill_trainer", "kill_supervisor")
 ATTACHED_STEPS = 20
@@ -246,6 +248,82 @@ def test_the_trainer_never_imports_from_the_callers_folder(tmp_path):
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert not sentinel.exists(), sentinel.read_text()
+
+
+# ------------------------------------------------------------------------------ cancel signals only the run's group
+@pytest.fixture
+def stranger():
+    """A process leading its own session that has nothing to do with any run."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _process_record(pid: int, **extra) -> dict:
+    import psutil
+
+    return {"pid": pid, "pgid": pid, "start_time": psutil.Process(pid).create_time(), **extra}
+
+
+@pytest.fixture
+def signals(monkeypatch) -> list:
+    """os.killpg as the launcher calls it, recorded instead of sent (a regression must not signal
+    the test's own group)."""
+    from tinylab.runs import launcher
+
+    sent: list = []
+    monkeypatch.setattr(launcher.os, "killpg", lambda pgid, sig: sent.append((pgid, sig)))
+    return sent
+
+
+def _refused(run: Run, signals: list, *fragments: str) -> None:
+    with pytest.raises(UserError) as caught:
+        cancel(run, grace_s=(0.2, 0.2))
+    assert "nothing signalled" in str(caught.value)
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+    assert not (run.dir / "cancel.json").exists() and signals == []
+
+
+def test_cancel_refuses_a_group_that_is_not_the_runs(tmp_path, stranger, signals):
+    """process.json names a live process and its group, but that process was never started for
+    this run (an edited or stale record): nothing may be signalled."""
+    run = make_run(tmp_path, "20260101-000000-aaaa", [])
+    write_json(run.dir / "process.json", _process_record(stranger.pid))
+    _refused(run, signals, "not in it")
+    assert stranger.poll() is None, "the stranger must still be alive"
+
+
+def test_cancel_refuses_a_recorded_group_other_than_the_supervisors(tmp_path, stranger, signals):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [])
+    write_json(run.dir / "process.json", _process_record(stranger.pid, pgid=os.getpgid(0)))
+    _refused(run, signals, "not the group tinylab started")
+    write_json(run.dir / "process.json", _process_record(stranger.pid, pgid=True))
+    _refused(run, signals, "not the group tinylab started")
+    assert stranger.poll() is None
+
+
+def test_cancel_refuses_this_commands_own_group(tmp_path, signals):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [])
+    group = os.getpgid(0)
+    write_json(run.dir / "process.json", {"pid": group, "pgid": group, "start_time": 0.0})
+    write_json(run.dir / "trainer.json", _process_record(os.getpid()))  # alive: the run counts as running
+    _refused(run, signals, "this command's own group")
+
+
+def test_cancel_signals_a_group_started_for_the_run(tmp_path):
+    run = make_run(tmp_path, "20260101-000000-aaaa", [])
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(run.dir)],
+                            start_new_session=True)
+    try:
+        write_json(run.dir / "process.json", _process_record(proc.pid))
+        assert run_group(run) == proc.pid
+        assert cancel(run, grace_s=(0.5, 0.5)) is True
+        assert proc.wait(timeout=10) is not None and (run.dir / "cancel.json").exists()
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.fixture

@@ -117,3 +117,11 @@ def test_key_config_names_a_profiler_or_fault_right_after_the_sizes():
     assert key_config({**cfg, "profilers": [], "fault": "missing-init", "precision": "bf16"}) == \
         "b4 s64 h128 l2 bf16 fault=missing-init qkv+sdpa+swiglu"
     assert key_config({**cfg, "version": "v4", "cuda_graph": True}) == "b4 s64 h128 l2 prof=pytorch graph"
+
+
+def test_printable_shows_control_characters_and_direction_overrides_as_question_marks():
+    from tinylab.runs.record import printable
+
+    assert printable("a\x1b[2Jb\nc\td\x9be") == "a?[2Jb?c?d?e"
+    assert printable("invoice\u202efdp.exe \u2066x\u2069") == "invoice?fdp.exe ?x?"
+    assert printable("[bold]ünïcödé → ok") == "[bold]ünïcödé → ok"

@@ -6,11 +6,12 @@ import json
 import os
 
 import pytest
+from support.paths import deny
 from support.runs import make_run, tiny_config
 
 from tinylab.errors import UserError
 from tinylab.events import EventTail, read_events
-from tinylab.runs.store import Run, RunStore, new_run_id
+from tinylab.runs.store import MARKER, Run, RunStore, is_run_dir, new_run_id, run_dir_state
 
 START = {"event": "start", "pid": 1, "device": "cpu", "device_name": "x86_64", "config": {}}
 STEP = {"event": "step", "step": 0, "loss": 6.9, "step_ms": 10.0, "samples_per_s": 400.0, "warmup": False}
@@ -267,3 +268,130 @@ def test_a_job_json_without_a_job_id_is_no_slurm_run(tmp_path, fake_slurm):
     run = slurm_run(tmp_path, [START, STEP], {"job_id": "--help"})
     assert run.job is None and run.status() == "lost"
     assert fake_slurm.calls() == []
+
+
+# ------------------------------------------------------------------------------ what counts as a run
+def _legacy(root, run_id: str = "20250101-000000-abcd"):
+    """A run folder of a tinylab before the marker: id-shaped, config.json and process.json."""
+    folder = root / run_id
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(tiny_config().resolved().to_json())
+    (folder / "process.json").write_text("{}")
+    return folder
+
+
+@pytest.mark.parametrize("marker, counts", [
+    (None, False),                                          # no marker, not id-shaped
+    (b"", False),                                           # an empty marker (touch .tinylab-run)
+    (b"{half", False),                                      # not JSON
+    (b'["20260101-000000-aaaa"]', False),                   # JSON, not an object
+    (b'{"id": "20260101-000000-bbbb"}', False),             # another run's marker, copied
+    (b'{"created": 1}', False),                             # no id
+    (b'{"id": "20260101-000000-aaaa", "created": 1}', True),
+])
+def test_a_run_folder_holds_a_marker_naming_itself(tmp_path, marker, counts):
+    folder = tmp_path / "20260101-000000-aaaa"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    if marker is not None:
+        (folder / MARKER).write_bytes(marker)
+    assert is_run_dir(folder) is counts
+    assert [r.id for r in RunStore(tmp_path).list()] == (["20260101-000000-aaaa"] if counts else [])
+
+
+def test_a_marker_that_is_a_link_or_a_folder_does_not_count(tmp_path):
+    real = make_run(tmp_path / "a", "20260101-000000-aaaa", [])
+    linked = tmp_path / "b" / "20260101-000000-aaaa"
+    linked.mkdir(parents=True)
+    (linked / MARKER).symlink_to(real.dir / MARKER)
+    assert is_run_dir(real.dir) and not is_run_dir(linked)
+    (real.dir / MARKER).unlink()
+    (real.dir / MARKER).mkdir()
+    assert not is_run_dir(real.dir)
+
+
+def test_legacy_run_folders_count_only_where_the_caller_allows(tmp_path):
+    folder = _legacy(tmp_path)
+    assert is_run_dir(folder) and not is_run_dir(folder, legacy=False)
+    assert [r.id for r in RunStore(tmp_path).list()] == [folder.name]
+    (folder / "process.json").unlink()
+    (folder / "process.json").symlink_to(folder / "config.json")
+    assert not is_run_dir(folder), "a linked record file does not make a run"
+
+
+class TestRunAtAPath:
+    """`rm`/`show`/`cancel PATH` reach only run folders directly inside the store."""
+
+    @pytest.fixture
+    def store(self, tmp_path) -> RunStore:
+        make_run(tmp_path / "store", "20260101-000000-aaaa", [])
+        return RunStore(tmp_path / "store")
+
+    def refused(self, store, path, *fragments):
+        with pytest.raises(UserError) as caught:
+            store.resolve(str(path))
+        assert "nothing done" in str(caught.value) and "\n" not in str(caught.value)
+        for fragment in fragments:
+            assert fragment in str(caught.value)
+
+    def test_a_run_of_the_store_by_its_path(self, store):
+        run = store.resolve(str(store.root / "20260101-000000-aaaa"))
+        assert run.dir == store.root / "20260101-000000-aaaa"
+
+    def test_a_legacy_shaped_folder_outside_the_store(self, store, tmp_path):
+        folder = _legacy(tmp_path / "outside")
+        self.refused(store, folder, "not a run folder inside the run store")
+        self.refused(store, folder.parent / "." / folder.name, "inside the run store")
+
+    def test_a_marked_folder_or_a_run_of_another_store(self, store, tmp_path):
+        other = make_run(tmp_path / "other", "20260101-000000-aaaa", [])
+        self.refused(store, other.dir, "inside the run store")
+        project = tmp_path / "proj2"
+        project.mkdir()
+        (project / MARKER).write_text(json.dumps({"id": "proj2"}))
+        self.refused(store, project, "inside the run store")
+
+    @pytest.mark.parametrize("marker", [b"", b'{"id": "20260101-000000-aaaa"}'])
+    def test_a_store_entry_with_an_empty_or_foreign_marker(self, store, marker):
+        folder = store.root / "20260101-000000-bbbb"
+        folder.mkdir()
+        (folder / MARKER).write_bytes(marker)
+        self.refused(store, folder, "not a run folder tinylab created")
+        with pytest.raises(UserError, match="no run matches"):
+            store.resolve("20260101-000000-bbbb")
+
+    def test_a_symlinked_run_folder(self, store, tmp_path):
+        elsewhere = make_run(tmp_path / "elsewhere", "20260101-000000-cccc", [])
+        (store.root / elsewhere.id).symlink_to(elsewhere.dir, target_is_directory=True)
+        self.refused(store, store.root / elsewhere.id, "not a run folder tinylab created")
+        self.refused(store, elsewhere.dir, "inside the run store")
+        assert [r.id for r in store.list()] == ["20260101-000000-aaaa"]
+
+    def test_a_store_reached_through_a_link_is_the_same_store(self, store, tmp_path):
+        (tmp_path / "alias").symlink_to(store.root, target_is_directory=True)
+        assert store.resolve(str(tmp_path / "alias" / "20260101-000000-aaaa")).dir == store.root / "20260101-000000-aaaa"
+
+    @pytest.mark.parametrize("ref", [".", "..", "./"])
+    def test_dot_and_dot_dot(self, store, monkeypatch, ref):
+        monkeypatch.chdir(store.root / "20260101-000000-aaaa")
+        self.refused(store, ref)
+
+    def test_remove_deletes_nothing_outside_the_store(self, store, tmp_path):
+        folder = _legacy(tmp_path / "outside")
+        (folder / "thesis.tex").write_text("precious")
+        with pytest.raises(UserError):
+            store.remove(Run(folder))
+        assert (folder / "thesis.tex").read_text() == "precious"
+
+
+def test_an_unreadable_store_entry_is_skipped_with_a_note(tmp_path, monkeypatch):
+    make_run(tmp_path, "20260101-000000-aaaa", [])
+    (tmp_path / "20260101-000000-bbbb").mkdir()
+    deny(monkeypatch, tmp_path / "20260101-000000-bbbb")
+    store = RunStore(tmp_path)
+    assert [r.id for r in store.list()] == ["20260101-000000-aaaa"]
+    assert store.unreadable == ["20260101-000000-bbbb"]
+    assert "skipped 1 entry" in store.unreadable_note() and "permission denied" in store.unreadable_note()
+    assert run_dir_state(tmp_path / "20260101-000000-bbbb") is None
+    with pytest.raises(UserError, match="permission denied: nothing done"):
+        store.resolve(str(tmp_path / "20260101-000000-bbbb"))

@@ -95,3 +95,48 @@ def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
     assert lab.timeline(one.id)["rank"] is None
     with pytest.raises(UserError, match=r"^--rank 0: run 20260101-000000-dddd is one process, not a run of several"):
         lab.timeline(one.id, rank=0)
+
+
+# ------------------------------------------------------------------------------ the roofline, for both faces
+def _gpu_run(root):
+    from tinylab.config import RunConfig
+    from tinylab.events import EventWriter
+    from tinylab.runs.store import RunStore
+
+    run = RunStore(root).create(RunConfig(version="v3", batch_size=8, seq_len=128))
+    with EventWriter(run.dir / "events.jsonl") as ev:
+        ev.emit("start", config=run.config().resolved().to_dict(), device="cuda", device_name="FakeGPU",
+                param_elements=31_977_984)
+        ev.emit("summary", step_ms_median=6.0, samples_per_s=1333.0, params_trained=50, params_total=50)
+        ev.emit("exit", returncode=0, signal=None)
+    return run
+
+
+CEILINGS = {"copy_gbps": 4000.0, "gemm_tflops": {"fp32": {"large": 50.0}, "bf16": {"large": 780.0}}}
+
+
+def test_roofline_from_a_ceilings_file_or_the_cache_never_measuring_unless_asked(tmp_path):
+    """`tinylab roofline` and the lab's Hotspots panel build it here (they used to, each their own way)."""
+    import json
+
+    from tinylab.analysis.roofline import ceilings_cache
+    from tinylab.service.lab import NoCeilings
+
+    run = _gpu_run(tmp_path / "runs")
+    lab = Lab(tmp_path / "runs")
+    with pytest.raises(NoCeilings, match=f"no ceilings measured for FakeGPU yet: run `tinylab roofline {run.id}`"):
+        lab.roofline(run.id, measure=False)
+    path = tmp_path / "ceil.json"
+    path.write_text(json.dumps({"ceilings": CEILINGS}))
+    plot = lab.roofline(run.id, ceilings_file=path)
+    assert plot.run_id == run.id and not plot.has_table and plot.result["points"][0]["name"] == "training step"
+    assert "ridge at 12.5 FLOP/byte" in plot.text() and plot.title.startswith(f"{run.id} v3 fp32 on FakeGPU")
+    ceilings_cache(tmp_path / "runs", "FakeGPU").write_text(json.dumps(CEILINGS))
+    assert lab.roofline(run, measure=False).result == plot.result
+    with pytest.raises(UserError, match="--ceilings .*nope.json"):
+        lab.roofline(run.id, ceilings_file=tmp_path / "nope.json")
+
+
+def test_roofline_of_an_unfinished_run(lab):
+    with pytest.raises(UserError, match="has no summary \\(lost\\): a roofline needs a finished run"):
+        lab.roofline("20260101-000000-aaaa", measure=False)

@@ -211,6 +211,14 @@ async def test_compare_across_world_sizes_shows_the_scaling(store: Path):
         assert not pilot.app.screen.query_one("#cmp-scaling").display  # runs of one world size
 
 
+async def test_the_ab_chart_draws_compared_summary_fields():
+    """The chart picks its bars by key from compare's metrics: a renamed field would vanish silently."""
+    from tinylab.analysis.compare import METRICS
+    from tinylab.tui.screens.compare import CHART_KEYS
+
+    assert set(CHART_KEYS) <= {m.key for m in METRICS} and len(set(CHART_KEYS)) == len(CHART_KEYS)
+
+
 async def test_step_through_an_exercise_with_live_checks(store: Path, progress_file: Path):
     """The step's run is launched through the backend; here it "launches" a finished run (the Lab
     test covers a real launch), so the live checks can be seen to pass."""
@@ -547,3 +555,76 @@ async def test_recent_ages_move_on_while_the_lab_stays_open(store: Path, monkeyp
         now[0] += 3 * 3600
         await wait_for(pilot, lambda: ages() != before, what="ages moving on")
         assert all(a.endswith("h") for a in ages()) and not any(a.endswith("h") for a in before)
+
+
+# ------------------------------------------------------------------------------ a run's text is never markup
+MARKUP_LABEL, BOLD_LABEL = "[/]", "[bold]x"
+ODD_KERNEL = "[/]kern[bold]el<[i]>"
+ODD_SHORT = "[/]kern[bold]el"  # what short names keep of it (templates fold to <…>)
+
+
+def _cell_text(cell) -> str:
+    """A DataTable cell as the table draws it (a str cell would be parsed as markup here)."""
+    from textual.widgets._data_table import default_cell_formatter
+
+    return default_cell_formatter(cell).plain
+
+
+def _odd_store(root: Path) -> dict[str, str]:
+    """Runs whose labels, error and kernel names look like markup (`tinylab run --label '[/]'` is accepted)."""
+    from .fakes import KERNELS, write_kernels
+
+    ids = {"closing": "20261126-030000-d1d1", "bold": "20261126-031000-d2d2", "failed": "20261126-032000-d3d3"}
+    make_run(root, ids["closing"], label=MARKUP_LABEL)
+    make_run(root, ids["bold"], version="v2", label=BOLD_LABEL, kernel_scale=0.5)
+    make_run(root, ids["failed"], status="failed", profile=False, label="[/bold]")
+    for run_id in (ids["closing"], ids["bold"]):
+        write_kernels(root / run_id / "profiles/pytorch/kernels.csv", [(ODD_KERNEL, 500, 90_000_000, "gemm"), *KERNELS])
+    events = root / ids["failed"] / "events.jsonl"
+    events.write_text(events.read_text().replace("loss became nan at step 3", "[/bold] boom [red]"))
+    return ids
+
+
+async def test_labels_errors_and_kernel_names_that_look_like_markup_show_literally(tmp_path: Path, monkeypatch):
+    """A label `[/]` raised a MarkupError when the Lab's recent-runs table drew it (one record could
+    take the lab down); `[bold]x` lost its brackets."""
+    monkeypatch.chdir(tmp_path)
+    ids = _odd_store(Path("runs"))
+    async with make_app(Path("runs")).run_test(size=(120, 40)) as pilot:
+        recent = pilot.app.screen.query_one("#recent")
+        await wait_for(pilot, lambda: recent.row_count == 3, what="the recent runs")
+        configs = [_cell_text(recent.get_row_at(i)[-1]) for i in range(recent.row_count)]
+        assert any(c.endswith(" [[/]]") for c in configs) and any(c.endswith(" [[bold]x]") for c in configs), configs
+        assert any(c.endswith(" [[/bold]]") for c in configs), configs
+
+        await pilot.press("r")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#runs") and
+                       pilot.app.screen.query_one("#runs").row_count == 3, what="runs")
+        await pilot.press("down")  # newest first: the failed run, then the `[bold]x` one
+        await wait_for(pilot, lambda: "label: [bold]x" in text_of(pilot, "#run-detail"), what="the label")
+        await pilot.press("up")
+        await wait_for(pilot, lambda: "[/bold] boom [red]" in text_of(pilot, "#run-detail"), what="the error")
+        await pilot.press("down", "m", "down", "m")
+        assert text_of(pilot, "#marks") == f"A = {ids['bold']}   B = {ids['closing']}   v compares"
+        await pilot.press("v")
+        await wait_for(pilot, lambda: screen_name(pilot) == "CompareScreen", what="compare")
+        kernels = pilot.app.screen.query_one("#kernel-diff")
+        await wait_for(pilot, lambda: kernels.row_count > 0, what="the kernel diff")
+        names = [_cell_text(kernels.get_row_at(i)[-1]) for i in range(kernels.row_count)]
+        assert any(n.startswith(ODD_SHORT) for n in names), names
+
+        pilot.app.open_run(ids["failed"])
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "failed", what="failed status")
+        assert "FloatingPointError: [/bold] boom [red]" in text_of(pilot, "#outcome")
+
+        pilot.app.open_hotspots(ids["closing"])
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen" and pilot.app.screen.query("#kernels"),
+                       what="hotspots")
+        table = pilot.app.screen.query_one("#kernels")
+        await wait_for(pilot, lambda: table.row_count > 0, what="kernel rows")
+        assert ODD_KERNEL in text_of(pilot, "#kernel-name")
+        assert _cell_text(table.get_row_at(0)[-1]).startswith(ODD_SHORT)
+
+        pilot.app.notify(f"run {ids['closing']} [{MARKUP_LABEL}] {BOLD_LABEL}")
+        await pilot.pause(0.2)
+        assert pilot.app.is_running

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from tinylab.analysis.names import short_name
 from tinylab.errors import UserError
 from tinylab.events import SUMMARY_FIELDS, Summary, number
-from tinylab.runs.record import RunRecord, key_config
+from tinylab.runs.record import RunRecord, key_config, printable
 from tinylab.text import wrap_words
 
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note. The
@@ -28,8 +28,7 @@ _FORMATS = {f.key: f.fmt for f in METRICS}
 #: Ratios this close to 1 mark neither run as better, whatever the runs' own spread.
 SAME_WITHIN = 0.01
 #: Metrics computed from step times: their differences are judged against the step-time spread.
-TIMED = frozenset({"samples_per_s", "tokens_per_s", "step_ms_median", "step_ms_p90", "fwd_ms_median",
-                   "bwd_ms_median", "opt_ms_median", "mfu"})
+TIMED = frozenset(f.key for f in METRICS if f.timed)
 
 
 def step_noise(summary: Summary | None) -> float | None:
@@ -122,6 +121,7 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
         "id": record.id,
         "version": record.version,
         "status": record.status,
+        "problem": record.problem,  # why its record is damaged, or None
         "label": record.label,
         "device": record.device,
         "device_name": record.device_name,
@@ -155,6 +155,8 @@ def _device_note(a: RunRecord, b: RunRecord, notes: list[str]) -> None:
 
 def _status_notes(side: str, record: RunRecord, notes: list[str]) -> None:
     status = record.status
+    if record.problem:
+        notes.append(f"run {side} ({record.id}) is damaged ({record.problem}): what it records may be wrong")
     if status == "running":
         notes.append(f"run {side} ({record.id}) is still running: its numbers may change")
     elif status == "failed":
@@ -305,8 +307,9 @@ def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 20
     for side in ("a", "b"):
         s = result[side]
         label = f"  [{s['label']}]" if s["label"] else ""
-        lines += wrap_words(f"{s['id']}  {s['version'] or '?'}  {s['status']}  {s['key_config']}{label}",
-                      width, f"{side.upper()}  ", "    ")
+        status = f"{s['status']} (damaged)" if s.get("problem") else s["status"]
+        lines += wrap_words(f"{s['id']}  {s['version'] or '?'}  {status}  {s['key_config']}{label}",
+                            width, f"{side.upper()}  ", "    ")
     lines.append("")
     lines += text_table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
     if noise_note(result):
@@ -330,7 +333,7 @@ def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 20
         for title, header, rows in kernel_sections(diff, lambda n: _cut(short_name(n), name_width)):
             lines.append(f"  {title}")
             lines += ["  " + line for line in text_table(header, rows, right=(1, 2, 3))] if rows else ["    (none)"]
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # labels, notes, errors: from the runs' files
 
 
 def show_value(value: Any) -> str:

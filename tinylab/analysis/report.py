@@ -28,7 +28,7 @@ from tinylab.analysis.compare import (
 from tinylab.analysis.ranks import FULL, NUMERIC, rank_table, sync_line
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, FIELD_BY_KEY, Summary, number, sample_steps
-from tinylab.runs.record import RunRecord
+from tinylab.runs.record import RunRecord, printable
 from tinylab.runs.store import Run
 
 FORMATS = ("md", "html")
@@ -82,7 +82,14 @@ def build_report(runs: list[Run], fmt: str = "md") -> str:
     comparisons = [compare_runs(data[0].record, other.record) for other in data[1:]]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html
-    return render(data, comparisons, overlays)
+    return _clean(render(data, comparisons, overlays))
+
+
+def _clean(text: str) -> str:
+    """A report quotes run files (labels, config values, errors, tracebacks) and is often read with
+    `cat` or `less -R`: line breaks stay, every other control character (an escape sequence that
+    clears the screen or retitles the terminal) becomes '?', wherever it came from."""
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def collect(run: Run) -> RunData:
@@ -174,7 +181,8 @@ METRIC_HEADER = ["metric", "A", "B", "B/A", ""]
 
 
 def _config_rows(cfg: dict[str, Any]) -> list[list[str]]:
-    return [[key, show_value(value)] for key, value in sorted(cfg.items())]
+    """The run's config.json as it is (it may be damaged): keys and values printable."""
+    return [[printable(str(key)), printable(show_value(value))] for key, value in sorted(cfg.items())]
 
 
 def _ranks_caption(record: RunRecord) -> str:
@@ -289,7 +297,7 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
 def _md_text(value: Any) -> str:
     """One table cell or line: pipes would split cells and newlines would end the row; outside a
     code span, markup (a `<script>` in a label or an error message) is escaped, never passed on."""
-    text = str(value).replace("|", "\\|").replace("\n", " ")
+    text = printable(str(value).replace("|", "\\|").replace("\n", " "))
     if len(text) > 1 and text.startswith("`") and text.endswith("`"):  # a code span shows markup as text
         return text
     return text.replace("&", "&amp;").replace("<", "&lt;")  # no tag can open; "->" stays readable

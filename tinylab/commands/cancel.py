@@ -14,7 +14,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     lab = lab_from(args)
     run = lab.run(args.run)
-    if not lab.cancel(run.id):
+    if not lab.cancel(run):  # the run resolved above, never its id looked up again
         raise UserError(f"run {run.id} is not running (status: {run.status()})")
     record = lab.record(run.id)
     print(f"run {run.id} {record.status}" + (f" (scancel of Slurm job {record.job.id})" if record.job else ""))

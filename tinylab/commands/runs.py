@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
@@ -22,11 +23,13 @@ def run(args) -> int:
         rows = [r for r in rows if r["problem"]]
     elif args.status:
         rows = [r for r in rows if r["status"] == args.status]
+    if (note := lab.store.unreadable_note()) is not None:
+        print(f"note: {note}", file=sys.stderr)
     if args.json:
         print_json(rows)
         return 0
     if not rows:
-        print(f"no runs in {lab.store.root}")
+        print(f"no {args.status + ' ' if args.status else ''}runs in {lab.store.root}")
         return 0
     width = terminal_width(200)
     peak = width >= 100  # the peak-memory column only where there is room for it

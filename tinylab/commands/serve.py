@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
-
 from tinylab.commands._common import add_runs_dir
-from tinylab.errors import UserError
 
 
 def add_arguments(p) -> None:
@@ -16,12 +12,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    try:
-        from textual_serve.server import Server
-    except ImportError:
-        raise UserError("tinylab serve needs textual-serve: pip install -e '.[serve]'") from None
-    command = [sys.executable, "-m", "tinylab", "lab"]
-    if args.runs_dir:
-        command += ["--runs-dir", args.runs_dir]
-    Server(shlex.join(command), host=args.host, port=args.port, title="tinylab").serve()
+    from tinylab.tui.serve import serve  # Textual's world lives under tinylab/tui
+
+    serve(args.runs_dir, args.host, args.port)
     return 0

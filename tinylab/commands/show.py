@@ -25,7 +25,7 @@ def run(args) -> int:
 
     def field(name: str, text: str) -> None:
         """`name` and its text, wrapped at spaces to the terminal, continuations under the text."""
-        print("\n".join(wrap_words(text, width, f"{name:<9}", " " * 9)))
+        say("\n".join(wrap_words(text, width, f"{name:<9}", " " * 9)))
 
     field("run", r.id)
     field("status", r.status)
@@ -35,15 +35,17 @@ def run(args) -> int:
     if r.job:
         submitted = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.job.submitted)) if r.job.submitted else "-"
         field("slurm", f"job {r.job.id}" + (f" ({r.job.state})" if r.job.state else "")
-              + printable(f"   submitted {submitted} from {r.job.host or '-'}   script {r.job.script or '-'}"))
+              + f"   submitted {submitted} from {r.job.host or '-'}   script {r.job.script or '-'}")
     cfg = r.config
     field("config", "  ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
                               for k, v in sorted(cfg.items()) if v not in (None, "", [])))
     if r.last_step:
+        total = cfg.get("num_steps")
+        total = total if isinstance(total, int) and not isinstance(total, bool) else "?"  # a damaged config
         loss = "-" if r.last_step.loss is None else format(r.last_step.loss, FIELD_BY_KEY["final_loss"].fmt)
-        field("progress", f"step {r.last_step.step + 1}/{cfg.get('num_steps')}  loss {loss}")
+        field("progress", f"step {r.last_step.step + 1}/{total}  loss {loss}")
     if r.summary:
-        print("summary")
+        say("summary")
         for f in SUMMARY_FIELDS:
             if f.shown:
                 unit = f" {f.unit}" if f.unit and f.unit not in f.label and r.summary.get(f.key) is not None \
@@ -55,24 +57,24 @@ def run(args) -> int:
         rank = f" rank {prof.rank}" if prof.rank is not None else ""
         field("profile", f"{prof.tool}{rank}: kernel table {prof.kernel_table or '-'}" + (f"  ({prof.note})" if prof.note else ""))
         for name, path in prof.artifacts.items():
-            print(f"  {name:<24} {path}")
+            say(f"  {name:<24} {path}")
     if r.status == "cancelled":  # its error event is the interrupt itself, not a failure
-        print(f"cancelled after {r.steps_done} step{'s' if r.steps_done != 1 else ''}"
-              + (f" ({r.error.message})" if r.error else ""))
+        say(f"cancelled after {r.steps_done} step{'s' if r.steps_done != 1 else ''}"
+            + (f" ({r.error.message})" if r.error else ""))
     elif r.error:
-        print(f"error    {r.error.type}: {r.error.message}")
+        say(f"error    {printable(str(r.error.type))}: {printable(str(r.error.message))}")
         if r.error.traceback:
-            print("  " + r.error.traceback.rstrip().replace("\n", "\n  "))
+            say("  " + r.error.traceback.rstrip().replace("\n", "\n  "))
     if r.exit and r.status != "cancelled":
-        print(f"exit     code {r.exit.returncode}" + (f" ({r.exit.signal})" if r.exit.signal else ""))
+        say(f"exit     code {r.exit.returncode}" + (f" ({r.exit.signal})" if r.exit.signal else ""))
     if r.corrupt_lines:
-        print(f"warning  events.jsonl has {len(r.corrupt_lines)} unreadable line(s): {list(r.corrupt_lines[:5])}")
+        say(f"warning  events.jsonl has {len(r.corrupt_lines)} unreadable line(s): {list(r.corrupt_lines[:5])}")
     if r.skipped_bytes:
-        print(f"note     events.jsonl is large: read its start and its last {TAIL_BYTES >> 20} MiB "
-              f"({r.skipped_bytes / 2**20:,.0f} MiB in between not read)"
-              + (f"; {r.corrupt_unnumbered} unreadable line(s) there" if r.corrupt_unnumbered else ""))
+        say(f"note     events.jsonl is large: read its start and its last {TAIL_BYTES >> 20} MiB "
+            f"({r.skipped_bytes / 2**20:,.0f} MiB in between not read)"
+            + (f"; {r.corrupt_unnumbered} unreadable line(s) there" if r.corrupt_unnumbered else ""))
     if r.problem:
-        print(f"damaged  {r.problem}")
+        say(f"damaged  {r.problem}")
     return 0
 
 
@@ -81,8 +83,12 @@ def _print_ranks(r) -> None:
     from tinylab.analysis.ranks import NUMERIC, FULL, rank_table, sync_line
 
     engine = r.config.get("parallel")
-    print(f"ranks    {r.world_size}" + (f" under {engine}" if engine else "") + "  " + (sync_line(r) or ""))
+    say(f"ranks    {r.world_size}" + (f" under {engine}" if engine else "") + "  " + (sync_line(r) or ""))
     header, rows = rank_table(r)
-    for line in text_table(header, rows, right=tuple(i for i, key in enumerate(FULL) if key in NUMERIC)):
-        print(line)
+    say("\n".join(text_table(header, rows, right=tuple(i for i, key in enumerate(FULL) if key in NUMERIC))))
 
+
+def say(text: str) -> None:
+    """Print text that quotes a run's files: its line breaks kept, every other control character
+    (escape sequences that would clear the screen or retitle the terminal) shown as '?'."""
+    print("\n".join(printable(line) for line in text.split("\n")))

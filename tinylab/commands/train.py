@@ -48,7 +48,7 @@ def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
             print(f"\nstopped following; run {run.id} keeps going: tinylab follow {run.id}", file=sys.stderr)
             return 0
         print(f"\ncancelling run {run.id} ...", file=sys.stderr, flush=True)
-        lab.cancel(run.id)
+        lab.cancel(run)  # the run it launched, not its id looked up again
         status = run.status()
     record = run.record()
     if args.json:

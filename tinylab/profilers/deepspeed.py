@@ -17,10 +17,10 @@ import csv
 import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tinylab import childproc
 from tinylab.errors import UserError
 from tinylab.flops import device_peak_tflops
 from tinylab.profilers.base import (
@@ -55,10 +55,10 @@ class DeepSpeedAdapter(InProcessAdapter):
         and costs seconds; doctor must report that truthfully without inheriting any of it."""
         if importlib.util.find_spec("deepspeed") is None:
             return Availability(False, "deepspeed is not installed", None)
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-c", _IMPORT_CHECK], capture_output=True, text=True, timeout=180, errors="replace"
-            )
+        try:  # -P and a folder of its own: a deepspeed.py or torch.py where tinylab runs is never imported
+            with childproc.neutral_cwd() as cwd:
+                proc = subprocess.run(childproc.python("-c", _IMPORT_CHECK), capture_output=True, text=True,
+                                      timeout=180, errors="replace", cwd=cwd)
         except subprocess.TimeoutExpired:
             return Availability(False, "importing deepspeed took more than 180 s", None)
         lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]

@@ -18,15 +18,16 @@ import sys
 import time
 from pathlib import Path
 
-from tinylab import slurm
+from tinylab import childproc, slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.runs.store import LIVE, Run, RunStore, process_start_time, write_record
+from tinylab.runs.record import printable
+from tinylab.runs.store import LIVE, Run, RunStore, process_start_time, record_alive, write_record
 
-#: Python flags of every process tinylab starts: `-P` (3.11+) keeps the caller's folder off
-#: sys.path, so a `models/` or `torch.py` there is never imported into a run. Runs also start in
-#: their own folder, which is what 3.10 puts first on sys.path instead.
-SAFE_PATH: tuple[str, ...] = ("-P",) if sys.version_info >= (3, 11) else ()
+#: Python flags of every process tinylab starts (tinylab.childproc): `-P` (3.11+) keeps the
+#: caller's folder off sys.path, so a `models/` or `torch.py` there is never imported into a run.
+#: Runs also start in their own folder, which is what 3.10 puts first on sys.path instead.
+SAFE_PATH = childproc.SAFE_PATH
 
 #: Grace periods after SIGINT and after SIGTERM before the next, stronger signal.
 CANCEL_GRACE_S = (3.0, 2.0)
@@ -83,8 +84,10 @@ def cancel(run: Run, grace_s: tuple[float, float] = CANCEL_GRACE_S) -> bool:
         raise UserError(f"run {run.id} was started on {run.host}: cancel it there (or with Slurm's scancel)")
     if not run.is_alive():
         return False
-    groups = [int(run.process["pgid"])] if run.process and isinstance(run.process.get("pgid"), int) else []
-    groups += run.rank_groups()
+    pgid = run_group(run)
+    groups = ([] if pgid is None else [pgid]) + [g for g in run.rank_groups() if _in_group_of_run(g, g, run.id)]
+    if not groups:
+        return False
     _record_cancel(run)
     for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
         live = []
@@ -115,6 +118,42 @@ def _cancel_job(run: Run, job: slurm.Job) -> bool:
 
 def _record_cancel(run: Run) -> None:
     (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
+
+
+def run_group(run: Run) -> int | None:
+    """The process group of a live run (None once it has ended), checked before anything is signalled.
+
+    The launcher starts the supervisor as the leader of a new session, so the group's id is the
+    supervisor's pid, and a live process of the run (the supervisor, or the trainer it started,
+    each matching its pid AND start time, its command line naming the run) must be in it. A
+    process.json naming any other group (edited, damaged, or this command's own group) is
+    refused: UserError, nothing signalled.
+    """
+    process = run.process or {}
+    pgid, pid = process.get("pgid"), process.get("pid")
+    refuse = f"run {run.id}: process.json names process group {printable(repr(pgid))[:40]}, "
+    if not isinstance(pgid, int) or isinstance(pgid, bool) or pgid <= 1 or pgid != pid:
+        raise UserError(refuse + "which is not the group tinylab started for it: nothing signalled")
+    if pgid == os.getpgrp():
+        raise UserError(refuse + "which is this command's own group: nothing signalled")
+    live = [record for record in (process, run.trainer_record) if record_alive(record)]
+    for record in live:
+        if _in_group_of_run(record["pid"], pgid, run.id):  # type: ignore[index]
+            return pgid
+    if not live or not run.is_alive():  # it ended meanwhile
+        return None
+    raise UserError(refuse + "but the run's live processes are not in it: nothing signalled")
+
+
+def _in_group_of_run(pid: int, pgid: int, run_id: str) -> bool:
+    """Process `pid` is in group `pgid` and was started for run `run_id` (the supervisor's argv
+    names the run folder, the trainer's its config.json, a profiler wrapping it both)."""
+    import psutil
+
+    try:
+        return os.getpgid(pid) == pgid and any(run_id in arg for arg in psutil.Process(pid).cmdline())
+    except (OSError, psutil.Error):
+        return False
 
 
 def _wait_groups_gone(pgids: list[int], timeout: float) -> bool:

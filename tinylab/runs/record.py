@@ -31,12 +31,13 @@ _KEY_TOGGLES = {"qkv_fusion": "qkv", "sdpa": "sdpa", "swiglu_fusion": "swiglu", 
                 "cuda_graph": "graph"}
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
     """Text from a run's files as a terminal may show it: control characters (escape sequences,
-    newlines that would split a table row) become '?'."""
+    newlines that would split a table row) and bidirectional overrides (which make a terminal show
+    text in another order than it is stored) become '?'."""
     return _CONTROL.sub("?", text)
 
 

@@ -1,8 +1,9 @@
 """The run store: one folder per run, and a status derived from files and processes only.
 
 <runs-dir>/<run-id>/
-    .tinylab-run    the marker `create` writes first: only folders holding it (or, from tinylab
-                    versions before the marker, an id-shaped folder with config.json and
+    .tinylab-run    the marker `create` writes first ({"id": <run-id>, ...}): only folders directly
+                    inside the store holding it with their own id (or, from tinylab versions
+                    before the marker, an id-shaped folder of the store with config.json and
                     process.json) are runs that `rm`, `cancel` and `show` may act on
     config.json     the resolved RunConfig
     process.json    pid, process start time, host and argv of the detached supervisor (a run started here)
@@ -41,6 +42,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +52,7 @@ from tinylab import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
-from tinylab.runs.record import RunRecord
+from tinylab.runs.record import RunRecord, printable
 from tinylab.safeio import FULL_DISK, UnsafeFile, read_bounded, release_space, reserve_space
 
 STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost")
@@ -61,6 +63,8 @@ ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
 MARKER = ".tinylab-run"
 #: The ids `new_run_id` makes; a folder of this shape counts as a run of an older tinylab (see is_run_dir).
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
+#: The most a marker may hold (it holds an id and a time).
+MARKER_LIMIT = 4096
 
 
 def default_runs_dir() -> Path:
@@ -78,17 +82,42 @@ def mark_run(run_dir: Path) -> None:
     write_json(run_dir / MARKER, {"id": run_dir.name, "created": time.time()})
 
 
-def is_run_dir(path: Path) -> bool:
-    """A folder tinylab created as a run: never a symlink, and marked (or a pre-marker run folder).
+def run_dir_state(path: Path, *, legacy: bool = True) -> bool | None:
+    """True for a folder tinylab created as a run, False for anything else, None when it cannot be
+    read (a permission denied: the caller skips it with a note; it never raises).
 
-    A folder merely holding a config.json is not a run: `rm` deletes what this accepts.
+    A run folder is never a symlink and holds a `.tinylab-run` marker that is a regular file whose
+    JSON `id` is the folder's name (a marker copied into another folder, an empty one, or one
+    naming another run does not count). With `legacy`, a folder of tinylab's id shape holding
+    config.json and process.json counts too (runs of a tinylab before the marker): callers pass it
+    only for entries of the run store itself. A folder merely holding a config.json is not a run:
+    `rm` deletes what this accepts.
     """
-    if path.is_symlink() or not path.is_dir():
+    try:
+        if not stat.S_ISDIR(path.lstat().st_mode):
+            return False
+        try:
+            data = json.loads(read_bounded(path / MARKER, limit=MARKER_LIMIT))
+        except FileNotFoundError:
+            pass
+        except (UserError, ValueError, UnicodeDecodeError):  # a link, a FIFO, too large, not JSON
+            return False
+        else:
+            return isinstance(data, dict) and data.get("id") == path.name
+        if not (legacy and RUN_ID.fullmatch(path.name)):
+            return False
+        return all(stat.S_ISREG((path / name).lstat().st_mode) for name in ("config.json", "process.json"))
+    except FileNotFoundError:
         return False
-    if (path / MARKER).is_file() and not (path / MARKER).is_symlink():
-        return True
-    return bool(RUN_ID.fullmatch(path.name)) and all(
-        (path / name).is_file() and not (path / name).is_symlink() for name in ("config.json", "process.json"))
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            return None
+        return False
+
+
+def is_run_dir(path: Path, *, legacy: bool = True) -> bool:
+    """A folder tinylab created as a run (see run_dir_state); an unreadable one is not."""
+    return bool(run_dir_state(path, legacy=legacy))
 
 
 def _why(exc: OSError) -> str:
@@ -189,6 +218,10 @@ class Run:
         return self._json("process.json")
 
     @property
+    def trainer_record(self) -> dict[str, Any] | None:
+        return self._json("trainer.json")
+
+    @property
     def cancel_record(self) -> dict[str, Any] | None:
         return self._json("cancel.json")
 
@@ -222,12 +255,12 @@ class Run:
         from tinylab.parallel import rank_records
 
         here = socket.gethostname()
-        return [r["pid"] for r in rank_records(self.dir) if r.get("host") == here and _record_alive(r)]
+        return [r["pid"] for r in rank_records(self.dir) if r.get("host") == here and record_alive(r)]
 
     def is_alive(self) -> bool:
         if self.remote:
             return False
-        return _record_alive(self.process) or _record_alive(self._json("trainer.json")) or bool(self.rank_groups())
+        return record_alive(self.process) or record_alive(self.trainer_record) or bool(self.rank_groups())
 
     def status(self, log: EventLog | None = None) -> str:
         return self._status(log if log is not None else self.events())[0]
@@ -266,7 +299,7 @@ class Run:
                                     self.cancel_record, "; ".join(problems) or None, job)
 
 
-def _record_alive(record: dict[str, Any] | None) -> bool:
+def record_alive(record: dict[str, Any] | None) -> bool:
     """The process of a {pid, start_time} record is alive and is still that same process."""
     pid, started_then = (record or {}).get("pid"), (record or {}).get("start_time")
     if not isinstance(pid, int) or pid <= 0 or not isinstance(started_then, (int, float)):
@@ -278,6 +311,8 @@ def _record_alive(record: dict[str, Any] | None) -> bool:
 class RunStore:
     def __init__(self, root: str | os.PathLike[str] | None = None):
         self.root = Path(root) if root is not None else default_runs_dir()
+        #: Entries of the store the last `list` could not read (permission denied): skipped, not runs.
+        self.unreadable: list[str] = []
 
     def create(self, cfg: RunConfig) -> Run:
         """A new run folder with its marker, config and disk reserve, or UserError with nothing left behind.
@@ -320,7 +355,22 @@ class RunStore:
             entries = sorted(self.root.iterdir())
         except OSError as exc:
             raise UserError(f"cannot read the run store {self.root}: {_why(exc)}") from None
-        return [Run(p) for p in entries if is_run_dir(p)]
+        runs, self.unreadable = [], []
+        for path in entries:
+            state = run_dir_state(path)
+            if state is None:
+                self.unreadable.append(path.name)
+            elif state:
+                runs.append(Run(path))
+        return runs
+
+    def unreadable_note(self) -> str | None:
+        """One line naming what the last `list` skipped because it could not be read, or None."""
+        if not self.unreadable:
+            return None
+        names = ", ".join(self.unreadable[:3]) + (", ..." if len(self.unreadable) > 3 else "")
+        return (f"skipped {len(self.unreadable)} entr{'y' if len(self.unreadable) == 1 else 'ies'} of "
+                f"{self.root} that could not be read (permission denied): {printable(names)}")
 
     def _exists(self) -> bool:
         try:
@@ -357,11 +407,34 @@ class RunStore:
         shown = ", ".join(r.id for r in matches[:5])
         raise UserError(f"run prefix {ref!r} is ambiguous: {len(matches)} runs match ({shown})")
 
+    def holds(self, path: Path) -> bool:
+        """`path` is an entry directly inside this store (the very entry, not a link to it): its
+        parent folder resolves to the store's, and it is the entry of that name there."""
+        if path.name in ("", ".", ".."):
+            return False
+        try:
+            return os.path.samestat(path.lstat(), (self.root / path.name).lstat())
+        except OSError:
+            return False
+
     def _run_at(self, path: Path) -> Run:
-        """The run folder at a path: only a folder tinylab created, never one reached by a link."""
-        if not is_run_dir(path) or path.name in ("", ".", ".."):
-            raise UserError(f"{path} is not a run folder tinylab created (no {MARKER} marker, or a link): nothing done")
-        return Run(path)
+        """The run folder at a path: only a folder directly inside this store (itself no link) that
+        tinylab created, acted on as the store's own entry; anything else is a UserError."""
+        name = path.name
+        entry = self.root / name
+        shown = printable(str(path))
+        if name in ("", ".", ".."):
+            raise UserError(f"{shown} is not a run folder tinylab created: nothing done")
+        if not self.holds(path):
+            raise UserError(f"{shown} is not a run folder inside the run store {printable(str(self.root))} "
+                            "(pass --runs-dir to name its store): nothing done")
+        state = run_dir_state(entry)
+        if state is None:
+            raise UserError(f"{shown}: permission denied: nothing done")
+        if not state:
+            raise UserError(f"{shown} is not a run folder tinylab created (no {MARKER} marker with its id, "
+                            "or a link): nothing done")
+        return Run(entry)
 
     def remove(self, run: Run, force: bool = False) -> None:
         """Delete a run folder of this store; anything else (a link, a foreign folder) is refused."""
@@ -369,4 +442,7 @@ class RunStore:
         status = run.status()
         if status in LIVE and not force:
             raise UserError(f"run {run.id} is {status}: cancel it first or pass --force")
-        shutil.rmtree(run.dir)
+        try:
+            shutil.rmtree(run.dir)
+        except OSError as exc:
+            raise UserError(f"cannot remove run {run.id} completely: {_why(exc)}") from None

@@ -7,8 +7,10 @@ compare, report, and plan and run exercise steps. Neither face reaches past it i
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +36,40 @@ def _children(folder: Path) -> list[Path]:
         return []
 
 
+def _kind(path: Path) -> str | None:
+    """"dir", "file" (anything else that exists) or None when nothing is there; a path that cannot
+    be looked at (permission denied on the way) is a one-line UserError naming it."""
+    try:
+        return "dir" if stat.S_ISDIR(path.stat().st_mode) else "file"
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.ELOOP, errno.ENAMETOOLONG):
+            return None
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 class NoTrace(UserError):
     """The run has no PyTorch profiler trace to take a step apart."""
+
+
+class NoCeilings(UserError):
+    """No ceilings are known for the run's card, and measuring them was not asked for."""
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A finished run placed against its card's ceilings (tinylab.analysis.roofline.for_run)."""
+
+    run_id: str
+    result: dict[str, Any]
+    title: str
+    has_table: bool  # whether the run's kernels are placed too (it was profiled)
+
+    def text(self, width: int = 78, height: int = 20) -> str:
+        from tinylab.analysis.roofline import render
+
+        return render(self.result, self.title, width=width, height=height)
 
 
 @dataclass(frozen=True)
@@ -138,9 +172,11 @@ class Lab:
                                 f"({exc.strerror or exc}): it reads as lost until the job starts") from None
         return Submitted(run, script, job_id)
 
-    def cancel(self, ref: str) -> bool:
-        """SIGINT, SIGTERM, SIGKILL to the run's process group; False when it was not running."""
-        return launcher.cancel(self.run(ref))
+    def cancel(self, ref: str | Run) -> bool:
+        """SIGINT, SIGTERM, SIGKILL to the run's process group; False when it was not running.
+
+        A Run already resolved is cancelled as it is (its id is not looked up again)."""
+        return launcher.cancel(ref if isinstance(ref, Run) else self.run(ref))
 
     def remove(self, refs: list[str], force: bool = False) -> list[str]:
         """Delete runs (all refs are resolved before anything is deleted); returns their ids."""
@@ -167,12 +203,13 @@ class Lab:
         from tinylab.analysis.hotspots import load_kernel_tables, load_run_kernel_tables
 
         path = Path(ref)
-        if is_run_dir(path):
+        kind = _kind(path)
+        if kind == "dir" and is_run_dir(path, legacy=self.store.holds(path)):
             run_dir = path
-        elif path.is_dir() and (runs := [p.name for p in _children(path) if is_run_dir(p)]):
+        elif kind == "dir" and (runs := [p.name for p in _children(path) if is_run_dir(p)]):
             raise UserError(f"{path} holds {len(runs)} runs, whose profiles would be mixed: name one "
                             f"(tinylab hotspots {runs[-1]} --runs-dir {path})")
-        elif path.exists():
+        elif kind is not None:
             return load_kernel_tables(path)
         elif len(path.parts) > 1 or path.suffix:
             raise UserError(f"{ref}: no such file or folder")
@@ -182,7 +219,7 @@ class Lab:
         if found is not None:
             return found
         profiles = run_dir / "profiles"
-        if profiles.is_dir() and any(profiles.iterdir()):
+        if _kind(profiles) == "dir" and _children(profiles):
             return load_kernel_tables(profiles)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
@@ -195,7 +232,7 @@ class Lab:
         from tinylab.analysis.timeline import analyze, run_traces
 
         path = Path(ref)
-        if path.is_file():
+        if _kind(path) == "file":
             if rank is not None:
                 raise UserError(f"--rank {rank}: {ref} is one trace file; --rank picks a rank's trace of a run")
             memory = path.parent / MEMORY_TIMELINE
@@ -226,6 +263,52 @@ class Lab:
         result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "
                       f"{cfg.get('precision', '?')} on {record.device_name or record.device or '?'}")
         return result
+
+    def roofline(self, ref: str | Run, *, ceilings_file: Path | None = None, measure: bool = True) -> Roofline:
+        """The run's step and kernels against its card's ceilings: from `ceilings_file` (a `tinylab
+        bench --roofline --out` JSON), else those cached beside the runs, else measured now on this
+        GPU and cached (only with `measure`: it needs torch and that very card; NoCeilings otherwise)."""
+        from tinylab.analysis import roofline
+
+        run = ref if isinstance(ref, Run) else self.run(ref)
+        record = run.record()
+        if not record.summary:
+            raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
+        ceilings = self._ceilings(run.id, record.device_name, ceilings_file, measure)
+        result, title, has_table = roofline.for_run(run, ceilings)
+        return Roofline(run.id, result, title, has_table)
+
+    def _ceilings(self, run_id: str, device_name: str | None, path: Path | None, measure: bool) -> dict[str, Any]:
+        import json
+
+        from tinylab.analysis.roofline import cached_ceilings, ceilings_cache
+
+        if path is not None:
+            try:
+                doc = json.loads(path.read_text(encoding="utf-8"))
+                return doc.get("ceilings", doc)
+            except (OSError, ValueError) as exc:
+                raise UserError(f"--ceilings {path}: {exc}") from None
+        cached = cached_ceilings(self.store.root, device_name)
+        if cached is not None:
+            return cached
+        if not measure:
+            raise NoCeilings(f"no ceilings measured for {device_name or 'this device'} yet: run "
+                             f"`tinylab roofline {run_id}` once on that GPU to measure and keep them")
+        import torch
+
+        if not torch.cuda.is_available():
+            raise UserError("a roofline needs ceilings measured on a GPU: run this on the GPU machine, "
+                            "or pass --ceilings from `tinylab bench --roofline --out FILE`")
+        if device_name and torch.cuda.get_device_name() != device_name:
+            raise UserError(f"the run used {device_name} but this GPU is {torch.cuda.get_device_name()}: "
+                            "measure on the same card or pass --ceilings")
+        from tinylab.analysis.ceilings import measure_ceilings
+
+        ceilings = measure_ceilings()
+        self.store.root.mkdir(parents=True, exist_ok=True)
+        ceilings_cache(self.store.root, device_name).write_text(json.dumps(ceilings), encoding="utf-8")
+        return ceilings
 
     def compare(self, a: str, b: str) -> dict[str, Any]:
         from tinylab.analysis.compare import compare_runs

@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
 from tinylab.tui.backend import Backend
+from tinylab.tui.fmt import safe
 from tinylab.tui.screens.base import background
 
 
@@ -191,6 +192,14 @@ class TinyLabApp(App):
         self.push_screen(StepScreen(scenario_id))
 
     # ------------------------------------------------------------------ errors
+    def notify(self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None,
+               markup: bool = False) -> None:
+        """Every notification of the lab (a screen's notify lands here too) as literal text: they
+        carry run ids, labels, error messages and paths, which are never markup (a `[/]` in one
+        would raise a MarkupError). Line breaks stay; other control characters show as '?'."""
+        message = "\n".join(safe(line) for line in str(message).split("\n"))
+        super().notify(message, title=safe(title), severity=severity, timeout=timeout, markup=False)
+
     def report_error(self, error: BaseException | str, *, title: str = "Error") -> None:
         """The one place failures become visible: a notification, and the traceback in the log."""
         if isinstance(error, BaseException) and not isinstance(error, UserError):

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from tinylab import childproc
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.service.lab import Lab
+from tinylab.service.lab import Lab, NoCeilings
 from tinylab.service.machine import Machine
 
 
@@ -83,8 +83,10 @@ class Backend(Lab):
         """
         if self.doctor_result is not None:
             return self.doctor_result
-        with subprocess.Popen([sys.executable, "-m", "tinylab", "doctor", "--json"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        # -P and a folder of its own: a torch.py or models/ where the lab was opened is never imported
+        with childproc.neutral_cwd() as cwd, subprocess.Popen(
+                childproc.python("-m", "tinylab", "doctor", "--json"), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd) as proc:
             while True:
                 try:
                     out, err = proc.communicate(timeout=0.1)
@@ -92,6 +94,7 @@ class Backend(Lab):
                 except subprocess.TimeoutExpired:
                     if stop():
                         proc.kill()
+                        proc.wait()
                         raise DoctorStopped("doctor was stopped") from None
         if proc.returncode != 0:
             last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
@@ -100,25 +103,21 @@ class Backend(Lab):
         return self.doctor_result
 
     def roofline_text(self, run_id: str, width: int) -> str:
-        """The run's roofline as text, from ceilings already measured on its card (never measures:
-        that needs torch and the GPU, which the lab does not load)."""
-        from tinylab.analysis import roofline
-
-        run = self.run(run_id)
-        record = run.record()
+        """The run's roofline as text (Lab.roofline), from ceilings already measured on its card:
+        never measures (that needs torch and the GPU, which the lab does not load)."""
+        record = self.record(run_id)
         device = record.device_name
         if not str(record.device or "").startswith("cuda"):
             return ("A roofline places a GPU's kernels against that GPU's measured limits (memory bandwidth, "
                     "matrix throughput). This run was on the CPU: its table holds CPU operators, which have no "
                     "roof here. Profile a run on a GPU to see one.")
-        ceilings = roofline.cached_ceilings(self.store.root, device)
-        if ceilings is None:
+        try:
+            plot = self.roofline(run_id, measure=False)
+        except NoCeilings:
             return (f"No ceilings measured for {device or 'this device'} yet. On that GPU run "
                     f"`tinylab roofline {run_id}` once: it measures copy bandwidth and GEMM rates and keeps "
                     "them beside the runs, and this panel draws the roofline from then on.")
-        try:
-            result, title, has_table = roofline.for_run(run, ceilings)
         except UserError as exc:
             return str(exc)
-        text = roofline.render(result, title, width=max(40, width), height=16)
-        return text if has_table else text + "\nProfile the run to place its kernels too."
+        text = plot.text(width=max(40, width), height=16)
+        return text if plot.has_table else text + "\nProfile the run to place its kernels too."

@@ -1,9 +1,29 @@
-"""Small text formats the screens share (durations, ages, numbers, run ids)."""
+"""Small text formats the screens share (durations, ages, numbers, run ids), and `plain`: text
+from a run's files (labels, ids, errors, kernel names) as the lab shows it.
+
+Textual parses a str given to a Static, a DataTable cell or a notification as markup: a label
+`[/]` would raise a MarkupError and take the lab down, `[bold]x` would lose its brackets. Such
+text goes to widgets as a rich Text (never parsed), its control characters made visible.
+"""
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+from rich.text import Text
+
+from tinylab.runs.record import printable
+
+
+def plain(value: Any, style: str = "", *, justify: Any = None) -> Text:
+    """`value` as literal text: no markup parsed, control characters (escape codes) shown as '?'."""
+    return Text(printable(str(value)), style=style, justify=justify, end="")
+
+
+def safe(value: Any) -> str:
+    """`value` as a str for Text.append/assemble (which do not parse markup): control characters as '?'."""
+    return printable(str(value))
 
 
 def duration(seconds: float | None) -> str:

@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import os
+import re
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -268,25 +269,124 @@ def test_sqlite_file_that_is_not_rocpd_but_valid(tmp_path):
 
 
 # ----------------------------------------------------------------------------- bounds: nothing hangs
-def test_a_recursive_view_is_not_followed_and_a_slow_query_is_stopped(tmp_path, monkeypatch):
-    """A `kernels` view that recurses forever: skipped; a slow query through the dispatch tables: cut off."""
-    from tinylab.analysis.formats import rocpd
+RECURSIVE = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)"
 
-    db = tmp_path / "crafted.db"
-    con = sqlite3.connect(db)
-    con.executescript("""
-        CREATE VIEW kernels AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)
-            SELECT 'k' AS name, x AS duration FROM n;
-        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER, kernel_name TEXT);
-        CREATE VIEW rocpd_kernel_dispatch AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n)
-            SELECT 1 AS kernel_id, x AS start, x + 1 AS "end" FROM n;
-    """)
+
+def _crafted(path: Path, script: str) -> Path:
+    con = sqlite3.connect(path)
+    con.executescript(script)
     con.close()
-    monkeypatch.setattr(rocpd, "QUERY_SECONDS", 0.5)
-    with pytest.raises(UserError, match=r"crafted.db: reading it took over 0 s and was stopped"):
+    return path
+
+
+def _slow_db(path: Path) -> Path:
+    """No recursion and only rocpd's names, but a cross join that would run for hours."""
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE rocpd_string (id INTEGER);
+        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER, kernel_name TEXT);
+        CREATE VIEW rocpd_kernel_dispatch AS SELECT 1 AS kernel_id, a.id AS start, b.id AS "end"
+            FROM rocpd_string a, rocpd_string b, rocpd_string c, rocpd_string d;
+        INSERT INTO rocpd_info_kernel_symbol VALUES (1, 'k');
+    """)
+    con.executemany("INSERT INTO rocpd_string VALUES (?)", [(i,) for i in range(3000)])
+    con.commit()
+    con.close()
+    return path
+
+
+def test_a_recursive_view_is_refused_at_once(tmp_path):
+    """A `kernels` view that recurses forever, and dispatch data behind one: never run."""
+    db = _crafted(tmp_path / "crafted.db", f"""
+        CREATE VIEW kernels AS {RECURSIVE} SELECT 'k' AS name, x AS duration FROM n;
+        CREATE TABLE rocpd_info_kernel_symbol (id INTEGER, kernel_name TEXT);
+        CREATE VIEW rocpd_kernel_dispatch AS {RECURSIVE} SELECT 1 AS kernel_id, x AS start, x + 1 AS "end" FROM n;
+    """)
+    with pytest.raises(UserError, match=r"crafted.db: its rocpd data goes through what tinylab does not run "
+                                        r"\(a recursive query \(n\)\): not read"):
         formats.load(db)
     with pytest.raises(UserError, match="no supported profiler output"):  # also when it merely sits in a folder
         formats.load(tmp_path)
+
+
+def test_a_view_reading_a_recursive_view_is_refused(tmp_path):
+    """The recursion hidden one view deeper (`kernels` reads `evil`, which recurses) ran until the
+    60 s limit; a folder of two such files took two minutes."""
+    db = _crafted(tmp_path / "results.db", f"""
+        CREATE VIEW evil AS {RECURSIVE} SELECT 'k' AS name, x AS duration FROM n;
+        CREATE VIEW kernels AS SELECT name, duration FROM evil;
+    """)
+    with pytest.raises(UserError) as caught:
+        formats.load(db)
+    assert str(caught.value) == (f"{db}: its kernels view goes through what tinylab does not run "
+                                 "(reads 'evil' through view 'kernels', which is not rocpd's): not read")
+    _crafted(tmp_path / "again.db", "CREATE VIEW rocpd_x AS SELECT * FROM evil_two;"
+                                    f"CREATE VIEW evil_two AS {RECURSIVE} SELECT x FROM n;"
+                                    "CREATE VIEW kernels AS SELECT 'k' AS name, x AS duration FROM rocpd_x;")
+    with pytest.raises(UserError, match=r"again.db: .*\(reads 'evil_two' through view 'rocpd_x'"):
+        formats.load(tmp_path / "again.db")
+
+
+def test_the_real_tables_are_read_when_the_kernels_view_is_refused(tmp_path):
+    db = tmp_path / "4242_results.db"
+    write_rocpd(db, samples.rocm7_dispatches())
+    _crafted(db, f"""
+        DROP VIEW kernels;
+        CREATE VIEW evil AS {RECURSIVE} SELECT 'k' AS name, x AS duration FROM n;
+        CREATE VIEW kernels AS SELECT name, duration FROM evil;
+    """)
+    table, fmt = load_kernel_table(db)
+    assert fmt == "rocpd" and table["calls"].sum() == len(samples.rocm7_dispatches())
+    assert "its kernels view was not used (reads 'evil' through view 'kernels', which is not rocpd's)" in table.attrs["note"]
+
+
+@pytest.mark.parametrize("call, why", [
+    ("zeroblob(1000000000)", "calls zeroblob() in view 'kernels'"),
+    ("printf('%.*c', 1000000000, 'x')", "calls printf() in view 'kernels'"),
+])
+def test_functions_that_make_huge_values_are_refused(tmp_path, call, why):
+    db = _crafted(tmp_path / "big.db", f"CREATE VIEW kernels AS SELECT {call} AS name, 1 AS duration;")
+    with pytest.raises(UserError, match=re.escape(why)):
+        formats.load(db)
+
+
+def test_a_value_too_large_to_read_is_refused(tmp_path, monkeypatch):
+    from tinylab.analysis.formats import rocpd
+
+    monkeypatch.setattr(rocpd, "VALUE_LIMIT", 1 << 20)
+    db = tmp_path / "huge.db"
+    write_rocpd(db, [("k" * (2 << 20), 1, 5)])
+    with pytest.raises(UserError, match=r"huge.db: a value larger than 1 MiB: not read"):
+        formats.load(db)
+
+
+def test_a_slow_query_is_stopped(tmp_path, monkeypatch):
+    from tinylab.analysis.formats import rocpd
+
+    monkeypatch.setattr(rocpd, "QUERY_SECONDS", 0.5)
+    with pytest.raises(UserError, match=r"slow.db: reading it took over 0 s and was stopped"):
+        formats.load(_slow_db(tmp_path / "slow.db"))
+
+
+def test_one_time_budget_covers_a_whole_folder(tmp_path, monkeypatch):
+    """Each crafted database in a scanned folder had its own 60 s: N files cost N minutes."""
+    monkeypatch.setattr(formats, "LOAD_SECONDS", 1.0)
+    for name in ("a_results.db", "b_results.db", "c_results.db"):
+        _slow_db(tmp_path / name)
+    with pytest.raises(UserError) as caught:
+        formats.load(tmp_path)
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path}: reading its profiler files took over 1 s; stopped before b_results.db "
+                              f"({tmp_path / 'a_results.db'}: reading it took over 1 s and was stopped"), message
+
+
+def test_a_folder_reads_on_past_a_refused_database_and_says_so(tmp_path):
+    _crafted(tmp_path / "crafted_results.db", f"CREATE VIEW kernels AS {RECURSIVE} SELECT 'k' AS name, x AS duration FROM n;")
+    (tmp_path / "run_kernel_trace.csv").write_text(samples.rocprofv3_trace_6x(samples.rocm7_dispatches()))
+    table, fmt = load_kernel_table(tmp_path)
+    assert fmt == "rocprofv3-kernel-trace" and table["calls"].sum() == len(samples.rocm7_dispatches())
+    assert table.attrs["note"] == (f"read run_kernel_trace.csv; skipped {tmp_path / 'crafted_results.db'}: its kernels "
+                                   "view goes through what tinylab does not run (a recursive query (n)): not read")
 
 
 def test_a_folder_scan_stays_inside_and_survives_a_link_loop(tmp_path):

@@ -34,7 +34,9 @@ from tinylab.analysis.formats import (
     rocprofv3,
 )
 from tinylab.analysis.formats._base import (
+    DEADLINE,
     EXPECTED,
+    Bounded,
     FormatError,
     Head,
     Parsed,
@@ -110,26 +112,46 @@ WORKLOAD_TABLES = ("timestamps.csv", "pmc_perf.csv")
 #: A folder scan stops after this many files or seconds: `tinylab hotspots /` must end, and say why.
 SCAN_FILES = 5000
 SCAN_SECONDS = 15.0
+#: One load, of a file or of a folder with everything parsed in it, ends within this budget:
+#: readers that can run long (SQLite queries) stop at it, and a scan parses no file after it.
+LOAD_SECONDS = 90.0
+
+
+class Skipped(UserError):
+    """A file one of the readers' bounds stopped (time, size, what a database may run): a folder
+    scan notes it and reads on."""
 
 
 def load(path: Path) -> Parsed:
-    """Read a native output file or folder into the normalized table."""
+    """Read a native output file or folder into the normalized table, within LOAD_SECONDS."""
     try:
         kind = path.stat().st_mode
     except FileNotFoundError:
         raise UserError(f"{path}: no such file or folder") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(kind):
-        return _load_folder(path)
-    fmt, head = sniff(path)
-    return _parse_as(path, fmt, head)
+    token = DEADLINE.set(time.monotonic() + LOAD_SECONDS) if DEADLINE.get() is None else None
+    try:
+        if stat.S_ISDIR(kind):
+            return _load_folder(path)
+        fmt, head = sniff(path)
+        return _parse_as(path, fmt, head)
+    finally:
+        if token is not None:
+            DEADLINE.reset(token)
+
+
+def _spent() -> bool:
+    deadline = DEADLINE.get()
+    return deadline is not None and time.monotonic() >= deadline
 
 
 def _parse_as(path: Path, fmt: str, head: Head) -> Parsed:
     spec = FORMATS.get(fmt, _JSON)
     try:
         parsed = spec.read(path, head)
+    except Bounded as exc:
+        raise Skipped(f"{path}: {exc}") from None
     except FormatError as exc:
         raise UserError(f"{path}: {exc}") from None
     except UserError:
@@ -145,7 +167,8 @@ def _parse_as(path: Path, fmt: str, head: Head) -> Parsed:
 
 def _load_folder(folder: Path) -> Parsed:
     found: dict[str, list[tuple[Path, Head]]] = {}
-    for path in _candidate_files(folder):
+    unreadable: list[Path] = []
+    for path in _candidate_files(folder, unreadable):
         try:
             fmt, head = sniff(path)
         except UserError:
@@ -156,15 +179,22 @@ def _load_folder(folder: Path) -> Parsed:
                 continue
         found.setdefault(fmt, []).append((path, head))
     failures: list[str] = []
+    skipped: list[str] = []  # stopped by a bound: said in the note of what is read instead
     for spec in REGISTRY:
         fmt = spec.name
         files = sorted(found.get(fmt, []), key=lambda item: str(item[0]))
         parsed: list[Parsed] = []
         paths: list[Path] = []
         for path, head in files:
+            if _spent():
+                raise UserError(f"{folder}: reading its profiler files took over {LOAD_SECONDS:.0f} s; stopped "
+                                f"before {path.relative_to(folder)}" + (f" ({skipped[0]})" if skipped else ""))
             try:
                 parsed.append(_parse_as(path, fmt, head))
                 paths.append(path)
+            except Skipped as exc:
+                skipped.append(str(exc))
+                failures.append(str(exc))
             except UserError as exc:  # e.g. hip_api_stats.csv shares the kernel_stats header
                 failures.append(str(exc))
         if not parsed:
@@ -174,7 +204,8 @@ def _load_folder(folder: Path) -> Parsed:
             notes = sorted({p.note for p in parsed if p.note})
             named = ", ".join(str(p.relative_to(folder)) for p in paths[:4]) + (", ..." if len(paths) > 4 else "")
             note = f"merged {len(parsed)} files (one per process: {named})" + ("; " + "; ".join(notes) if notes else "")
-            return Parsed(build_table(merged), fmt, note)
+            return Parsed(build_table(merged), fmt,
+                          "; ".join(filter(None, [note, _skipped(folder, unreadable), _bounded(skipped)])))
         # one run written several ways (ncu details + raw, rocprof-compute's per-pass files): of a
         # rocprof-compute workload its timing pass (timestamps.csv), else pmc_perf.csv, the join of
         # every pass, which rocprof-compute's own top-kernel table reads when there is no timing pass
@@ -185,19 +216,39 @@ def _load_folder(folder: Path) -> Parsed:
         chosen, where = (parsed[exact[0][1]], paths[exact[0][1]]) if exact else max(
             zip(parsed, paths), key=lambda pp: (pp[0].table["total_ns"].sum(), pp[0].table["calls"].sum()))
         read = f"read {where.relative_to(folder)}" + (f" (of {len(parsed)} {fmt} files)" if len(parsed) > 1 else "")
-        return Parsed(chosen.table, chosen.format, "; ".join(filter(None, [read, chosen.note])))
+        return Parsed(chosen.table, chosen.format,
+                      "; ".join(filter(None, [read, chosen.note, _skipped(folder, unreadable), _bounded(skipped)])))
     detail = f"; e.g. {failures[0]}" if failures else ""
+    if unreadable:
+        detail += f"; {_skipped(folder, unreadable)}"
     raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
 
 
-def _candidate_files(folder: Path) -> Iterator[Path]:
+def _bounded(skipped: list[str]) -> str | None:
+    """A note naming the files a bound stopped, or None."""
+    if not skipped:
+        return None
+    return "skipped " + "; ".join(skipped[:2]) + (f"; and {len(skipped) - 2} more" if len(skipped) > 2 else "")
+
+
+def _skipped(folder: Path, unreadable: list[Path]) -> str | None:
+    """A note naming the folders a scan could not read, or None."""
+    if not unreadable:
+        return None
+    named = ", ".join(str(p.relative_to(folder)) if p != folder else "." for p in unreadable[:3])
+    return (f"{len(unreadable)} folder{'s' if len(unreadable) > 1 else ''} could not be read and "
+            f"{'were' if len(unreadable) > 1 else 'was'} skipped: {named}" + (", ..." if len(unreadable) > 3 else ""))
+
+
+def _candidate_files(folder: Path, unreadable: list[Path] | None = None) -> Iterator[Path]:
     """Files under folder, shallowest first (rocprofv3 nests <host>/<pid>_*, rocprof-sys a timestamp).
 
     Links are never followed, so the scan stays inside the folder and a link loop cannot trap it;
-    FIFOs and devices are skipped; past SCAN_FILES files or SCAN_SECONDS it stops with a UserError.
+    FIFOs and devices are skipped; a folder that cannot be listed is skipped (and added to
+    `unreadable`); past SCAN_FILES files or SCAN_SECONDS it stops with a UserError.
     """
     seen = 0
-    deadline = time.monotonic() + SCAN_SECONDS
+    deadline = min(time.monotonic() + SCAN_SECONDS, DEADLINE.get() or float("inf"))
     level = [folder]
     for _depth in range(6):
         next_level = []
@@ -205,6 +256,8 @@ def _candidate_files(folder: Path) -> Iterator[Path]:
             try:
                 entries = sorted(directory.iterdir())
             except OSError:
+                if unreadable is not None:
+                    unreadable.append(directory)
                 continue
             for entry in entries:
                 if is_plain_dir(entry):

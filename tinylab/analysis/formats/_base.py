@@ -8,6 +8,8 @@ from __future__ import annotations
 import gzip
 import math
 import re
+import time
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,22 @@ class Parsed:
 
 class FormatError(Exception):
     """A problem with the content; load() turns it into a UserError naming the file."""
+
+
+class Bounded(FormatError):
+    """A reader stopped by one of its bounds (time, size, what a database may run): the file may be
+    crafted or simply too large; a folder scan notes it and reads on."""
+
+
+#: When the load in progress (formats.load: one file, or a whole folder scan) must end, as a
+#: time.monotonic() value; readers that can run long (SQLite queries) stop there.
+DEADLINE: ContextVar[float | None] = ContextVar("tinylab_formats_deadline", default=None)
+
+
+def remaining(limit: float) -> float:
+    """Seconds a reader may still take: its own `limit`, or less when the load's budget ends first."""
+    deadline = DEADLINE.get()
+    return limit if deadline is None else max(0.0, min(limit, deadline - time.monotonic()))
 
 
 @dataclass
@@ -105,7 +123,7 @@ def read_text(path: Path, head: Head) -> str:
         else:
             raw = fh.read(TEXT_LIMIT + 1)
     if len(raw) > TEXT_LIMIT:
-        raise FormatError(f"more than {TEXT_LIMIT >> 20} MiB of text: too large to read whole (profile fewer steps)")
+        raise Bounded(f"more than {TEXT_LIMIT >> 20} MiB of text: too large to read whole (profile fewer steps)")
     if b"\x00" in raw:
         raise FormatError("binary data inside a text file (NUL bytes)")
     return raw.decode("utf-8", errors="replace")

@@ -1,8 +1,17 @@
 """rocpd, ROCm 7's output: the SQLite database, `rocpd summary` CSV and console text.
 
-The database is read read-only, through a time limit (a SQLite progress handler), and a
-`kernels` view that recurses is not used: a crafted view can make a query run forever, also when
-the file merely sits in a folder being scanned.
+A database can be crafted to make a query run forever or eat memory (a recursive view, also one
+hidden behind another view; a cross join; a gigabyte blob), also when it merely sits in a folder
+being scanned. So it is read read-only, and every statement is checked by a SQLite authorizer as
+it is prepared (tinylab reads only what rocprofv3 writes):
+- no recursive query, anywhere, however deep in the views;
+- only tables and views of rocpd's own names (`kernels`, `rocpd_*`), and only through views of
+  those names: a `kernels` view reading any other view is refused;
+- only a few plain SQL functions (no zeroblob, printf, replace ...), and no value over
+  VALUE_LIMIT bytes;
+- a time limit (QUERY_SECONDS, or less when the load's total budget ends first: _base.DEADLINE).
+What is refused ends in a one-line error naming the file; a refused `kernels` view falls back to
+rocpd's dispatch and symbol tables.
 """
 
 from __future__ import annotations
@@ -16,20 +25,61 @@ from pathlib import Path
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
+    Bounded,
     FormatError,
     Head,
     Parsed,
     complete_rows,
     number,
     read_text,
+    remaining,
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.kernel_table import build_table
 
-
 #: A query running longer than this is stopped; rocpd's own tables of a few steps read in seconds.
 QUERY_SECONDS = 60.0
+#: The largest string or blob a query may read or make (a kernel name is a few KiB at most).
+VALUE_LIMIT = 8 << 20
+#: The SQL functions a query (ours, or rocpd's views it goes through) may call.
+FUNCTIONS = frozenset({"count", "sum", "total", "min", "max", "avg", "coalesce", "ifnull", "nullif", "iif",
+                       "abs", "round", "length", "lower", "upper", "trim", "substr", "substring", "instr",
+                       "typeof", "json_extract"})
+
+
+class Refused(Bounded):
+    """The database asked for something tinylab does not run (see the module docstring)."""
+
+
+def _rocpd_name(name: str | None) -> bool:
+    return name is not None and (name == "kernels" or name.startswith("rocpd_"))
+
+
+class _Guard:
+    """The authorizer: what a statement may do, decided as SQLite prepares it; `refused` says why
+    the last statement was refused."""
+
+    def __init__(self) -> None:
+        self.refused: str | None = None
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, _db: str | None, view: str | None) -> int:
+        why = None
+        if action == sqlite3.SQLITE_RECURSIVE:
+            why = "a recursive query" + (f" ({view})" if view else "")
+        elif view is not None and not _rocpd_name(view) and action != sqlite3.SQLITE_SELECT:
+            why = f"view {view!r} is not one of rocpd's"
+        elif action == sqlite3.SQLITE_READ and not _rocpd_name(arg1) and arg1 != "sqlite_master":
+            why = f"reads {arg1!r}" + (f" through view {view!r}" if view else "") + ", which is not rocpd's"
+        elif action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in FUNCTIONS:
+            why = f"calls {arg2}()" + (f" in view {view!r}" if view else "")
+        elif action not in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                            sqlite3.SQLITE_PRAGMA):
+            why = f"statement kind {action}"
+        if why is None:
+            return sqlite3.SQLITE_OK
+        self.refused = self.refused or why
+        return sqlite3.SQLITE_DENY
 
 
 def parse_database(path: Path, head: Head) -> Parsed:
@@ -39,18 +89,25 @@ def parse_database(path: Path, head: Head) -> Parsed:
         con = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise FormatError(f"cannot open SQLite database: {exc}") from None
-    deadline = time.monotonic() + QUERY_SECONDS
+    limit = remaining(QUERY_SECONDS)
+    deadline = time.monotonic() + limit
     con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    guard = _Guard()
+    con.set_authorizer(guard)
+    if hasattr(con, "setlimit"):  # Python 3.11+
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_LIMIT)
     try:
         objects = {row[0]: row[1] or "" for row in
                    con.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view')")}
-        df, note = _kernels(con, objects)
-    except sqlite3.OperationalError as exc:
-        if time.monotonic() > deadline:
-            raise FormatError(f"reading it took over {QUERY_SECONDS:.0f} s and was stopped "
-                              "(a damaged or crafted database?)") from None
-        raise FormatError(f"corrupt or unreadable SQLite database: {exc}") from None
+        df, note = _kernels(con, objects, guard)
     except sqlite3.DatabaseError as exc:
+        if time.monotonic() > deadline:
+            raise Bounded(f"reading it took over {limit:.0f} s and was stopped "
+                          "(a damaged or crafted database?)") from None
+        if guard.refused:
+            raise Refused(f"its rocpd data goes through what tinylab does not run ({guard.refused}): not read") from None
+        if "too big" in str(exc):
+            raise Bounded(f"a value larger than {VALUE_LIMIT >> 20} MiB: not read (a damaged or crafted database?)") from None
         raise FormatError(f"corrupt or unreadable SQLite database: {exc}") from None
     finally:
         con.close()
@@ -59,23 +116,28 @@ def parse_database(path: Path, head: Head) -> Parsed:
     return Parsed(build_table(df), "rocpd", note)
 
 
-_RECURSIVE = re.compile(r"\bRECURSIVE\b", re.IGNORECASE)
 _AGG = "COUNT(*) AS calls, SUM({d}) AS total_ns, MIN({d}) AS min_ns, MAX({d}) AS max_ns"
 
 
-def _kernels(con: sqlite3.Connection, objects: dict[str, str]) -> tuple[pd.DataFrame, str | None]:
+def _kernels(con: sqlite3.Connection, objects: dict[str, str], guard: _Guard) -> tuple[pd.DataFrame, str | None]:
     """`objects`: name -> the SQL that made it, for every table and view."""
     def frame(sql: str) -> pd.DataFrame:
         rows = con.execute(sql).fetchall()
         return pd.DataFrame(rows, columns=["name", "calls", "total_ns", "min_ns", "max_ns"])
 
-    if "kernels" in objects and not _RECURSIVE.search(objects["kernels"]):
-        cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
-        if {"name"} <= cols and ("duration" in cols or {"start", "end"} <= cols):
-            d = "duration" if "duration" in cols else '("end" - start)'
-            df = frame(f"SELECT name, {_AGG.format(d=d)} FROM kernels GROUP BY name")
-            if not df.empty:
-                return df, None
+    skipped = None
+    if "kernels" in objects:
+        try:
+            cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
+            if {"name"} <= cols and ("duration" in cols or {"start", "end"} <= cols):
+                d = "duration" if "duration" in cols else '("end" - start)'
+                df = frame(f"SELECT name, {_AGG.format(d=d)} FROM kernels GROUP BY name")
+                if not df.empty:
+                    return df, None
+        except sqlite3.DatabaseError:
+            if not guard.refused:
+                raise
+            skipped, guard.refused = guard.refused, None  # the tables themselves may still be read
     pairs = []
     if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects.keys():
         pairs.append(("rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"))
@@ -86,6 +148,8 @@ def _kernels(con: sqlite3.Connection, objects: dict[str, str]) -> tuple[pd.DataF
                 if symbols in objects:
                     pairs.append((name, symbols))
     if not pairs:
+        if skipped:
+            raise Refused(f"its kernels view goes through what tinylab does not run ({skipped}): not read")
         raise FormatError("SQLite database without rocpd kernel data (no `kernels` view or rocpd_kernel_dispatch table)")
     parts = []
     for dispatch, symbols in pairs:
@@ -96,7 +160,9 @@ def _kernels(con: sqlite3.Connection, objects: dict[str, str]) -> tuple[pd.DataF
             f'JOIN "{symbols}" s ON d.kernel_id = s.id'
         )
     sql = f"SELECT name, {_AGG.format(d='dur')} FROM ({' UNION ALL '.join(parts)}) GROUP BY name"
-    return frame(sql), "read from rocpd_kernel_dispatch + rocpd_info_kernel_symbol (the kernels view was empty or missing)"
+    why = (f"its kernels view was not used ({skipped})" if skipped
+           else "the kernels view was empty or missing")
+    return frame(sql), f"read from rocpd_kernel_dispatch + rocpd_info_kernel_symbol ({why})"
 
 
 def parse_summary_csv(path: Path, head: Head) -> Parsed:

@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
+from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -73,11 +74,12 @@ class CompareScreen(BaseScreen):
         head = Text()
         for side, info in (("A", a), ("B", b)):
             head.append(f"{side} ", style="bold reverse")
-            head.append(f" {info['id']} ", style="bold")
-            head.append(f"{info['version']} {info['key_config']} {info['device'] or ''} {info['status']}\n")
+            head.append(f" {safe(info['id'])} ", style="bold")
+            status = f"{info['status']} (damaged)" if info.get("problem") else info["status"]
+            head.append(safe(f"{info['version']} {info['key_config']} {info['device'] or ''} {status}") + "\n")
         diff = [d for d in result["config_diff"] if d["key"] != "label"]
         if diff:
-            head.append("differs: " + ", ".join(f"{d['key']} {d['a']}→{d['b']}" for d in diff), style="dim")
+            head.append("differs: " + safe(", ".join(f"{d['key']} {d['a']}→{d['b']}" for d in diff)), style="dim")
         self.query_one("#cmp-head", Static).update(head)
         scaling = self.query_one("#cmp-scaling", Static)
         scaled = scaling_rows(result)
@@ -88,11 +90,11 @@ class CompareScreen(BaseScreen):
         table = self.query_one("#metrics", DataTable)
         table.clear()
         for label, va, vb, ratio, verdict in metric_rows(result):
-            table.add_row(label, Text(va, justify="right"), Text(vb, justify="right"), Text(ratio, justify="right"),
-                          Text(verdict, style="bold" if verdict else ""))
+            table.add_row(Text(label), Text(va, justify="right"), Text(vb, justify="right"),
+                          Text(ratio, justify="right"), Text(verdict, style="bold" if verdict else ""))
         notes = Text()
         for note in [*result["notes"], *filter(None, [noise_note(result)])]:
-            notes.append(f"• {note}\n")
+            notes.append(f"• {safe(note)}\n")
         self.query_one("#cmp-notes", Static).update(notes)
 
         ratios = {m["key"]: m for m in result["metrics"] if m["key"] in CHART_KEYS and m["ratio"] is not None}
@@ -120,10 +122,11 @@ class CompareScreen(BaseScreen):
         for label in header[1:] + header[:1]:  # the long kernel name goes last
             table.add_column(label)
         for kernel, *values in rows:
-            table.add_row(*[Text(v, justify="right") for v in values[:-1]], values[-1], kernel)
+            # kernel names come from the profilers' files: never markup
+            table.add_row(*[Text(v, justify="right") for v in values[:-1]], plain(values[-1]), plain(kernel))
         for title, _, listed in others:
             notes.append(f"{title}: ", style="bold")
-            notes.append(", ".join(f"{name} ({total}, {calls} calls)" for name, total, calls in listed) or "none")
+            notes.append(safe(", ".join(f"{name} ({total}, {calls} calls)" for name, total, calls in listed) or "none"))
             notes.append("\n")
         self.query_one("#kernel-notes", Static).update(notes)
 

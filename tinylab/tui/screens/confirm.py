@@ -8,6 +8,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from tinylab.tui.fmt import plain
+
 
 class ConfirmScreen(ModalScreen[bool]):
     BINDINGS = [
@@ -21,9 +23,9 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
-            yield Static(self.question, id="question")
+            yield Static(plain(self.question), id="question")  # names a run: never markup
             if self.detail:
-                yield Static(self.detail, id="detail")
+                yield Static(plain(self.detail), id="detail")
             with Horizontal(id="answers"):
                 yield Button(f"{self.yes} (y)", variant="error", id="yes", compact=True)
                 yield Button(f"{self.no} (n)", variant="primary", id="no", compact=True)

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
+from tinylab.tui.fmt import plain
 from tinylab.tui.screens.base import HOME, BaseScreen
 
 
@@ -68,12 +69,12 @@ class DoctorScreen(BaseScreen):
         table.clear()
         for name, entry in (report.get("profilers") or {}).items():
             ok = entry.get("available")
-            table.add_row(
-                Text(name, style="bold"),
-                entry.get("kind") or "",
+            table.add_row(  # versions and reasons quote the tools' own output: never markup
+                plain(name, "bold"),
+                plain(entry.get("kind") or ""),
                 Text("✓ available" if ok else "✗ missing", style="bold" if ok else "reverse"),
-                " ".join(v for v in (entry.get("version"), entry.get("release")) if v),
-                entry.get("reason") or "",
+                plain(" ".join(str(v) for v in (entry.get("version"), entry.get("release")) if v)),
+                plain(entry.get("reason") or ""),
                 key=name,
             )
         self._show_fix()

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
+from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -225,14 +226,14 @@ class HotspotsScreen(BaseScreen):
 
         self.summary = summary
         head = Text()
-        head.append(f"{self.run_id} ", style="bold")
+        head.append(f"{safe(self.run_id)} ", style="bold")
         total = f", {format_ns(summary['total_ns'])} of kernel time" if summary["total_ns"] is not None else ""
         head.append(f"[{summary['format']}] {summary['kernel_count']} kernels{total}")
         if summary["ranks"]:
             head.append(f"\nrank {summary['rank']} of {len(summary['ranks'])}", style="bold")
             head.append(" (R: next)" + rank_note(summary))
         if summary.get("note"):
-            head.append(f"\n{summary['note']}", style="dim")
+            head.append("\n" + safe(summary["note"]), style="dim")
         self.query_one("#hot-head", Static).update(head)
         cats = summary["categories"]
         labels = [c for c in cats if cats[c]["pct"] is not None]
@@ -240,9 +241,9 @@ class HotspotsScreen(BaseScreen):
             labels, [round(cats[c]["pct"], 1) for c in labels], empty="no durations in this table")
 
     def _no_table(self, record: RunRecord) -> None:
-        profilers = ", ".join(map(str, record.config.get("profilers") or [])) or "none"
+        profilers = safe(", ".join(map(str, record.config.get("profilers") or [])) or "none")
         self.query_one("#hot-head", Static).update(Text.assemble(
-            (f"{self.run_id}: no kernel table. ", "bold"),
+            (f"{safe(self.run_id)}: no kernel table. ", "bold"),
             f"Profilers of this run: {profilers}. Launch a run with a profiler ticked in the Lab "
             "(pytorch works on any machine) to get one."))
 
@@ -278,15 +279,15 @@ class HotspotsScreen(BaseScreen):
                     cells.append(Text("-" if value != value else f"{value:.1f}%", justify="right"))
                 elif key == "calls":
                     cells.append(Text(f"{value:,}", justify="right"))
-                elif key == "name":
-                    cells.append(shorts[i])
+                elif key == "name":  # from the profiler's file: never markup
+                    cells.append(plain(shorts[i]))
                 else:
-                    cells.append(value)
+                    cells.append(plain(value))
             table.add_row(*cells, key=str(i))
         self.shown = rows
         state = f"{len(rows)} of {matched}" + (" matching" if self.needle or self.category else "")
         state += f" · top {self.top} · category {self.category or 'all'} · sort {SORTS[self.sort_key][0]}"
-        self.query_one("#hot-state", Static).update(state)
+        self.query_one("#hot-state", Static).update(plain(state))
         self._show_name()
 
     @on(DataTable.RowHighlighted, "#kernels")
@@ -297,7 +298,7 @@ class HotspotsScreen(BaseScreen):
             widget.update(Text("no kernels match", style="dim") if self.table is not None else "")
             return
         row = self.shown[min(table.cursor_row, len(self.shown) - 1)]
-        widget.update(Text.assemble((f"{row['category']}: ", "bold"), row["name"]))
+        widget.update(Text.assemble((f"{safe(row['category'])}: ", "bold"), safe(row["name"])))
 
     @on(DataTable.HeaderSelected, "#kernels")
     def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
@@ -313,15 +314,15 @@ class HotspotsScreen(BaseScreen):
         if not record.profiles:
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
         for prof in record.profiles:
-            text.append(f"{prof.tool}", style="bold")
+            text.append(safe(prof.tool), style="bold")
             if prof.note:
-                text.append(f"  {prof.note}", style="dim")
+                text.append(f"  {safe(prof.note)}", style="dim")
             text.append("\n")
             for name, rel in prof.artifacts.items():
                 path = Path(rel) if Path(rel).is_absolute() else Path(record.dir) / rel
-                text.append(f"  {name}\n", style="bold")
-                text.append(f"    {path}\n")
-                text.append(f"    {open_hint(str(path)).replace('FILE', str(path))}\n", style="dim")
+                text.append(f"  {safe(name)}\n", style="bold")
+                text.append(f"    {safe(path)}\n")
+                text.append(f"    {safe(open_hint(str(path)).replace('FILE', str(path)))}\n", style="dim")
         self.query_one("#artifacts", Static).update(text)
 
     # ---------------------------------------------------------------- actions

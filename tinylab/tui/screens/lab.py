@@ -43,6 +43,7 @@ from tinylab.config import (
 )
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord, key_config
+from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.textual_private import SelectOverlay
 from tinylab.tui.widgets.form import NumberInput, Option
@@ -327,7 +328,7 @@ class LabScreen(BaseScreen):
         total = newest.config.get("num_steps")
         progress = f" step {step + 1}/{total}" if step is not None else ""
         more = f" (+{len(live) - 1} more)" if len(live) > 1 else ""
-        widget.update(Text.assemble(("● ", "bold"), f"running: {newest.id} {newest.version}{progress}{more}",
+        widget.update(Text.assemble(("● ", "bold"), safe(f"running: {newest.id} {newest.version}{progress}{more}"),
                                     ("  w watches it", "dim")))
 
     # ------------------------------------------------------------------ form
@@ -477,7 +478,7 @@ class LabScreen(BaseScreen):
 
     def _hint(self, text: str, *, warn: bool = False) -> None:
         hint = self.query_one("#hint", Static)
-        hint.update(text)
+        hint.update(plain(text))  # quotes tools' reasons and typed characters: never markup
         hint.set_class(warn, "-warn")
 
     # ---------------------------------------------------------------- launch

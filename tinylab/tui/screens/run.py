@@ -30,7 +30,7 @@ from tinylab.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
 from tinylab.runs.store import LIVE
 from tinylab.tui.feed import FeedUpdate, RunFeed
-from tinylab.tui.fmt import duration, number
+from tinylab.tui.fmt import duration, number, plain, safe
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
 from tinylab.tui.widgets.charts import SeriesChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -164,7 +164,7 @@ class RunScreen(BaseScreen):
         result = message.result
         chart = SeriesChart("memory over the step (MB)", xlabel="ms into the step", id="step-memory")
         if result is None:
-            text = Text(f"No step anatomy: {message.error}")
+            text = plain(f"No step anatomy: {message.error}")
         else:
             text = Text(render(result, result["title"], width=76))  # the box's width, less its scrollbar
             memory = result.get("memory")
@@ -195,7 +195,7 @@ class RunScreen(BaseScreen):
         if head != self._head:  # a changed Static re-lays out the screen: skip the no-op updates
             self._head = head
             self.query_one("#run-head", Static).update(Content.assemble(
-                (f"{self.run_id} ", "bold"), head[0], (f"● {self.status}", status_style(self.status))))
+                (f"{safe(self.run_id)} ", "bold"), safe(head[0]), (f"● {self.status}", status_style(self.status))))
 
     def _tick(self) -> None:
         if self.status == "running":
@@ -240,7 +240,7 @@ class RunScreen(BaseScreen):
         width = widget.size.width or 80
         while len(parts) > 1 and len(" · ".join(t for _, t in parts)) > width:
             parts.remove(max(parts, key=lambda p: p[0]))
-        widget.update(" · ".join(t for _, t in parts), layout=False)  # fixed size
+        widget.update(plain(" · ".join(t for _, t in parts)), layout=False)  # fixed size
 
     def _eta(self, done: int, total: int | None, per_step: float | None, started: float | None,
              now: float) -> float | None:
@@ -452,8 +452,8 @@ def outcome_text(record: RunRecord, status: str) -> Text:
         steps = record.steps_done
         text.append(f"■ cancelled after {steps} step{'s' if steps != 1 else ''}", style="bold")
     elif error:
-        text.append(f"✗ {status}: {error.type}: {error.message}\n", style="bold")
-        tail = [line for line in (error.traceback or "").rstrip().splitlines() if line.strip()][-3:]
+        text.append(f"✗ {status}: {safe(error.type)}: {safe(error.message)}\n", style="bold")
+        tail = [safe(line) for line in (error.traceback or "").rstrip().splitlines() if line.strip()][-3:]
         text.append("\n".join(tail), style="dim")
     elif status == "failed":
         code = record.exit.returncode if record.exit else None

@@ -11,6 +11,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import LIVE
+from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import HOME, BaseScreen, Cancelled, background
 from tinylab.tui.widgets.runtable import RunTable
 
@@ -68,7 +69,7 @@ class RunsScreen(BaseScreen):
         self.app.live_runs = [r for r in records if r.status == "running"]  # type: ignore[attr-defined]
         if not records:
             self.query_one("#run-detail", Static).update(
-                f"No runs in {self.backend.store.root} yet. Press l for the Lab, then enter to launch one.")
+                plain(f"No runs in {self.backend.store.root} yet. Press l for the Lab, then enter to launch one."))
         else:
             self._show_detail()
 
@@ -87,14 +88,14 @@ class RunsScreen(BaseScreen):
         if record is None:
             return
         text = Text()
-        text.append(record.id, style="bold")
-        text.append(f"  {record.status}  {record.version}  {record.key_config}")
+        text.append(safe(record.id), style="bold")
+        text.append(safe(f"  {record.status}  {record.version}  {record.key_config}"))
         if record.device_name:
-            text.append(f"  on {record.device_name} ({record.device})")
+            text.append(safe(f"  on {record.device_name} ({record.device})"))
         if record.error:
-            text.append(f"\n{record.error.type}: {record.error.message}", style="bold")
+            text.append("\n" + safe(f"{record.error.type}: {record.error.message}"), style="bold")
         elif record.label:
-            text.append(f"\nlabel: {record.label}")
+            text.append("\n" + safe(f"label: {record.label}"))
         self.query_one("#run-detail", Static).update(text)
         self._refresh_keys()
 
@@ -111,9 +112,9 @@ class RunsScreen(BaseScreen):
         if not self.marked:
             marks.update(Text("m marks a run as A, then another as B; v compares them", style="dim"))
         elif len(self.marked) == 1:
-            marks.update(f"A = {self.marked[0]}; mark B with m")
+            marks.update(plain(f"A = {self.marked[0]}; mark B with m"))
         else:
-            marks.update(f"A = {self.marked[0]}   B = {self.marked[1]}   v compares")
+            marks.update(plain(f"A = {self.marked[0]}   B = {self.marked[1]}   v compares"))
 
     @on(DataTable.RowSelected)
     def _selected(self) -> None:

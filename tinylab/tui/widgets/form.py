@@ -10,6 +10,8 @@ from textual.style import Style
 from textual.message import Message
 from textual.widgets import Checkbox, Input
 
+from tinylab.tui.fmt import plain
+
 
 class NumberInput(Input):
     """An integer field that keeps every printable key: a letter typed into it must not jump to
@@ -64,7 +66,7 @@ class Option(Checkbox):
         """Unavailable options are unticked and refuse to tick until `why` is cleared."""
         self.why_not = why
         self.set_class(why is not None, "-unavailable")
-        self.tooltip = why or self.help
+        self.tooltip = plain(why or self.help)  # quotes a tool's reason: never markup
         if why is not None:
             self.value = False
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rich.text import Text
 from textual.widgets import DataTable
 
 from tinylab.runs.record import RunRecord
-from tinylab.tui.fmt import age, number, short_id
+from tinylab.tui.fmt import age, number, plain, short_id
 
 COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), ("version", "ver"),
            ("sps", "samples/s"), ("peak", "peak MB"), ("loss", "loss"), ("config", "config"))
@@ -18,19 +16,21 @@ NARROW_HIDDEN = ("peak", "loss")
 STATUS_STYLE = {"queued": "italic", "running": "bold", "failed": "bold reverse", "lost": "dim", "cancelled": "dim"}
 
 
-def cells(record: RunRecord, mark: str, now: float) -> dict[str, Any]:
+def cells(record: RunRecord, mark: str, now: float) -> dict[str, Text]:
+    """The row of one run; every cell a Text, because a str cell is parsed as markup and labels,
+    ids and problems come from the run's files (a label `[/]` must show as `[/]`)."""
     row = record.row()
     label = f" [{row['label']}]" if row["label"] else ""
     return {
-        "mark": Text(mark, style="bold reverse") if mark else "",
-        "run": short_id(row["id"]),
-        "age": age(row["started"], now),
-        "status": Text("damaged", style="bold") if row["problem"] else Text(row["status"], style=STATUS_STYLE.get(row["status"], "")),
-        "version": row["version"] or "?",
+        "mark": Text(mark, style="bold reverse") if mark else Text(""),
+        "run": plain(short_id(row["id"])),
+        "age": Text(age(row["started"], now)),
+        "status": Text("damaged", style="bold") if row["problem"] else plain(row["status"], STATUS_STYLE.get(row["status"], "")),
+        "version": plain(row["version"] or "?"),
         "sps": Text(number(row["samples_per_s"]), justify="right"),
         "peak": Text(number(row["peak_mem_mb"], ",.0f"), justify="right"),
         "loss": Text(number(row["final_loss"], ".3f"), justify="right"),
-        "config": f"! {row['problem']}" if row["problem"] else row["config"] + label,
+        "config": plain(f"! {row['problem']}" if row["problem"] else row["config"] + label),
     }
 
 
@@ -38,7 +38,7 @@ class RunTable(DataTable):
     def __init__(self, **kwargs) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self.records: dict[str, RunRecord] = {}
-        self._cells: dict[str, dict[str, Any]] = {}
+        self._cells: dict[str, dict[str, Text]] = {}
 
     def on_mount(self) -> None:
         narrow = self.app.size.width < WIDE
@@ -66,7 +66,7 @@ class RunTable(DataTable):
             self._cells[run_id] = new
         if added and len(wanted) > 1:
             rank = {short_id(run_id): i for i, run_id in enumerate(wanted)}
-            self.sort("run", key=lambda sid: rank.get(sid, len(rank)))
+            self.sort("run", key=lambda sid: rank.get(str(sid), len(rank)))
         self.records = wanted
 
     @property

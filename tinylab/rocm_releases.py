@@ -5,6 +5,10 @@ release has, refuse what it lacks, and find its outputs where it writes them; th
 (tests/profilers/bin) load this file by path and behave as the release they are told to be. So a
 fact lives here once, with its source; docs/rocm-tools.md explains each one.
 
+It sits at the top of tinylab, below both its readers: the profiler adapters (tinylab.profilers)
+and the output parsers (tinylab.analysis.formats). Under tinylab/profilers, the parsers' import
+of it ran the whole profilers package, whose adapters import the parsers: an import cycle.
+
 Evidence codes ("evidence" of every entry):
   T  read at the release's own tag or release branch
   M  read on the mainline branch at a commit dated before the release branch was cut (named)
