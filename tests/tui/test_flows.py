@@ -292,6 +292,23 @@ async def test_invalid_config_is_flagged_and_not_launched(tmp_path: Path):
         assert pilot.app.focused.id in ("num-hidden_dim", "num-num_heads")
 
 
+async def test_the_scale_row_runs_ranks_under_an_engine_and_refuses_what_it_cannot_train(tmp_path: Path):
+    async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
+        fill_form(pilot, {**TINY_FORM, "nproc_per_node": "2"})
+        await pilot.pause()
+        assert "ddpx2" in text_of(pilot, "#check") and "ready" in text_of(pilot, "#check")  # ranks alone: ddp
+        screen = pilot.app.screen
+        screen.query_one("#engine").value = "fsdp"
+        await pilot.pause()
+        assert "fsdpx2" in text_of(pilot, "#check") and "FSDP2" in text_of(pilot, "#hint")
+        screen.query_one("#versions").highlighted = 3  # v4
+        await pilot.pause()
+        assert "--parallel fsdp cannot train v4" in text_of(pilot, "#check")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert screen_name(pilot) == "LabScreen" and not (tmp_path / "runs").exists()
+
+
 async def test_unsupported_toggle_and_missing_profiler_say_why(tmp_path: Path):
     async with make_app(tmp_path / "runs").run_test(size=SIZE) as pilot:
         ncu = pilot.app.screen.query_one("#profiler-ncu")

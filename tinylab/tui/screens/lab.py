@@ -30,6 +30,8 @@ from textual.widgets.option_list import Option as ListOption
 
 from tinylab.config import (
     DEVICES,
+    ENGINE_LIMITS,
+    ENGINES,
     PRESETS,
     PRECISIONS,
     PROFILERS,
@@ -55,6 +57,8 @@ RECENT = 20
 AGE_TICK_S = 15.0
 #: The size select's value when the numbers match no preset.
 CUSTOM = "custom"
+#: The engine select's value for a run of one process.
+ONE_PROCESS = "one process"
 
 #: Form fields: RunConfig attribute -> label.
 NUMBERS = {
@@ -66,6 +70,7 @@ NUMBERS = {
     "num_kv_heads": "kv",
     "num_steps": "steps",
     "warmup_steps": "warm-up",
+    "nproc_per_node": "ranks",
 }
 NUMBER_HELP = {
     "batch_size": "sequences per step",
@@ -76,6 +81,7 @@ NUMBER_HELP = {
     "num_kv_heads": "key/value heads (grouped-query attention); must divide heads",
     "num_steps": "training steps",
     "warmup_steps": "steps left out of the summary's medians; fewer than steps",
+    "nproc_per_node": "processes torchrun starts, one a GPU (gloo ranks on a CPU); above 1 trains under the engine",
 }
 TOGGLE_LABELS = {
     "qkv_fusion": "QKV",
@@ -86,6 +92,14 @@ TOGGLE_LABELS = {
     "recompute_ffn": "recomp",
 }
 _FLAG = re.compile(r"--([a-z][a-z-]*)")
+
+
+def engine_help(engine: object) -> str:
+    """What an engine does and the versions it trains (docs/scale-out.md)."""
+    if engine not in ENGINES:
+        return "one process (ranks above 1 train under ddp); space opens the list"
+    out = [v for v in VERSIONS if (engine, v) in ENGINE_LIMITS]
+    return f"{engine}: {ENGINES[engine]}" + (f"; not {', '.join(out)} (its own flat optimizer)" if out else "")
 
 
 def flags_in(message: str) -> set[str]:
@@ -163,6 +177,12 @@ class LabScreen(BaseScreen):
                     yield Select([(d, d) for d in DEVICES], value="auto", allow_blank=False, compact=True,
                                  id="device")
                 with Horizontal(classes="form-row"):
+                    yield Label("scale", classes="row-label")
+                    yield from self._number("nproc_per_node")
+                    yield Label("engine", classes="field-label")
+                    yield Select([(ONE_PROCESS, ONE_PROCESS), *((e, e) for e in ENGINES)], value=ONE_PROCESS,
+                                 allow_blank=False, compact=True, id="engine")
+                with Horizontal(classes="form-row"):
                     yield Label("fusions", classes="row-label")
                     for name, label in TOGGLE_LABELS.items():
                         yield Option(label, name=name, help=f"{label}: {TOGGLE_HELP[name]}", id=f"toggle-{name}")
@@ -226,7 +246,8 @@ class LabScreen(BaseScreen):
         self.last_runs = {}
         for record in self.records:
             cfg = record.config
-            clean = record.status == "finished" and not cfg.get("profilers") and not cfg.get("fault")
+            clean = record.status == "finished" and not cfg.get("profilers") and not cfg.get("fault") \
+                and not cfg.get("parallel")  # one process: the figure a version's row compares
             if clean and record.version in VERSIONS and sizes is not None and all(cfg.get(k) == v for k, v in sizes.items()):
                 self.last_runs[record.version] = record
         versions = self.query_one("#versions", OptionList)
@@ -254,6 +275,7 @@ class LabScreen(BaseScreen):
         self.sized = True
         self.query_one("#precision", Select).value = previous.precision
         self.query_one("#device", Select).value = previous.device if previous.device in DEVICES else "auto"
+        self.query_one("#engine", Select).value = previous.parallel or ONE_PROCESS
         self._fit_device()
         if previous.version in VERSIONS:
             self.query_one("#versions", OptionList).highlighted = list(VERSIONS).index(previous.version)
@@ -388,6 +410,11 @@ class LabScreen(BaseScreen):
                 raise ConfigError(f"--{name.replace('_', '-')} must be an integer, got {raw!r}") from None
         values["precision"] = self.query_one("#precision", Select).value
         values["device"] = self.query_one("#device", Select).value
+        engine = self.query_one("#engine", Select).value
+        if engine != ONE_PROCESS:
+            values["parallel"] = engine
+        elif values["nproc_per_node"] > 1:
+            values["parallel"] = "ddp"  # as --nproc-per-node alone does
         for name, supported in TOGGLES.items():
             box = self.query_one(f"#toggle-{name}", Option)
             # the version's default stays None, so the engine resolves it (e.g. graphs off on a CPU)
@@ -473,8 +500,14 @@ class LabScreen(BaseScreen):
             self._hint(f"{NUMBERS[widget.field]}: {NUMBER_HELP[widget.field]}")
         elif isinstance(widget, OptionList):
             self._hint("↑/↓ picks a version; f fusions, p profilers, tab the rest; enter launches")
+        elif isinstance(widget, Select) and widget.id == "engine":
+            self._hint(engine_help(widget.value))
         elif isinstance(widget, Select):
             self._hint("space opens the list")
+
+    @on(Select.Changed, "#engine")
+    def _engine_changed(self, event: Select.Changed) -> None:
+        self._hint(engine_help(event.value))
 
     def _hint(self, text: str, *, warn: bool = False) -> None:
         hint = self.query_one("#hint", Static)
