@@ -93,14 +93,15 @@ def test_runflags_pick_ddp_for_several_processes():
 
 # ----------------------------------------------------------------------------- launching
 def test_torchrun_argv_one_node_and_several(tmp_path):
-    program = ["-m", "tinylab.trainer", "--config", "c.json"]
+    program = [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", "c.json"]
     one = torchrun_argv(two_ranks(), program, run_id="r1")
+    # --no-python: each rank is started as given, with -P (torchrun's own -m would drop it)
     assert one == [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                   "--nnodes", "1", "--standalone", *program]
+                   "--nnodes", "1", "--standalone", "--no-python", *program]
     cfg = two_ranks(nproc_per_node=4, nnodes=2, rdzv_endpoint="node1:29400")
     many = torchrun_argv(cfg, program, run_id="r2")
-    assert many[-len(program) - 6:-len(program)] == ["--rdzv-backend", "c10d", "--rdzv-endpoint", "node1:29400",
-                                                     "--rdzv-id", "r2"]
+    assert many[-len(program) - 7:-len(program) - 1] == ["--rdzv-backend", "c10d", "--rdzv-endpoint", "node1:29400",
+                                                         "--rdzv-id", "r2"]
     assert "node7:1234" in torchrun_argv(cfg, program, run_id="r2", endpoint="node7:1234")
 
 

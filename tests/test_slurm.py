@@ -16,7 +16,7 @@ from tinylab import slurm
 from tinylab.errors import UserError
 from tinylab.events import read_events
 from tinylab.parallel import ENDPOINT_ENV
-from tinylab.runs.launcher import supervisor_argv
+from tinylab.runs.launcher import SAFE_PATH, supervisor_argv
 from tinylab.runs.store import Run, RunStore
 
 
@@ -233,13 +233,14 @@ def test_the_script_starts_torchrun_on_every_node_through_srun(fake_slurm, store
     [srun] = fake_slurm.calls("srun")
     assert srun["env"][ENDPOINT_ENV] == "gpu07:29734"  # 29500 + 1234 % 1000
     assert srun["env"]["SRUN_CPUS_PER_TASK"] == "8"
-    assert srun["env"]["PYTHONSAFEPATH"] == "1"
+    assert "PYTHONSAFEPATH" not in srun["env"]  # -P goes on each rank's argv, not to the tools around it
     assert srun["cwd"] == str(run.dir.resolve())
     argv = srun["argv"]
     assert argv[:6] == ["--nodes", "2", "--ntasks-per-node", "1", "--kill-on-bad-exit=1", sys.executable]
     assert argv[argv.index("torch.distributed.run") + 1:] == [
         "--nproc-per-node", "4", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "gpu07:29734",
-        "--rdzv-id", run.id, "-m", "tinylab.trainer", "--config", str(run.dir.resolve() / "config.json")]
+        "--rdzv-id", run.id, "--no-python", sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config",
+        str(run.dir.resolve() / "config.json")]
     assert read_events(run.dir / "events.jsonl").last("exit")["returncode"] == 0
     assert run.job == slurm.Job("1234", str(run.dir.resolve() / slurm.SCRIPT_FILE), None, "login1")
     assert not (run.dir / "nodes.txt").exists()  # srun started the other node: nothing to do by hand

@@ -31,13 +31,13 @@ class Launched:
     log: Path  # the argv each stand-in saw
 
 
-def launch(root: Path, key: str, profiler: str, **env: str) -> Launched:
-    log = root / f"{key}-{profiler}.argv"
+def launch(root: Path, key: str, profiler: str, *flags: str, **env: str) -> Launched:
+    log = root / f"{key}-{profiler}{'-'.join(flags)}.argv"
     environment = {**os.environ, "PATH": str(rocm_tree(root / "opt", key)) + os.pathsep + os.environ["PATH"],
                    "TINYLAB_GPU_VENDORS": "amd", "STANDIN_LOG": str(log), **env}
     environment.pop("ROCM_PATH", None)
     environment.pop("STANDIN_ROCM_RELEASE", None)
-    proc = cli("run", "--detach", "--json", "--runs-dir", str(root / "runs"), "--profile", profiler, *TINY,
+    proc = cli("run", "--detach", "--json", "--runs-dir", str(root / "runs"), "--profile", profiler, *TINY, *flags,
                env=environment)
     assert proc.returncode == 0, proc.stderr
     return Launched(Run(Path(json.loads(proc.stdout)["dir"])), log)
@@ -48,6 +48,7 @@ def launched(tmp_path_factory) -> dict[str, Launched]:
     root = tmp_path_factory.mktemp("release_runs")
     runs = {key: launch(root, key, "rocprofv3") for key in VERSIONS}
     runs["compute"] = launch(root, COMPUTE_RELEASE, "rocprof-compute", STANDIN_COMPUTE_PASSES=str(COMPUTE_PASSES))
+    runs["ranks"] = launch(root, "7.0", "rocprofv3", "--nproc-per-node", "2")
     return runs
 
 
@@ -91,3 +92,18 @@ def test_rocprof_compute_run_is_one_clean_record(launched):
         assert len(other.of("step")) == window == 3 and len(other.of("summary")) == 1
     output = run.output_log.read_text()
     assert "counter pass 2 of 4" in output and "counter pass 4 of 4" in output
+
+
+def test_each_rank_of_a_run_of_several_is_profiled_apart(launched):
+    """AMD's multi-process pattern: one rocprofv3 a rank (torchrun starts tinylab.runs.rank, which
+    becomes `rocprofv3 ... -- python -m tinylab.trainer`), one output set and one kernel table a rank."""
+    run = finished(launched["ranks"])
+    calls = [line.split("\t")[1:] for line in launched["ranks"].log.read_text().splitlines()]
+    wrapped = [call for call in calls if "--" in call]
+    outputs = sorted(call[call.index("--output-directory") + 1] for call in wrapped)
+    assert outputs == [str(run.dir / "profiles" / "rocprofv3" / f"rank{k}") for k in (0, 1)]
+    record = run.record()
+    assert sorted(p.rank for p in record.profiles) == [0, 1] and record.ranks_in_sync is True
+    for profile in record.profiles:
+        assert profile.kernel_table == f"profiles/rocprofv3/rank{profile.rank}/kernels.csv"
+        assert profile.format == "rocprofv3-kernel-stats"

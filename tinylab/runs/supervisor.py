@@ -39,20 +39,18 @@ from tinylab.safeio import UnsafeFile, read_tail
 NODES_FILE = "nodes.txt"
 
 
-def trainer_module(run_dir: Path) -> list[str]:
-    return ["-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
-
-
 def trainer_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, *SAFE_PATH, *trainer_module(run_dir)]
+    return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
 
 
 def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: str | None = None) -> list[str]:
     """`python -m torch.distributed.run ...` starting `program` once a rank.
 
     One node: --standalone (a free port of its own, so two runs on one node never meet). Several
-    nodes: c10d rendezvous at the first node's address, keyed by the run id. `program` is a
-    module (`-m tinylab.trainer ...`) or, with --no-python, an executable (the per-rank wrapper).
+    nodes: c10d rendezvous at the first node's address, keyed by the run id. `program` is the
+    argv of a rank, started as it is (--no-python): torchrun's own `-m` would start Python without
+    -P, and a PYTHONSAFEPATH in the environment would reach the profilers too, whose Python scripts
+    import modules from their own folder.
     """
     argv = [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run",
             "--nproc-per-node", str(cfg.nproc_per_node), "--nnodes", str(cfg.nnodes)]
@@ -63,7 +61,7 @@ def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: 
         if not where:
             raise UserError(f"a run of {cfg.nnodes} nodes needs --rdzv-endpoint HOST:PORT, or `tinylab submit`")
         argv += ["--rdzv-backend", "c10d", "--rdzv-endpoint", where, "--rdzv-id", run_id]
-    return argv + program
+    return argv + ["--no-python", *program]
 
 
 def through_srun(cfg: RunConfig) -> bool:
@@ -83,8 +81,8 @@ def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -
         return adapter.wrap_argv(out_dir, cfg) + trainer_argv(run_dir)
     if cfg.parallel in ("zero1", "zero2"):
         write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
-    program = trainer_module(run_dir) if adapter is None else \
-        ["--no-python", sys.executable, *SAFE_PATH, "-m", "tinylab.runs.rank", str(run_dir.resolve())]
+    program = trainer_argv(run_dir) if adapter is None else \
+        [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.rank", str(run_dir.resolve())]
     argv = torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
     return slurm.srun_argv(cfg) + argv if through_srun(cfg) else argv
 
@@ -105,7 +103,7 @@ def supervise(run_dir: Path) -> int:
     if cfg.nnodes > 1 and not through_srun(cfg):  # started by hand: the other nodes join by hand
         (run_dir / NODES_FILE).write_text(
             f"This run has {cfg.nnodes} nodes; this one started it. On each of the others, in a folder that sees\n"
-            f"{run_dir.resolve()} at the same path, run:\n\n  PYTHONSAFEPATH=1 {shlex.join(argv)}\n", encoding="utf-8")
+            f"{run_dir.resolve()} at the same path, run:\n\n  {shlex.join(argv)}\n", encoding="utf-8")
     try:
         print("$ " + " ".join(argv), flush=True)
     except OSError:  # output.log on a full disk: the run still starts, and its events say how it ends
@@ -113,11 +111,8 @@ def supervise(run_dir: Path) -> int:
     # Cancel signals the whole group; the supervisor outlives the trainer to record the end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    env = dict(os.environ)
-    if SAFE_PATH:  # torchrun starts `python -m ...` without -P: the variable does the same for the ranks
-        env["PYTHONSAFEPATH"] = "1"
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir, env=env)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir)
     except OSError as exc:
         return _not_started(run_dir, f"could not start {argv[0]}: {exc}", 127, type(exc).__name__)
     # The trainer outlives a killed supervisor; this record keeps such a run `running` and cancellable.
