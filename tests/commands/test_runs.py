@@ -395,7 +395,7 @@ def test_show_lists_the_ranks_of_a_run_of_several(tmp_path, capsys):
 
     run = profile_tables(world_of(tmp_path, "20260101-000000-0002", 2, 180.0, comm_ms=3.5, comm_hidden=0.4),
                          {0: [("aten::mm", 3, 60.0)], 1: [("aten::mm", 3, 90.0)]})
-    assert main(["show", str(run.dir)]) == 0
+    assert main(["show", str(run.dir), "--runs-dir", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     at = lines.index("ranks    2 under ddp  ✓ weights in sync on all 2 ranks")
     assert lines[at + 1].split() == ["rank", "host", "device", "step", "ms", "p90", "ms", "fwd/bwd/opt", "ms", "peak",
@@ -403,7 +403,7 @@ def test_show_lists_the_ranks_of_a_run_of_several(tmp_path, capsys):
     assert lines[at + 3].split() == ["1", "slowest", "gpu-node-07", "cpu", "40.80", "44.00", "15.60/22.00/6.00", "-",
                                      "7.20", "(64%", "hidden)", "✓", "in", "sync"]
     assert "profile  pytorch rank 1: kernel table profiles/pytorch/rank1/kernels.csv" in lines
-    assert main(["show", str(world_of(tmp_path, "20260101-000000-0001", 1, 100.0).dir)]) == 0
+    assert main(["show", str(world_of(tmp_path, "20260101-000000-0001", 1, 100.0).dir), "--runs-dir", str(tmp_path)]) == 0
     assert "ranks " not in capsys.readouterr().out  # one process: no rank table
 
 

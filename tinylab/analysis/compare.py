@@ -308,7 +308,7 @@ def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 20
         s = result[side]
         label = f"  [{s['label']}]" if s["label"] else ""
         status = f"{s['status']} (damaged)" if s.get("problem") else s["status"]
-        lines += wrap_words(f"{s['id']}  {s['version'] or '?'}  {status}  {s['key_config']}{label}",
+        lines += wrap_words(printable(f"{s['id']}  {s['version'] or '?'}  {status}  {s['key_config']}{label}"),
                             width, f"{side.upper()}  ", "    ")
     lines.append("")
     lines += text_table(["metric", "A", "B", "B/A", ""], metric_rows(result), right=(1, 2, 3))
@@ -326,7 +326,7 @@ def format_compare(result: dict[str, Any], name_width: int = 60, width: int = 20
                                                  "under test" if d["under_test"] else "NOT under test"]
                                                 for d in result["config_diff"]])
     if result["notes"]:
-        lines += ["", "notes"] + [line for n in result["notes"] for line in wrap_words(n, width, "  - ", "    ")]
+        lines += ["", "notes"] + [line for n in result["notes"] for line in wrap_words(printable(n), width, "  - ", "    ")]
     diff = result["kernel_diff"]
     if diff is not None:
         lines += ["", "kernel diff (B vs A)"]

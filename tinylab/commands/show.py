@@ -25,7 +25,7 @@ def run(args) -> int:
 
     def field(name: str, text: str) -> None:
         """`name` and its text, wrapped at spaces to the terminal, continuations under the text."""
-        say("\n".join(wrap_words(text, width, f"{name:<9}", " " * 9)))
+        say("\n".join(wrap_words(printable(text), width, f"{name:<9}", " " * 9)))  # a newline of a file shows as ?
 
     field("run", r.id)
     field("status", r.status)
