@@ -7,35 +7,17 @@ from __future__ import annotations
 
 import re
 
-import os
-import subprocess
-import sys
-
 import pytest
-from support.exercises import REPO
+from support.exercises import check_steps
 
 from tinylab import exercises as ex
-from tinylab.runs.store import RunStore
 
 STEPS = [("v3-flash-attention", 1), ("v3-flash-attention", 4), ("v3-swiglu", 1)]
 
 
 @pytest.fixture(scope="module")
 def lesson_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("v3-lessons")
-    procs = {}
-    for scenario, number in STEPS:
-        key = f"{scenario}-{number}"
-        env = {**os.environ, ex.PROGRESS_ENV: str(root / f"{key}.json")}
-        args = ["check", scenario, "--step", str(number), "--device", "cpu", "--runs-dir", str(root / key)]
-        procs[(scenario, number)] = subprocess.Popen([sys.executable, "-m", "tinylab", "exercises", *args], cwd=REPO,
-                                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = {}
-    for (scenario, number), proc in procs.items():
-        stdout, stderr = proc.communicate(timeout=600)
-        out[(scenario, number)] = {"rc": proc.returncode, "stdout": stdout, "stderr": stderr,
-                                   "runs": RunStore(root / f"{scenario}-{number}").list()}
-    return out
+    return check_steps(tmp_path_factory.mktemp("v3-lessons"), STEPS)
 
 
 @pytest.mark.parametrize(("scenario", "number"), STEPS)

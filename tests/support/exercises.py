@@ -3,9 +3,34 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def check_steps(root: Path, steps: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+    """`tinylab exercises check SCENARIO --step N --device cpu` for every step, all at once (their
+    torch imports overlap), each with its own store and progress file under `root`:
+    {(scenario, number): {"rc", "stdout", "stderr", "runs"}}."""
+    from tinylab import exercises as ex
+    from tinylab.runs.store import RunStore
+
+    procs = {}
+    for scenario, number in steps:
+        key = f"{scenario}-{number}"
+        env = {**os.environ, ex.PROGRESS_ENV: str(root / f"{key}.json")}
+        args = ["check", scenario, "--step", str(number), "--device", "cpu", "--runs-dir", str(root / key)]
+        procs[(scenario, number)] = subprocess.Popen([sys.executable, "-m", "tinylab", "exercises", *args], cwd=REPO,
+                                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = {}
+    for (scenario, number), proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        out[(scenario, number)] = {"rc": proc.returncode, "stdout": stdout, "stderr": stderr,
+                                   "runs": RunStore(root / f"{scenario}-{number}").list()}
+    return out
 
 SUMMARY = {
     "samples_per_s": 100.0, "tokens_per_s": 12800.0, "step_ms_median": 80.0, "step_ms_p10": 78.0,
