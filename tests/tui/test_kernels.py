@@ -160,3 +160,21 @@ async def test_every_action_has_a_key_and_a_palette_entry(store: Path, fake_kern
         await pilot.press("escape")  # the section's root goes home
         await wait_for(pilot, lambda: screen_name(pilot) == "LabScreen", what="the Lab")
 
+
+async def test_an_exercise_step_over_compiled_kernels_runs_nothing(store: Path, monkeypatch):
+    from support.anatomy import fake_compiles
+
+    from tinylab import exercises as ex
+
+    calls = fake_compiles(monkeypatch)
+    async with make_app(store, exercises_root=ex.default_root()).run_test(size=SIZE) as pilot:
+        pilot.app.open_exercise("v4-fusion")
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "scenario", None) is not None, what="the scenario")
+        screen = pilot.app.screen
+        await pilot.press(*["n"] * (len(screen.scenario.steps) - 1))
+        assert all(c.on == "anatomy" for c in screen.step.checks)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "compiled on this machine" in text_of(pilot, "#step-run"), what="compiled")
+        assert screen.step_runs[screen.step.number] == {} and calls and calls[0][0] == "analyze"
+        assert {r.name for r in screen.results} == {c.name for c in screen.step.checks}
+        assert "checks failed" in text_of(pilot, "#checks")  # the fake anatomy has no rmsnorm_bwd

@@ -250,4 +250,5 @@ class Lab:
 
     def run_step(self, plan: exercise.StepPlan, *, output: TextIO | None = None, poll_s: float = 0.2,
                  stop: Callable[[], bool] = lambda: False) -> Iterator[exercise.StepProgress]:
-        return exercise.run_step(plan, start=self.launch, output=output, poll_s=poll_s, stop=stop)
+        return exercise.run_step(plan, start=self.launch, output=output, poll_s=poll_s, stop=stop,
+                                 kernel_pool=self.kernel_pool)
