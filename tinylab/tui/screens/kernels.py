@@ -449,8 +449,9 @@ def _registers(report) -> int | None:
 
 
 def _points_table(param: str, points: list) -> Text:
-    """The sweep's exact values, one column a value (* the one the step launches)."""
-    rows = [[param], ["registers"], ["LDS"], ["spills"], ["occ"]]
+    """The sweep's exact values, one column a value (* the one the step launches), narrow enough
+    for the wide layout's side panel."""
+    rows = [["value"], ["regs"], ["LDS"], ["spills"], ["occ"]]
     for p in points:
         rows[0].append(f"{p.value}{'*' if p.shipped else ''}")
         if p.report.ok:
@@ -461,10 +462,10 @@ def _points_table(param: str, points: list) -> Text:
             for row in rows[1:]:
                 row.append("failed")
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    text = Text()
+    text = Text.assemble((param, "bold"), " (* the value the step launches)\n")
     for j, row in enumerate(rows):
-        text.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n",
-                    style="bold" if j == 0 else "")
+        text.append(" ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+                    + "\n", style="bold" if j == 0 else "")
     failed = [p for p in points if not p.report.ok]
     if failed:
         text.append(f"{param}={failed[0].value} failed: {failed[0].report.error}"[:200], style="dim")
