@@ -31,7 +31,7 @@ def test_sweep_values_center_on_what_the_step_launches():
     assert sweep_values(launch, gfx942, "ROWS") == [1, 3, 6]
     assert sweep_values(launch, gfx942, "num_warps") == [1, 2, 4, 8, 16]
     assert sweep_values(launch, gfx942, "waves_per_eu") == [0, 1, 2, 3, 4]
-    with pytest.raises(UserError, match="cannot sweep 'waves_per_eu' on sm_90: choose one of BLOCK_N, ONE, ROWS"):
+    with pytest.raises(UserError, match="cannot sweep 'waves_per_eu' on sm_90: choose one of BLOCK_N, ROWS, ONE, num_warps, num_stages"):
         sweep_values(launch, sm_90, "waves_per_eu")
 
 
