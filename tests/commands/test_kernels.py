@@ -145,3 +145,18 @@ def test_help_stays_light():
             "print('LOADED', [m for m in ('torch', 'triton', 'textual') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert "LOADED []" in out and "--sweep" in out
+
+
+def test_the_readme_states_the_compiled_numbers(shipped):
+    """The README's table of the attention kernels (bf16, the workshop's model) is what compiles."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1:4] for line in readme.splitlines() if line.strip().startswith("| `attn")]
+    anatomy, _ = shipped["default-bf16"]
+    assert len(rows) == 3
+    for name, amd, nvidia in rows:
+        variant = anatomy.variant(name.strip().strip("`"))
+        for target, cell in (("gfx942", amd), ("sm_90", nvidia)):
+            regs, lds, _, spills, occ, _ = variant.reports[target].cells()
+            assert cell.strip() == f"{regs}, {lds}, {occ}" and spills == "-", (name, target)
