@@ -135,7 +135,7 @@ class KernelsScreen(BaseScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.sub_title = "Kernels"
+        super().on_mount()
         table = self.query_one("#kern-table", DataTable)
         for label, width in COLUMNS:
             table.add_column(label, key=label, width=width)
@@ -335,6 +335,8 @@ class KernelsScreen(BaseScreen):
                                   *[(f"[{s}]" if s == self.stage else s) + " " for s in stages])
             self.query_one("#kern-ir-title", Static).update(title)
             self.load_stage()
+        else:
+            self.query_one("#kern-ir-title", Static).update("")
         key = (*self.study_key, self.selected, self.target)
         if self.sweep_key is None or self.sweep_key[:-1] != key:
             self.sweep_key, self.sweep_param = None, None
