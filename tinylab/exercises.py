@@ -942,8 +942,9 @@ class _Compiled:
                 try:
                     anatomy = analyze(self.configs[roles[0]], list(dict.fromkeys(a[1] for _, a in calls)),
                                       kernels=sorted({a[0] for _, a in calls}), pool=pool)
-                except UserError as exc:
-                    found.update(dict.fromkeys(calls, str(exc)))
+                except Exception as exc:  # a failed plan or worker is the checks' missing value, not a crash
+                    found.update(dict.fromkeys(calls, str(exc) if isinstance(exc, UserError)
+                                               else f"compiling failed: {type(exc).__name__}: {exc}"))
                     continue
                 found.update(self._reports(anatomy, calls, pool))
         return found

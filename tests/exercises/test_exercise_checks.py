@@ -202,6 +202,9 @@ def test_what_did_not_compile_fails_with_the_reason(compiles):
     unknown = anatomy_step(("nope", 'compiled_regs("nope", "gfx942") > 0'))
     (result,) = ex.evaluate_checks(unknown, None, None, False, compiled={"run": RunConfig(version="v3")})
     assert result.status == "fail" and "unknown kernel 'nope'" in result.detail
+    broken = anatomy_step(("crash", 'compiled_regs("crash", "gfx942") > 0'))
+    (result,) = ex.evaluate_checks(broken, None, None, False, compiled={"run": RunConfig(version="v3")})
+    assert result.status == "fail" and "compiling failed: RuntimeError: a planning worker died" in result.detail
 
 
 def test_the_compiled_configs_are_the_presets_at_gpu_sizes(compiles):

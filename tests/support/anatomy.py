@@ -74,7 +74,8 @@ def fake_sweep(anatomy, name: str, target: str, param: str):
 
 def fake_compiles(monkeypatch) -> list:
     """tinylab.anatomy's analyze and sweep answered from this module (what the exercises' compiled
-    checks call); returns the list of the calls they got. A kernel called "nope" is unknown."""
+    checks call); returns the list of the calls they got. A kernel called "nope" is unknown, one
+    called "crash" breaks the planning."""
     import tinylab.anatomy
     from tinylab.errors import UserError
 
@@ -84,6 +85,8 @@ def fake_compiles(monkeypatch) -> list:
         calls.append(("analyze", cfg.precision, tuple(targets), tuple(kernels)))
         if "nope" in kernels:
             raise UserError("unknown kernel 'nope': choose one of attn_fwd, ...")
+        if "crash" in kernels:
+            raise RuntimeError("a planning worker died")
         return fake_anatomy(cfg.precision)
 
     def sweep(anatomy, name, param, values, *, targets, pool):
