@@ -1,7 +1,7 @@
 """Test-wide set-up: Triton in its interpreter on a CPU, the run engine's session runs (shared by
 tests/runs, tests/commands and tests/analysis), the profilers' stand-ins, and the kernel anatomy's
-session (one worker pool, one fresh cache, the shipped configs compiled once: tests/anatomy and
-tests/commands/test_kernels.py read them back).
+session (one worker pool, one fresh cache, the shipped configs compiled once for every target:
+tests/anatomy, tests/commands/test_kernels.py and tests/exercises read them back).
 
 TRITON_INTERPRET must be set before triton (and so kernels/) is first imported, which is why
 it happens in pytest_configure, before collection, and not in a fixture; nothing this file
@@ -126,31 +126,6 @@ def fake_slurm(monkeypatch, tmp_path) -> FakeSlurm:
 
 
 # ------------------------------------------------------------------------------ kernel anatomy
-# The targets each shipped config is compiled for (None: all five). Every kernel meets every
-# target in default-bf16; the other configs go to one architecture of each vendor, gfx942 and
-# sm_90, whose launch-config selection gfx90a/gfx950 and sm_80 share. NVIDIA's exact-fp32
-# attention past S=256 or at D=128 spills, which makes ptxas take 10 to 75 s a kernel, and
-# reaches no config shape that other configs do not (test_ci_guard checks the shapes): those
-# two configs are compiled for gfx942 only. This keeps the suite within CI's time budget.
-PAIR = ["gfx942", "sm_90"]
-TIERS: dict[str, list[str] | None] = {
-    "default-bf16": None,
-    "default": PAIR,
-    "default-fp16": PAIR,
-    "default-tf32": PAIR,
-    "seq1024-fp32": ["gfx942"],
-    "seq1024-bf16": PAIR,
-    "seq2048-bf16": PAIR,
-    "head128-fp32": ["gfx942"],
-    "head128-bf16": PAIR,
-}
-
-
-@pytest.fixture(scope="session")
-def tiers() -> dict[str, list[str] | None]:
-    return TIERS
-
-
 @pytest.fixture(scope="session")
 def cache_home(tmp_path_factory):
     """A directory to use as XDG_CACHE_HOME: the session's cache is under tinylab/anatomy."""
@@ -170,13 +145,14 @@ def pool():
 
 @pytest.fixture(scope="session")
 def shipped(cache, pool) -> dict:
-    """SHIPPED_CONFIGS label -> (the Anatomy of that config, the config). The configs are
-    analyzed from threads sharing one pool, so its workers stay busy from first job to last."""
-    assert set(TIERS) == set(SHIPPED_CONFIGS), "give every shipped config its targets"
+    """SHIPPED_CONFIGS label -> (the Anatomy of that config, the config), each compiled for every
+    target the installed Triton knows (tests/anatomy/test_ci_guard.py says what that costs). The
+    configs are analyzed from threads sharing one pool, so its workers stay busy from first job to
+    last, and a launch two configs share is compiled once."""
 
     def one(label: str):
         cfg = RunConfig(**SHIPPED_CONFIGS[label])
-        return label, (analyze(cfg, TIERS[label], cache=cache, pool=pool), cfg)
+        return label, (analyze(cfg, None, cache=cache, pool=pool), cfg)
 
-    with ThreadPoolExecutor(len(TIERS)) as threads:
-        return dict(threads.map(one, TIERS))
+    with ThreadPoolExecutor(len(SHIPPED_CONFIGS)) as threads:
+        return dict(threads.map(one, SHIPPED_CONFIGS))

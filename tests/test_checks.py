@@ -224,3 +224,55 @@ def test_a_measured_integer_too_large_for_a_float_is_an_expr_error():
     with pytest.raises(ExprError, match="too large to compute with"):
         checks.evaluate(tree, lambda name: 10**400, lambda fname, part: 0.0)
 
+
+
+ANATOMY = frozenset(checks.ANATOMY_FUNCTIONS)
+
+
+def compiled(fname, kernel, target, *swept):
+    """Registers 100 (+50 with a swept value), 8 KiB of LDS, spills past 128, limited by VGPRs."""
+    value = swept[1] if swept else 64
+    table = {"compiled_regs": 100 + (50 if swept else 0), "compiled_lds": 8192, "compiled_spills": int(value > 128),
+             "compiled_occupancy": 4, "compiled_limiter": "VGPRs"}
+    value = table[checks._base(fname)]
+    return value - 10 if fname.startswith("baseline.") and isinstance(value, int) else value
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ('compiled_regs("attn_fwd", "gfx942") == 100 and compiled_lds("attn_fwd", "sm_90") == 8192', True),
+    ('compiled_regs("attn_fwd", "gfx942", "BLOCK_N", 128) > compiled_regs("attn_fwd", "gfx942")', True),
+    ('compiled_spills("attn_fwd", "gfx942", "BLOCK_N", 256) > 0 and compiled_spills("a", "b") == 0', True),
+    ('compiled_limiter("attn_fwd", "gfx942") == "VGPRs" and compiled_occupancy("attn_fwd", "gfx942") < 4', False),
+    ('baseline.compiled_regs("attn_fwd", "gfx942") < compiled_regs("attn_fwd", "gfx942")', True),
+])
+def test_anatomy_functions_evaluate(expr, expected):
+    tree = checks.parse(expr)
+    assert checks.check_types(tree, {}, True, ANATOMY) == BOOL
+    assert checks.evaluate(tree, lookup, compiled) is expected
+
+
+@pytest.mark.parametrize("expr, functions, fragment", [
+    ('compiled_regs("attn_fwd", "gfx942") > 1', frozenset(checks.KERNEL_FUNCTIONS), 'give the check on = "anatomy"'),
+    ('kernel_calls("x") > 1', ANATOMY, 'kernel_calls() reads a run'),
+    ('compiled_regs("attn_fwd") > 1', ANATOMY, "takes (kernel, target) or (kernel, target, param, value), got 1"),
+    ('compiled_regs("attn_fwd", "gfx942", "BLOCK_N", "64") > 1', ANATOMY, "compiled_regs() needs a number, got a text"),
+    ('compiled_regs("attn_fwd", 942) > 1', ANATOMY, "compiled_regs() needs a text, got a number"),
+    ('compiled_regs("attn" + "_fwd", "gfx942") > 1', ANATOMY, "'+' needs a number"),
+    ('compiled_regs("attn_fwd", "gfx942", "BLOCK_N", 32 * 2) > 1', ANATOMY, "takes literal arguments"),
+    ('compiled_limiter("attn_fwd", "gfx942") > 1', ANATOMY, "'>' needs a number, got a text"),
+    ('comiled_regs("attn_fwd", "gfx942") > 1', ANATOMY, "unknown function 'comiled_regs': the functions are abs"),
+])
+def test_anatomy_functions_are_typed(expr, functions, fragment):
+    with pytest.raises(ExprError, match=None) as info:
+        checks.check_types(checks.parse(expr), {}, True, functions)
+    assert fragment in str(info.value)
+
+
+def test_anatomy_calls_and_their_leaves():
+    tree = checks.parse('compiled_regs("k", "gfx942", "BLOCK_N", 128) > 2 * baseline.compiled_regs("k", "sm_90") '
+                        'and abs(compiled_lds("k", "sm_90")) > 0')
+    assert list(checks.anatomy_calls(tree)) == [
+        ("compiled_regs", ("k", "gfx942", "BLOCK_N", 128.0)), ("baseline.compiled_regs", ("k", "sm_90")),
+        ("compiled_lds", ("k", "sm_90"))]
+    assert [checks.leaf_text(n) for n in checks.measured_leaves(tree)] == [
+        'compiled_regs("k", "gfx942", "BLOCK_N", 128)', 'baseline.compiled_regs("k", "sm_90")', 'compiled_lds("k", "sm_90")']

@@ -28,6 +28,13 @@ sol_value(sel, metric) ("Pct of Peak" and "Avg" of the metric so named, e.g. "MF
 the analyzed kernel whose name contains `sel` or whose category is `sel`); and profile_files(part),
 the files its profilers wrote whose path holds `part`. The run functions take the "baseline."
 prefix too: baseline.kernel_calls("copy").
+
+Anatomy functions read the step's Triton kernels compiled for a GPU on this machine (what
+`tinylab kernels --json` reports): compiled_regs, compiled_lds, compiled_spills,
+compiled_occupancy (numbers) and compiled_limiter (text) of (kernel, target), or of (kernel,
+target, param, value) recompiled with one parameter changed; their arguments are literals, so a
+step's compiles are known before it runs. They take the "baseline." prefix: the kernel as the
+baseline's step launches it.
 """
 
 from __future__ import annotations
@@ -64,6 +71,15 @@ KERNEL_FUNCTIONS: dict[str, str] = {
 }
 #: How many text arguments a run function takes, where not one: sol_pct(sel, metric).
 RUN_FUNCTION_ARGS = {"sol_pct": 2, "sol_value": 2}
+#: Anatomy functions: they read the kernels compiled for a target; name -> result type. Their
+#: arguments are one of ANATOMY_ARGS, literals only.
+ANATOMY_FUNCTIONS: dict[str, str] = {
+    "compiled_regs": NUM, "compiled_lds": NUM, "compiled_spills": NUM, "compiled_occupancy": NUM,
+    "compiled_limiter": STR,
+}
+ANATOMY_ARGS = ((STR, STR), (STR, STR, STR, NUM))  # (kernel, target[, param, value])
+#: Every function that reads something measured (a run, a recorded output, compiled kernels).
+MEASURED_FUNCTIONS = {**KERNEL_FUNCTIONS, **ANATOMY_FUNCTIONS}
 KEYWORDS = ("and", "or", "not", "true", "false")
 
 
@@ -264,8 +280,10 @@ def parse(text: str) -> Node:
 
 
 # ----------------------------------------------------------------------------- types
-def check_types(node: Node, names: dict[str, str], allow_baseline: bool) -> str:
-    """Type of `node` given the known names' types; ExprError on unknown names or mismatches.
+def check_types(node: Node, names: dict[str, str], allow_baseline: bool,
+                functions: frozenset[str] = frozenset(KERNEL_FUNCTIONS)) -> str:
+    """Type of `node` given the known names' types and the measured `functions` it may call (by
+    default the run functions); ExprError on unknown names or mismatches.
 
     Checking before any run means a scenario file with `"gemm" + 1` or an unknown name is
     rejected when it is loaded, not half-way through a learner's exercise.
@@ -280,22 +298,22 @@ def check_types(node: Node, names: dict[str, str], allow_baseline: bool) -> str:
     if op == "name":
         return _name_type(args[0], node.column, names, allow_baseline)
     if op == "neg":
-        _want(check_types(args[0], names, allow_baseline), NUM, "'-'", args[0])
+        _want(check_types(args[0], names, allow_baseline, functions), NUM, "'-'", args[0])
         return NUM
     if op == "not":
-        _want(check_types(args[0], names, allow_baseline), BOOL, "'not'", args[0])
+        _want(check_types(args[0], names, allow_baseline, functions), BOOL, "'not'", args[0])
         return BOOL
     if op in ("and", "or"):
         for arg in args:
-            _want(check_types(arg, names, allow_baseline), BOOL, f"'{op}'", arg)
+            _want(check_types(arg, names, allow_baseline, functions), BOOL, f"'{op}'", arg)
         return BOOL
     if op in ("+", "-", "*", "/"):
         for arg in args:
-            _want(check_types(arg, names, allow_baseline), NUM, f"'{op}'", arg)
+            _want(check_types(arg, names, allow_baseline, functions), NUM, f"'{op}'", arg)
         return NUM
     if op == "cmp":
         ops, operands = args
-        types = [check_types(o, names, allow_baseline) for o in operands]
+        types = [check_types(o, names, allow_baseline, functions) for o in operands]
         for i, cmp in enumerate(ops):
             left, right = types[i], types[i + 1]
             if cmp in ("==", "!="):
@@ -306,7 +324,7 @@ def check_types(node: Node, names: dict[str, str], allow_baseline: bool) -> str:
                 _want(right, NUM, f"'{cmp}'", operands[i + 1])
         return BOOL
     if op == "call":
-        return _call_type(node, names, allow_baseline)
+        return _call_type(node, names, allow_baseline, functions)
     raise ExprError(f"unknown operation {op!r}", node.column)  # pragma: no cover - parser makes no others
 
 
@@ -320,33 +338,63 @@ def _name_type(name: str, column: int, names: dict[str, str], allow_baseline: bo
     return names[base]
 
 
-def _call_type(node: Node, names: dict[str, str], allow_baseline: bool) -> str:
+def _call_type(node: Node, names: dict[str, str], allow_baseline: bool, functions: frozenset[str]) -> str:
     fname, args = node.args
-    if _base(fname) in KERNEL_FUNCTIONS:
+    base = _base(fname)
+    if base in MEASURED_FUNCTIONS:
+        if base not in functions:
+            where = "compiled kernels: give the check on = \"anatomy\"" if base in ANATOMY_FUNCTIONS \
+                else "a run: a check with on = \"anatomy\" reads only compiled kernels"
+            raise ExprError(f"{base}() reads {where}", node.column)
         if fname.startswith(BASELINE) and not allow_baseline:
             raise ExprError(f"{fname!r} needs a baseline run: add a `baseline` preset to this step", node.column)
-        count = RUN_FUNCTION_ARGS.get(_base(fname), 1)
+        if base in ANATOMY_FUNCTIONS:
+            return _anatomy_type(node, base, names, allow_baseline, functions)
+        count = RUN_FUNCTION_ARGS.get(base, 1)
         if len(args) != count:
             raise ExprError(f"{fname}() takes {'one text argument' if count == 1 else f'{count} text arguments'}, "
                             f"got {len(args)}", node.column)
         for arg in args:
-            _want(check_types(arg, names, allow_baseline), STR, f"{fname}()", arg)
-        return KERNEL_FUNCTIONS[_base(fname)]
+            _want(check_types(arg, names, allow_baseline, functions), STR, f"{fname}()", arg)
+        return KERNEL_FUNCTIONS[base]
     if fname not in FUNCTIONS:
-        known = ", ".join([*FUNCTIONS, *KERNEL_FUNCTIONS])
+        known = ", ".join([*FUNCTIONS, *(f for f in MEASURED_FUNCTIONS if f in functions)])
         raise ExprError(f"unknown function {fname!r}: the functions are {known}", node.column)
     params, result = FUNCTIONS[fname]
     if params is None:
         if not args:
             raise ExprError(f"{fname}() needs at least one argument", node.column)
         for arg in args:
-            _want(check_types(arg, names, allow_baseline), NUM, f"{fname}()", arg)
+            _want(check_types(arg, names, allow_baseline, functions), NUM, f"{fname}()", arg)
         return result
     if len(args) != len(params):
         raise ExprError(f"{fname}() takes {len(params)} argument(s), got {len(args)}", node.column)
     for arg, want in zip(args, params):
-        _want(check_types(arg, names, allow_baseline), want, f"{fname}()", arg)
+        _want(check_types(arg, names, allow_baseline, functions), want, f"{fname}()", arg)
     return result
+
+
+def _anatomy_type(node: Node, base: str, names: dict[str, str], allow_baseline: bool, functions: frozenset[str]) -> str:
+    args = node.args[1]
+    shapes = {len(a): a for a in ANATOMY_ARGS}
+    if len(args) not in shapes:
+        raise ExprError(f"{base}() takes (kernel, target) or (kernel, target, param, value), got {len(args)} "
+                        "argument(s)", node.column)
+    for arg, want in zip(args, shapes[len(args)]):
+        _want(check_types(arg, names, allow_baseline, functions), want, f"{base}()", arg)
+        if arg.op not in ("str", "num"):
+            raise ExprError(f"{base}() takes literal arguments, such as \"attn_fwd\", \"gfx942\"", arg.column)
+    return ANATOMY_FUNCTIONS[base]
+
+
+def anatomy_calls(node: Node) -> Iterator[tuple[str, tuple]]:
+    """Every anatomy function call of a checked tree: (name with its prefix, literal arguments)."""
+    if node.op == "call" and _base(node.args[0]) in ANATOMY_FUNCTIONS:
+        yield node.args[0], tuple(a.args[0] for a in node.args[1])
+        return
+    for arg in node.args[1] if node.op in ("call", "cmp") else node.args:
+        if isinstance(arg, Node):
+            yield from anatomy_calls(arg)
 
 
 def _want(got: str, want: str, where: str, node: Node) -> None:
@@ -362,8 +410,8 @@ def _closest(name: str, names: dict[str, str]) -> str | None:
 
 
 def measured_leaves(node: Node) -> Iterator[Node]:
-    """The nodes that read the run: names and kernel-table calls, in order of appearance."""
-    if node.op == "name" or (node.op == "call" and _base(node.args[0]) in KERNEL_FUNCTIONS):
+    """The nodes that read the run: names and measured calls, in order of appearance."""
+    if node.op == "name" or (node.op == "call" and _base(node.args[0]) in MEASURED_FUNCTIONS):
         yield node
     elif node.op == "call":
         for arg in node.args[1]:
@@ -381,7 +429,8 @@ def leaf_text(node: Node) -> str:
     if node.op == "name":
         return node.args[0]
     fname, args = node.args
-    inner = ", ".join(f'"{a.args[0]}"' if a.op == "str" else "..." for a in args)
+    inner = ", ".join(f'"{a.args[0]}"' if a.op == "str" else f"{a.args[0]:g}" if a.op == "num" else "..."
+                      for a in args)
     return f"{fname}({inner})"
 
 
@@ -404,8 +453,9 @@ class Unsupported(Missing):
     6.2/6.3): the check is skipped with the reason, not failed, since no run here could pass it."""
 
 
-def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], Any]) -> Any:
-    """Value of `node`; names come from lookup(name), run functions from kernels(fname, part).
+def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[..., Any]) -> Any:
+    """Value of `node`; names come from lookup(name), measured functions from kernels(fname,
+    *arguments): kernels("kernel_calls", part), kernels("compiled_regs", kernel, target).
 
     Raises ExprError on arithmetic problems (division by zero, ln of a non-positive number,
     a value of the wrong type, a measured integer too large for a float) and lets `Missing` from
@@ -417,7 +467,7 @@ def evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, s
         raise ExprError("a value too large to compute with", node.column) from None
 
 
-def _evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[[str, str], float]) -> Any:
+def _evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[..., Any]) -> Any:
     op, args = node.op, node.args
     if op in ("num", "str", "bool"):
         return args[0]
@@ -457,6 +507,8 @@ def _call(node: Node, lookup, kernels) -> Any:
     values = [_evaluate(a, lookup, kernels) for a in arg_nodes]
     if _base(fname) in KERNEL_FUNCTIONS:
         return kernels(fname, *(_text(v, a) for v, a in zip(values, arg_nodes)))
+    if _base(fname) in ANATOMY_FUNCTIONS:
+        return kernels(fname, *[_number(v, a) if i == 3 else _text(v, a) for i, (v, a) in enumerate(zip(values, arg_nodes))])
     if fname == "contains":
         return _text(values[1], arg_nodes[1]).lower() in _text(values[0], arg_nodes[0]).lower()
     numbers = [_number(v, a) for v, a in zip(values, arg_nodes)]

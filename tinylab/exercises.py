@@ -50,7 +50,9 @@ class CheckSpec:
     description: str
     needs_gpu: bool
     gpu_reason: str = ""  # why a GPU is needed: shown when the check is skipped on a CPU
-    on: str = "run"  # "run": the step's run; "recorded": the step's recorded output (any machine)
+    # "run": the step's run; "recorded": the step's recorded output; "anatomy": the step's kernels
+    # compiled on this machine (the last two on any machine, without a run)
+    on: str = "run"
 
 
 @dataclass
@@ -412,14 +414,22 @@ class _Validator:
             raise self.error(where + ("path",), f"recorded output {name!r} not found in the exercises folder")
         return Recorded(target, self.get(data, "about", where, str).strip())
 
-    def expression(self, expr: str, where: tuple, check_name: str, has_baseline: bool, recorded: bool = False) -> None:
+    def expression(self, expr: str, where: tuple, check_name: str, has_baseline: bool, on: str = "run") -> None:
+        from tinylab.anatomy.targets import TARGETS
+
+        names, functions = ({}, frozenset(checks.ANATOMY_FUNCTIONS)) if on == "anatomy" else \
+            (_name_types(on == "recorded"), frozenset(checks.KERNEL_FUNCTIONS))
         try:
             tree = checks.parse(expr)
-            kind = checks.check_types(tree, _name_types(recorded), has_baseline)
+            kind = checks.check_types(tree, names, has_baseline, functions)
         except checks.ExprError as exc:
             raise self.error(where, f"check {check_name!r}: {exc}") from None
         if kind != checks.BOOL:
             raise self.error(where, f"check {check_name!r}: the expression gives a {kind}, not true/false")
+        for fname, args in checks.anatomy_calls(tree):
+            if args[1] not in TARGETS:
+                raise self.error(where, f"check {check_name!r}: {fname}() names target {args[1]!r}: choose from "
+                                 f"{', '.join(TARGETS)}")
 
 
 def _setting_type(name: str, default: Any) -> type | tuple:
@@ -567,14 +577,15 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
         seen.add(name)
         expr = v.get(rc, "expr", where, str)
         on = v.get(rc, "on", where, str, "run")
-        if on not in ("run", "recorded"):
-            raise v.error(where + ("on",), f"check {name!r}: on must be \"run\" or \"recorded\", got {on!r}")
+        if on not in ("run", "recorded", "anatomy"):
+            raise v.error(where + ("on",), f"check {name!r}: on must be \"run\", \"recorded\" or \"anatomy\", got {on!r}")
         if on == "recorded" and recorded is None:
             raise v.error(where + ("on",), f"check {name!r} reads a recorded output: give the step a `recorded` table")
-        v.expression(expr, where + ("expr",), name, baseline is not None and on == "run", recorded=on == "recorded")
+        v.expression(expr, where + ("expr",), name, baseline is not None and on != "recorded", on)
         needs_gpu = v.get(rc, "needs_gpu", where, bool, False)
-        if needs_gpu and on == "recorded":
-            raise v.error(where + ("needs_gpu",), f"check {name!r} reads a recorded output: it needs no GPU")
+        if needs_gpu and on != "run":
+            raise v.error(where + ("needs_gpu",), f"check {name!r} reads "
+                          f"{'a recorded output' if on == 'recorded' else 'kernels compiled on this machine'}: it needs no GPU")
         gpu_reason = v.get(rc, "gpu_reason", where, str, "").strip()
         if needs_gpu and not gpu_reason:
             raise v.error(where + ("needs_gpu",), f"check {name!r} needs a GPU: say why in `gpu_reason`")
@@ -631,6 +642,19 @@ def baseline_config(step: Step, device: str, overrides: dict) -> RunConfig | Non
     if step.baseline is None:
         return None
     return _config(step.baseline, step, device, {k: v for k, v in overrides.items() if k != "fault"})
+
+
+def compiled_configs(step: Step, overrides: dict) -> dict[str, RunConfig]:
+    """The configs whose Triton kernels the step's `on = "anatomy"` checks read, by role ("run",
+    "baseline"): the step's preset and its baseline at their GPU sizes (compiling needs no GPU, so
+    a CPU keeps the model the lesson is about), with the learner's flags; {} when no check reads
+    compiled kernels. Validated (ConfigError)."""
+    if not any(c.on == "anatomy" for c in step.checks):
+        return {}
+    configs = {"run": _config(step.preset, step, "auto", overrides)}
+    if step.baseline is not None:
+        configs["baseline"] = _config(step.baseline, step, "auto", {k: v for k, v in overrides.items() if k != "fault"})
+    return configs
 
 
 def _config(preset: dict, step: Step, device: str, overrides: dict) -> RunConfig:
@@ -972,14 +996,111 @@ class _RecordedOutput(_Measured):
             if self.recorded.path.is_dir() else int(part.lower() in self.recorded.path.name.lower())
 
 
+class _Compiled:
+    """The kernels a step's `on = "anatomy"` checks read (tinylab.anatomy), compiled on this
+    machine for the targets they name, through the cache `tinylab kernels` fills. The checks'
+    arguments are literals, so every compile the step needs runs at the first value asked for,
+    in one pool; a kernel is the variant the role's step launches (Anatomy.launched_by)."""
+
+    def __init__(self, step: Step, configs: dict[str, RunConfig], pool: Callable[[], Any] | None):
+        self.configs = configs
+        self.pool = pool
+        self.calls = list(dict.fromkeys(
+            ("baseline" if fname.startswith(checks.BASELINE) else "run", args)
+            for spec in step.checks if spec.on == "anatomy" for fname, args in checks.anatomy_calls(_parsed(spec.expr))
+        ))
+        self._found: dict[tuple, Any] | None = None
+
+    def function(self, fname: str, *args: Any) -> Any:
+        role = "baseline" if fname.startswith(checks.BASELINE) else "run"
+        call = f"{fname}({', '.join(repr(a) if isinstance(a, str) else f'{a:g}' for a in args)})"
+        if self._found is None:
+            self._found = self._compile()
+        found = self._found.get((role, args), f"the step's {role} has no compiled kernels")
+        if isinstance(found, str):
+            raise checks.Missing(call, found)
+        if not found.ok:
+            raise checks.Missing(call, f"it does not compile for {args[1]}: {found.error}")
+        return _compiled_value(checks._base(fname), found)
+
+    def _compile(self) -> dict[tuple, Any]:
+        """(role, arguments) -> the KernelReport, or why there is none (one line)."""
+        from tinylab.anatomy import Pool, analyze
+        from tinylab.anatomy.launches import planned_config
+
+        found: dict[tuple, Any] = {}
+        shapes: dict[str, list[str]] = {}  # roles whose configs launch at the same sizes share a compile
+        for role, cfg in self.configs.items():
+            shapes.setdefault(planned_config(cfg).to_json(), []).append(role)
+        with (self.pool or Pool)() as pool:
+            for roles in shapes.values():
+                calls = [(role, args) for role, args in self.calls if role in roles]
+                if not calls:
+                    continue
+                try:
+                    anatomy = analyze(self.configs[roles[0]], list(dict.fromkeys(a[1] for _, a in calls)),
+                                      kernels=sorted({a[0] for _, a in calls}), pool=pool)
+                except Exception as exc:  # a failed plan or worker is the checks' missing value, not a crash
+                    found.update(dict.fromkeys(calls, str(exc) if isinstance(exc, UserError)
+                                               else f"compiling failed: {type(exc).__name__}: {exc}"))
+                    continue
+                found.update(self._reports(anatomy, calls, pool))
+        return found
+
+    def _reports(self, anatomy: Any, calls: list[tuple], pool: Any) -> dict[tuple, Any]:
+        from tinylab.anatomy import sweep
+
+        found: dict[tuple, Any] = {}
+        sweeps: dict[tuple, dict[int, list[tuple]]] = {}  # (variant, target, param) -> value -> calls
+        for role, args in calls:
+            kernel, target, *swept = args
+            try:
+                variant = anatomy.launched_by(kernel, self.configs[role])
+            except UserError as exc:
+                found[(role, args)] = str(exc)
+                continue
+            if not swept:
+                found[(role, args)] = variant.reports[target]
+            elif swept[1] != int(swept[1]):
+                found[(role, args)] = f"{swept[0]} takes an integer, not {swept[1]:g}"
+            else:
+                sweeps.setdefault((variant.name, target, swept[0]), {}).setdefault(int(swept[1]), []).append((role, args))
+        for (name, target, param), by_value in sweeps.items():
+            try:
+                points = sweep(anatomy, name, param, list(by_value), targets=[target], pool=pool)
+            except UserError as exc:
+                found.update(dict.fromkeys([c for group in by_value.values() for c in group], str(exc)))
+                continue
+            for point in points:
+                found.update(dict.fromkeys(by_value[point.value], point.report))
+        return found
+
+
+def _compiled_value(fname: str, report: Any) -> Any:
+    """What an anatomy function reads of a KernelReport (see the exercises README)."""
+    r = report.registers
+    if fname == "compiled_regs":  # what one lane (AMD: VGPRs and AGPRs) or thread holds
+        return r["VGPR"] + r["AGPR"] if "VGPR" in r else r["regs"]
+    if fname == "compiled_lds":
+        return report.lds
+    if fname == "compiled_spills":  # AMD: registers spilled; NVIDIA: bytes of spill stores
+        return report.spills["VGPR"] + report.spills["SGPR"] if "VGPR" in r else report.spills["stores"]
+    if fname == "compiled_occupancy":
+        return report.occupancy.value
+    return report.occupancy.limiter
+
+
 def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | None, on_gpu: bool,
-                    unavailable: str = "") -> list[CheckResult]:
+                    unavailable: str = "", compiled: dict[str, RunConfig] | None = None,
+                    pool: Callable[[], Any] | None = None) -> list[CheckResult]:
     """Each check of `step` over a run (and its baseline): pass, fail or skip, never an exception.
 
     `run` is None when the step's run was never started (every check then says why it has no
     value); `baseline` is None when the step has none, or it was not run. `unavailable` says why
     the step's tool cannot run here: its run checks are then skipped with that reason, and only
-    its `on = "recorded"` checks (over the shipped output) run.
+    its `on = "recorded"` checks (over the shipped output) run. Its `on = "anatomy"` checks read
+    the kernels of `compiled` (role -> config; default: compiled_configs(step, {})), compiled in
+    `pool()` (a context manager giving a tinylab.anatomy.Pool; default: a new one).
 
     A value the run did not measure fails the check with "not measured: ...", a GPU-only check
     on a CPU is skipped with its reason, and arithmetic problems fail with their message.
@@ -988,6 +1109,7 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
     if baseline is not None:
         measured["baseline"] = _Measured(baseline, "baseline run")
     recorded = _RecordedOutput(step.recorded) if step.recorded else None
+    anatomy = _Compiled(step, compiled_configs(step, {}) if compiled is None else compiled, pool)
 
     def source(name: str) -> tuple[_Measured, str]:
         if name.startswith(checks.BASELINE):
@@ -1005,10 +1127,15 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         return where.kernel_function(base, *parts)
 
     instead = f"; the recorded output has it: tinylab hotspots {step.recorded.path}" if step.recorded else ""
+    def no_names(name: str) -> Any:  # pragma: no cover - loading rejects names in anatomy checks
+        raise checks.Missing(name, "a check over compiled kernels reads no run")
+
     results = []
     for spec in step.checks:
         if spec.on == "recorded" and recorded is not None:
             results.append(_evaluate_one(spec, recorded.value, recorded.kernel_function, True))
+        elif spec.on == "anatomy":
+            results.append(_evaluate_one(spec, no_names, anatomy.function, True))
         elif unavailable:
             results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable, spec.on))
         else:

@@ -20,6 +20,7 @@ from tinylab.anatomy.launches import (
     jit_closure,
     code_hash,
     plan_scenario,
+    scenario_of,
     scenarios,
     source_hash,
 )
@@ -59,7 +60,7 @@ def test_canonical_arguments_keep_only_what_triton_specializes_on():
     assert canonical(base[4:]) == TensorArg("float32", True, True)  # 16 bytes in
     assert canonical(torch.empty(8, dtype=torch.bfloat16)).dtype == "bfloat16"
     shown = [describe(canonical(v)) for v in (1, 64, 7, 2**40, torch.empty(4)[1:], torch.empty(4, dtype=torch.bfloat16))]
-    assert shown == ["1", "16k", "n", "16k", "fp32 unaligned", "bf16"]
+    assert shown == ["1", "×16", "n", "×16", "fp32 unaligned", "bf16"]
 
 
 def test_launch_json_round_trip(default_plans):
@@ -137,3 +138,16 @@ def test_planning_restores_the_process_state():
     plan_scenario(scenarios(RunConfig(tf32=True))["v3 deterministic"], TARGETS["sm_90"])
     assert (torch.are_deterministic_algorithms_enabled(), torch.backends.cuda.matmul.allow_tf32) == before
     assert _utils._plan is None
+
+
+def test_scenario_of_finds_the_planned_step_a_config_launches():
+    assert scenario_of(RunConfig(version="v3")) == "v3"
+    assert scenario_of(RunConfig(version="v3", deterministic=True)) == "v3 deterministic"
+    assert scenario_of(RunConfig(version="v3", fault="non-contiguous")) == "v3 non-contiguous"
+    assert scenario_of(RunConfig(version="v3", fault="missing-init")) == "v3"  # launches what v3 does
+    assert scenario_of(RunConfig(version="v4")) == "v4"  # strict fp32: torch's SDPA by default
+    assert scenario_of(RunConfig(version="v4", sdpa=False)) == "v4 no-sdpa"
+    assert scenario_of(RunConfig(version="v4", precision="bf16", sdpa=True)) == "v4 sdpa"
+    assert scenario_of(RunConfig(version="v4", cuda_graph=False)) == "v4"  # a graph replays the same launches
+    assert scenario_of(RunConfig(version="v3", recompute_ffn=True)) is None  # no planned step is like it
+    assert scenario_of(RunConfig(version="v1")) is None

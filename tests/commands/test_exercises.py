@@ -48,6 +48,15 @@ def test_show_reveals_hints_one_at_a_time_and_hides_the_fault():
     assert data["hints"] == [] and data["hints_total"] == 4 and "answer" not in data["questions"][0]
 
 
+def test_show_says_a_step_over_compiled_kernels_runs_nothing():
+    compiled = tinylab("show", "v4-fusion", "--step", "6")
+    assert compiled.returncode == 0, compiled.stderr
+    assert "Compiled, no run" in compiled.stdout and "Run:" not in compiled.stdout
+    assert "(compiled too, for comparison)" in compiled.stdout and "[compiled kernels]" in compiled.stdout
+    ran = tinylab("show", "v4-fusion", "--step", "1")
+    assert "Run:" in ran.stdout and "(run first, for comparison)" in ran.stdout and "[compiled kernels]" not in ran.stdout
+
+
 @pytest.mark.parametrize(
     "args, fragment",
     [

@@ -105,6 +105,22 @@ def test_bad_input_is_one_line(cli, args, fragment):
         assert "waves_per_eu, " not in res.stderr
 
 
+def test_the_widest_registers_keep_the_columns():
+    """An AMD kernel at the register limit with spills (a sweep's 128-key attention tile) stays
+    within 80 columns, its cells under their headers."""
+    from tinylab.anatomy import KernelReport, Occupancy
+    from tinylab.commands.kernels import _header, _row
+
+    report = KernelReport("gfx942", 4, {"VGPR": 255, "AGPR": 28, "SGPR": 106}, 16384, 1040, {"VGPR": 12, "SGPR": 18},
+                          Occupancy(1, "waves/SIMD", "VGPRs+SGPRs", {}, 1))
+    header, row = _header("BLOCK_N"), _row("128", "gfx942", report)
+    assert report.cells() == ["v255+a28 s106", "16K", "1040", "12v 18s", "1/8", "VGPRs+SGPRs"]
+    assert len(row) <= 80 and row.split()[2:] == ["v255+a28", "s106", "16K", "1040", "12v", "18s", "1/8", "VGPRs+SGPRs"]
+    for column in ("LDS", "scratch", "occ"):  # right-aligned under their headers
+        end = header.index(column) + len(column)
+        assert row[end - 1] != " " and row[end] == " ", column
+
+
 def test_progress_shows_on_a_terminal(monkeypatch):
     import io
 
@@ -129,3 +145,18 @@ def test_help_stays_light():
             "print('LOADED', [m for m in ('torch', 'triton', 'textual') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert "LOADED []" in out and "--sweep" in out
+
+
+def test_the_readme_states_the_compiled_numbers(shipped):
+    """The README's table of the attention kernels (bf16, the workshop's model) is what compiles."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1:4] for line in readme.splitlines() if line.strip().startswith("| `attn")]
+    anatomy, _ = shipped["default-bf16"]
+    assert len(rows) == 3
+    for name, amd, nvidia in rows:
+        variant = anatomy.variant(name.strip().strip("`"))
+        for target, cell in (("gfx942", amd), ("sm_90", nvidia)):
+            regs, lds, _, spills, occ, _ = variant.reports[target].cells()
+            assert cell.strip() == f"{regs}, {lds}, {occ}" and spills == "-", (name, target)

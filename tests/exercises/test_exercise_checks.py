@@ -8,6 +8,7 @@ import pytest
 from support.exercises import make_run
 
 from tinylab import exercises as ex
+from tinylab.config import RunConfig
 from tinylab.exercises import CheckSpec, Step
 
 
@@ -166,3 +167,67 @@ def test_the_verdict_says_what_ran_and_what_was_skipped():
     assert ex.verdict([make("fail"), make("pass"), make("skip", detail="GPU-only: a")]) == (
         "1 of 2 checks failed; 1 skipped (GPU-only: a)")
     assert ex.verdict([make("skip", detail="GPU-only: a")]) == "no check could run here: 1 skipped (GPU-only: a)"
+
+
+# ------------------------------------------------------------------------------ compiled kernels
+@pytest.fixture
+def compiles(monkeypatch):
+    from support.anatomy import fake_compiles
+
+    return fake_compiles(monkeypatch)
+
+
+def anatomy_step(*specs: tuple[str, str], baseline: dict | None = None) -> Step:
+    checks = [CheckSpec(name, expr, f"description of {name}", False, "", "anatomy") for name, expr in specs]
+    return Step(1, "t", "text", {"version": "v4"}, {}, baseline, checks, [], [])
+
+
+def test_compiled_kernels_are_read_for_the_step_and_its_baseline(compiles):
+    st = anatomy_step(
+        ("regs", 'compiled_regs("attn_fwd", "gfx942") == 126 and baseline.compiled_lds("attn_fwd", "sm_90") == 28800'),
+        ("spills", 'compiled_spills("attn_bwd_dkdv.2", "sm_90") > 0 and compiled_spills("attn_fwd", "sm_90") == 0'),
+        ("limit", 'compiled_limiter("attn_fwd", "sm_90") == "registers" and compiled_occupancy("attn_fwd", "sm_90") == 8'),
+        ("swept", 'compiled_regs("attn_fwd", "gfx942", "BLOCK_N", 128) > compiled_regs("attn_fwd", "gfx942")'),
+        ("fails", 'compiled_regs("attn_fwd", "sm_90") < baseline.compiled_regs("attn_fwd", "sm_90")'),
+        baseline={"version": "v3"},
+    )
+    configs = {"run": RunConfig(version="v4"), "baseline": RunConfig(version="v3")}
+    got = {r.name: r for r in ex.evaluate_checks(st, None, None, False, compiled=configs)}
+    assert {n: r.status for n, r in got.items()} == {"regs": "pass", "spills": "pass", "limit": "pass", "swept": "pass",
+                                                     "fails": "fail"}
+    assert got["swept"].detail == ('compiled_regs("attn_fwd", "gfx942", "BLOCK_N", 128)=166, '
+                                   'compiled_regs("attn_fwd", "gfx942")=126')
+    # one compile for both roles (same sizes), every target and kernel at once; one sweep
+    assert compiles == [("analyze", "fp32", ("gfx942", "sm_90"), ("attn_bwd_dkdv.2", "attn_fwd")),
+                        ("sweep", "attn_fwd", "BLOCK_N", (128,), ("gfx942",))]
+
+
+def test_what_did_not_compile_fails_with_the_reason(compiles):
+    st = anatomy_step(
+        ("broken", 'compiled_regs("swiglu_fwd", "gfx950") > 0'),
+        ("half", 'compiled_regs("attn_fwd", "gfx942", "BLOCK_N", 64.5) > 0'),
+        ("v1", 'baseline.compiled_regs("attn_fwd", "gfx942") > 0'),
+        baseline={"version": "v1"},
+    )
+    got = {r.name: r for r in ex.evaluate_checks(st, None, None, False, compiled={
+        "run": RunConfig(version="v4"), "baseline": RunConfig(version="v1")})}
+    assert got["broken"].detail == ("not measured: compiled_regs('swiglu_fwd', 'gfx950') "
+                                    "(it does not compile for gfx950: LLVM ERROR: cannot select)")
+    assert "BLOCK_N takes an integer, not 64.5" in got["half"].detail
+    assert "no planned step launches what a v1 step" in got["v1"].detail
+    assert all(r.status == "fail" for r in got.values())
+    unknown = anatomy_step(("nope", 'compiled_regs("nope", "gfx942") > 0'))
+    (result,) = ex.evaluate_checks(unknown, None, None, False, compiled={"run": RunConfig(version="v3")})
+    assert result.status == "fail" and "unknown kernel 'nope'" in result.detail
+    broken = anatomy_step(("crash", 'compiled_regs("crash", "gfx942") > 0'))
+    (result,) = ex.evaluate_checks(broken, None, None, False, compiled={"run": RunConfig(version="v3")})
+    assert result.status == "fail" and "compiling failed: RuntimeError: a planning worker died" in result.detail
+
+
+def test_the_compiled_configs_are_the_presets_at_gpu_sizes(compiles):
+    st = anatomy_step(("regs", 'compiled_regs("attn_fwd", "gfx942") > 0'), baseline={"version": "v3"})
+    st.preset, st.cpu_preset = {"version": "v4", "precision": "bf16"}, {"hidden_dim": 64, "num_heads": 4}
+    configs = ex.compiled_configs(st, {"seq_len": 256, "fault": "non-contiguous"})
+    assert configs["run"].hidden_dim == 512 and configs["run"].seq_len == 256 and configs["run"].precision == "bf16"
+    assert configs["run"].fault == "non-contiguous" and configs["baseline"].fault is None
+    assert ex.compiled_configs(step(("x", "steps > 0", False)), {}) == {}

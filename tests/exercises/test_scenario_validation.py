@@ -232,7 +232,7 @@ def test_a_tool_step_with_a_recorded_output_loads(tmp_path):
     ('path = "foo/recorded.csv"', 'path = "foo/missing.csv"', "recorded output 'foo/missing.csv' not found"),
     ('path = "foo/recorded.csv"', 'path = "../../etc/passwd"', "points outside the exercises folder"),
     ('recorded = { path = "foo/recorded.csv", about = "a recorded table" }', "", "reads a recorded output: give the step a `recorded` table"),
-    ('on = "recorded"', 'on = "elsewhere"', 'on must be "run" or "recorded"'),
+    ('on = "recorded"', 'on = "elsewhere"', 'on must be "run", "recorded" or "anatomy"'),
     ('"kernel_launches > 1", on', '"samples_per_s > 1", on', "unknown name 'samples_per_s'"),
     ('on = "recorded", description = "recorded"', 'on = "recorded", description = "recorded", needs_gpu = true, gpu_reason = "x"',
      "reads a recorded output: it needs no GPU"),
@@ -242,3 +242,39 @@ def test_tool_step_problems(tmp_path, old, new, message):
     with pytest.raises(ex.ScenarioError, match=None) as info:
         ex.load_scenarios(root)
     assert message in str(info.value) and str(info.value).startswith("exercises/foo.toml:")
+
+
+ANATOMY_STEP = '''
+[[steps]]
+title = "Fourth"
+text = "About registers."
+baseline = { version = "v1" }
+checks = [
+  { name = "fewer", on = "anatomy", expr = "compiled_regs(\\"attn_fwd\\", \\"gfx942\\") < baseline.compiled_regs(\\"attn_fwd\\", \\"sm_90\\", \\"BLOCK_N\\", 32)", description = "compiled" },
+]
+'''
+
+
+def test_a_step_over_compiled_kernels_loads(tmp_path):
+    (scenario,) = ex.load_scenarios(write(tmp_path, GOOD + ANATOMY_STEP))
+    (check,) = scenario.steps[2].checks
+    assert check.on == "anatomy" and not check.needs_gpu
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('\\"gfx942\\") <', '\\"gfx1100\\") <', "compiled_regs() names target 'gfx1100': choose from gfx90a, gfx942"),
+    ('description = "compiled"', 'description = "compiled", needs_gpu = true, gpu_reason = "x"',
+     "reads kernels compiled on this machine: it needs no GPU"),
+    ('on = "anatomy", ', '', "compiled_regs() reads compiled kernels: give the check on = \"anatomy\""),
+    ('compiled_regs(\\"attn_fwd\\", \\"gfx942\\")', 'samples_per_s', "unknown name 'samples_per_s'"),
+    ('compiled_regs(\\"attn_fwd\\", \\"gfx942\\")', 'kernel_calls(\\"attn\\")',
+     "kernel_calls() reads a run: a check with on = \"anatomy\" reads only compiled kernels"),
+    ('\\"BLOCK_N\\", 32)', '\\"BLOCK_N\\", 16 * 2)', "compiled_regs() takes literal arguments"),
+    ('\\"BLOCK_N\\", 32)', '\\"BLOCK_N\\")', "takes (kernel, target) or (kernel, target, param, value), got 3"),
+    ('baseline = { version = "v1" }\n', '', "needs a baseline run"),
+])
+def test_anatomy_step_problems(tmp_path, old, new, message):
+    assert old in ANATOMY_STEP
+    with pytest.raises(ex.ScenarioError) as info:
+        ex.load_scenarios(write(tmp_path, GOOD + ANATOMY_STEP.replace(old, new, 1)))
+    assert message in str(info.value) and str(info.value).startswith("exercises/foo.toml:"), str(info.value)

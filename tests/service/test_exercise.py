@@ -76,3 +76,24 @@ def test_a_step_that_cannot_run_here_is_refused_before_anything_starts(tmp_path)
     with pytest.raises(Exception, match="no CUDA/ROCm GPU is visible"):
         lab.plan_step("fusion-basics", 1, device="cuda")
     assert lab.records() == []
+
+
+def test_a_step_over_compiled_kernels_compiles_and_runs_nothing(tmp_path, progress_file, monkeypatch):
+    from support.anatomy import fake_compiles
+
+    calls = fake_compiles(monkeypatch)
+    lab = Lab(tmp_path / "runs", machine=Machine)  # the shipped scenarios, a CPU machine
+
+    def no_launch(cfg):
+        raise AssertionError("a compile-only step launched a run")
+
+    lab.launch = no_launch
+    plan = lab.plan_step("v4-fusion", 6, overrides={"precision": "bf16"})
+    assert plan.compile_only and plan.device == "cpu"
+    assert plan.compiled["run"].hidden_dim == 512 and plan.compiled["run"].precision == "bf16"  # GPU sizes on a CPU
+    assert plan.compiled["baseline"].version == "v3"
+    (done,) = list(lab.run_step(plan))
+    assert done.note == exercise.COMPILED_NOTE and done.run_ids == []
+    assert calls[0][:3] == ("analyze", "bf16", ("sm_90", "gfx942"))  # one compile of every target the checks name
+    attempt = json.loads(progress_file.read_text())["scenarios"]["v4-fusion"]["steps"]["6"]
+    assert attempt["run_ids"] == [] and set(attempt["checks"]) == {c.name for c in plan.step.checks}

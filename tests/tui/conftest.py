@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from support.anatomy import fake_anatomy, fake_sweep
 
 from tinylab.tui.app import TinyLabApp, create_app
 
@@ -48,3 +51,54 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     make_store(Path("runs"))
     return Path("runs")
+
+
+@dataclass
+class FakeKernels:
+    """The Lab's kernel calls answered from tests/tui/fakes.py in no time: `studies` lists the
+    precisions asked for; a study reports three progress steps, then waits for `gate` (when
+    set) and raises `error` (when set)."""
+
+    studies: list = field(default_factory=list)
+    stages: list = field(default_factory=list)
+    sweeps: list = field(default_factory=list)
+    gate: threading.Event | None = None
+    error: str | None = None
+
+    def study(self, cfg, targets=None, name=None, *, progress=None, **_):
+        from tinylab.anatomy import Progress
+        from tinylab.errors import UserError
+        from tinylab.service.lab import KernelStudy
+
+        self.studies.append(cfg.precision)
+        for done in (1, 2, 3):
+            if progress:
+                progress(Progress("compiling", done, 132, "attn_fwd @ gfx942"))
+        if self.gate is not None:
+            assert self.gate.wait(10), "the test never opened the gate"
+        if self.error:
+            raise UserError(self.error)
+        return KernelStudy(fake_anatomy(cfg.precision))
+
+    def stage(self, anatomy, name, target, stage):
+        self.stages.append((name, target, stage))
+        return f"// {stage} of {name} for {target}\n" + "\n".join(f"line {i} of {stage}" for i in range(1, 200))
+
+    def sweep(self, anatomy, name, target, param, values=None, *, progress=None):
+        from tinylab.anatomy import Progress
+
+        self.sweeps.append((name, target, param))
+        if progress:
+            progress(Progress("compiling", 1, 3, f"{name} {param}"))
+        return fake_sweep(anatomy, name, target, param)
+
+
+@pytest.fixture
+def fake_kernels(monkeypatch: pytest.MonkeyPatch) -> FakeKernels:
+    from tinylab.tui.backend import Backend
+
+    fake = FakeKernels()
+    monkeypatch.setattr(Backend, "kernel_study", fake.study)
+    monkeypatch.setattr(Backend, "kernel_stage", fake.stage)
+    monkeypatch.setattr(Backend, "kernel_sweep", fake.sweep)
+    return fake

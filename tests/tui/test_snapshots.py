@@ -247,3 +247,44 @@ def test_run_step_anatomy(snap_compare, store):
         await charts_drawn(pilot)
 
     assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
+async def kernels_shown(pilot) -> None:
+    """The Kernels view with its table, its IR stage loaded and the detail of the first kernel."""
+    await pilot.press("K")
+    await wait_for(pilot, lambda: rows(pilot, "#kern-table") == 5, what="kernel rows")
+    await wait_for(pilot, lambda: pilot.app.screen.query_one("#kern-ir").line_count, what="the IR stage")
+    await settle(pilot)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_kernels(snap_compare, store, fake_kernels, size):
+    """The table on gfx942 (wide: beside the sweep, over the IR), at 80x24 one panel at a time."""
+    async def run_before(pilot):
+        await kernels_shown(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
+
+
+def test_kernels_sweep_on_h100(snap_compare, store, fake_kernels):
+    """sm_90 picked, the attention forward's BLOCK_M swept: the chart and its exact values."""
+    async def run_before(pilot):
+        await kernels_shown(pilot)
+        await pilot.press("5")
+        pilot.app.screen.query_one("#kern-table").move_cursor(row=2)
+        await pilot.pause()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: "64*" in str(pilot.app.screen.query_one("#kern-points").render()), what="points")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_kernels_ir_stage(snap_compare, store, fake_kernels):
+    async def run_before(pilot):
+        await kernels_shown(pilot)
+        await pilot.press("i")
+        await wait_for(pilot, lambda: "ttgir" in pilot.app.screen.query_one("#kern-ir").lines[0], what="ttgir")
+        await settle(pilot)
+
+    assert snap_compare(make_app(store), terminal_size=(80, 24), run_before=run_before)

@@ -5,7 +5,8 @@ spills and occupancy each would hold there, and every IR stage Triton produced.
 Public API (headless; torch and triton are imported only where the work runs):
 - `analyze(cfg, targets, kernels=...) -> Anatomy`: plan and compile; `Anatomy.variants` holds
   one `Variant` per kernel and launch site with a `KernelReport` per target.
-- `sweep(anatomy, name, param, values) -> list[SweepPoint]`: one parameter varied.
+- `sweep(anatomy, name, param, values) -> list[SweepPoint]`: one parameter varied;
+  `sweep_values` picks the values when none are given.
 - `stage_text(anatomy, name, target, stage) -> str`: ttir/ttgir/llir/amdgcn/ptx/sass text.
 - `known_targets(...)`: which targets the installed Triton cannot compile for, and why.
 - `Pool` runs the work in processes (reused across calls), `Cache` keeps it on disk;
@@ -14,7 +15,9 @@ Public API (headless; torch and triton are imported only where the work runs):
 
 from tinylab.anatomy.cache import Cache
 from tinylab.anatomy.compile import KernelReport
-from tinylab.anatomy.core import Anatomy, Progress, SweepPoint, Variant, analyze, known_targets, stage_text, sweep, tunable
+from tinylab.anatomy.core import (
+    Anatomy, Progress, SweepPoint, Variant, analyze, known_targets, stage_text, sweep, sweep_values, tunable,
+)
 from tinylab.anatomy.pool import Pool
 from tinylab.anatomy.targets import TARGETS, Occupancy, Target
 
@@ -33,5 +36,6 @@ __all__ = [
     "known_targets",
     "stage_text",
     "sweep",
+    "sweep_values",
     "tunable",
 ]

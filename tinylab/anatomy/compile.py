@@ -56,6 +56,24 @@ class KernelReport:
     def spilled(self) -> bool:
         return any(self.spills.values())
 
+    def cells(self) -> list[str]:
+        """registers, LDS, scratch, spills, occupancy and its limiter as a table shows them
+        (the CLI's and the lab's): ``v140+a8 s78``, ``28.1K``, ``0``, ``4s`` or ``16B`` or
+        ``-``, ``3/8``, ``VGPRs`` (NVIDIA: ``r125``, ``regs+smem``). A compile that failed
+        has no cells."""
+        r = self.registers
+        if "VGPR" in r:
+            regs = f"v{r['VGPR']}" + (f"+a{r['AGPR']}" if r["AGPR"] else "") + f" s{r['SGPR']}"
+            spills = " ".join(f"{n}{k[0].lower()}" for k, n in self.spills.items() if n) or "-"
+            ceiling = 8
+        else:
+            regs = f"r{r['regs']}"
+            spills = f"{self.spills['stores']}B" if self.spilled else "-"
+            ceiling = 64
+        occ = self.occupancy
+        limiter = occ.limiter.replace("registers", "regs").replace("shared", "smem")
+        return [regs, short_bytes(self.lds), str(self.scratch), spills, f"{occ.value}/{ceiling}", limiter]
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -63,6 +81,13 @@ class KernelReport:
     def from_json(cls, data: dict) -> "KernelReport":
         occupancy = Occupancy(**data["occupancy"]) if data["occupancy"] else None
         return cls(**{**data, "occupancy": occupancy})
+
+
+def short_bytes(n: int) -> str:
+    """Bytes as a table cell: ``512``, ``8K``, ``28.1K`` (KiB)."""
+    if n < 1024:
+        return str(n)
+    return f"{n / 1024:.1f}K".replace(".0K", "K")
 
 
 def compile_key(launch: Launch, target: Target) -> str:

@@ -16,7 +16,9 @@ from typing import Callable, Iterator
 
 from tinylab.anatomy.cache import Cache
 from tinylab.anatomy.compile import STAGES, KernelReport, compile_key, compile_launch, probe_target, sass
-from tinylab.anatomy.launches import FORMAT, OPTION_DEFAULTS, Launch, TensorArg, describe, plan_key, plan_scenario, scenarios
+from tinylab.anatomy.launches import (
+    FORMAT, OPTION_DEFAULTS, Launch, TensorArg, describe, plan_key, plan_scenario, scenario_of, scenarios,
+)
 from tinylab.anatomy.pool import Pool
 from tinylab.anatomy.targets import TARGETS, Target, get_target
 from tinylab.config import RunConfig
@@ -85,6 +87,25 @@ class Anatomy:
             kernels = sorted({v.name.rsplit(".", 1)[0] for v in self.variants})
             raise UserError(f"unknown kernel {name!r}: choose one of {', '.join(kernels)}")
         return found
+
+    def profiled(self, name: str) -> list[Variant]:
+        """The variants of the kernel a profiler lists as ``name``: Triton names a GPU kernel
+        after its jit function (``_attn_fwd_kernel``); its short name (``attn_fwd``) works too."""
+        return [v for v in self.variants if name in (v.kernel.split(":")[1], v.name.rsplit(".", 1)[0])]
+
+    def launched_by(self, name: str, cfg: RunConfig) -> Variant:
+        """The variant of kernel ``name`` that a training step of ``cfg`` launches (its version,
+        toggles, fault and determinism pick the planned step: launches.scenario_of); UserError
+        when no planned step is like ``cfg``'s or that step does not launch the kernel."""
+        label = scenario_of(cfg)
+        if label is None:
+            raise UserError(f"no planned step launches what a {cfg.version} step with these toggles does")
+        found = [v for v in self.variants_of(name) if label in v.scenarios]
+        if not found:
+            raise UserError(f"{label} does not launch {name}")
+        if len(found) > 1:
+            raise UserError(f"{label} launches {name} in {len(found)} ways: name one of {', '.join(v.name for v in found)}")
+        return found[0]
 
     def variant(self, name: str) -> Variant:
         """The one variant ``name`` designates; UserError naming the choices otherwise."""
@@ -260,10 +281,39 @@ def analyze(
 
 
 def tunable(launch: Launch, target: Target) -> list[str]:
-    """The parameters a sweep may vary for a launch on a target: its integer constexprs (block
-    sizes, rows per program) and the launch options Triton's backend for the target takes."""
+    """The parameters a sweep may vary for a launch on a target: its integer constexprs, block
+    sizes first (then sizes such as rows per program or the head dimension), and the launch
+    options Triton's backend for the target takes."""
     ints = [k for k, v in launch.params if k in launch.constexprs and isinstance(v, int) and not isinstance(v, bool)]
-    return ints + list(OPTION_DEFAULTS[target.vendor])
+    return sorted(ints, key=lambda k: not k.startswith("BLOCK")) + list(OPTION_DEFAULTS[target.vendor])
+
+
+# What a sweep of a launch option tries when no values are given: the range its backend takes
+# and a kernel of this size uses (Triton's HIPOptions and CUDAOptions; kpack 2 and 32x32
+# matrix-core instructions are CDNA's alternatives to the defaults).
+OPTION_SWEEPS = {
+    "num_warps": (1, 2, 4, 8, 16),
+    "num_stages": (1, 2, 3, 4),
+    "waves_per_eu": (0, 1, 2, 3, 4),
+    "kpack": (1, 2),
+    "matrix_instr_nonkdim": (0, 16, 32),
+}
+
+
+def sweep_values(launch: Launch, target: Target, param: str) -> list[int]:
+    """The values a sweep of ``param`` tries when none are given: a launch option's range
+    (OPTION_SWEEPS); a power of two (a block size) from a quarter to four times the value the
+    step launches; any other integer halved and doubled. UserError when ``param`` is not
+    tunable (see `tunable`)."""
+    allowed = tunable(launch, target)
+    if param not in allowed:
+        raise UserError(f"cannot sweep {param!r} on {target.name}: choose one of {', '.join(allowed)}")
+    if param in OPTION_SWEEPS:
+        return list(OPTION_SWEEPS[param])
+    shipped = launch.option(param, target.vendor)
+    if shipped > 0 and shipped & (shipped - 1) == 0:
+        return [v for v in (shipped >> 2, shipped >> 1, shipped, shipped << 1, shipped << 2) if v >= 1]
+    return list(dict.fromkeys([max(1, shipped // 2), shipped, shipped * 2]))
 
 
 @dataclass(frozen=True)
@@ -282,19 +332,25 @@ def sweep(
     param: str,
     values: list[int],
     *,
+    targets: list[str] | None = None,
     cache: Cache | None = None,
     pool: Pool | None = None,
     progress: ProgressFn | None = None,
 ) -> list[SweepPoint]:
     """Recompile one variant of ``anatomy`` with ``param`` set to each of ``values`` on each of
-    its targets; UserError when ``param`` is not tunable there (see `tunable`)."""
+    its targets (or of ``targets`` among them); UserError when ``param`` is not tunable there
+    (see `tunable`)."""
     cache = cache or Cache()
     chosen = anatomy.variant(variant)
-    for t in anatomy.targets:
+    swept = [t for t in anatomy.targets if targets is None or t.name in targets]
+    if targets is not None and len(swept) != len(set(targets)):
+        raise UserError(f"target {sorted(set(targets) - {t.name for t in swept})[0]!r} was not compiled: choose from "
+                        f"{', '.join(t.name for t in anatomy.targets)}")
+    for t in swept:
         allowed = tunable(chosen.launches[t.name], t)
         if param not in allowed:
             raise UserError(f"cannot sweep {param!r} of {chosen.name} on {t.name}: choose one of {', '.join(allowed)}")
-    points = [(value, t, chosen.launches[t.name].replace(**{param: value})) for value in values for t in anatomy.targets]
+    points = [(value, t, chosen.launches[t.name].replace(**{param: value})) for value in values for t in swept]
     with _pool(pool) as pool:
         reports = _compile_all([(lc, t) for _, t, lc in points], cache, pool, progress, lambda lc: f"{chosen.name} {param}={dict(lc.params)[param]}")
     shipped = {t: lc.option(param, get_target(t).vendor) for t, lc in chosen.launches.items()}

@@ -109,11 +109,11 @@ def canonical(value: Any) -> Any:
 
 def describe(value: Any) -> str:
     """A canonical argument (not a constexpr) as a reader wants it: "bf16", "fp32 unaligned";
-    an int as "1", "16k" (a multiple of 16) or "n" (any other)."""
+    an int as "1", "×16" (a multiple of 16) or "n" (any other)."""
     if isinstance(value, TensorArg):
         return value.dtype.replace("bfloat", "bf").replace("float", "fp") + ("" if value.aligned else " unaligned")
     if isinstance(value, int) and not isinstance(value, bool):
-        return {1: "1", 16: "16k", 17: "n"}[value % 2**32]
+        return {1: "1", 16: "×16", 17: "n"}[value % 2**32]
     return str(value)
 
 
@@ -224,6 +224,20 @@ def scenarios(cfg: RunConfig) -> dict[str, RunConfig]:
     out["v4 sdpa" if other else "v4 no-sdpa"] = dataclasses.replace(v4, sdpa=other)
     out["v4 recompute-ffn"] = dataclasses.replace(v4, recompute_ffn=True)
     return {label: c.validate() for label, c in out.items()}
+
+
+def scenario_of(cfg: RunConfig) -> str | None:
+    """The label of the planned step (see `scenarios`) that launches what a step of ``cfg``
+    launches: the same version, determinism, kernel fault and toggles (a CUDA graph replays
+    the same launches, so it is left out); None when no planned step is like it."""
+    from tinylab.config import TOGGLES
+
+    def shape(c: RunConfig) -> tuple:
+        fault = c.fault if c.fault in KERNEL_FAULTS else None
+        return (c.version, c.deterministic, fault, tuple(c.toggle(t) for t in TOGGLES if t != "cuda_graph"))
+
+    wanted = shape(cfg)
+    return next((label for label, c in scenarios(cfg).items() if shape(c) == wanted), None)
 
 
 # ----------------------------------------------------------------------------------- hashes

@@ -17,21 +17,29 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any, Callable, Iterable, Iterator
 
 
-def _init_worker() -> None:
+def _init_worker(quiet: bool) -> None:
     os.environ.pop("TRITON_INTERPRET", None)
+    if quiet:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.close(devnull)
 
 
 class Pool:
     """A lazily started process pool: a call whose work is all cached starts no process.
 
     ``workers`` defaults to the CPU count. Several threads may run() on one pool at once, which
-    keeps its workers busy across callers. Use as a context manager, or call close(). As with
+    keeps its workers busy across callers. ``quiet`` sends what the workers print to /dev/null
+    (a full-screen terminal app must not be drawn over; the results and errors come back
+    anyway). Use as a context manager, or call close(). As with
     any spawned worker, a script that runs one must guard its entry point with
     ``if __name__ == "__main__":`` (the CLI and ``python -m`` entry points are safe).
     """
 
-    def __init__(self, workers: int | None = None):
+    def __init__(self, workers: int | None = None, *, quiet: bool = False):
         self.workers = max(1, workers or os.cpu_count() or 1)
+        self.quiet = quiet
         self._executor: ProcessPoolExecutor | None = None
         self._lock = threading.RLock()  # a done-callback may run inside run()'s locked section
         self._inflight: dict[str, Future] = {}
@@ -56,7 +64,8 @@ class Pool:
                 import multiprocessing
 
                 self._executor = ProcessPoolExecutor(
-                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+                    self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker,
+                    initargs=(self.quiet,),
                 )
             for job, key in zip(jobs, keys):
                 future = self._inflight.get(key) if key is not None else None

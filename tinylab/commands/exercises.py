@@ -123,12 +123,14 @@ def _show(args) -> int:
         return 0
     print(_fill(f"{scenario.title}: step {step.number}/{len(scenario.steps)}: {step.title}", width) + "\n")
     print(_prose(step.text, width))
-    print("\nRun:")
+    compile_only = all(c.on == "anatomy" for c in step.checks)
+    print("\nCompiled, no run (any machine: the kernels of this config):" if compile_only else "\nRun:")
     print(_fill(_settings(step.preset), width, "  preset      ", " " * 14))
-    if step.cpu_preset:
+    if step.cpu_preset and not compile_only:
         print(_fill(_settings(step.cpu_preset), width, "  on a CPU    ", " " * 14))
     if step.baseline is not None:
-        print(_fill(f"{_settings(step.baseline)}  (run first, for comparison)", width, "  baseline    ", " " * 14))
+        print(_fill(f"{_settings(step.baseline)}  ({'compiled too' if compile_only else 'run first'}, for comparison)",
+                    width, "  baseline    ", " " * 14))
     if step.tool:
         print(f"\nTool: {step.tool} (tinylab doctor says whether it works here)")
     if step.recorded:
@@ -139,7 +141,7 @@ def _show(args) -> int:
     print("\nChecks:")
     for c in step.checks:
         print(_fill(c.expr, width, f"  {c.name:<24} ", " " * 27))
-        tag = "  [GPU only]" if c.needs_gpu else ("  [recorded output]" if c.on == "recorded" else "")
+        tag = "  [GPU only]" if c.needs_gpu else {"recorded": "  [recorded output]", "anatomy": "  [compiled kernels]"}.get(c.on, "")
         print(_fill(c.description + tag, width, " " * 27, " " * 27))
     if step.hints:
         print(f"\nHints: {min(args.hints, len(step.hints))} of {len(step.hints)} shown (--hints N reveals more)")
@@ -216,6 +218,9 @@ def _check(args) -> int:
     plan = lab.plan_step(args.id, args.step, args.device or "auto", _overrides(args))
     log = sys.stderr if args.json else sys.stdout
     print(f"{plan.scenario.id} step {plan.step.number}: {plan.step.title}", file=log, flush=True)
+    if plan.compiled:
+        print(f"  compiling the step's Triton kernels at {_describe_model(plan.compiled['run'])} (no GPU needed; "
+              "the first time takes a minute or so, then they are cached) ...", file=log, flush=True)
     current: str | None = None
     try:
         for event in lab.run_step(plan, output=log if args.verbose else None):
@@ -244,6 +249,10 @@ def _describe(cfg) -> str:
         f" profile={','.join(cfg.profilers)}" if cfg.profilers else "")
     return (f"{what}  b{cfg.batch_size} s{cfg.seq_len} h{cfg.hidden_dim} l{cfg.num_layers} "
             f"{cfg.num_steps} steps on {cfg.device}")
+
+
+def _describe_model(cfg) -> str:
+    return f"hidden {cfg.hidden_dim}, seq {cfg.seq_len}, batch {cfg.batch_size}, {cfg.precision}"
 
 
 def _overrides(args) -> dict:

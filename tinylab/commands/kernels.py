@@ -11,7 +11,8 @@ import textwrap
 
 from tinylab.errors import UserError
 
-_NAME_W, _TARGET_W, _REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W = 18, 6, 12, 6, 7, 7, 5
+# registers holds the widest AMD cell, "v255+a28 s106"; 80 columns leave the limit 11
+_NAME_W, _TARGET_W, _REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W = 18, 6, 13, 6, 7, 7, 5
 
 
 def add_arguments(p) -> None:
@@ -75,33 +76,11 @@ def _progress():
     return show
 
 
-def _bytes(n: int) -> str:
-    if n < 1024:
-        return str(n)
-    return f"{n / 1024:.1f}K".replace(".0K", "K")
-
-
-def _columns(report) -> list[str]:
-    """registers, LDS, scratch, spills, occupancy, limiter of one report, as table cells."""
-    r = report.registers
-    if "VGPR" in r:
-        regs = f"v{r['VGPR']}" + (f"+a{r['AGPR']}" if r["AGPR"] else "") + f" s{r['SGPR']}"
-        spills = " ".join(f"{n}{k[0].lower()}" for k, n in report.spills.items() if n) or "-"
-        ceiling = 8
-    else:
-        regs = f"r{r['regs']}"
-        spills = f"{report.spills['stores']}B" if report.spilled else "-"
-        ceiling = 64
-    occ = report.occupancy
-    limiter = occ.limiter.replace("registers", "regs").replace("shared", "smem")
-    return [regs, _bytes(report.lds), str(report.scratch), spills, f"{occ.value}/{ceiling}", limiter]
-
-
 def _row(name: str, target: str, report) -> str:
     head = f"{name:<{_NAME_W}} {target:<{_TARGET_W}} "
     if not report.ok:
         return (head + f"FAILED: {report.error}")[:80]
-    cells = _columns(report)
+    cells = report.cells()
     widths = (_REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W)
     body = " ".join(f"{c:<{w}}" if i == 0 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(cells, widths)))
     return f"{head}{body} {cells[-1]}"
@@ -145,7 +124,8 @@ def render_table(anatomy, details: bool) -> str:
     lines += [""] + _legend()
     numbered = [v for v in anatomy.variants if "." in v.name or details]
     if numbered:
-        lines += ["", "variants (what sets them apart; where the step launches them):"]
+        lines += ["", "variants (what sets them apart; where the step launches them;",
+                  "an integer argument is 1, ×16 (a multiple of 16, which Triton exploits) or n):"]
         for v in numbered:
             lines += _wrap(f"{v.name}: {v.summary or '-'}", "  ")
             lines += _wrap(f"in {', '.join(v.scenarios)}", "    ")

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, TextIO, Union
+from functools import partial
+from typing import Any, Callable, Iterator, TextIO, Union
 
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
@@ -35,11 +36,18 @@ class StepPlan:
     config: RunConfig
     baseline: RunConfig | None
     unavailable: str = ""  # why the step's tool cannot run here: only its recorded output is read
+    #: the configs whose kernels the step's `on = "anatomy"` checks compile, by role (run, baseline)
+    compiled: dict[str, RunConfig] = field(default_factory=dict)
 
     @property
     def gpu_only(self) -> bool:
         """Every check needs a GPU and there is none: nothing to run here."""
         return not self.on_gpu and bool(self.step.checks) and all(c.needs_gpu for c in self.step.checks)
+
+    @property
+    def compile_only(self) -> bool:
+        """Every check reads compiled kernels: the step compiles, on any machine, and runs nothing."""
+        return bool(self.step.checks) and all(c.on == "anatomy" for c in self.step.checks)
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,9 @@ class StepDone:
 
 StepProgress = Union[RunStarted, RunEnded, Checked, StepDone]
 
+#: What a step that only compiles says instead of a run.
+COMPILED_NOTE = "no run: the checks read the step's kernels, compiled on this machine for the GPUs they name"
+
 
 def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_device: str = "auto",
               overrides: dict | None = None, check: Callable[[RunConfig], RunConfig] | None = None) -> StepPlan:
@@ -96,8 +107,9 @@ def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_
     if step.tool:
         status = get_adapter(step.tool).available()
         unavailable = "" if status.available else f"{step.tool} is not available here: {status.reason}"
-    plan = StepPlan(scenario, step, device, machine.device_type(device) == "cuda", config, baseline, unavailable)
-    if not plan.gpu_only and not plan.unavailable:
+    plan = StepPlan(scenario, step, device, machine.device_type(device) == "cuda", config, baseline, unavailable,
+                    ex.compiled_configs(step, overrides))
+    if not plan.gpu_only and not plan.unavailable and not plan.compile_only:
         for cfg in (baseline, config):
             if cfg is not None:
                 (check or (lambda c: check_run(c, machine)))(cfg)
@@ -105,16 +117,25 @@ def plan_step(scenario: ex.Scenario, step: ex.Step, machine: Machine, requested_
 
 
 def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextIO | None = None, poll_s: float = 0.2,
-             recheck_s: float = RECHECK_S, stop: Callable[[], bool] = lambda: False) -> Iterator[StepProgress]:
+             recheck_s: float = RECHECK_S, stop: Callable[[], bool] = lambda: False,
+             kernel_pool: Callable[[], Any] | None = None) -> Iterator[StepProgress]:
     """Baseline first and to its end (two runs at once would skew each other's timings), then the run.
 
     `start` launches a config (the Lab's launch: checked, detached).
     `output` receives the runs' output.log text as it grows; `stop()` ends the watching early (the
     runs keep going; nothing is recorded). Progress is recorded once the step's run has ended.
+    A step whose checks all read compiled kernels runs nothing: it compiles them in
+    `kernel_pool()` (the Lab's kernel_pool) and is done.
     """
     step = plan.step
+    if plan.compile_only:
+        results = ex.evaluate_checks(step, None, None, plan.on_gpu, compiled=plan.compiled, pool=kernel_pool)
+        ex.record_progress(plan.scenario.id, step.number, results, [])
+        yield StepDone(results, note=COMPILED_NOTE)
+        return
     if plan.unavailable:
-        results = ex.evaluate_checks(step, None, None, plan.on_gpu, unavailable=plan.unavailable)
+        results = ex.evaluate_checks(step, None, None, plan.on_gpu, unavailable=plan.unavailable,
+                                     compiled=plan.compiled, pool=kernel_pool)
         ex.record_progress(plan.scenario.id, step.number, results, [])
         yield StepDone(results, note=without_tool(step, plan.unavailable))
         return
@@ -123,6 +144,7 @@ def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextI
                        note="every check of this step needs a GPU: no run was started")
         return
     records = {}
+    evaluate = partial(_evaluate, plan, pool=kernel_pool)
     for role, cfg in (("baseline", plan.baseline), ("run", plan.config)):
         if cfg is None:
             continue
@@ -133,16 +155,16 @@ def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextI
         for status in watch(run, output, poll_s, stop=stop):
             if role == "run" and status not in TERMINAL and time.monotonic() - last_check >= recheck_s:
                 last_check = time.monotonic()
-                yield Checked(_evaluate(plan, run.record(), records.get("baseline")), status)
+                yield Checked(evaluate(run.record(), records.get("baseline")), status)
         if status not in TERMINAL:  # stopped watching
             return
         records[role] = run.record()
         yield RunEnded(role, run.id, status, time.monotonic() - started, records[role].error)
         if role == "baseline" and status != "finished":
-            yield StepDone(_evaluate(plan, None, records[role]), [run.id],
+            yield StepDone(evaluate(None, records[role]), [run.id],
                            note=f"the baseline run {status}; the step's checks need it")
             return
-    results = _evaluate(plan, records["run"], records.get("baseline"))
+    results = evaluate(records["run"], records.get("baseline"))
     run_ids = [r.id for r in records.values()]
     ex.record_progress(plan.scenario.id, step.number, results, run_ids)
     yield StepDone(results, run_ids)
@@ -158,5 +180,5 @@ def without_tool(step: ex.Step, why: str) -> str:
     return "\n".join(lines)
 
 
-def _evaluate(plan: StepPlan, run, baseline) -> list[ex.CheckResult]:
-    return ex.evaluate_checks(plan.step, run, baseline, plan.on_gpu)
+def _evaluate(plan: StepPlan, run, baseline, pool=None) -> list[ex.CheckResult]:
+    return ex.evaluate_checks(plan.step, run, baseline, plan.on_gpu, compiled=plan.compiled, pool=pool)

@@ -14,7 +14,7 @@ import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, TextIO
+from typing import Any, Callable, ContextManager, Iterator, TextIO
 
 from tinylab import exercises as ex
 from tinylab import slurm
@@ -321,22 +321,51 @@ class Lab:
         return build_report([self.run(ref) for ref in refs], fmt)
 
     # ----------------------------------------------------------------- kernels
+    def kernel_pool(self, jobs: int | None = None) -> ContextManager[Any]:
+        """The worker pool of one kernel call (tinylab.anatomy.Pool), closed after it; a long-lived
+        face (the lab) keeps one pool instead."""
+        from tinylab.anatomy import Pool
+
+        return Pool(jobs)
+
     def kernel_study(self, cfg: RunConfig, targets: list[str] | None = None, name: str | None = None, *,
                      stage: str | None = None, sweep: tuple[str, list[int]] | None = None, jobs: int | None = None,
                      progress: Callable[[Any], None] | None = None) -> "KernelStudy":
         """The v3/v4 Triton kernels compiled for `targets` at `cfg`'s launches (tinylab.anatomy), and
         for one kernel `name` one IR `stage` on the first target, or a `sweep` of one parameter."""
-        from tinylab.anatomy import Pool, analyze, stage_text
+        from tinylab.anatomy import analyze, stage_text
         from tinylab.anatomy import sweep as sweep_kernel
 
         text, points = None, None
-        with Pool(jobs) as pool:
+        with self.kernel_pool(jobs) as pool:
             anatomy = analyze(cfg, targets, kernels=[name] if name else None, pool=pool, progress=progress)
             if stage and name and targets:
                 text = stage_text(anatomy, name, targets[0], stage, pool=pool)
             elif sweep and name:
                 points = sweep_kernel(anatomy, name, *sweep, pool=pool, progress=progress)
         return KernelStudy(anatomy, text, points)
+
+    def kernel_stage(self, anatomy: Any, name: str, target: str, stage: str) -> str:
+        """One IR stage of variant `name` of an Anatomy that kernel_study made, on one of its targets."""
+        from tinylab.anatomy import stage_text
+
+        with self.kernel_pool() as pool:
+            return stage_text(anatomy, name, target, stage, pool=pool)
+
+    def kernel_sweep(self, anatomy: Any, name: str, target: str, param: str, values: list[int] | None = None, *,
+                     progress: Callable[[Any], None] | None = None) -> list:
+        """Variant `name` of an Anatomy recompiled on one target with `param` at each of `values` (by
+        default a range around the value the step launches: tinylab.anatomy.sweep_values)."""
+        from tinylab.anatomy import sweep, sweep_values
+        from tinylab.anatomy.targets import get_target
+
+        variant = anatomy.variant(name)
+        if target not in variant.launches:
+            raise UserError(f"target {target!r} was not compiled: choose one of {', '.join(variant.launches)}")
+        if values is None:
+            values = sweep_values(variant.launches[target], get_target(target), param)
+        with self.kernel_pool() as pool:
+            return sweep(anatomy, variant.name, param, values, targets=[target], pool=pool, progress=progress)
 
     # ---------------------------------------------------------------- exercises
     def scenarios(self) -> list[ex.Scenario]:
@@ -363,4 +392,5 @@ class Lab:
 
     def run_step(self, plan: exercise.StepPlan, *, output: TextIO | None = None, poll_s: float = 0.2,
                  stop: Callable[[], bool] = lambda: False) -> Iterator[exercise.StepProgress]:
-        return exercise.run_step(plan, start=self.launch, output=output, poll_s=poll_s, stop=stop)
+        return exercise.run_step(plan, start=self.launch, output=output, poll_s=poll_s, stop=stop,
+                                 kernel_pool=self.kernel_pool)

@@ -1,9 +1,9 @@
 """The Textual lab: one app factory for `tinylab` and the tests.
 
 The app is a view over tinylab's engine (Backend): it launches, tails and analyses runs only
-through the same functions the CLI uses. Four sections are Textual modes (each keeps its own
-screen stack): Lab, Runs, Exercises, Doctor; Run, Hotspots, Compare and exercise steps are pushed
-on top. Screens other than the Lab are imported when first opened, so the first paint pays for
+through the same functions the CLI uses. Five sections are Textual modes (each keeps its own
+screen stack): Lab, Runs, Exercises, Kernels, Doctor; Run, Hotspots, Compare and exercise steps
+are pushed on top (and Kernels, for one kernel, from Hotspots). Screens other than the Lab are imported when first opened, so the first paint pays for
 neither pandas nor plotext (and nothing here imports torch).
 """
 
@@ -60,6 +60,12 @@ def _exercises() -> Screen:
     return ExercisesScreen()
 
 
+def _kernels() -> Screen:
+    from tinylab.tui.screens.kernels import KernelsScreen
+
+    return KernelsScreen()
+
+
 def _doctor() -> Screen:
     from tinylab.tui.screens.doctor import DoctorScreen
 
@@ -76,7 +82,7 @@ class TinyLabApp(App):
     TITLE = "tinylab"
     CSS_PATH = "app.tcss"
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
-    MODES = {"lab": _lab, "runs": _runs, "exercises": _exercises, "doctor": _doctor}
+    MODES = {"lab": _lab, "runs": _runs, "exercises": _exercises, "kernels": _kernels, "doctor": _doctor}
     DEFAULT_MODE = "lab"
     COMMAND_PALETTE_BINDING = "colon"
     #: Work on every screen. An 80-column footer holds a screen's own keys and `?` (help lists
@@ -85,6 +91,8 @@ class TinyLabApp(App):
         Binding("l", "section('lab')", "Lab", show=False, tooltip="the versions and the config form"),
         Binding("r", "section('runs')", "Runs", show=False, tooltip="the run store; mark two runs to compare"),
         Binding("x", "section('exercises')", "Exercises", show=False, tooltip="guided scenarios"),
+        Binding("K", "section('kernels')", "Kernels", show=False, tooltip="the Triton kernels compiled for AMD and "
+                "NVIDIA GPUs, no GPU needed: registers, LDS, occupancy, IR"),
         Binding("d", "section('doctor')", "Doctor", show=False, tooltip="environment and profiler availability"),
         Binding("w", "watch_live", "Watch live", show=False, tooltip="reattach to the newest running run"),
         Binding("question_mark,h", "help", "Help", key_display="?"),
@@ -112,6 +120,9 @@ class TinyLabApp(App):
             self.doctor_report = self.backend.doctor_result
         else:
             self.set_timer(DOCTOR_DELAY_S, self.collect_doctor)
+
+    def on_unmount(self) -> None:
+        self.backend.close()
 
     @background("live-scan")
     def scan_live_runs(self, announce: bool = True) -> None:
@@ -180,6 +191,13 @@ class TinyLabApp(App):
         from tinylab.tui.screens.hotspots import HotspotsScreen
 
         self.push_screen(HotspotsScreen(run_id))
+
+    def open_kernels(self, config: Any = None, kernel: str | None = None, source: str = "") -> None:
+        """The Kernels view on top of the current screen: `config`'s model (a RunConfig), with the
+        kernel a profiler calls `kernel` selected."""
+        from tinylab.tui.screens.kernels import KernelsScreen
+
+        self.push_screen(KernelsScreen(config, kernel, source))
 
     def open_compare(self, a_id: str, b_id: str) -> None:
         from tinylab.tui.screens.compare import CompareScreen

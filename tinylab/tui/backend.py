@@ -9,8 +9,11 @@ a fake doctor report and their own exercises folder here instead of patching mod
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -26,6 +29,36 @@ class DoctorStopped(UserError):
     """The doctor child was stopped because the lab is closing."""
 
 
+class _NoFileno:
+    """sys.stderr as the lab captures it, less its fileno() (see _start_resource_tracker)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def fileno(self) -> int:
+        raise OSError("no file descriptor")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker, which every process pool needs, without a stderr.
+
+    While the app runs, Textual captures sys.stderr with an object whose fileno() is -1; the
+    tracker passes that number to its child as a descriptor to keep, and the spawn fails with
+    "bad value(s) in fds_to_keep". A fileno() that raises makes the tracker go without one.
+    """
+    from multiprocessing import resource_tracker
+
+    saved = sys.stderr
+    sys.stderr = _NoFileno(saved)
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        sys.stderr = saved
+
+
 class Backend(Lab):
     def __init__(self, runs_dir: Path | str | None = None, *, clock: Callable[[], float] = time.time,
                  doctor_result: dict[str, Any] | None = None, exercises_root: Path | None = None,
@@ -35,6 +68,8 @@ class Backend(Lab):
         self.poll_s = poll_s
         self.doctor_result = doctor_result
         self._probed: Machine | None = None  # only when the doctor child failed
+        self._kernel_pool: Any = None  # tinylab.anatomy.Pool, started by the first compile
+        self._kernel_pool_lock = threading.Lock()
 
     def _machine_from_doctor(self) -> Machine:
         """The machine as the doctor child saw it (a CPU machine until it has answered)."""
@@ -101,6 +136,25 @@ class Backend(Lab):
             raise UserError(f"tinylab doctor failed: {last}")
         self.doctor_result = json.loads(out)
         return self.doctor_result
+
+    def kernel_pool(self, jobs: int | None = None):
+        """One worker pool for the lab's life, shared by its workers (a table, a stage, a sweep):
+        its processes start with the first compile and stay warm; `close` stops them."""
+        with self._kernel_pool_lock:
+            if self._kernel_pool is None:
+                from tinylab.anatomy import Pool
+
+                _start_resource_tracker()
+                self._kernel_pool = Pool(jobs, quiet=True)
+        return contextlib.nullcontext(self._kernel_pool)
+
+    def close(self) -> None:
+        """Stop what the lab left running in this process: compiles no screen waits for any more
+        (a compile's worker processes would otherwise hold the lab's exit for a minute)."""
+        with self._kernel_pool_lock:
+            if self._kernel_pool is not None:
+                self._kernel_pool.close(kill=True)
+                self._kernel_pool = None
 
     def roofline_text(self, run_id: str, width: int) -> str:
         """The run's roofline as text (Lab.roofline), from ceilings already measured on its card:

@@ -55,6 +55,8 @@ class StepRunnerEnded(Message):
 
 #: The status of a step that started no run because its tool is missing: it read its recorded output.
 RECORDED = "read the recorded output"
+#: The status of a step that runs nothing: its checks read kernels compiled on this machine.
+COMPILING, COMPILED = "compiling the step's kernels…", "compiled on this machine"
 
 
 class StepProgressed(Message):
@@ -248,8 +250,12 @@ class StepScreen(BaseScreen):
     def _show_run(self) -> None:
         runs = self.step_runs.get(self.step.number, {}) if self.step else {}
         if not runs:
-            text = Text(f"no run: its tool is not here, so the checks {RECORDED}", style="dim") \
-                if self.run_status == RECORDED else Text("no run for this step yet", style="dim")
+            if self.run_status == RECORDED:
+                text = Text(f"no run: its tool is not here, so the checks {RECORDED}", style="dim")
+            elif self.run_status in (COMPILING, COMPILED):
+                text = Text.assemble("no run: ", (self.run_status, "bold"))
+            else:
+                text = Text("no run for this step yet", style="dim")
         else:
             text = Text(" ".join(f"{role} {short_id(run_id)}" for role, run_id in runs.items()))
             text.append(f"  {self.run_status}", style="bold")
@@ -281,7 +287,7 @@ class StepScreen(BaseScreen):
         self.query_one("#checks", Static).update(text)
 
     def _verdict(self) -> str:
-        if not self.results or self.run_status not in (*TERMINAL, RECORDED):
+        if not self.results or self.run_status not in (*TERMINAL, RECORDED, COMPILED):
             return ""
         verdict = ex.verdict(self.results)
         if ex.step_passed(self.results):
@@ -328,6 +334,9 @@ class StepScreen(BaseScreen):
             return
         self.running_step = step.number
         self.step_runs[step.number] = {}
+        if all(c.on == "anatomy" for c in step.checks):
+            self.step_results[step.number] = ([], COMPILING)
+            self._show_run()
         self.launch(step.number)
 
     @background("launch")
@@ -360,8 +369,10 @@ class StepScreen(BaseScreen):
             results, status = event.results, event.status
         elif isinstance(event, exercise.StepDone):
             results = event.results
+            if event.note == exercise.COMPILED_NOTE:
+                status = COMPILED
             status = status or (RECORDED if not event.run_ids else status)
-            if event.note:
+            if event.note and status != COMPILED:
                 self.notify(event.note, severity="warning")
         self.step_results[number] = (results, status)
         if self.step is not None and self.step.number == number:

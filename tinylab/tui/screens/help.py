@@ -24,13 +24,14 @@ def _screens() -> list[tuple[str, type]]:
     from tinylab.tui.screens.doctor import DoctorScreen
     from tinylab.tui.screens.exercises import ExercisesScreen, StepScreen
     from tinylab.tui.screens.hotspots import HotspotsScreen
+    from tinylab.tui.screens.kernels import KernelsScreen
     from tinylab.tui.screens.lab import LabScreen
     from tinylab.tui.screens.run import RunScreen
     from tinylab.tui.screens.runs import RunsScreen
 
     return [("Lab", LabScreen), ("Run", RunScreen), ("Hotspots", HotspotsScreen), ("Runs", RunsScreen),
             ("Compare", CompareScreen), ("Exercises", ExercisesScreen), ("Exercise step", StepScreen),
-            ("Doctor", DoctorScreen)]
+            ("Kernels", KernelsScreen), ("Doctor", DoctorScreen)]
 
 
 def key_table(title: str, bindings: list) -> Table:

@@ -19,6 +19,8 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
+from tinylab.anatomy.launches import SHAPING_FIELDS
+from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
 from tinylab.tui.fmt import plain, safe
@@ -103,7 +105,9 @@ class HotspotsScreen(BaseScreen):
         Binding("s", "sort", "Sort", tooltip="sort by the next column (S: reverse)"),
         Binding("S", "reverse", "Reverse", show=False),
         Binding("n", "top", "Top N", tooltip="how many kernels to list"),
-        Binding("t", "next_pane", "Next panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
+        Binding("k", "anatomy", "Anatomy", tooltip="the Triton kernel under the cursor compiled for AMD and NVIDIA "
+                "GPUs at this run's model: registers, LDS, occupancy, IR"),
+        Binding("t", "next_pane", "Panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
                 "timeline take turns in the last cell"),
         Binding("R", "next_rank", "Next rank", show=False,  # the head says "R: next" where it applies
                 tooltip="a run of several ranks: the next rank's table (ranks are never merged; "
@@ -113,6 +117,7 @@ class HotspotsScreen(BaseScreen):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
+        self.record: RunRecord | None = None
         self.tables: Any = None  # the run's kernel tables (analysis.hotspots.KernelTables), once loaded
         self.table: Any = None  # the full kernel table shown (a pandas DataFrame): one rank's
         self.summary: dict[str, Any] | None = None
@@ -202,6 +207,7 @@ class HotspotsScreen(BaseScreen):
 
     @on(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
+        self.record = message.record
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
         self.query_one("#hot-timeline", Static).update(Text(message.timeline))
@@ -380,6 +386,22 @@ class HotspotsScreen(BaseScreen):
         ranks = self.tables.ranks
         current = (self.summary or {}).get("rank")
         self.load_rank(ranks[(ranks.index(current) + 1) % len(ranks)] if current in ranks else ranks[0])
+
+    def action_anatomy(self) -> None:
+        """The Kernels view at this run's model size and precision, on the kernel under the cursor."""
+        table = self.query_one("#kernels", DataTable)
+        if self.record is None or not self.shown or not table.row_count:
+            self.notify("No kernel under the cursor: the Kernels view (K) lists every Triton kernel.",
+                        severity="warning")
+            return
+        row = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        try:
+            sizes = {k: self.record.config[k] for k in SHAPING_FIELDS if k in self.record.config}
+            config = RunConfig(version="v3", **sizes).validate()
+        except ConfigError as exc:
+            self.notify(f"This run's model cannot run the Triton kernels: {exc}", severity="warning")
+            return
+        self.app.open_kernels(config, row["name"], f"{self.run_id}'s model")  # type: ignore[attr-defined]
 
     def action_next_pane(self) -> None:
         """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,

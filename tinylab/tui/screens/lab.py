@@ -129,8 +129,9 @@ class LabScreen(BaseScreen):
         # the app's own keys, shown here (the home screen's footer has room for them)
         Binding("r", "app.section('runs')", "Runs"),
         Binding("x", "app.section('exercises')", "Exercises"),
+        Binding("K", "app.section('kernels')", "Kernels"),
         Binding("d", "app.section('doctor')", "Doctor"),
-        Binding("w", "app.watch_live", "Watch live"),
+        Binding("w", "app.watch_live", "Watch live", show=False),  # the live line says "w watches it"
         Binding("q", "app.quit", "Quit"),
         Binding("f", "jump('toggle')", "Fusions", show=False, tooltip="the version's first fusion toggle"),
         Binding("p", "jump('profiler')", "Profilers", show=False, tooltip="the first available profiler"),
