@@ -96,7 +96,7 @@ def test_screen_keys_work_where_the_readme_says():
     screens = dict(_screens())
     table = README[README.index("| screen | key to open it |"):README.index("## Commands")]
     rows = [line.split("|")[1:3] for line in table.splitlines()[2:] if line.startswith("| ")]
-    assert len(rows) == 7
+    assert len(rows) == 8
     for name, cell in rows:
         key = re.findall(r"`([^`]+)`", cell)[0]
         if bound(TinyLabApp.BINDINGS, key):
