@@ -41,6 +41,10 @@ class SeriesChart(PlotextPlot):
         if empty is not None:
             self.empty = empty
 
+    def on_resize(self) -> None:
+        """The points kept depend on the width (thin): a chart drawn at another width draws again."""
+        self.dirty = True
+
     def redraw(self) -> None:
         plt = self.plt
         plt.clear_figure()
