@@ -263,7 +263,10 @@ def percentile(sorted_vals: list[float], pct: float) -> float:
 
 
 def finish() -> None:
+    import gc
+
     import torch.distributed as dist
 
+    gc.collect()  # what still held the group (DDP's reducer) is freed before the group
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()

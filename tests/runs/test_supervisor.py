@@ -29,8 +29,8 @@ def test_a_slurm_job_of_two_nodes_starts_torchrun_through_srun(run_dir, monkeypa
     assert argv[5] == "--kill-on-bad-exit=1"
     assert argv[6] == sys.executable
     rest = argv[argv.index("torch.distributed.run") + 1:]
-    assert rest[:rest.index("-m")] == ["--nproc-per-node", "4", "--nnodes", "2", "--rdzv-backend", "c10d",
-                                       "--rdzv-endpoint", "gpu07:29734", "--rdzv-id", run_dir.name]
+    assert rest[:rest.index("--no-python")] == ["--nproc-per-node", "4", "--nnodes", "2", "--rdzv-backend", "c10d",
+                                                "--rdzv-endpoint", "gpu07:29734", "--rdzv-id", run_dir.name]
 
 
 def test_one_node_in_a_slurm_job_is_plain_torchrun(run_dir, monkeypatch):

@@ -11,9 +11,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def check_steps(root: Path, steps: list[tuple[str, int]]) -> dict[tuple[str, int], dict]:
+def check_steps(root: Path, steps: list[tuple[str, int]], at_once: bool = True) -> dict[tuple[str, int], dict]:
     """`tinylab exercises check SCENARIO --step N --device cpu` for every step, all at once (their
-    torch imports overlap), each with its own store and progress file under `root`:
+    torch imports overlap) or, for steps that compare timings across their runs, one after the
+    other; each with its own store and progress file under `root`:
     {(scenario, number): {"rc", "stdout", "stderr", "runs"}}."""
     from tinylab import exercises as ex
     from tinylab.runs.store import RunStore
@@ -25,6 +26,8 @@ def check_steps(root: Path, steps: list[tuple[str, int]]) -> dict[tuple[str, int
         args = ["check", scenario, "--step", str(number), "--device", "cpu", "--runs-dir", str(root / key)]
         procs[(scenario, number)] = subprocess.Popen([sys.executable, "-m", "tinylab", "exercises", *args], cwd=REPO,
                                                      env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if not at_once:
+            procs[(scenario, number)].wait(timeout=600)
     out = {}
     for (scenario, number), proc in procs.items():
         stdout, stderr = proc.communicate(timeout=600)
