@@ -33,6 +33,7 @@ from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
 from tinylab.packages import describe, foreign_packages
 from tinylab.parallel import RankInfo, percentile
+from tinylab.profilers import wrapper_adapter
 from tinylab.runs.store import process_start_time, write_json
 from tinylab.safeio import FULL_DISK
 
@@ -622,10 +623,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = RunConfig.from_json_file(str(config_path))
         run_training(cfg, run_dir)
-        if cfg.parallel is not None:
+        if cfg.parallel is not None and wrapper_adapter(cfg) is None:
             # The run is recorded and the process group is gone: leave without the interpreter's
             # teardown, where a rank of a gloo group once aborted ("terminate called without an
-            # active exception") after writing its summary, which failed a finished run.
+            # active exception") after writing its summary, which failed a finished run. Not
+            # under a profiler that wraps the process: its output is written at the process's exit.
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(0)
