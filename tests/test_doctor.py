@@ -21,7 +21,7 @@ WRAPPERS = ("rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")
 
 @pytest.fixture(autouse=True)
 def fast_deepspeed_check(monkeypatch):
-    """DeepSpeed's real check imports it in a child (seconds); test_inprocess covers that path."""
+    """DeepSpeed's real check imports it in a child (seconds); tests/profilers/test_deepspeed.py covers that path."""
     monkeypatch.setattr(DeepSpeedAdapter, "available", lambda self: base.Availability(False, "deepspeed is not installed", None))
 
 

@@ -79,18 +79,6 @@ def test_a_node_needs_a_gpu_a_rank():
     check_run(two_ranks(nproc_per_node=8), Machine(host_memory_bytes=64 << 30), lambda name: None)  # gloo on a CPU
 
 
-def test_runflags_pick_ddp_for_several_processes():
-    import argparse
-
-    from tinylab.runflags import add_run_arguments, config_from_args
-
-    p = argparse.ArgumentParser()
-    add_run_arguments(p)
-    assert config_from_args(p.parse_args(["--nproc-per-node", "2"]), "cpu").parallel == "ddp"
-    assert config_from_args(p.parse_args([]), "cpu").parallel is None
-    assert config_from_args(p.parse_args(["--parallel", "fsdp", "--nproc-per-node", "2"]), "cpu").parallel == "fsdp"
-
-
 # ----------------------------------------------------------------------------- launching
 def test_torchrun_argv_one_node_and_several(tmp_path):
     program = [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", "c.json"]

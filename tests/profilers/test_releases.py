@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from support import samples
-from support.paths import BIN
 from support.rocm import VERSIONS, rocm_tree
 
 from tinylab.config import RunConfig
@@ -177,28 +176,6 @@ def test_an_option_a_release_lacks_is_refused(rocm, monkeypatch):
             adapter.option("--pmc")
 
 
-def test_an_unknown_tree_falls_back_to_what_the_tool_says(monkeypatch, tmp_path):
-    """A tool outside any ROCm tree: 6.x rocprofv3 has no --version, so its --help options tell the release."""
-    monkeypatch.setenv("PATH", str(BIN) + os.pathsep + os.environ["PATH"])
-    monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
-    monkeypatch.delenv("ROCM_PATH", raising=False)
-    for version, label in (("6.2.2", "ROCm 6.2"), ("6.3.1", "ROCm 6.3"), ("6.4.1", "ROCm 6.4"), ("7.1.0", "ROCm 7.1.0")):
-        monkeypatch.setenv("STANDIN_ROCM_RELEASE", version)
-        adapter = get_adapter("rocprofv3")
-        assert adapter.available().release == label
-    monkeypatch.setenv("STANDIN_ROCM_RELEASE", "6.2.0")
-    assert get_adapter("rocprof-compute").available().release == "ROCm 6.2"
-    assert get_adapter("rocprof-sys").available().available  # a 6.2 stand-in named rocprof-sys-run still answers
-
-
-def test_release_keys():
-    assert rr.release_key("6.2.2-116") == "6.2.2" and rr.release_key("6.2.3") == "6.2.4"
-    assert rr.release_key("6.3.1") == "6.3" and rr.release_key("7.1.0") == "7.1"
-    assert rr.release_key("7.2.0") == "7.1" and rr.newer_than_known("7.2.0")  # newest known behaviour, said so
-    assert rr.release_key("6.1.3") is None and rr.release_key("junk") is None
-    assert set(rr.ROCPROFV3) == set(rr.ROCPROF_SYS) == set(rr.ROCPROF_COMPUTE) == set(rr.RELEASES)
-
-
 @pytest.mark.parametrize("rocm", ["6.2.0", "6.3"], indirect=True)
 def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm, tmp_path):
     """A GPU run's trace with the trainer's roctx step ranges, in the release's layout: the kernel
@@ -255,13 +232,3 @@ def test_rocprof_compute_on_mi300_has_a_roofline_from_6_4(rocm, tmp_path, monkey
         assert proc.returncode == 1 and "Roofline temporarily disabled in MI300" in proc.stderr
     else:
         roof_only.check(RunConfig(profilers=["rocprof-compute"], device="cuda:0"))
-
-
-def test_kfd_gpus_names_each_gpu_architecture(tmp_path, monkeypatch):
-    """KFD's gfx_target_version as LLVM names it (90402 gfx942, 90010 gfx90a), CPU nodes left out, in node order."""
-    for node, props in (("0", "simd_count 0\ngfx_target_version 0\n"), ("2", "simd_count 304\ngfx_target_version 90402\n"),
-                        ("10", "simd_count 440\ngfx_target_version 90010\n")):
-        (tmp_path / node).mkdir()
-        (tmp_path / node / "properties").write_text(props)
-    monkeypatch.setattr(rocm_module, "KFD_NODES", tmp_path)
-    assert rocm_module.kfd_gpus() == ["gfx942", "gfx90a"]

@@ -6,7 +6,6 @@ own run a different way and checks the status and the processes left.
 
 from __future__ import annotations
 
-import io
 import os
 import signal
 import subprocess
@@ -33,7 +32,6 @@ from support.runs import (
 )
 
 from tinylab.config import RunConfig
-from tinylab.runs.follow import follow
 from tinylab.errors import UserError
 from tinylab.runs.launcher import cancel, launch, run_group
 from tinylab.runs.store import TERMINAL, Run, RunStore, write_json
@@ -189,12 +187,6 @@ def test_trainer_failure_is_failed_with_its_error(store, monkeypatch):
     assert error["type"] == "ConfigError" and "--num-heads 5 must divide --hidden-dim 64" in error["message"]
     assert run.events().last("exit")["returncode"] == 2
     assert "error: ConfigError" in output_tail(run)
-
-
-def test_follow_returns_the_final_status_of_a_finished_run(finished_pair):
-    out = io.StringIO()
-    assert follow(finished_pair.v1, out=out) == "finished"
-    assert out.getvalue() == finished_pair.v1.output_log.read_text()
 
 
 def test_two_concurrent_runs_both_finish_intact(finished_pair):

@@ -1,5 +1,6 @@
 """Shared set-up for the lab's tests: an app over fake runs, with frozen time, a fake doctor, the
-tests' own scenarios (scenarios/) and a progress file of their own."""
+tests' own scenarios (scenarios/) and a progress file of their own; the pilot helpers the tests of
+the screens share (the fake runs' ids, a tiny form, the current screen's name, a widget's text)."""
 
 from __future__ import annotations
 
@@ -102,3 +103,25 @@ def fake_kernels(monkeypatch: pytest.MonkeyPatch) -> FakeKernels:
     monkeypatch.setattr(Backend, "kernel_stage", fake.stage)
     monkeypatch.setattr(Backend, "kernel_sweep", fake.sweep)
     return fake
+
+
+# ------------------------------------------------------------------------------ pilot helpers
+SIZE = (80, 24)
+V1, V2, V3 = "20261126-020000-a1a1", "20261126-021000-b2b2", "20261126-022000-c3c3"
+TINY_FORM = {"batch_size": "2", "seq_len": "16", "hidden_dim": "64", "num_layers": "2", "num_heads": "4",
+             "num_kv_heads": "2", "num_steps": "6", "warmup_steps": "1"}
+
+
+def screen_name(pilot) -> str:
+    return type(pilot.app.screen).__name__
+
+
+def fill_form(pilot, values: dict[str, str], device: str = "cpu") -> None:
+    screen = pilot.app.screen
+    for name, value in values.items():
+        screen.query_one(f"#num-{name}").value = value
+    screen.query_one("#device").value = device
+
+
+def text_of(pilot, selector: str) -> str:
+    return str(pilot.app.screen.query_one(selector).render())

@@ -14,10 +14,9 @@ from textual.widgets import DataTable, Log
 
 from tinylab.tui.screens.kernels import KernelsScreen
 
-from .conftest import make_app, wait_for
-from .fakes import make_run, write_kernels
-from .test_flows import SIZE, screen_name, text_of
-from .test_snapshots import rows
+from ..conftest import SIZE, make_app, screen_name, text_of, wait_for
+from ..fakes import make_run, write_kernels
+from ..test_snapshots import rows
 
 pytestmark = pytest.mark.asyncio
 

@@ -1,4 +1,5 @@
-"""The release table pinned to the tools' own sources, release by release.
+"""The release table (tinylab/rocm_releases.py) pinned to the tools' own sources, release by release,
+and the release keys it maps versions to.
 
 The stand-ins (tests/profilers/bin) are built from tinylab/rocm_releases.py, so every
 other release test agrees with the table by construction: a wrong edit of it would be mirrored by
@@ -67,3 +68,11 @@ def test_the_table_says_what_the_sources_say(release):
     assert (sys_.runner, sys_.kernel_category) == (runner, category)
     assert (compute.executable, compute.version, compute.timestamps_pass, compute.no_roofline) == (
         executable, version, timestamps, no_roofline)
+
+
+def test_release_keys():
+    assert rr.release_key("6.2.2-116") == "6.2.2" and rr.release_key("6.2.3") == "6.2.4"
+    assert rr.release_key("6.3.1") == "6.3" and rr.release_key("7.1.0") == "7.1"
+    assert rr.release_key("7.2.0") == "7.1" and rr.newer_than_known("7.2.0")  # newest known behaviour, said so
+    assert rr.release_key("6.1.3") is None and rr.release_key("junk") is None
+    assert set(rr.ROCPROFV3) == set(rr.ROCPROF_SYS) == set(rr.ROCPROF_COMPUTE) == set(rr.RELEASES)

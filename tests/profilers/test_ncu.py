@@ -1,0 +1,36 @@
+"""The ncu wrapper adapter (tinylab/profilers/ncu.py) against the stand-in executables
+(tests/profilers/bin), which accept only the real tools' documented flags and write their real output
+formats: wrap_argv() is accepted and runs the program, collect() reads what it wrote or says why
+there is nothing."""
+
+from __future__ import annotations
+
+import pytest
+from support.adapters import CONFIG, run_wrapped
+
+from tinylab.errors import UserError
+from tinylab.profilers import get_adapter
+from tinylab.profilers.ncu import NcuAdapter
+
+
+def test_ncu(standins, tmp_path):
+    adapter = NcuAdapter(launch_count=50)
+    out, proc = run_wrapped(adapter, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert adapter.wrap_argv(out, CONFIG)[1:] == [
+        "--csv", "--metrics", "gpu__time_duration.sum", "--print-units", "base", "--launch-count", "50",
+        "--log-file", str(out / "ncu.csv"), "--"]
+    result = adapter.collect(out)
+    assert result.format == "ncu" and len(result.table) == 5 and result.table["total_ns"].sum() == 19136
+
+
+def test_ncu_permission_error_note(tmp_path):
+    (tmp_path / "ncu.csv").write_text("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission\n")
+    result = NcuAdapter().collect(tmp_path)
+    assert result.table is None and "ERR_NVGPUCTRPERM" in result.note
+
+
+def test_ncu_launch_count_from_env(monkeypatch):
+    monkeypatch.setenv("TINYLAB_NCU_LAUNCH_COUNT", "lots")
+    with pytest.raises(UserError, match="TINYLAB_NCU_LAUNCH_COUNT must be an integer"):
+        get_adapter("ncu")

@@ -1,0 +1,128 @@
+"""GPU telemetry (tinylab/profilers/telemetry.py): sampling through NVML or amdsmi, the run's own
+GPU picked by PCI address or visible-device index, and quiet failure when neither works."""
+
+from __future__ import annotations
+
+import sys
+import time
+import types
+from types import SimpleNamespace
+
+import pytest
+
+from tinylab.profilers import telemetry
+
+
+def fake_pynvml(util=37, used=2**30 * 3, power_mw=215_000, clock=1755, fail_power=False) -> types.ModuleType:
+    mod = types.ModuleType("pynvml")
+    mod.NVML_CLOCK_SM = 1
+    mod.calls = []
+    mod.nvmlInit = lambda: mod.calls.append("init")
+    mod.nvmlShutdown = lambda: mod.calls.append("shutdown")
+    mod.nvmlDeviceGetCount = lambda: 1
+    mod.nvmlDeviceGetHandleByIndex = lambda i: ("gpu", i)
+    mod.nvmlDeviceGetUtilizationRates = lambda h: SimpleNamespace(gpu=util)
+    mod.nvmlDeviceGetMemoryInfo = lambda h: SimpleNamespace(used=used)
+
+    def power(h):
+        if fail_power:
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+        return power_mw
+
+    mod.nvmlDeviceGetPowerUsage = power
+    mod.nvmlDeviceGetClockInfo = lambda h, kind: clock
+    return mod
+
+
+def test_telemetry_samples_through_nvml(monkeypatch):
+    mod = fake_pynvml(fail_power=True)
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    events = []
+    stop = telemetry.start_sampler(lambda kind, **f: events.append((kind, f)), interval_s=0.01)
+    assert stop is not None
+    deadline = time.monotonic() + 5
+    while len(events) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert events[0] == ("telemetry", {"gpu_util_pct": 37.0, "mem_used_mb": 3072.0, "power_w": None, "sm_clock_mhz": 1755.0})
+    assert mod.calls[0] == "init" and mod.calls[-1] == "shutdown"
+    count = len(events)
+    time.sleep(0.05)
+    assert len(events) == count  # stopped
+
+
+def test_telemetry_samples_through_amdsmi(monkeypatch):
+    mod = types.ModuleType("amdsmi")
+    mod.AmdSmiClkType = SimpleNamespace(GFX="gfx")
+    mod.amdsmi_init = lambda: None
+    mod.amdsmi_shut_down = lambda: None
+    mod.amdsmi_get_processor_handles = lambda: ["gpu0", "gpu1"]
+    mod.amdsmi_get_gpu_activity = lambda h: {"gfx_activity": 88, "umc_activity": 10}
+    mod.amdsmi_get_gpu_vram_usage = lambda h: {"vram_used": 4096, "vram_total": 196592}
+    mod.amdsmi_get_power_info = lambda h: {"current_socket_power": "N/A", "average_socket_power": 512}
+    mod.amdsmi_get_clock_info = lambda h, kind: {"cur_clk": 2100, "min_clk": 500}  # older amdsmi key
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setitem(sys.modules, "amdsmi", mod)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    events = []
+    stop = telemetry.start_sampler(lambda kind, **f: events.append(f), interval_s=10)
+    deadline = time.monotonic() + 5
+    while not events and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert events[0] == {"gpu_util_pct": 88.0, "mem_used_mb": 4096.0, "power_w": 512.0, "sm_clock_mhz": 2100.0}
+
+
+def test_telemetry_absent_or_broken_gives_none(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    monkeypatch.setitem(sys.modules, "amdsmi", None)
+    assert telemetry.start_sampler(lambda *a, **k: None) is None
+    broken = fake_pynvml()
+    broken.nvmlInit = lambda: (_ for _ in ()).throw(RuntimeError("driver not loaded"))
+    monkeypatch.setitem(sys.modules, "pynvml", broken)
+    assert telemetry.start_sampler(lambda *a, **k: None) is None
+
+
+def test_telemetry_emit_failure_stops_quietly(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
+
+    def emit(kind, **fields):
+        raise OSError("events file closed")
+
+    stop = telemetry.start_sampler(emit, interval_s=0.01)
+    time.sleep(0.05)
+    stop()
+
+
+def test_amd_telemetry_reads_the_runs_own_gpu(monkeypatch):
+    """By PCI address when torch gives one, else torch's index through HIP/CUDA_VISIBLE_DEVICES and
+    then ROCR_VISIBLE_DEVICES (the order HIP applies them)."""
+    bdf = {"g0": "0000:05:00.0", "g1": "0000:26:00.0", "g2": "0000:46:00.0", "g3": "0000:65:00.0"}
+    smi = SimpleNamespace(amdsmi_get_processor_handles=lambda: list(bdf), amdsmi_get_gpu_device_bdf=bdf.get)
+    for var in ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        monkeypatch.delenv(var, raising=False)
+    assert telemetry.amd_handle(smi, 0, "0000:46:00.0") == "g2"
+    assert telemetry.amd_handle(smi, 1, None) == "g1"
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "2,3")
+    assert telemetry.amd_handle(smi, 1, None) == "g3"
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "1,2,3")
+    assert telemetry.amd_handle(smi, 0, None) == "g2"
+    monkeypatch.setenv("ROCR_VISIBLE_DEVICES", "7")
+    with pytest.raises(LookupError):
+        telemetry.amd_handle(smi, 0, None)
+
+
+def test_nvml_telemetry_by_pci_address(monkeypatch):
+    mod = fake_pynvml()
+    mod.nvmlDeviceGetHandleByPciBusId_v2 = lambda bus: ("gpu", bus)
+    mod.nvmlDeviceGetHandleByIndex = lambda i: pytest.fail("the PCI address decides")
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    events = []
+    stop = telemetry.start_sampler(lambda kind, **f: events.append(f), 1, "0000:c1:00.0", interval_s=10)
+    deadline = time.monotonic() + 5
+    while not events and time.monotonic() < deadline:
+        time.sleep(0.01)
+    stop()
+    assert events and events[0]["gpu_util_pct"] == 37.0

@@ -1,0 +1,121 @@
+"""The Run screen at 80x24 (tinylab/tui/screens/run.py): a run launched from the Lab watched to its
+end, cancel with its confirmation, a failed or cancelled run's outcome, and a run in its counter passes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tinylab.runs.launcher import group_alive
+from tinylab.runs.store import RunStore
+
+from ..conftest import SIZE, TINY_FORM, V3, fill_form, make_app, screen_name, text_of, wait_for
+from ..fakes import make_run
+
+pytestmark = pytest.mark.asyncio
+
+
+async def test_launch_tiny_cpu_run_from_lab_and_watch_it_finish(tmp_path: Path):
+    app = make_app(tmp_path / "runs", clock=None)
+    async with app.run_test(size=SIZE) as pilot:
+        fill_form(pilot, TINY_FORM)
+        await pilot.pause()
+        assert "ready: v1" in text_of(pilot, "#check")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen", what="the Run screen")
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.status != "running", timeout=150, what="the run to end")
+        assert screen.status == "finished", text_of(pilot, "#outcome")
+        outcome = text_of(pilot, "#outcome")
+        assert "finished" in outcome and "samples/s" in outcome
+        assert len(screen.steps) == 6
+        assert "step 6/6" in text_of(pilot, "#progress-text")
+        log = "\n".join(str(line) for line in screen.query_one("#log").lines)
+        assert "summary (medians after warm-up)" in log
+
+
+async def test_cancel_asks_then_stops_the_run(tmp_path: Path):
+    app = make_app(tmp_path / "runs", clock=None)
+    async with app.run_test(size=SIZE) as pilot:
+        fill_form(pilot, {**TINY_FORM, "num_steps": "100000"})
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen", what="the Run screen")
+        screen = pilot.app.screen
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen_name(pilot) == "ConfirmScreen", what="the confirmation")
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        assert screen.status == "running"
+        await pilot.press("c")
+        await wait_for(pilot, lambda: screen_name(pilot) == "ConfirmScreen", what="the confirmation")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: screen.status == "cancelled", timeout=30, what="cancelled status")
+        assert "cancelled" in text_of(pilot, "#outcome")
+    run = RunStore(tmp_path / "runs").list()[0]
+    assert run.status() == "cancelled"
+    assert not group_alive(run.process["pgid"])
+
+
+async def test_failed_run_shows_its_error(store: Path):
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_run(V3)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "failed", what="failed status")
+        outcome = text_of(pilot, "#outcome")
+        assert "FloatingPointError: loss became nan at step 3" in outcome
+        assert pilot.app.screen.query_one("#run-panes").current.id == "log-pane"
+        assert pilot.app.is_running
+
+
+async def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
+    """A cancel reaches the trainer as an interrupt and leaves an error event; the run screen
+    reports the cancel, not that event as if the run had crashed."""
+    from tinylab.events import ErrorEvent
+    from tinylab.runs.record import RunRecord
+    from tinylab.tui.screens.run import outcome_text
+
+    record = RunRecord("r", Path("r"), "cancelled", None, {}, None, None, None,
+                       ErrorEvent("KeyboardInterrupt", "interrupted by SIGINT",
+                                  "  File \"trainer.py\", line 1\nKeyboardInterrupt"), None, None, 3, None)
+    assert outcome_text(record, "cancelled").plain == "■ cancelled after 3 steps"
+    failed = outcome_text(dataclasses.replace(record, status="failed", error=ErrorEvent("ValueError", "bad", "boom")),
+                          "failed").plain
+    assert failed.startswith("✗ failed: ValueError: bad") and "boom" in failed
+
+
+async def test_a_run_in_its_counter_passes_shows_the_pass_not_a_finished_run(store: Path):
+    """rocprof-compute in pass 3 of 4: pass 1's 50 steps are the record, yet the run is not done.
+    At 80 columns the pass label stays (the step count goes), the bar counts passes (2 of 4 done:
+    50%, not 100%) and the ETA is the passes still to come (4 s each, measured from pass 2)."""
+    run_id = "20261126-023000-d4d4"
+    make_run(store, run_id, steps=50, status="running", alive_pid=os.getpid(), profile=False, counter_pass=(3, 4))
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "counter_pass", None), what="the pass event")
+        await pilot.pause(0.1)
+        text = text_of(pilot, "#progress-text")
+        assert text.startswith("counter pass 3 of 4 (rocprof-compute)") and "step 50/50" not in text
+        bar = pilot.app.screen.query_one("#progress")
+        assert (bar.total, bar.progress) == (4, 2)
+        await pilot.resize_terminal(160, 24)
+        await wait_for(pilot, lambda: "ETA" in text_of(pilot, "#progress-text"), what="the ETA at 160 columns")
+        assert "ETA 0:04" in text_of(pilot, "#progress-text")
+
+
+async def test_took_covers_every_counter_pass(store: Path):
+    """A finished 4-pass run ended when its last pass did (the exit record), not at pass 1's summary."""
+    run_id = "20261126-023000-d4d4"
+    run_dir = make_run(store, run_id, steps=50, profile=False, counter_pass=(4, 4))
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    launched = json.loads((run_dir / "process.json").read_text())["launched_at"]
+    summary, exit_ = (next(e["time"] for e in events if e["event"] == kind) for kind in ("summary", "exit"))
+    assert exit_ - summary == 13  # passes 2-4 ran after pass 1's summary
+    app = make_app(store)
+    async with app.run_test(size=(160, 24)) as pilot:
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        assert f"took 0:{exit_ - launched:02.0f}" in text_of(pilot, "#progress-text")
