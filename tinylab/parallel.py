@@ -95,7 +95,8 @@ def rank_records(run_dir: Path) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- launching (no torch)
 def deepspeed_config(cfg: RunConfig) -> dict[str, Any]:
-    """The DeepSpeed config tinylab writes into the run folder for --parallel zero1/zero2.
+    """The DeepSpeed config of --parallel zero1/zero2: what the trainer hands deepspeed.initialize, and
+    what the supervisor writes into the run folder (deepspeed.json) for the learner to read.
 
     fp32 master weights (bf16 comes from the trainer's autocast, as in every other run), torch's
     AdamW partitioned by ZeRO, and stage 2's gradient reduction overlapped with the backward.
@@ -142,8 +143,10 @@ class Wrapped:
     engine: Any = None  # the DeepSpeed engine (its backward and step replace the plain ones)
 
 
-def wrap(torch, cfg: RunConfig, model, device, make_optimizer, run_dir: Path) -> Wrapped:
-    """The model under its engine, and the optimizer that goes with it."""
+def wrap(torch, cfg: RunConfig, model, device, make_optimizer) -> Wrapped:
+    """The model under its engine, and the optimizer that goes with it. DeepSpeed gets its config
+    as a dict: a run in this process (the bench) has no deepspeed.json, which only the supervisor
+    writes (for the learner to read)."""
     if cfg.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -172,7 +175,7 @@ def wrap(torch, cfg: RunConfig, model, device, make_optimizer, run_dir: Path) ->
     import deepspeed
 
     engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=make_optimizer(model),
-                                                   config=str(run_dir / DEEPSPEED_CONFIG))
+                                                   config=deepspeed_config(cfg))
     return Wrapped(engine, optimizer, engine)
 
 

@@ -171,7 +171,7 @@ class Trainer:
             self.optimizer = self._make_optimizer(self.model)
             forward = self.model
         else:
-            wrapped = parallel.wrap(torch, cfg, self.model, self.device, self._make_optimizer, self.run_dir)
+            wrapped = parallel.wrap(torch, cfg, self.model, self.device, self._make_optimizer)
             forward, self.optimizer, self.engine = wrapped.forward, wrapped.optimizer, wrapped.engine
             if cfg.parallel == "fsdp":  # sharded now: compare each rank's shard with its part of the start
                 self.initial = [p.to_local().detach().clone() for p in self.model.parameters()]
