@@ -30,9 +30,6 @@ RANKS_DIR = "ranks"
 DEEPSPEED_CONFIG = "deepspeed.json"
 #: Where the first node of a Slurm job listens: the job script sets it for the supervisor.
 ENDPOINT_ENV = "TINYLAB_RDZV_ENDPOINT"
-#: DDP's reducer rebuilds its buckets during the first iterations: a CUDA graph captured earlier
-#: would replay stale buckets (torch's CUDA-graph notes ask for 11 eager DDP iterations first).
-DDP_GRAPH_WARMUP_ITERS = 11
 
 
 @dataclass(frozen=True)

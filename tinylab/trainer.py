@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab import parallel
-from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
+from tinylab.config import ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
@@ -332,7 +332,7 @@ class Trainer:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         steps_done = 0
-        warmup = parallel.DDP_GRAPH_WARMUP_ITERS if self.ranks is not None else GRAPH_WARMUP_ITERS
+        warmup = self.cfg.graph_warmup_iters
         with torch.cuda.stream(side):
             for i in range(warmup):
                 step = first_step + i
