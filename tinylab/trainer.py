@@ -425,8 +425,7 @@ class Trainer:
         cfg, torch = self.cfg, self.torch
         params = list(self.model.parameters())
         flops = training_flops_per_step(cfg)
-        elements = sum(p.numel() for p in parallel.full_tensors(params)) if cfg.parallel == "fsdp" else \
-            sum(p.numel() for p in params)
+        elements = sum(p.numel() for p in params)  # an FSDP2 shard's DTensor counts its whole tensor
         if self.main:
             self.events.emit(
                 "start",
