@@ -221,21 +221,27 @@ def gather(obj: Any) -> list[Any]:
     return out
 
 
+def measured_steps(records: list[dict]) -> tuple[list[dict], dict[str, float | None]]:
+    """The step records that count (those after warm-up; all of them when every step warmed up), and
+    the medians of their phases: fwd_ms_median, bwd_ms_median, opt_ms_median (None where no step
+    timed the phase, as in a graph replay)."""
+    measured = [r for r in records if not r["warmup"]] or records
+    medians = {}
+    for key in ("fwd_ms", "bwd_ms", "opt_ms"):
+        vals = [r[key] for r in measured if r.get(key) is not None]
+        medians[f"{key}_median"] = statistics.median(vals) if vals else None
+    return measured, medians
+
+
 def rank_stats(info: RankInfo, device, records: list[dict], digest: str, pid: int) -> dict[str, Any]:
     """What one rank tells rank 0 at the end: its medians and spread after warm-up, its peak, its weights."""
-    measured = [r for r in records if not r["warmup"]] or records
-
-    def median_of(key: str) -> float | None:
-        vals = [r[key] for r in measured if r.get(key) is not None]
-        return statistics.median(vals) if vals else None
-
+    measured, medians = measured_steps(records)
     step_ms = sorted(r["step_ms"] for r in measured)
     peaks = [r["mem_peak_mb"] for r in records if r.get("mem_peak_mb") is not None]
     return {
         "rank": info.rank, "local_rank": info.local_rank, "host": info.host, "device": str(device), "pid": pid,
         "steps": len(records), "step_ms_median": statistics.median(step_ms), "step_ms_p90": percentile(step_ms, 90),
-        "fwd_ms_median": median_of("fwd_ms"), "bwd_ms_median": median_of("bwd_ms"), "opt_ms_median": median_of("opt_ms"),
-        "peak_mem_mb": max(peaks) if peaks else None, "weights": digest,
+        **medians, "peak_mem_mb": max(peaks) if peaks else None, "weights": digest,
         "step_ms": [r["step_ms"] for r in measured],
     }
 

@@ -471,13 +471,8 @@ class Trainer:
         profiles = [_profile_fields(self.run_dir, hook, rank) for hook in self.hooks]
         for fields in profiles:
             self.events.emit("profile", **fields)
-        measured = [r for r in self.records if not r["warmup"]] or self.records
+        measured, medians = parallel.measured_steps(self.records)
         step_ms = sorted(r["step_ms"] for r in measured)
-
-        def median_of(key: str) -> float | None:
-            vals = [r[key] for r in measured if r.get(key) is not None]
-            return statistics.median(vals) if vals else None
-
         peaks = [r["mem_peak_mb"] for r in self.records if r["mem_peak_mb"] is not None]
         fields: dict[str, Any] = {}
         if self.ranks is None:
@@ -495,9 +490,7 @@ class Trainer:
             step_ms_median=med,
             step_ms_p10=percentile(step_ms, 10),
             step_ms_p90=percentile(step_ms, 90),
-            fwd_ms_median=median_of("fwd_ms"),
-            bwd_ms_median=median_of("bwd_ms"),
-            opt_ms_median=median_of("opt_ms"),
+            **medians,
             peak_mem_mb=max(peaks) if peaks else None,
             initial_loss=self.records[0]["loss"],
             final_loss=self.records[-1]["loss"],
