@@ -43,6 +43,17 @@ def trainer_argv(run_dir: Path) -> list[str]:
     return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
 
 
+def wrapped_trainer_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None,
+                         rank: int | None = None) -> list[str]:
+    """The trainer, behind the profiler wrapper when there is one, its output going to
+    profiles/<tool> (profiles/<tool>/rank<k> for one rank of several: tinylab/runs/rank.py)."""
+    if adapter is None:
+        return trainer_argv(run_dir)
+    out_dir = profile_dir(run_dir, adapter.name, rank)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return adapter.wrap_argv(out_dir, cfg) + trainer_argv(run_dir)
+
+
 def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: str | None = None) -> list[str]:
     """`python -m torch.distributed.run ...` starting `program` once a rank.
 
@@ -74,11 +85,7 @@ def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -
     ranks, torchrun, which starts the trainer (or, with a wrapper, tinylab.runs.rank) once a rank;
     in a Slurm job of several nodes, srun, which starts that torchrun on every node."""
     if cfg.parallel is None:
-        if adapter is None:
-            return trainer_argv(run_dir)
-        out_dir = profile_dir(run_dir, adapter.name)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return adapter.wrap_argv(out_dir, cfg) + trainer_argv(run_dir)
+        return wrapped_trainer_argv(run_dir, cfg, adapter)
     if cfg.parallel in ("zero1", "zero2"):
         write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
     program = trainer_argv(run_dir) if adapter is None else \
