@@ -23,14 +23,13 @@ import sys
 import traceback
 from pathlib import Path
 
-from tinylab import parallel, slurm
+from tinylab import childproc, parallel, slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventWriter, read_events
 from tinylab.profilers import profile_dir, wrapper_adapter, write_kernel_table
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
-from tinylab.runs.launcher import SAFE_PATH
 from tinylab.runs.store import process_start_time, write_json, write_record
 from tinylab.safeio import UnsafeFile, read_tail
 
@@ -40,7 +39,7 @@ NODES_FILE = "nodes.txt"
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
+    return childproc.python("-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json"))
 
 
 def wrapped_trainer_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None,
@@ -63,8 +62,8 @@ def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: 
     -P, and a PYTHONSAFEPATH in the environment would reach the profilers too, whose Python scripts
     import modules from their own folder.
     """
-    argv = [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run",
-            "--nproc-per-node", str(cfg.nproc_per_node), "--nnodes", str(cfg.nnodes)]
+    argv = childproc.python("-m", "torch.distributed.run",
+                            "--nproc-per-node", str(cfg.nproc_per_node), "--nnodes", str(cfg.nnodes))
     if cfg.nnodes == 1:
         argv.append("--standalone")
     else:
@@ -89,7 +88,7 @@ def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -
     if cfg.parallel in ("zero1", "zero2"):
         write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
     program = trainer_argv(run_dir) if adapter is None else \
-        [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.rank", str(run_dir.resolve())]
+        childproc.python("-m", "tinylab.runs.rank", str(run_dir.resolve()))
     argv = torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
     return slurm.srun_argv(cfg) + argv if through_srun(cfg) else argv
 
