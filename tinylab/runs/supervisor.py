@@ -160,8 +160,9 @@ def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[dict]:
     except (OSError, UnsafeFile):
         report = ""
     codes = {int(r): int(c) for r, c in _TORCHRUN_FAILURE.findall(report)}
-    root = _TORCHRUN_FAILURE.search(report, report.rfind("Root Cause"))  # torchrun's first observed failure
-    root_rank = int(root.group(1)) if root and report.rfind("Root Cause") >= 0 else None
+    cause = report.rfind("Root Cause")  # torchrun's first observed failure
+    root = _TORCHRUN_FAILURE.search(report, cause) if cause >= 0 else None
+    root_rank = int(root.group(1)) if root else None
     records = {r["rank"]: r for r in parallel.rank_records(run_dir)}
     out = []
     for rank in range(cfg.world_size):
