@@ -306,12 +306,12 @@ class Trainer:
         with rf("optimizer"):
             if self.engine is not None:
                 self.engine.step()  # ZeRO's partitioned update; it zeroes the gradients
-            elif self.scaler:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
             else:
-                self.optimizer.step()
-            if self.engine is None:
+                if self.scaler:
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
         self.timer.mark("opt")
         times = self.timer.finish()
