@@ -162,6 +162,12 @@ def test_straggler_waits_only_on_the_last_rank(monkeypatch):
     assert slept == [0.08, 0.001]
 
 
+def test_straggle_says_how_long_it_waited():
+    assert parallel.straggle(parallel.RankInfo(0, 0, 2, "h"), 40.0) == 0.0
+    assert parallel.straggle(None, 40.0) == 0.0
+    assert parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), 0.5) >= 1.0  # at least 1 ms
+
+
 # ----------------------------------------------------------------------------- real runs of 2 ranks
 CASES = {
     "ddp-v1": dict(version="v1", profilers=["pytorch"], profile_steps=2),

@@ -176,11 +176,15 @@ def wrap(torch, cfg: RunConfig, model, device, make_optimizer) -> Wrapped:
     return Wrapped(engine, optimizer, engine)
 
 
-def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> None:
+def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> float:
     """The `straggler` fault: the last rank waits, before its forward, twice as long as its previous
-    forward took (its forward takes three times as long)."""
-    if info is not None and info.rank == info.world_size - 1:
-        time.sleep(max(1.0, 2 * (last_fwd_ms or 0.0)) / 1e3)
+    forward took (its forward takes three times as long). Returns the milliseconds it waited (0 on
+    the other ranks), which the trainer takes off the forward it measures next time."""
+    if info is None or info.rank != info.world_size - 1:
+        return 0.0
+    start = time.perf_counter()
+    time.sleep(max(1.0, 2 * (last_fwd_ms or 0.0)) / 1e3)
+    return (time.perf_counter() - start) * 1e3
 
 
 def full_tensors(params) -> list:

@@ -291,7 +291,7 @@ class Trainer:
         self.timer.start()
         for hook in self.hooks:
             hook.on_step_start(step)
-        slept = self._straggle(self._last_fwd_ms) if self.cfg.fault == "straggler" else 0.0
+        slept = parallel.straggle(self.ranks, self._last_fwd_ms) if self.cfg.fault == "straggler" else 0.0
         with rf("forward"), self._autocast():
             loss = self.forward(x, y)
         self.timer.mark("fwd")
@@ -318,11 +318,6 @@ class Trainer:
         if times["fwd_ms"] is not None:
             self._last_fwd_ms = times["fwd_ms"] - slept
         return loss, times
-
-    def _straggle(self, last_fwd_ms: float | None) -> float:
-        start = time.perf_counter()
-        parallel.straggle(self.ranks, last_fwd_ms)
-        return (time.perf_counter() - start) * 1e3
 
     def _capture_graph(self, first_step: int) -> int:
         """Warm up on a side stream (real steps), then capture fwd+bwd+opt in one graph."""
