@@ -1,6 +1,6 @@
 import pytest
 
-from tinylab.config import ConfigError, RunConfig
+from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
 
 
 def test_defaults_are_the_workshop_model():
@@ -111,3 +111,8 @@ def test_the_default_parameter_count_matches_the_model():
     cfg = RunConfig(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2)
     assert cfg.parameter_count() == sum(p.numel() for p in build_model(cfg).parameters())
 
+
+def test_graph_warm_up_is_longer_under_ddp():
+    """DDP rebuilds its buckets in its first iterations: a graphed DDP rank warms up for 11 steps."""
+    assert RunConfig(version="v4").graph_warmup_iters == GRAPH_WARMUP_ITERS == 3
+    assert RunConfig(version="v4", parallel="ddp").graph_warmup_iters == 11

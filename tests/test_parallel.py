@@ -7,6 +7,7 @@ The world-size-2 runs start together once (their torch imports overlap); each te
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ from tinylab.runs.store import Run, RunStore
 from tinylab.runs.supervisor import launch_argv, silent_ranks, torchrun_argv
 from tinylab.service.launch import check_run
 from tinylab.service.machine import Machine
+from tinylab.trainer import run_training
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
 SHORT = dict(TINY, num_steps=6, warmup_steps=2)
@@ -160,6 +162,12 @@ def test_straggler_waits_only_on_the_last_rank(monkeypatch):
     assert slept == [0.08, 0.001]
 
 
+def test_straggle_says_how_long_it_waited():
+    assert parallel.straggle(parallel.RankInfo(0, 0, 2, "h"), 40.0) == 0.0
+    assert parallel.straggle(None, 40.0) == 0.0
+    assert parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), 0.5) >= 1.0  # at least 1 ms
+
+
 # ----------------------------------------------------------------------------- real runs of 2 ranks
 CASES = {
     "ddp-v1": dict(version="v1", profilers=["pytorch"], profile_steps=2),
@@ -211,6 +219,17 @@ def test_zero2_trains_every_parameter_with_the_config_it_wrote(runs):
     record = finished(runs["zero2-v1"], timeout=600)  # the first DeepSpeed run on a machine builds its shm op
     assert record.summary.params_trained == record.summary.params_total and record.ranks_in_sync is True
     assert (record.dir / parallel.DEEPSPEED_CONFIG).is_file()
+
+
+@pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (pip install deepspeed)")
+def test_zero_trains_in_this_process_without_a_config_file(tmp_path, monkeypatch):
+    """`tinylab bench --parallel zero1` trains in its own process: no supervisor wrote deepspeed.json."""
+    for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "DS_ACCELERATOR"):
+        monkeypatch.setenv(name, "")  # what the one-rank group sets in os.environ goes with the test
+        monkeypatch.delenv(name)
+    summary = run_training(RunConfig(**{**SHORT, "parallel": "zero1"}), tmp_path, out=io.StringIO())
+    assert summary["params_trained"] == summary["params_total"] and summary["world_size"] == 1
+    assert not (tmp_path / parallel.DEEPSPEED_CONFIG).exists()
 
 
 def test_one_rank_through_torchrun(runs):

@@ -40,7 +40,11 @@ TOGGLES: dict[str, dict[str, bool]] = {
 
 #: A graphed run's eager warm-up steps (on a side stream) before it captures the step: the
 #: capture lies in the next step's window, so replays start one step later (profilers use this).
+#: RunConfig.graph_warmup_iters says which count a run uses.
 GRAPH_WARMUP_ITERS = 3
+#: DDP's reducer rebuilds its buckets during the first iterations: a CUDA graph captured earlier
+#: would replay stale buckets (torch's CUDA-graph notes ask for 11 eager DDP iterations first).
+DDP_GRAPH_WARMUP_ITERS = 11
 
 TOGGLE_HELP: dict[str, str] = {
     "qkv_fusion": "one GEMM for q, k and v instead of three",
@@ -194,6 +198,13 @@ class RunConfig:
     @property
     def world_size(self) -> int:
         return self.nproc_per_node * self.nnodes
+
+    @property
+    def graph_warmup_iters(self) -> int:
+        """The eager warm-up steps a graphed run trains before its capture: the trainer runs them,
+        the profilers' windows and the roofline's step count start after them. (Of the engines,
+        only DDP may graph.)"""
+        return DDP_GRAPH_WARMUP_ITERS if self.parallel == "ddp" else GRAPH_WARMUP_ITERS
 
     @property
     def use_amp(self) -> bool:

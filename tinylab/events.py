@@ -296,11 +296,6 @@ class ErrorEvent:
     rank: int | None = None  # which rank wrote it, in a run of several
     time: float | None = None
 
-    @property
-    def interrupted(self) -> bool:
-        """A rank stopped by a signal (a cancel, or torchrun stopping the others after a failure)."""
-        return self.type == "KeyboardInterrupt"
-
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "ErrorEvent":
         return _typed(cls, event)

@@ -30,9 +30,6 @@ RANKS_DIR = "ranks"
 DEEPSPEED_CONFIG = "deepspeed.json"
 #: Where the first node of a Slurm job listens: the job script sets it for the supervisor.
 ENDPOINT_ENV = "TINYLAB_RDZV_ENDPOINT"
-#: DDP's reducer rebuilds its buckets during the first iterations: a CUDA graph captured earlier
-#: would replay stale buckets (torch's CUDA-graph notes ask for 11 eager DDP iterations first).
-DDP_GRAPH_WARMUP_ITERS = 11
 
 
 @dataclass(frozen=True)
@@ -95,7 +92,8 @@ def rank_records(run_dir: Path) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- launching (no torch)
 def deepspeed_config(cfg: RunConfig) -> dict[str, Any]:
-    """The DeepSpeed config tinylab writes into the run folder for --parallel zero1/zero2.
+    """The DeepSpeed config of --parallel zero1/zero2: what the trainer hands deepspeed.initialize, and
+    what the supervisor writes into the run folder (deepspeed.json) for the learner to read.
 
     fp32 master weights (bf16 comes from the trainer's autocast, as in every other run), torch's
     AdamW partitioned by ZeRO, and stage 2's gradient reduction overlapped with the backward.
@@ -142,8 +140,10 @@ class Wrapped:
     engine: Any = None  # the DeepSpeed engine (its backward and step replace the plain ones)
 
 
-def wrap(torch, cfg: RunConfig, model, device, make_optimizer, run_dir: Path) -> Wrapped:
-    """The model under its engine, and the optimizer that goes with it."""
+def wrap(torch, cfg: RunConfig, model, device, make_optimizer) -> Wrapped:
+    """The model under its engine, and the optimizer that goes with it. DeepSpeed gets its config
+    as a dict: a run in this process (the bench) has no deepspeed.json, which only the supervisor
+    writes (for the learner to read)."""
     if cfg.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -172,15 +172,19 @@ def wrap(torch, cfg: RunConfig, model, device, make_optimizer, run_dir: Path) ->
     import deepspeed
 
     engine, optimizer, _, _ = deepspeed.initialize(model=model, optimizer=make_optimizer(model),
-                                                   config=str(run_dir / DEEPSPEED_CONFIG))
+                                                   config=deepspeed_config(cfg))
     return Wrapped(engine, optimizer, engine)
 
 
-def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> None:
+def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> float:
     """The `straggler` fault: the last rank waits, before its forward, twice as long as its previous
-    forward took (its forward takes three times as long)."""
-    if info is not None and info.rank == info.world_size - 1:
-        time.sleep(max(1.0, 2 * (last_fwd_ms or 0.0)) / 1e3)
+    forward took (its forward takes three times as long). Returns the milliseconds it waited (0 on
+    the other ranks), which the trainer takes off the forward it measures next time."""
+    if info is None or info.rank != info.world_size - 1:
+        return 0.0
+    start = time.perf_counter()
+    time.sleep(max(1.0, 2 * (last_fwd_ms or 0.0)) / 1e3)
+    return (time.perf_counter() - start) * 1e3
 
 
 def full_tensors(params) -> list:
@@ -221,21 +225,27 @@ def gather(obj: Any) -> list[Any]:
     return out
 
 
+def measured_steps(records: list[dict]) -> tuple[list[dict], dict[str, float | None]]:
+    """The step records that count (those after warm-up; all of them when every step warmed up), and
+    the medians of their phases: fwd_ms_median, bwd_ms_median, opt_ms_median (None where no step
+    timed the phase, as in a graph replay)."""
+    measured = [r for r in records if not r["warmup"]] or records
+    medians = {}
+    for key in ("fwd_ms", "bwd_ms", "opt_ms"):
+        vals = [r[key] for r in measured if r.get(key) is not None]
+        medians[f"{key}_median"] = statistics.median(vals) if vals else None
+    return measured, medians
+
+
 def rank_stats(info: RankInfo, device, records: list[dict], digest: str, pid: int) -> dict[str, Any]:
     """What one rank tells rank 0 at the end: its medians and spread after warm-up, its peak, its weights."""
-    measured = [r for r in records if not r["warmup"]] or records
-
-    def median_of(key: str) -> float | None:
-        vals = [r[key] for r in measured if r.get(key) is not None]
-        return statistics.median(vals) if vals else None
-
+    measured, medians = measured_steps(records)
     step_ms = sorted(r["step_ms"] for r in measured)
     peaks = [r["mem_peak_mb"] for r in records if r.get("mem_peak_mb") is not None]
     return {
         "rank": info.rank, "local_rank": info.local_rank, "host": info.host, "device": str(device), "pid": pid,
         "steps": len(records), "step_ms_median": statistics.median(step_ms), "step_ms_p90": percentile(step_ms, 90),
-        "fwd_ms_median": median_of("fwd_ms"), "bwd_ms_median": median_of("bwd_ms"), "opt_ms_median": median_of("opt_ms"),
-        "peak_mem_mb": max(peaks) if peaks else None, "weights": digest,
+        **medians, "peak_mem_mb": max(peaks) if peaks else None, "weights": digest,
         "step_ms": [r["step_ms"] for r in measured],
     }
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab import parallel
-from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
+from tinylab.config import ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
 from tinylab.flops import mfu, training_flops_per_step
 from tinylab.markers import step_range
@@ -171,7 +171,7 @@ class Trainer:
             self.optimizer = self._make_optimizer(self.model)
             forward = self.model
         else:
-            wrapped = parallel.wrap(torch, cfg, self.model, self.device, self._make_optimizer, self.run_dir)
+            wrapped = parallel.wrap(torch, cfg, self.model, self.device, self._make_optimizer)
             forward, self.optimizer, self.engine = wrapped.forward, wrapped.optimizer, wrapped.engine
             if cfg.parallel == "fsdp":  # sharded now: compare each rank's shard with its part of the start
                 self.initial = [p.to_local().detach().clone() for p in self.model.parameters()]
@@ -291,7 +291,7 @@ class Trainer:
         self.timer.start()
         for hook in self.hooks:
             hook.on_step_start(step)
-        slept = self._straggle(self._last_fwd_ms) if self.cfg.fault == "straggler" else 0.0
+        slept = parallel.straggle(self.ranks, self._last_fwd_ms) if self.cfg.fault == "straggler" else 0.0
         with rf("forward"), self._autocast():
             loss = self.forward(x, y)
         self.timer.mark("fwd")
@@ -306,23 +306,18 @@ class Trainer:
         with rf("optimizer"):
             if self.engine is not None:
                 self.engine.step()  # ZeRO's partitioned update; it zeroes the gradients
-            elif self.scaler:
-                self.scaler.step(self.optimizer)
-                self.scaler.update()
             else:
-                self.optimizer.step()
-            if self.engine is None:
+                if self.scaler:
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    self.optimizer.step()
                 self.optimizer.zero_grad(set_to_none=True)
         self.timer.mark("opt")
         times = self.timer.finish()
         if times["fwd_ms"] is not None:
             self._last_fwd_ms = times["fwd_ms"] - slept
         return loss, times
-
-    def _straggle(self, last_fwd_ms: float | None) -> float:
-        start = time.perf_counter()
-        parallel.straggle(self.ranks, last_fwd_ms)
-        return (time.perf_counter() - start) * 1e3
 
     def _capture_graph(self, first_step: int) -> int:
         """Warm up on a side stream (real steps), then capture fwd+bwd+opt in one graph."""
@@ -332,7 +327,7 @@ class Trainer:
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         steps_done = 0
-        warmup = parallel.DDP_GRAPH_WARMUP_ITERS if self.ranks is not None else GRAPH_WARMUP_ITERS
+        warmup = self.cfg.graph_warmup_iters
         with torch.cuda.stream(side):
             for i in range(warmup):
                 step = first_step + i
@@ -425,8 +420,7 @@ class Trainer:
         cfg, torch = self.cfg, self.torch
         params = list(self.model.parameters())
         flops = training_flops_per_step(cfg)
-        elements = sum(p.numel() for p in parallel.full_tensors(params)) if cfg.parallel == "fsdp" else \
-            sum(p.numel() for p in params)
+        elements = sum(p.numel() for p in params)  # an FSDP2 shard's DTensor counts its whole tensor
         if self.main:
             self.events.emit(
                 "start",
@@ -472,13 +466,8 @@ class Trainer:
         profiles = [_profile_fields(self.run_dir, hook, rank) for hook in self.hooks]
         for fields in profiles:
             self.events.emit("profile", **fields)
-        measured = [r for r in self.records if not r["warmup"]] or self.records
+        measured, medians = parallel.measured_steps(self.records)
         step_ms = sorted(r["step_ms"] for r in measured)
-
-        def median_of(key: str) -> float | None:
-            vals = [r[key] for r in measured if r.get(key) is not None]
-            return statistics.median(vals) if vals else None
-
         peaks = [r["mem_peak_mb"] for r in self.records if r["mem_peak_mb"] is not None]
         fields: dict[str, Any] = {}
         if self.ranks is None:
@@ -496,9 +485,7 @@ class Trainer:
             step_ms_median=med,
             step_ms_p10=percentile(step_ms, 10),
             step_ms_p90=percentile(step_ms, 90),
-            fwd_ms_median=median_of("fwd_ms"),
-            bwd_ms_median=median_of("bwd_ms"),
-            opt_ms_median=median_of("opt_ms"),
+            **medians,
             peak_mem_mb=max(peaks) if peaks else None,
             initial_loss=self.records[0]["loss"],
             final_loss=self.records[-1]["loss"],

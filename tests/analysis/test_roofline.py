@@ -136,6 +136,13 @@ def test_steps_seen_by_each_tool():
     assert {s["name"] for s in ncu["skipped"]} == {"_adamw_kernel", "all GEMMs (vendor BLAS)"}
 
 
+def test_steps_seen_after_a_graphed_ddp_ranks_warm_up():
+    """One graphed DDP rank warms up for 11 eager steps (RunConfig.graph_warmup_iters), not 3: the
+    profiler records from step 12, so a 14-step run's window holds 2 steps."""
+    cfg = RunConfig(version="v4", cuda_graph=True, parallel="ddp", num_steps=14, warmup_steps=1, profile_steps=5)
+    assert roofline.steps_seen("pytorch", cfg, 14) == 2
+
+
 TINY = dict(device="cpu", vocab_size=128, hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=32,
             batch_size=2)
 #: Kernels whose model is their exact traffic (bar a row statistic or two); the others share a

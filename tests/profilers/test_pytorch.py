@@ -41,6 +41,16 @@ def test_pytorch_hook_schedules_from_the_config_as_it_runs(tmp_path):
     assert hook.schedule == (1, 1, 3)
 
 
+def test_a_graphed_ddp_rank_is_recorded_after_its_longer_warm_up(tmp_path):
+    """One graphed DDP rank trains 11 eager steps before its capture (the trainer reads the same
+    RunConfig.graph_warmup_iters): its replays start at step 12."""
+    graphed = RunConfig(version="v4", num_steps=20, warmup_steps=2, cuda_graph=True, parallel="ddp",
+                        profilers=["pytorch"])
+    assert graphed.graph_warmup_iters == 11
+    (hook,) = inprocess_hooks(graphed, tmp_path)
+    assert hook.schedule == (11, 1, 3) and hook.clean_from == 12
+
+
 @pytest.mark.parametrize("steps", [1, 4])
 def test_pytorch_hook_on_cpu(tmp_path, steps):
     cfg = RunConfig(num_steps=steps, warmup_steps=0, profile_steps=2, profilers=["pytorch"])

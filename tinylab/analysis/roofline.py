@@ -127,7 +127,8 @@ def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int |
     if tool == "pytorch":
         from tinylab.profilers.pytorch import profile_schedule
 
-        return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph))[2]
+        return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph),
+                                cfg.graph_warmup_iters)[2]
     if tool in WHOLE_RUN_TOOLS:
         return steps_run or cfg.num_steps
     return None

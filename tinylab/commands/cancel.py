@@ -16,6 +16,6 @@ def run(args) -> int:
     run = lab.run(args.run)
     if not lab.cancel(run):  # the run resolved above, never its id looked up again
         raise UserError(f"run {run.id} is not running (status: {run.status()})")
-    record = run.record()
-    print(f"run {run.id} {record.status}" + (f" (scancel of Slurm job {record.job.id})" if record.job else ""))
+    job = run.job
+    print(f"run {run.id} {run.status()}" + (f" (scancel of Slurm job {job.id})" if job else ""))
     return 0

@@ -60,19 +60,20 @@ _FALLBACK = {
 }
 
 
-def first_clean_step(warmup_steps: int, cuda_graph: bool) -> int:
+def first_clean_step(warmup_steps: int, cuda_graph: bool, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> int:
     """The first step worth recording: past the run's warm-up steps and, in a graphed run, past
-    its eager warm-up steps and the step whose window holds the graph's capture, so that the
-    profile shows replays. Step 2 at the earliest: steps 0 and 1 pay one-time costs."""
-    return max(2, warmup_steps, GRAPH_WARMUP_ITERS + 1 if cuda_graph else 0)
+    its eager warm-up steps (RunConfig.graph_warmup_iters) and the step whose window holds the
+    graph's capture, so that the profile shows replays. Step 2 at the earliest: steps 0 and 1 pay
+    one-time costs."""
+    return max(2, warmup_steps, graph_warmup_iters + 1 if cuda_graph else 0)
 
 
 def profile_schedule(num_steps: int, profile_steps: int, warmup_steps: int = 0,
-                     cuda_graph: bool = False) -> tuple[int, int, int]:
+                     cuda_graph: bool = False, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> tuple[int, int, int]:
     """(wait, warmup, active): the profiler warms up one step before first_clean_step and records
     `profile_steps` from it; a run too short for that records its last step (even a 1-step run
     yields a trace), and a short window before it shrinks active, never the start."""
-    start = min(first_clean_step(warmup_steps, cuda_graph), num_steps - 1)
+    start = min(first_clean_step(warmup_steps, cuda_graph, graph_warmup_iters), num_steps - 1)
     warmup = 1 if start >= 1 else 0
     active = max(1, min(profile_steps, num_steps - start))
     return start - warmup, warmup, active
@@ -112,8 +113,8 @@ class PyTorchHook(InProcessHook):
     def __init__(self, config: "RunConfig", out_dir: Path, memory: bool = False):
         self.out_dir = Path(out_dir)
         self.schedule = profile_schedule(config.num_steps, config.profile_steps, config.warmup_steps,
-                                         bool(config.cuda_graph))
-        self.clean_from = first_clean_step(config.warmup_steps, bool(config.cuda_graph))
+                                         bool(config.cuda_graph), config.graph_warmup_iters)
+        self.clean_from = first_clean_step(config.warmup_steps, bool(config.cuda_graph), config.graph_warmup_iters)
         self.memory = memory
         self.prof: Any = None
         self.device: Any = None

@@ -14,7 +14,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ CANCEL_GRACE_S = (3.0, 2.0)
 
 def supervisor_argv(run_dir: Path) -> list[str]:
     """The process that owns a run (tinylab/runs/supervisor.py), started here or by a Slurm job's script."""
-    return [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.supervisor", str(run_dir)]
+    return childproc.python("-m", "tinylab.runs.supervisor", str(run_dir))
 
 
 def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -> Run:

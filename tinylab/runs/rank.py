@@ -13,19 +13,13 @@ import sys
 from pathlib import Path
 
 from tinylab.config import RunConfig
-from tinylab.profilers import profile_dir, wrapper_adapter
-from tinylab.runs.supervisor import trainer_argv
+from tinylab.profilers import wrapper_adapter
+from tinylab.runs.supervisor import wrapped_trainer_argv
 
 
 def argv_for(run_dir: Path, rank: int) -> list[str]:
     cfg = RunConfig.from_json_file(str(run_dir / "config.json"))
-    adapter = wrapper_adapter(cfg)
-    argv = trainer_argv(run_dir)
-    if adapter is None:
-        return argv
-    out_dir = profile_dir(run_dir, adapter.name, rank)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    return adapter.wrap_argv(out_dir, cfg) + argv
+    return wrapped_trainer_argv(run_dir, cfg, wrapper_adapter(cfg), rank)
 
 
 def main() -> None:

@@ -242,13 +242,12 @@ class Run:
     @property
     def host(self) -> str | None:
         """The host the run was started on (None: a run of an older tinylab, taken as this one)."""
-        host = (self.process or {}).get("host")
-        return host if isinstance(host, str) else None
+        return _host(self.process)
 
     @property
     def remote(self) -> bool:
         """Started on another host: its pids mean nothing here."""
-        return self.host is not None and self.host != socket.gethostname()
+        return _remote(self.process)
 
     def rank_groups(self) -> list[int]:
         """Process groups of this host's live ranks (torchrun starts each rank in a session of its own)."""
@@ -258,27 +257,32 @@ class Run:
         return [r["pid"] for r in rank_records(self.dir) if r.get("host") == here and record_alive(r)]
 
     def is_alive(self) -> bool:
-        if self.remote:
+        return self._alive(self.process)
+
+    def _alive(self, process: dict[str, Any] | None) -> bool:
+        """is_alive, with process.json as already read."""
+        if _remote(process):
             return False
-        return record_alive(self.process) or record_alive(self.trainer_record) or bool(self.rank_groups())
+        return record_alive(process) or record_alive(self.trainer_record) or bool(self.rank_groups())
 
     def status(self, log: EventLog | None = None) -> str:
-        return self._status(log if log is not None else self.events())[0]
+        return self._status(log if log is not None else self.events(), self.process)[0]
 
-    def _status(self, log: EventLog) -> tuple[str, slurm.Job | None]:
-        """The status, and the run's Slurm job with the state Slurm gave, when it was asked."""
+    def _status(self, log: EventLog, process: dict[str, Any] | None) -> tuple[str, slurm.Job | None]:
+        """The status, and the run's Slurm job with the state Slurm gave, when it was asked
+        (`process`: process.json, read once by the caller)."""
         job = self.job
-        if self.is_alive():
+        if self._alive(process):
             return "running", job
         if job is not None and log.last("exit") is None:  # the supervisor has not recorded the end
             job = dataclasses.replace(job, state=slurm.job_state(job.id))
             status = slurm.status_of(job.state, summarized=log.last("summary") is not None)
             if status is not None:
                 return status, job
-        return self._ended(log), job
+        return self._ended(log, process), job
 
-    def _ended(self, log: EventLog) -> str:
-        if self.remote and log.last("summary") is None and log.last("exit") is None and log.last("error") is None \
+    def _ended(self, log: EventLog, process: dict[str, Any] | None) -> str:
+        if _remote(process) and log.last("summary") is None and log.last("exit") is None and log.last("error") is None \
                 and self.cancel_record is None:
             return "remote"
         if self.cancel_record is not None and log.last("summary") is None:  # a cancel after the summary
@@ -293,10 +297,23 @@ class Run:
     def record(self) -> RunRecord:
         """Everything `show`, `runs`, compare, report, the exercises and the lab display, read once."""
         log = self.events()
-        status, job = self._status(log)
+        process = self.process
+        status, job = self._status(log, process)
         problems = [p.replace(f"{self.dir}{os.sep}", "") for p in (self.problem(), log.problem) if p]
-        return RunRecord.from_files(self.dir, status, log, self.config_dict, self.process,
+        return RunRecord.from_files(self.dir, status, log, self.config_dict, process,
                                     self.cancel_record, "; ".join(problems) or None, job)
+
+
+def _host(process: dict[str, Any] | None) -> str | None:
+    """The host a process.json names (None: a run of an older tinylab, taken as this one)."""
+    host = (process or {}).get("host")
+    return host if isinstance(host, str) else None
+
+
+def _remote(process: dict[str, Any] | None) -> bool:
+    """A process.json of another host: its pids mean nothing here."""
+    host = _host(process)
+    return host is not None and host != socket.gethostname()
 
 
 def record_alive(record: dict[str, Any] | None) -> bool:

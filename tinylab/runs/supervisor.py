@@ -23,14 +23,13 @@ import sys
 import traceback
 from pathlib import Path
 
-from tinylab import parallel, slurm
+from tinylab import childproc, parallel, slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventWriter, read_events
 from tinylab.profilers import profile_dir, wrapper_adapter, write_kernel_table
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
-from tinylab.runs.launcher import SAFE_PATH
 from tinylab.runs.store import process_start_time, write_json, write_record
 from tinylab.safeio import UnsafeFile, read_tail
 
@@ -40,7 +39,18 @@ NODES_FILE = "nodes.txt"
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
-    return [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json")]
+    return childproc.python("-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json"))
+
+
+def wrapped_trainer_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None,
+                         rank: int | None = None) -> list[str]:
+    """The trainer, behind the profiler wrapper when there is one, its output going to
+    profiles/<tool> (profiles/<tool>/rank<k> for one rank of several: tinylab/runs/rank.py)."""
+    if adapter is None:
+        return trainer_argv(run_dir)
+    out_dir = profile_dir(run_dir, adapter.name, rank)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return adapter.wrap_argv(out_dir, cfg) + trainer_argv(run_dir)
 
 
 def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: str | None = None) -> list[str]:
@@ -52,8 +62,8 @@ def torchrun_argv(cfg: RunConfig, program: list[str], *, run_id: str, endpoint: 
     -P, and a PYTHONSAFEPATH in the environment would reach the profilers too, whose Python scripts
     import modules from their own folder.
     """
-    argv = [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run",
-            "--nproc-per-node", str(cfg.nproc_per_node), "--nnodes", str(cfg.nnodes)]
+    argv = childproc.python("-m", "torch.distributed.run",
+                            "--nproc-per-node", str(cfg.nproc_per_node), "--nnodes", str(cfg.nnodes))
     if cfg.nnodes == 1:
         argv.append("--standalone")
     else:
@@ -74,15 +84,11 @@ def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -
     ranks, torchrun, which starts the trainer (or, with a wrapper, tinylab.runs.rank) once a rank;
     in a Slurm job of several nodes, srun, which starts that torchrun on every node."""
     if cfg.parallel is None:
-        if adapter is None:
-            return trainer_argv(run_dir)
-        out_dir = profile_dir(run_dir, adapter.name)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        return adapter.wrap_argv(out_dir, cfg) + trainer_argv(run_dir)
+        return wrapped_trainer_argv(run_dir, cfg, adapter)
     if cfg.parallel in ("zero1", "zero2"):
         write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
     program = trainer_argv(run_dir) if adapter is None else \
-        [sys.executable, *SAFE_PATH, "-m", "tinylab.runs.rank", str(run_dir.resolve())]
+        childproc.python("-m", "tinylab.runs.rank", str(run_dir.resolve()))
     argv = torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
     return slurm.srun_argv(cfg) + argv if through_srun(cfg) else argv
 
@@ -154,8 +160,9 @@ def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[dict]:
     except (OSError, UnsafeFile):
         report = ""
     codes = {int(r): int(c) for r, c in _TORCHRUN_FAILURE.findall(report)}
-    root = _TORCHRUN_FAILURE.search(report, report.rfind("Root Cause"))  # torchrun's first observed failure
-    root_rank = int(root.group(1)) if root and report.rfind("Root Cause") >= 0 else None
+    cause = report.rfind("Root Cause")  # torchrun's first observed failure
+    root = _TORCHRUN_FAILURE.search(report, cause) if cause >= 0 else None
+    root_rank = int(root.group(1)) if root else None
     records = {r["rank"]: r for r in parallel.rank_records(run_dir)}
     out = []
     for rank in range(cfg.world_size):
