@@ -115,6 +115,20 @@ def test_a_run_of_two_ranks_gives_rank_0s_table_never_a_merged_one(tmp_path):
         tables.select(2)
 
 
+def test_load_run_kernel_table_reads_only_rank_0s_table_and_takes_the_records_profiles(tmp_path):
+    """What compare and report do: they hand in their RunRecord's profile events."""
+    from tinylab.events import ProfileEvent, read_events
+
+    run = ranked_run(tmp_path)
+    profiles = [ProfileEvent.from_event(e) for e in read_events(run / "events.jsonl").of("profile")]
+    (run / "profiles" / "pytorch" / "rank1" / "kernels.csv").write_text("not,a\nkernel table\n")  # never read
+    (run / "events.jsonl").write_text("")  # the profiles given are used, not the run's events
+    table, fmt = load_run_kernel_table(run, profiles)
+    assert fmt == "pytorch-operators" and table["total_ns"].sum() == 1000
+    assert (table.attrs["rank"], table.attrs["ranks"]) == (0, [0, 1])
+    assert load_run_kernel_table(run, []) is None
+
+
 def test_all_ranks_is_one_row_per_kernel_and_rank(tmp_path):
     table, rank = load_run_kernel_tables(ranked_run(tmp_path)).select(ALL_RANKS)
     assert rank == ALL_RANKS and list(table.columns[:2]) == ["rank", "name"]

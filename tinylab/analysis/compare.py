@@ -181,7 +181,7 @@ def load_kernels(record: RunRecord, notes: list[str], who: str) -> tuple[Any, st
     try:
         from tinylab.analysis.hotspots import load_run_kernel_table
 
-        return load_run_kernel_table(record.dir)
+        return load_run_kernel_table(record.dir, record.profiles)  # the record holds the run's profile events
     except ImportError:  # the analysis stack (pandas) is optional for everything but kernel tables
         return None
     except (UserError, OSError, ValueError, KeyError) as exc:  # pandas' parse errors are ValueErrors
@@ -217,9 +217,15 @@ def format_value(key: str, value: float | None) -> str:
     return "-" if value is None else format(value, _FORMATS.get(key, ".4g"))
 
 
+def shows_unit(label: str, unit: str) -> bool:
+    """Whether a metric's unit is written beside its label: not a fraction, nor a unit the label
+    already says ("samples/s")."""
+    return bool(unit) and unit != "fraction" and unit not in label
+
+
 def metric_label(label: str, unit: str) -> str:
     """"step median (ms)", but "samples/s" alone: a unit the label already says is noise."""
-    return label + (f" ({unit})" if unit and unit != "fraction" and unit not in label else "")
+    return label + (f" ({unit})" if shows_unit(label, unit) else "")
 
 
 def metric_rows(result: dict[str, Any], b: str = "B") -> list[list[str]]:

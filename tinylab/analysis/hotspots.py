@@ -120,35 +120,61 @@ def _subfolders(folder: Path) -> list[Path]:
         return []
 
 
-def load_run_kernel_tables(run_dir: Path) -> KernelTables | None:
-    """A run's newest kernel table through its "profile" events, one a rank in a run of several
-    ranks (the newest tool's, so that the ranks' tables come from one tool), or None."""
-    run_dir = Path(run_dir)
-    usable = [p for p in (ProfileEvent.from_event(e) for e in read_events(run_dir / EVENTS_FILE).of("profile"))
-              if p.kernel_table and (run_dir / p.kernel_table).is_file()]
+def _run_profiles(run_dir: Path, profiles: Any = None) -> tuple[ProfileEvent, dict[int | None, ProfileEvent]] | None:
+    """The newest "profile" event with a kernel table on disk and, by rank (ascending), the events of
+    its tool that the tables are read from (a rank's later table wins; rank None only in a run of
+    one process), or None. `profiles`: the run's profile events when the caller holds them (a
+    RunRecord's `.profiles`), else they are read from its events.jsonl."""
+    if profiles is None:
+        profiles = (ProfileEvent.from_event(e) for e in read_events(run_dir / EVENTS_FILE).of("profile"))
+    usable = [p for p in profiles if p.kernel_table and (run_dir / p.kernel_table).is_file()]
     if not usable:
         return None
     newest = usable[-1]
-    by_rank = {p.rank: p for p in usable if p.tool == newest.tool}  # a rank's later table wins
+    by_rank = {p.rank: p for p in usable if p.tool == newest.tool}
     if any(rank is not None for rank in by_rank):
         by_rank.pop(None, None)
-    tables = {}
-    for rank, profile in sorted(by_rank.items(), key=lambda item: -1 if item[0] is None else item[0]):
-        table = formats.load(run_dir / profile.kernel_table).table
-        table.attrs.update(format=profile.format or profile.tool or "tinylab", note=profile.note, tool=profile.tool)
-        tables[rank] = table
-    return KernelTables(tables, str(newest.format or newest.tool or "tinylab"), run_dir.name)
+    return newest, dict(sorted(by_rank.items()))  # all ints, or the one None
 
 
-def load_run_kernel_table(run_dir: Path) -> tuple[pd.DataFrame, str] | None:
-    """The newest kernel table a run recorded, or None; in a run of several ranks rank 0's (its
-    `attrs` say "rank" and "ranks", so that a reader can say whose table it shows)."""
-    found = load_run_kernel_tables(run_dir)
+def _load_profile_table(run_dir: Path, profile: ProfileEvent) -> pd.DataFrame:
+    table = formats.load(run_dir / profile.kernel_table).table
+    table.attrs.update(format=profile.format or profile.tool or "tinylab", note=profile.note, tool=profile.tool)
+    return table
+
+
+def _run_format(newest: ProfileEvent) -> str:
+    return str(newest.format or newest.tool or "tinylab")
+
+
+def load_run_kernel_tables(run_dir: Path, profiles: Any = None) -> KernelTables | None:
+    """A run's newest kernel table through its "profile" events, one a rank in a run of several
+    ranks (the newest tool's, so that the ranks' tables come from one tool), or None. `profiles`:
+    as in load_run_kernel_table."""
+    run_dir = Path(run_dir)
+    found = _run_profiles(run_dir, profiles)
     if found is None:
         return None
-    table, rank = found.select()
-    table.attrs.update(rank=rank, ranks=found.ranks)
-    return table, found.fmt
+    newest, by_rank = found
+    tables = {rank: _load_profile_table(run_dir, profile) for rank, profile in by_rank.items()}
+    return KernelTables(tables, _run_format(newest), run_dir.name)
+
+
+def load_run_kernel_table(run_dir: Path, profiles: Any = None) -> tuple[pd.DataFrame, str] | None:
+    """The newest kernel table a run recorded, or None; in a run of several ranks rank 0's (its
+    `attrs` say "rank" and "ranks", so that a reader can say whose table it shows). Only that one
+    table is read. `profiles`: the run's profile events when the caller holds them (a RunRecord's
+    `.profiles`); by default they are read from the run's events.jsonl."""
+    run_dir = Path(run_dir)
+    found = _run_profiles(run_dir, profiles)
+    if found is None:
+        return None
+    newest, by_rank = found
+    ranks = [r for r in by_rank if r is not None]
+    rank = ranks[0] if ranks else None  # the first rank (normally 0), as KernelTables.select()
+    table = _load_profile_table(run_dir, by_rank[rank])
+    table.attrs.update(rank=rank, ranks=ranks)
+    return table, _run_format(newest)
 
 
 # ----------------------------------------------------------------------------- summaries
@@ -180,7 +206,7 @@ def summarize(
     if top is not None:
         rows = rows.head(top)
     categories = {}
-    total = table["total_ns"].sum(min_count=1)
+    total = table["total_ns"].sum(min_count=1)  # NaN without durations
     for cat, group in table.groupby("category", sort=False):
         cat_total = group["total_ns"].sum(min_count=1)
         categories[str(cat)] = {
@@ -192,7 +218,7 @@ def summarize(
     order = sorted(categories, key=lambda c: (-(categories[c]["total_ns"] or 0), -categories[c]["calls"], c))
     return {
         "format": fmt if fmt is not None else table.attrs.get("format"),
-        "total_ns": _json_ns(table["total_ns"].sum(min_count=1)) if timed else None,
+        "total_ns": _json_ns(total) if timed else None,
         "kernel_count": len(table),
         "note": note if note is not None else table.attrs.get("note"),
         "categories": {c: categories[c] for c in order},

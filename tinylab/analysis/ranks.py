@@ -32,6 +32,11 @@ NUMERIC = frozenset({"step", "p90", "phases", "fwd", "bwd", "peak", "comm"})
 SLOWEST = "slowest"
 
 
+def numeric_columns(keys: tuple[str, ...] = FULL) -> tuple[int, ...]:
+    """The positions among `keys` of the columns that hold numbers (to right-align)."""
+    return tuple(i for i, key in enumerate(keys) if key in NUMERIC)
+
+
 def rank_table(record: RunRecord, keys: tuple[str, ...] = FULL) -> tuple[list[str], list[list[str]]]:
     """(header, a row a rank) for a run of several ranks; no rows for a run of one process."""
     slowest = record.summary.slowest_rank if record.summary else None
@@ -74,3 +79,23 @@ def sync_line(record: RunRecord) -> str | None:
         return f"✓ weights in sync on all {len(record.ranks)} ranks"
     differ = [str(r.rank) for r in record.ranks if r.weights and r.weights != record.ranks[0].weights]
     return f"✗ weights out of sync: rank {', '.join(differ)} ended apart from rank 0 (the gradients did not sync)"
+
+
+def under_engine(record: RunRecord) -> str:
+    """" under <engine>" (the config's "parallel"), or "" when the config names none."""
+    engine = record.config.get("parallel")
+    return f" under {engine}" if engine else ""
+
+
+def ranks_caption(record: RunRecord, sentences: bool = False) -> str:
+    """A run of several ranks in one line: how many under which engine, the slowest, the weights
+    ("2 ranks under ddp · rank 1 slowest · ✓ weights in sync on all 2 ranks"); with `sentences`,
+    the report's prose ("2 ranks under ddp. Rank 1 is the slowest (the others wait for it). ✓ ...")."""
+    slowest = record.summary.slowest_rank if record.summary else None
+    if sentences:
+        parts = [f"{record.world_size} ranks{under_engine(record)}.",
+                 f"Rank {slowest} is the slowest (the others wait for it)." if slowest is not None else None]
+    else:
+        parts = [f"{record.world_size} ranks{under_engine(record)}",
+                 f"rank {slowest} slowest" if slowest is not None else None]
+    return (" " if sentences else " · ").join(filter(None, [*parts, sync_line(record)]))

@@ -25,7 +25,7 @@ from tinylab.analysis.compare import (
     scaling_rows,
     show_value,
 )
-from tinylab.analysis.ranks import FULL, NUMERIC, rank_table, sync_line
+from tinylab.analysis.ranks import numeric_columns, rank_table, ranks_caption
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, FIELD_BY_KEY, Summary, number, sample_steps
 from tinylab.runs.record import RunRecord, printable
@@ -185,15 +185,6 @@ def _config_rows(cfg: dict[str, Any]) -> list[list[str]]:
     return [[printable(str(key)), printable(show_value(value))] for key, value in sorted(cfg.items())]
 
 
-def _ranks_caption(record: RunRecord) -> str:
-    engine = record.config.get("parallel")
-    slowest = record.summary.slowest_rank if record.summary else None
-    return " ".join(filter(None, [
-        f"{record.world_size} ranks" + (f" under {engine}" if engine else "") + ".",
-        f"Rank {slowest} is the slowest (the others wait for it)." if slowest is not None else None,
-        sync_line(record)]))
-
-
 def _not_finished(record: RunRecord) -> str:
     if record.status == "running":
         return "The run is still running: no summary yet; the charts show the steps so far."
@@ -218,7 +209,7 @@ def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: 
         out += (_md_table(["metric", "value"], _summary_rows(r.summary)) if r.summary
                 else [_not_finished(r)]) + [""]
         if r.ranks:
-            out += ["### Ranks", "", _md_text(_ranks_caption(r)), ""]
+            out += ["### Ranks", "", _md_text(ranks_caption(r, sentences=True)), ""]
             out += _md_table(*rank_table(r)) + [""]
         if r.error:
             err = r.error
@@ -296,8 +287,9 @@ def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
 
 def _md_text(value: Any) -> str:
     """One table cell or line: pipes would split cells and newlines would end the row; outside a
-    code span, markup (a `<script>` in a label or an error message) is escaped, never passed on."""
-    text = printable(str(value).replace("|", "\\|").replace("\n", " "))
+    code span, markup (a `<script>` in a label or an error message) is escaped, never passed on.
+    Control characters become '?' in build_report's _clean, which the whole report goes through."""
+    text = str(value).replace("|", "\\|").replace("\n", " ")
     if len(text) > 1 and text.startswith("`") and text.endswith("`"):  # a code span shows markup as text
         return text
     return text.replace("&", "&amp;").replace("<", "&lt;")  # no tag can open; "->" stays readable
@@ -356,8 +348,8 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
         out += (_html_table(["metric", "value"], _summary_rows(r.summary), numeric=(1,)) if r.summary
                 else [f"<p>{e(_not_finished(r))}</p>"])
         if r.ranks:
-            out += ["<h3>Ranks</h3>", f"<p>{e(_ranks_caption(r))}</p>"]
-            out += _html_table(*rank_table(r), numeric=tuple(i for i, key in enumerate(FULL) if key in NUMERIC))
+            out += ["<h3>Ranks</h3>", f"<p>{e(ranks_caption(r, sentences=True))}</p>"]
+            out += _html_table(*rank_table(r), numeric=numeric_columns())
         if r.error:
             err = r.error
             out += ["<h3>Error</h3>", f"<p><strong>{e(str(err.type))}</strong>: {e(str(err.message))}</p>"]

@@ -41,7 +41,7 @@ import statistics
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from tinylab.analysis.categories import categorize
 from tinylab.errors import UserError
@@ -217,13 +217,25 @@ def merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(a, b) for a, b in merged]
 
 
-def _clipped(events: list[GpuEvent], starts: list[float], lo: float, hi: float, only_compute: bool = False):
-    """Intervals of the events that overlap [lo, hi], cut to it (events sorted by start)."""
-    out = []
-    for g in events[: bisect.bisect_left(starts, hi)]:
-        if g.end > lo and (g.compute or not only_compute):
-            out.append((max(g.start, lo), min(g.end, hi)))
-    return out
+def _clip(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    """The intervals that overlap [lo, hi], cut to it."""
+    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
+
+
+def _clipped(events: list[GpuEvent], starts: list[float], lo: float, hi: float,
+             keep: Callable[[GpuEvent], bool] | None = None) -> list[tuple[float, float]]:
+    """Intervals of the events that overlap [lo, hi], cut to it (events sorted by start; `keep`:
+    which events count, all by default)."""
+    return _clip(((g.start, g.end) for g in events[: bisect.bisect_left(starts, hi)] if keep is None or keep(g)),
+                 lo, hi)
+
+
+def _is_compute(g: GpuEvent) -> bool:
+    return g.compute
+
+
+def _is_communication(g: GpuEvent) -> bool:
+    return categorize(g.name) == "communication"
 
 
 def _total(intervals: list[tuple[float, float]]) -> float:
@@ -285,7 +297,7 @@ def step_anatomy(trace: Trace, window: Window) -> dict[str, Any]:
     lo, hi = window.start, window.end
     starts = [g.start for g in trace.events]
     busy = merge(_clipped(trace.events, starts, lo, hi))
-    compute = merge(_clipped(trace.events, starts, lo, hi, only_compute=True))
+    compute = merge(_clipped(trace.events, starts, lo, hi, _is_compute))
     busy_us, compute_us, wall_us = _total(busy), _total(compute), hi - lo
     gaps = _gaps(busy, lo, hi)
     largest = max(gaps, key=lambda g: g[1] - g[0]) if gaps else None
@@ -484,19 +496,6 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
     }
 
 
-def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Length of the intersection of two unions of disjoint sorted intervals."""
-    total, j = 0.0, 0
-    for lo, hi in a:
-        while j < len(b) and b[j][1] <= lo:
-            j += 1
-        k = j
-        while k < len(b) and b[k][0] < hi:
-            total += max(0.0, min(hi, b[k][1]) - max(lo, b[k][0]))
-            k += 1
-    return total
-
-
 def communication(trace_path: Path) -> tuple[float, float | None] | None:
     """collectives() of a trace file."""
     return collectives(load_trace(Path(trace_path)))
@@ -515,14 +514,14 @@ def collectives(trace: Trace) -> tuple[float, float | None] | None:
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
         if trace.events:
-            comm = merge([(max(g.start, w.start), min(g.end, w.end)) for g in trace.events[: bisect.bisect_left(starts, w.end)]
-                          if g.end > w.start and categorize(g.name) == "communication"])
-            compute = merge(_clipped(trace.events, starts, w.start, w.end, only_compute=True))
+            comm = merge(_clipped(trace.events, starts, w.start, w.end, _is_communication))
+            compute = merge(_clipped(trace.events, starts, w.start, w.end, _is_compute))
         else:
-            comm = merge([(max(a, w.start), min(b, w.end)) for a, b in trace.collectives if b > w.start and a < w.end])
-            compute = [(max(a, w.start), min(b, w.end)) for a, b in trace.host_ops if b > w.start and a < w.end]
+            comm = merge(_clip(trace.collectives, w.start, w.end))
+            compute = _clip(trace.host_ops, w.start, w.end)  # merged when the trace was read
         comm_us.append(_total(comm))
-        hidden_us += _overlap(comm, compute)
+        # both are unions of disjoint intervals: their overlap is what their union lacks of their sum
+        hidden_us += max(0.0, _total(comm) + _total(compute) - _total(merge(comm + compute)))
     total = sum(comm_us)
     if total <= 0:
         return None

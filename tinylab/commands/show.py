@@ -45,11 +45,12 @@ def run(args) -> int:
         loss = "-" if r.last_step.loss is None else format(r.last_step.loss, FIELD_BY_KEY["final_loss"].fmt)
         field("progress", f"step {r.last_step.step + 1}/{total}  loss {loss}")
     if r.summary:
+        from tinylab.analysis.compare import shows_unit
+
         say("summary")
         for f in SUMMARY_FIELDS:
             if f.shown:
-                unit = f" {f.unit}" if f.unit and f.unit not in f.label and r.summary.get(f.key) is not None \
-                    and f.unit != "fraction" else ""
+                unit = f" {f.unit}" if shows_unit(f.label, f.unit) and r.summary.get(f.key) is not None else ""
                 print(f"  {f.label:<18} {r.summary.text(f.key)}{unit}")
     if r.ranks:
         _print_ranks(r)
@@ -80,12 +81,11 @@ def run(args) -> int:
 
 def _print_ranks(r) -> None:
     from tinylab.analysis.compare import text_table
-    from tinylab.analysis.ranks import NUMERIC, FULL, rank_table, sync_line
+    from tinylab.analysis.ranks import numeric_columns, rank_table, sync_line, under_engine
 
-    engine = r.config.get("parallel")
-    say(f"ranks    {r.world_size}" + (f" under {engine}" if engine else "") + "  " + (sync_line(r) or ""))
+    say(f"ranks    {r.world_size}{under_engine(r)}  " + (sync_line(r) or ""))
     header, rows = rank_table(r)
-    say("\n".join(text_table(header, rows, right=tuple(i for i, key in enumerate(FULL) if key in NUMERIC))))
+    say("\n".join(text_table(header, rows, right=numeric_columns())))
 
 
 def say(text: str) -> None:

@@ -57,7 +57,10 @@ class NsysAdapter(WrapperAdapter):
             from tinylab.analysis.steps import measured_kernels, step_windows
 
             try:
-                measured = measured_kernels(*gpu_trace_dispatches(trace), step_windows(pushpop_ranges(ranges)))
+                windows = step_windows(pushpop_ranges(ranges))
+                # the GPU trace is read only when there is a measured step to cut it to
+                measured = measured_kernels(*gpu_trace_dispatches(trace), windows) \
+                    if any(not warmup for _, warmup, _, _ in windows) else None
             except (FormatError, UserError, ValueError, OSError) as exc:  # the whole-run summary still stands
                 measured, failures = None, [f"{trace.name} / {ranges.name}: {exc}"]
             if measured is not None:

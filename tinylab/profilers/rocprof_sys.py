@@ -61,11 +61,12 @@ class RocprofSysAdapter(RocmToolAdapter):
 
     def collect(self, out_dir: Path) -> CollectResult:
         artifacts = list_artifacts(out_dir)
-        table, fmt, note = read_table(out_dir)
         traces = [name for name in artifacts if name.endswith(".proto")]
         steps, scope = self._measured_steps(out_dir, traces)
         if steps is not None:
             table, fmt, note = steps[0], "rocprof-sys-perfetto", None
+        else:  # the wall-clock tables, read only when the trace gives no measured steps
+            table, fmt, note = read_table(out_dir)
         if table is not None:
             note = f"{note}; {scope}" if note else scope
         if traces:

@@ -170,8 +170,10 @@ class Rocprofv3Adapter(RocmToolAdapter):
         from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches  # pandas: after the run
         from tinylab.analysis.steps import measured_kernels, step_windows
 
-        measured = measured_kernels(*trace_dispatches(traces), step_windows(marker_ranges(markers))) \
-            if traces and markers else None
+        windows = step_windows(marker_ranges(markers)) if traces and markers else []
+        # the kernel trace is read only when there is a measured step to cut it to
+        measured = measured_kernels(*trace_dispatches(traces), windows) \
+            if any(not warmup for _, warmup, _, _ in windows) else None
         if measured is not None:
             table, steps = measured
             notes.append(f"kernels of the {steps} measured steps (roctx step ranges; warm-up and start-up left out)")

@@ -81,6 +81,14 @@ def test_analysis_targets_are_the_filtered_kernels_then_the_top_gemm(tmp_path):
     assert analysis_targets(same) == [(0, "_rmsnorm_fwd_kernel")]  # no GEMM: the top kernel's longest dispatch
 
 
+def test_kernel_totals_sum_each_kernels_dispatches(tmp_path):
+    from tinylab.analysis.formats.rocprof_compute import kernel_totals
+
+    workload = _renamed_workload(tmp_path, {"0": "_rmsnorm_fwd_kernel", "1": "x", "2": "_rmsnorm_fwd_kernel"})
+    assert kernel_totals(workload) == {"_rmsnorm_fwd_kernel": 20480 + 15520, "x": 16320}
+    assert kernel_totals(tmp_path / "empty") == {}
+
+
 def test_the_real_speed_of_light_table():
     """The real analyzer's table (Metric, Avg, Unit, Peak, Pct of Peak), numbers as written in the file."""
     from tinylab.analysis.formats.rocprof_compute import analyzed_kernels, read_speed_of_light

@@ -107,7 +107,7 @@ _JSON = Format("json", "JSON (PyTorch trace or rocprof-sys timemory)", _parse_js
 
 
 #: A rocprof-compute workload's kernel table, best first (see _load_folder).
-WORKLOAD_TABLES = ("timestamps.csv", "pmc_perf.csv")
+WORKLOAD_TABLES = rocprof_compute.WORKLOAD_TABLES
 
 #: A folder scan stops after this many files or seconds: `tinylab hotspots /` must end, and say why.
 SCAN_FILES = 5000

@@ -9,13 +9,13 @@ nvtx_pushpop_trace's Name is "<domain>:<message>" (":tinylab step 3" for torch's
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
+    Columns,
     FormatError,
     Head,
     Parsed,
@@ -62,14 +62,13 @@ def _timed_frame(path: Path, *columns: str) -> tuple[pd.DataFrame, dict[str, flo
     """An nsys stats CSV written with --output, and the ns factor of each of `columns` (a time
     column's unit is in its name: "Start (ns)"; --timeunit changes it)."""
     df = pd.read_csv(path)
-    lowered = {c.strip().lower(): c for c in df.columns}
+    header = Columns([str(c) for c in df.columns])
     picked, factors = {}, {}
     for want in columns:
-        found = next(((real, m.group(1)) for low, real in lowered.items()
-                      if (m := re.fullmatch(rf"{want}(?:\s*\((\w+)\))?", low))), None)
-        if found is None:
+        found = header.match(rf"{want}(?:\s*\((\w+)\))?", required=False)
+        if found is None:  # Columns' own message would name the pattern, not the column
             raise FormatError(f"{path.name}: no {want!r} column (columns: {', '.join(df.columns[:8])})")
-        picked[want] = found[0]
+        picked[want] = df.columns[found[0]]
         factors[want] = unit_factor(found[1], want) if found[1] else 1.0
     return df.rename(columns={v: k for k, v in picked.items()}), factors
 

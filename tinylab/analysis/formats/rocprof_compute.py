@@ -9,8 +9,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pandas as pd
 
@@ -25,6 +26,18 @@ from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.kernel_table import build_table
 from tinylab import rocm_releases as rr
 from tinylab.safeio import open_regular
+
+
+#: A workload's per-dispatch files, best first: the timing pass, else pmc_perf.csv (the join of every
+#: pass; 7.0's rocprofv3 backend runs no timing pass). formats.load reads the first there is as the
+#: workload's kernel table, dispatch_times its dispatches.
+WORKLOAD_TABLES = ("timestamps.csv", "pmc_perf.csv")
+
+
+def _csv_rows(path: Path) -> Iterator[dict[str, str]]:
+    """The rows of a CSV file rocprof-compute wrote, as dicts by header (bad UTF-8 replaced)."""
+    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
+        yield from csv.DictReader(fh)
 
 
 def parse_top(path: Path, head: Head) -> Parsed:
@@ -58,21 +71,33 @@ def find_workload(root: Path) -> Path | None:
 def dispatch_times(workload: Path) -> list[tuple[int, str, float]]:
     """(Dispatch_ID, Kernel_Name, duration ns) of every dispatch: from timestamps.csv, or from
     pmc_perf.csv where there is no timestamps pass (7.0's rocprofv3 backend)."""
-    path = next((p for p in (workload / "timestamps.csv", workload / "pmc_perf.csv") if p.is_file()), None)
+    path = next((workload / name for name in WORKLOAD_TABLES if (workload / name).is_file()), None)
     if path is None:
         return []
     rows = []
-    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
-        for row in csv.DictReader(fh):
-            lowered = {(k or "").strip().lower(): v for k, v in row.items()}
-            try:
-                dispatch = int(float(lowered["dispatch_id"]))
-                duration = float(lowered["end_timestamp"]) - float(lowered["start_timestamp"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            if math.isfinite(duration):
-                rows.append((dispatch, str(lowered.get("kernel_name") or ""), duration))
+    for row in _csv_rows(path):
+        lowered = {(k or "").strip().lower(): v for k, v in row.items()}
+        try:
+            dispatch = int(float(lowered["dispatch_id"]))
+            duration = float(lowered["end_timestamp"]) - float(lowered["start_timestamp"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        if math.isfinite(duration):
+            rows.append((dispatch, str(lowered.get("kernel_name") or ""), duration))
     return rows
+
+
+def _by_kernel(dispatches: list[tuple[int, str, float]]) -> dict[str, float]:
+    totals: dict[str, float] = {}
+    for _, name, duration in dispatches:
+        totals[name] = totals.get(name, 0.0) + duration
+    return totals
+
+
+def kernel_totals(workload: Path) -> dict[str, float]:
+    """Each kernel's time over all its dispatches (ns, dispatch_times), by name in the order of
+    their first dispatch; {} when the workload has no per-dispatch file."""
+    return _by_kernel(dispatch_times(workload))
 
 
 #: Most dispatches `analyze` is run for (each one a pass over the whole workload).
@@ -86,10 +111,10 @@ def analysis_targets(workload: Path, kernels: tuple[str, ...] = ()) -> list[tupl
     MAX_ANALYZED, none twice."""
     from tinylab.analysis.categories import categorize
 
-    totals: dict[str, float] = {}
+    dispatches = dispatch_times(workload)
+    totals = _by_kernel(dispatches)
     longest: dict[str, tuple[float, int]] = {}
-    for dispatch, name, duration in dispatch_times(workload):
-        totals[name] = totals.get(name, 0.0) + duration
+    for dispatch, name, duration in dispatches:
         if name not in longest or duration > longest[name][0]:
             longest[name] = (duration, dispatch)
     ranked = sorted(totals, key=lambda n: -totals[n])
@@ -111,13 +136,10 @@ _SOL_PCT = ("pct of peak", "pop")
 def read_speed_of_light(folder: Path) -> dict[str, dict[str, Any]]:
     """The speed-of-light table of one `analyze --dispatch N --save-dfs folder`: metric (lower case) ->
     {"metric", "value", "unit", "peak", "pct"}; numbers are None where the tool left the cell empty."""
-    path = folder / SOL_TABLE
-    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-
-    def cell(row: dict[str, str], names: tuple[str, ...]) -> float | None:
-        for key, text in row.items():
-            if (key or "").strip().lower() in names:
+    def cell(lowered: dict[str, str], names: tuple[str, ...]) -> float | None:
+        """The first of the row's cells (in column order) under one of `names`, as a number."""
+        for key, text in lowered.items():
+            if key in names:
                 try:
                     value = float(text)
                 except (TypeError, ValueError):
@@ -126,12 +148,12 @@ def read_speed_of_light(folder: Path) -> dict[str, dict[str, Any]]:
         return None
 
     table = {}
-    for row in rows:
+    for row in _csv_rows(folder / SOL_TABLE):
         lowered = {(k or "").strip().lower(): v for k, v in row.items()}
         metric = (lowered.get("metric") or "").strip()
         if metric:
-            table[metric.lower()] = {"metric": metric, "value": cell(row, _SOL_VALUE), "unit": lowered.get("unit"),
-                                     "peak": cell(row, ("peak",)), "pct": cell(row, _SOL_PCT)}
+            table[metric.lower()] = {"metric": metric, "value": cell(lowered, _SOL_VALUE), "unit": lowered.get("unit"),
+                                     "peak": cell(lowered, ("peak",)), "pct": cell(lowered, _SOL_PCT)}
     return table
 
 
@@ -143,8 +165,7 @@ def analyzed_kernels(analyze_dir: Path) -> list[tuple[str, Path]]:
         listing = folder / "0.2_Dispatch_List.csv"
         if not (folder / SOL_TABLE).is_file() or not listing.is_file():
             continue
-        with open_regular(listing) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
-            names = [row.get("Kernel_Name") or "" for row in csv.DictReader(fh)]
+        names = [row.get("Kernel_Name") or "" for row in _csv_rows(listing)]
         if names and names[0]:
             found.append((names[0], folder))
     return found
@@ -155,8 +176,8 @@ def sysinfo(workload: Path) -> dict[str, str]:
     path = workload / "sysinfo.csv"
     if not path.is_file():
         return {}
-    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
-        return next(csv.DictReader(fh), None) or {}
+    with closing(_csv_rows(path)) as rows:
+        return next(rows, None) or {}
 
 
 def roofline_disabled(workload: Path) -> str | None:
@@ -179,8 +200,7 @@ def read_roofline(workload: Path) -> dict[str, Any] | None:
     path = workload / "roofline.csv"
     if not path.is_file():
         return None
-    with open_regular(path) as raw, io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as fh:
-        rows = list(csv.DictReader(fh))
+    rows = list(_csv_rows(path))
     peaks: dict[str, float] = {}
     for column in rows[0].keys() if rows else ():
         if not column or column.lower() == "device" or column.lower().endswith(("low", "high")):

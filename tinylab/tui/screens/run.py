@@ -408,13 +408,9 @@ def ranks_table(record: RunRecord) -> DataTable:
 
 def ranks_line(record: RunRecord) -> str:
     """A run of several ranks in one line: how many under which engine, the slowest, the weights."""
-    from tinylab.analysis.ranks import sync_line
+    from tinylab.analysis.ranks import ranks_caption
 
-    engine = record.config.get("parallel")
-    slowest = record.summary.slowest_rank if record.summary else None
-    return " · ".join(filter(None, [f"{record.world_size} ranks" + (f" under {engine}" if engine else ""),
-                                    f"rank {slowest} slowest" if slowest is not None else None,
-                                    sync_line(record)]))
+    return ranks_caption(record)
 
 
 def status_style(status: str) -> str:
