@@ -6,6 +6,7 @@ that survives failed attempts. The shipped scenarios themselves: tests/exercises
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import textwrap
 
@@ -422,6 +423,76 @@ def test_corrupt_records_never_crash(tmp_path):
     assert got["cfg"].status == "pass"
 
 
+def add_events(run, *events: dict) -> None:
+    with open(run.dir / "events.jsonl", "a", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps({"time": 4.0, **e}) + "\n" for e in events))
+
+
+def test_a_step_spread_without_step_times_fails_the_check_only(tmp_path):
+    """Ranks that recorded no median step: not measured, not a ValueError out of evaluate_checks."""
+    run = make_run(tmp_path)
+    add_events(run, {"event": "rank", "rank": 0, "fwd_ms_median": 20.0, "bwd_ms_median": 40.0},
+               {"event": "rank", "rank": 1, "fwd_ms_median": 22.0, "bwd_ms_median": 41.0})
+    st = step(("spread", "rank_step_spread < 1.2", False), ("fwd", "fastest_rank_fwd_ms == 20", False))
+    got = results(st, run)
+    assert got["spread"].status == "fail" and got["spread"].detail == (
+        "not measured: rank_step_spread (no rank of the run recorded a median step time)")
+    assert got["fwd"].status == "pass"
+    timed = make_run(tmp_path, "timed")
+    add_events(timed, {"event": "rank", "rank": 0, "step_ms_median": 80.0},
+               {"event": "rank", "rank": 1, "step_ms_median": 100.0})
+    assert results(st, timed)["spread"].value == 1.25
+
+
+def test_a_trace_is_analyzed_once_for_all_the_checks_that_read_it(tmp_path, monkeypatch):
+    """Each check is evaluated three ways (outcome, shown value, values): the trace is parsed once,
+    and why there is none is said every time."""
+    from support.paths import FIX
+
+    from tinylab.analysis import timeline
+
+    calls = []
+    analyze = timeline.analyze
+    monkeypatch.setattr(timeline, "analyze", lambda path, *a, **k: calls.append(path) or analyze(path, *a, **k))
+    trace = FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz"
+    st = step(("idle", "gpu_idle_pct > 90", False), ("busy", "gpu_idle_pct < 50", False))
+    st.checks = [dataclasses.replace(c, on="recorded") for c in st.checks]
+    st.recorded = ex.Recorded(trace, "test")
+    got = {r.name: r for r in ex.evaluate_checks(st, None, None, False)}
+    assert (got["idle"].status, got["busy"].status) == ("pass", "fail") and got["idle"].value == pytest.approx(95.05)
+    assert calls == [trace]
+    got = {r.name: r for r in ex.evaluate_checks(step(("idle", "gpu_idle_pct > 90", False)), make_run(tmp_path).record(),
+                                                  None, False)}
+    assert got["idle"].detail == ("not measured: gpu_idle_pct (the run has no PyTorch trace (profile it with "
+                                  "--profile pytorch))") and calls == [trace]
+
+
+def test_a_rocprof_compute_profile_is_read_once_for_all_its_checks(tmp_path, monkeypatch):
+    """sol_* and top_* checks over one profile: its workload is found once, its analyzed kernels,
+    dispatch times and each speed-of-light table read once, whatever the number of checks."""
+    import shutil
+
+    from support.paths import FIX
+
+    from tinylab.analysis.formats import rocprof_compute as rc
+
+    profile = tmp_path / "profile"
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", profile / "workload")
+    shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200_analyze", profile / "analyze")
+    calls: list[str] = []
+    for name in ("find_workload", "analyzed_kernels", "dispatch_times", "read_speed_of_light"):
+        real = getattr(rc, name)
+        monkeypatch.setattr(rc, name, lambda *a, _name=name, _real=real: calls.append(_name) or _real(*a))
+    st = step(("l2", 'sol_pct("vecCopy", "L2 Cache BW") > 30', False),
+              ("cus", 'sol_value("elementwise", "active cus") == 62', False),
+              ("bound", 'top_bound("vecCopy") == "memory" and top_intensity("elementwise") >= 0', False))
+    st.checks = [dataclasses.replace(c, on="recorded") for c in st.checks]
+    st.recorded = ex.Recorded(profile, "test")
+    got = {r.name: r.status for r in ex.evaluate_checks(st, None, None, False)}
+    assert got == {"l2": "pass", "cus": "pass", "bound": "pass"}
+    assert sorted(calls) == ["analyzed_kernels", "dispatch_times", "find_workload", "read_speed_of_light"]
+
+
 def test_step_passed_needs_one_check_that_ran():
     make = lambda status: ex.CheckResult("n", "e", "d", status, None, "")  # noqa: E731
     assert ex.step_passed([make("pass"), make("skip")])
@@ -445,6 +516,11 @@ def test_the_verdict_says_what_ran_and_what_was_skipped():
     assert ex.verdict([make("fail"), make("pass"), make("skip", detail="GPU-only: a")]) == (
         "1 of 2 checks failed; 1 skipped (GPU-only: a)")
     assert ex.verdict([make("skip", detail="GPU-only: a")]) == "no check could run here: 1 skipped (GPU-only: a)"
+    # checks over compiled kernels are not "over the run"
+    assert ex.verdict([make("pass", "anatomy"), make("skip", detail="GPU-only: a")]) == (
+        "1 of 2 checks ran and passed (over the compiled kernels); 1 skipped (GPU-only: a)")
+    assert ex.verdict([make("pass"), make("pass", "anatomy"), make("pass", "recorded"), make("skip", detail="x")]) == (
+        "3 of 4 checks ran and passed (1 over the recorded output, 1 over the compiled kernels); 1 skipped (x)")
 
 
 # ------------------------------------------------------------------------------ compiled kernels
@@ -509,6 +585,14 @@ def test_the_compiled_configs_are_the_presets_at_gpu_sizes(compiles):
     assert configs["run"].hidden_dim == 512 and configs["run"].seq_len == 256 and configs["run"].precision == "bf16"
     assert configs["run"].fault == "non-contiguous" and configs["baseline"].fault is None
     assert ex.compiled_configs(step(("x", "steps > 0", False)), {}) == {}
+
+
+def test_a_step_only_compiles_when_every_check_reads_compiled_kernels():
+    assert anatomy_step(("regs", 'compiled_regs("attn_fwd", "gfx942") > 0')).compile_only
+    mixed = anatomy_step(("regs", 'compiled_regs("attn_fwd", "gfx942") > 0'))
+    mixed.checks.append(CheckSpec("steps", "steps > 0", "d", False))
+    assert not mixed.compile_only and not step(("x", "steps > 0", False)).compile_only
+    assert not Step(1, "t", "text", {}, {}, None, [], [], []).compile_only
 
 
 # ------------------------------------------------------------------------------ progress

@@ -389,12 +389,9 @@ def _anatomy_type(node: Node, base: str, names: dict[str, str], allow_baseline: 
 
 def anatomy_calls(node: Node) -> Iterator[tuple[str, tuple]]:
     """Every anatomy function call of a checked tree: (name with its prefix, literal arguments)."""
-    if node.op == "call" and _base(node.args[0]) in ANATOMY_FUNCTIONS:
-        yield node.args[0], tuple(a.args[0] for a in node.args[1])
-        return
-    for arg in node.args[1] if node.op in ("call", "cmp") else node.args:
-        if isinstance(arg, Node):
-            yield from anatomy_calls(arg)
+    for leaf in measured_leaves(node):
+        if leaf.op == "call" and _base(leaf.args[0]) in ANATOMY_FUNCTIONS:
+            yield leaf.args[0], tuple(a.args[0] for a in leaf.args[1])
 
 
 def _want(got: str, want: str, where: str, node: Node) -> None:

@@ -18,7 +18,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
@@ -79,6 +79,11 @@ class Step:
     recorded: Recorded | None = None
     nvidia: str = ""  # the NVIDIA equivalent of the step's command, for a learner on an NVIDIA GPU
 
+    @property
+    def compile_only(self) -> bool:
+        """Every check reads compiled kernels (on = "anatomy"): the step compiles, on any machine, and runs nothing."""
+        return bool(self.checks) and all(c.on == "anatomy" for c in self.checks)
+
 
 @dataclass
 class Scenario:
@@ -101,7 +106,7 @@ class CheckResult:
     status: str  # "pass" | "fail" | "skip"
     value: object
     detail: str
-    on: str = "run"  # what it read: the step's "run" or its "recorded" output
+    on: str = "run"  # what it read, as CheckSpec.on: the step's "run", "recorded" output or compiled kernels ("anatomy")
 
 
 class ScenarioError(UserError):
@@ -177,24 +182,15 @@ def _category_names() -> dict[str, str]:
 def names() -> dict[str, tuple[str, str]]:
     """Every name a check may read: name -> (type, description)."""
     out: dict[str, tuple[str, str]] = {}
-    for name, (_, desc) in _SUMMARY_NAMES.items():
-        out[name] = (checks.NUM, desc)
-    for name, (_, kind, desc) in _START_NAMES.items():
-        out[name] = (kind, desc)
-    for name, kind in _config_types().items():
-        out[name] = (kind, f"config: {name}")
-    for name, (kind, desc) in _KERNEL_NAMES.items():
-        out[name] = (kind, desc)
-    for name, (kind, desc) in _PROFILE_NAMES.items():
-        out[name] = (kind, desc)
-    for name, (kind, desc) in _TIMELINE_NAMES.items():
-        out[name] = (kind, desc)
-    for name, (_, desc) in _DEEPSPEED_NAMES.items():
-        out[name] = (checks.NUM, desc)
-    for name, (kind, desc) in _RANK_NAMES.items():
-        out[name] = (kind, desc)
-    for name, desc in _category_names().items():
-        out[name] = (checks.NUM, desc)
+    out.update({name: (checks.NUM, desc) for name, (_, desc) in _SUMMARY_NAMES.items()})
+    out.update({name: (kind, desc) for name, (_, kind, desc) in _START_NAMES.items()})
+    out.update({name: (kind, f"config: {name}") for name, kind in _config_types().items()})
+    out.update(_KERNEL_NAMES)
+    out.update(_PROFILE_NAMES)
+    out.update(_TIMELINE_NAMES)
+    out.update({name: (checks.NUM, desc) for name, (_, desc) in _DEEPSPEED_NAMES.items()})
+    out.update(_RANK_NAMES)
+    out.update({name: (checks.NUM, desc) for name, desc in _category_names().items()})
     return out
 
 
@@ -651,9 +647,10 @@ def compiled_configs(step: Step, overrides: dict) -> dict[str, RunConfig]:
     compiled kernels. Validated (ConfigError)."""
     if not any(c.on == "anatomy" for c in step.checks):
         return {}
-    configs = {"run": _config(step.preset, step, "auto", overrides)}
-    if step.baseline is not None:
-        configs["baseline"] = _config(step.baseline, step, "auto", {k: v for k, v in overrides.items() if k != "fault"})
+    configs = {"run": step_config(step, "auto", overrides)}
+    baseline = baseline_config(step, "auto", overrides)
+    if baseline is not None:
+        configs["baseline"] = baseline
     return configs
 
 
@@ -685,7 +682,10 @@ class _Measured:
         self._table_loaded = False
         self._counters: Any = None
         self._counters_loaded = False
-        self._workload: Path | None = None  # the rocprof-compute workload folder, once counters are read
+        self._timeline: Any = None  # the PyTorch trace's step timeline, or why there is none (a str)
+        self._timeline_loaded = False
+        self._sol_kernels: list[tuple[str, Path, float]] | None = None
+        self._sol_tables: dict[Path, dict[str, dict[str, Any]]] = {}
 
     def _no_summary(self) -> str:
         if self.error:
@@ -743,6 +743,8 @@ class _Measured:
             return self.run.ranks_in_sync
         if name == "rank_step_spread":
             steps = [r.step_ms_median for r in ranks if r.step_ms_median]
+            if not steps:
+                raise checks.Missing(name, f"no rank of the {self.role} recorded a median step time")
             return max(steps) / min(steps)
         phase = "fwd_ms_median" if name.endswith("fwd_ms") else "bwd_ms_median"
         if any(getattr(r, "fwd_ms_median") is None or getattr(r, phase) is None for r in ranks):
@@ -760,16 +762,28 @@ class _Measured:
 
         return run_trace(Path(self.run.dir), self.profiles)[0] if self.run else None
 
-    def _timeline_value(self, name: str) -> float:
-        from tinylab.analysis.timeline import analyze, idle_pct
+    def timeline(self, name: str) -> Any:
+        """The step timeline of the PyTorch trace (tinylab.analysis.timeline.analyze), parsed once."""
+        if not self._timeline_loaded:
+            self._timeline_loaded = True
+            from tinylab.analysis.timeline import analyze
 
-        trace = self._trace()
-        if trace is None:
-            raise checks.Missing(name, f"the {self.role} has no PyTorch trace (profile it with --profile pytorch)")
-        try:
-            value = idle_pct(analyze(trace))
-        except UserError as exc:
-            raise checks.Missing(name, f"its trace cannot be read: {exc}") from None
+            trace = self._trace()
+            if trace is None:
+                self._timeline = f"the {self.role} has no PyTorch trace (profile it with --profile pytorch)"
+            else:
+                try:
+                    self._timeline = analyze(trace)
+                except UserError as exc:
+                    self._timeline = f"its trace cannot be read: {exc}"
+        if isinstance(self._timeline, str):
+            raise checks.Missing(name, self._timeline)
+        return self._timeline
+
+    def _timeline_value(self, name: str) -> float:
+        from tinylab.analysis.timeline import idle_pct
+
+        value = idle_pct(self.timeline(name))
         if value is None:
             raise checks.Missing(name, f"the {self.role}'s trace has no GPU events (a CPU run): no GPU to be idle")
         return value
@@ -847,11 +861,9 @@ class _Measured:
         """Per-kernel counters and roofline of the rocprof-compute workload (tinylab.analysis.formats.rocprof_compute)."""
         if not self._counters_loaded:
             self._counters_loaded = True
-            from tinylab.analysis.formats.rocprof_compute import find_workload, kernel_roofline
+            from tinylab.analysis.formats.rocprof_compute import kernel_roofline
 
-            root = self._profile_root()
-            self._workload = find_workload(root) if root else None
-            self._counters = kernel_roofline(self._workload) if self._workload else None
+            self._counters = kernel_roofline(self.workload) if self.workload else None
         if self._counters is None or not len(self._counters):
             raise checks.Missing(name, f"the {self.role} has no rocprof-compute counters (profile it with "
                                        "--profile rocprof-compute on an AMD GPU)")
@@ -861,34 +873,51 @@ class _Measured:
         """The rocprof-compute profile folder: its workload/ and analyze/."""
         return Path(self.run.dir) / "profiles" / "rocprof-compute" if self.run else None
 
+    @cached_property
+    def workload(self) -> Path | None:
+        """The rocprof-compute workload folder (pmc_perf.csv, timestamps.csv) of the profile, found once."""
+        from tinylab.analysis.formats.rocprof_compute import find_workload
+
+        root = self._profile_root()
+        return find_workload(root) if root else None
+
+    def _sol(self) -> list[tuple[str, Path, float]]:
+        """(kernel name, folder, the kernel's total dispatch time in the workload) of every kernel with a
+        speed-of-light table; the profile is read once."""
+        if self._sol_kernels is None:
+            from tinylab.analysis.formats.rocprof_compute import analyzed_kernels, dispatch_times
+
+            root = self._profile_root()
+            found = analyzed_kernels(root / "analyze") if root else []
+            totals: dict[str, float] = {}
+            for _, name, duration in dispatch_times(self.workload) if found and self.workload else ():
+                totals[name] = totals.get(name, 0.0) + duration
+            self._sol_kernels = [(name, folder, totals.get(name, 0.0)) for name, folder in found]
+        return self._sol_kernels
+
+    def _sol_table(self, folder: Path) -> dict[str, dict[str, Any]]:
+        if folder not in self._sol_tables:
+            from tinylab.analysis.formats.rocprof_compute import read_speed_of_light
+
+            self._sol_tables[folder] = read_speed_of_light(folder)
+        return self._sol_tables[folder]
+
     def speed_of_light(self, fname: str, sel: str, metric: str) -> float:
         """sol_pct/sol_value: "Pct of Peak" or "Avg" of `metric` in the speed-of-light table of the
         analyzed kernel with the most time among those whose name contains `sel` or whose category is `sel`."""
-        from tinylab.analysis.categories import categorize
-        from tinylab.analysis.formats.rocprof_compute import (
-            analyzed_kernels,
-            dispatch_times,
-            find_workload,
-            read_speed_of_light,
-        )
         from tinylab.analysis.names import short_name
 
         call = f"{fname}({sel!r}, {metric!r})"
-        root = self._profile_root()
-        found = analyzed_kernels(root / "analyze") if root else []
+        found = self._sol()
         if not found:
             raise checks.Missing(call, f"the {self.role} has no rocprof-compute speed-of-light tables (profile it "
                                        "with --profile rocprof-compute on an AMD GPU)")
-        chosen = [(name, folder) for name, folder in found if sel.lower() in name.lower() or categorize(name) == sel]
+        chosen = [kernel for kernel in found if _selects(sel, kernel[0])]
         if not chosen:
-            analyzed = ", ".join(short_name(name) for name, _ in found)
+            analyzed = ", ".join(short_name(name) for name, _, _ in found)
             raise checks.Missing(call, f"no analyzed kernel of the {self.role} matches {sel!r} (analyzed: {analyzed})")
-        workload = find_workload(root)  # type: ignore[arg-type]
-        totals: dict[str, float] = {}
-        for _, name, duration in dispatch_times(workload) if workload else ():
-            totals[name] = totals.get(name, 0.0) + duration
-        name, folder = max(chosen, key=lambda nf: totals.get(nf[0], 0.0))
-        row = read_speed_of_light(folder).get(metric.strip().lower())
+        name, folder, _ = max(chosen, key=lambda kernel: kernel[2])
+        row = self._sol_table(folder).get(metric.strip().lower())
         if row is None:
             raise checks.Missing(call, f"{short_name(name)}: its speed-of-light table has no metric {metric!r}")
         value = row["pct" if fname == "sol_pct" else "value"]
@@ -899,15 +928,14 @@ class _Measured:
     def counter_function(self, fname: str, sel: str) -> Any:
         """top_bound/top_intensity/top_bw_pct/top_flops_pct of the kernel with the most time among those
         whose name contains `sel` or whose category is `sel`."""
-        from tinylab.analysis.categories import categorize
         from tinylab.analysis.formats.rocprof_compute import roofline_disabled
 
         call = f"{fname}({sel!r})"
         table = self.counters(call)
-        disabled = roofline_disabled(self._workload) if fname != "top_intensity" and self._workload else None
+        disabled = roofline_disabled(self.workload) if fname != "top_intensity" and self.workload else None
         if disabled:  # no ceilings for any kernel: nothing a run here could change
             raise checks.Unsupported(call, disabled)
-        chosen = table[[sel.lower() in n.lower() or categorize(n) == sel for n in table["name"]]]
+        chosen = table[[_selects(sel, n) for n in table["name"]]]
         if not len(chosen):
             raise checks.Missing(call, f"no kernel of the {self.role}'s counters matches {sel!r}")
         top = chosen.iloc[0]  # sorted by time
@@ -959,6 +987,13 @@ class _Measured:
         return float(rows["pct"].sum())
 
 
+def _selects(sel: str, name: str) -> bool:
+    """A run function's kernel selector: `sel` is part of the kernel's name (any case) or its category."""
+    from tinylab.analysis.categories import categorize
+
+    return sel.lower() in name.lower() or categorize(name) == sel
+
+
 class _RecordedOutput(_Measured):
     """A step's recorded output, read as a run's profile: its kernel table and, for a rocprof-compute
     workload, its counters; it has no summary, config or start record."""
@@ -996,6 +1031,11 @@ class _RecordedOutput(_Measured):
             if self.recorded.path.is_dir() else int(part.lower() in self.recorded.path.name.lower())
 
 
+def _role(fname: str) -> str:
+    """Whose kernels an anatomy function reads: the "baseline"'s (baseline.compiled_regs) or the "run"'s."""
+    return "baseline" if fname.startswith(checks.BASELINE) else "run"
+
+
 class _Compiled:
     """The kernels a step's `on = "anatomy"` checks read (tinylab.anatomy), compiled on this
     machine for the targets they name, through the cache `tinylab kernels` fills. The checks'
@@ -1006,13 +1046,13 @@ class _Compiled:
         self.configs = configs
         self.pool = pool
         self.calls = list(dict.fromkeys(
-            ("baseline" if fname.startswith(checks.BASELINE) else "run", args)
-            for spec in step.checks if spec.on == "anatomy" for fname, args in checks.anatomy_calls(_parsed(spec.expr))
+            (_role(fname), args) for spec in step.checks if spec.on == "anatomy"
+            for fname, args in checks.anatomy_calls(_parsed(spec.expr))
         ))
         self._found: dict[tuple, Any] | None = None
 
     def function(self, fname: str, *args: Any) -> Any:
-        role = "baseline" if fname.startswith(checks.BASELINE) else "run"
+        role = _role(fname)
         call = f"{fname}({', '.join(repr(a) if isinstance(a, str) else f'{a:g}' for a in args)})"
         if self._found is None:
             self._found = self._compile()
@@ -1206,6 +1246,10 @@ def step_passed(results: list[CheckResult]) -> bool:
     return bool(ran) and all(r.status == "pass" for r in ran)
 
 
+#: What a check read (CheckResult.on), as a verdict says it.
+_READ = {"run": "the run", "recorded": "the recorded output", "anatomy": "the compiled kernels"}
+
+
 def verdict(results: list[CheckResult]) -> str:
     """A step's checks in one line: what passed or failed, and what was skipped and why. "all checks
     passed" only when none was skipped: a CPU that ran only the recorded-output checks says so."""
@@ -1221,9 +1265,11 @@ def verdict(results: list[CheckResult]) -> str:
         return f"{failed} of {len(ran)} checks failed" + (f"; {skips}" if skips else "")
     if not skipped:
         return "all checks passed"
-    recorded = sum(r.on == "recorded" for r in ran)
-    what = ("over the recorded output" if recorded == len(ran) else "over the run" if not recorded
-            else f"{recorded} over the recorded output")
+    read = {on: sum(r.on == on for r in ran) for on in ("recorded", "anatomy")}
+    read = {"run": len(ran) - sum(read.values()), **read}
+    alone = next((on for on, n in read.items() if n == len(ran)), None)
+    what = f"over {_READ[alone]}" if alone else ", ".join(  # the rest read the run
+        f"{n} over {_READ[on]}" for on, n in read.items() if n and on != "run")
     return f"{len(ran)} of {len(results)} checks ran and passed ({what}); {skips}"
 
 

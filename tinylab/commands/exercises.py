@@ -123,7 +123,7 @@ def _show(args) -> int:
         return 0
     print(_fill(f"{scenario.title}: step {step.number}/{len(scenario.steps)}: {step.title}", width) + "\n")
     print(_prose(step.text, width))
-    compile_only = all(c.on == "anatomy" for c in step.checks)
+    compile_only = step.compile_only
     print("\nCompiled, no run (any machine: the kernels of this config):" if compile_only else "\nRun:")
     print(_fill(_settings(step.preset), width, "  preset      ", " " * 14))
     if step.cpu_preset and not compile_only:

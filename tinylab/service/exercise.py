@@ -47,7 +47,7 @@ class StepPlan:
     @property
     def compile_only(self) -> bool:
         """Every check reads compiled kernels: the step compiles, on any machine, and runs nothing."""
-        return bool(self.step.checks) and all(c.on == "anatomy" for c in self.step.checks)
+        return self.step.compile_only
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextI
     """
     step = plan.step
     if plan.compile_only:
-        results = ex.evaluate_checks(step, None, None, plan.on_gpu, compiled=plan.compiled, pool=kernel_pool)
+        results = _evaluate(plan, None, None, kernel_pool)
         ex.record_progress(plan.scenario.id, step.number, results, [])
         yield StepDone(results, note=COMPILED_NOTE)
         return

@@ -108,3 +108,28 @@ async def test_the_exercise_preview_lists_every_step_at_80x24(store: Path):
             assert str(shown[-1]).strip().endswith(scenario.steps[-1].title), scenario.id
             top = options.scroll_offset.y
             assert top <= index < top + options.content_region.height, scenario.id
+
+
+async def test_a_step_that_only_compiles_says_so_and_starts_no_run(store: Path, monkeypatch):
+    """v4-fusion's last step reads kernels compiled on this machine: enter compiles them (faked
+    here), no run starts, and the step says it was compiled rather than warning about a note."""
+    from support.anatomy import fake_compiles
+
+    from tinylab.exercises import default_root
+    from tinylab.tui.screens.exercises import COMPILED
+
+    compiles = fake_compiles(monkeypatch)
+    app = make_app(store, exercises_root=default_root())
+    app.backend.launch = lambda cfg: pytest.fail("a step that only compiles may start no run")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_step(pilot, app, "v4-fusion")
+        notes = []
+        monkeypatch.setattr(screen, "notify", lambda message, **kw: notes.append(message))
+        screen.action_step(len(screen.scenario.steps) - 1 - screen.index)
+        assert screen.step.compile_only
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.step_results.get(screen.step.number, ([], ""))[1] == COMPILED,
+                       what="the compiled checks")
+        await pilot.pause(0.1)
+        assert f"no run: {COMPILED}" in text_of(pilot, "#step-run") and screen.step_runs[screen.step.number] == {}
+        assert compiles and notes == []

@@ -334,7 +334,7 @@ class StepScreen(BaseScreen):
             return
         self.running_step = step.number
         self.step_runs[step.number] = {}
-        if all(c.on == "anatomy" for c in step.checks):
+        if step.compile_only:
             self.step_results[step.number] = ([], COMPILING)
             self._show_run()
         self.launch(step.number)
@@ -369,7 +369,7 @@ class StepScreen(BaseScreen):
             results, status = event.results, event.status
         elif isinstance(event, exercise.StepDone):
             results = event.results
-            if event.note == exercise.COMPILED_NOTE:
+            if status == COMPILING:  # set at launch for a step that only compiles
                 status = COMPILED
             status = status or (RECORDED if not event.run_ids else status)
             if event.note and status != COMPILED:
