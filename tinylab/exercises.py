@@ -1120,7 +1120,7 @@ def _compiled_value(fname: str, report: Any) -> Any:
     """What an anatomy function reads of a KernelReport (see the exercises README)."""
     r = report.registers
     if fname == "compiled_regs":  # what one lane (AMD: VGPRs and AGPRs) or thread holds
-        return r["VGPR"] + r["AGPR"] if "VGPR" in r else r["regs"]
+        return report.lane_registers
     if fname == "compiled_lds":
         return report.lds
     if fname == "compiled_spills":  # AMD: registers spilled; NVIDIA: bytes of spill stores

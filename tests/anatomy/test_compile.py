@@ -6,7 +6,7 @@ import os
 import pytest
 
 from tinylab.anatomy import TARGETS, Pool, analyze
-from tinylab.anatomy.compile import compile_launch
+from tinylab.anatomy.compile import KernelReport, compile_launch
 from tinylab.anatomy.core import stage_text
 from tinylab.anatomy.launches import Launch, TensorArg
 from tinylab.config import RunConfig
@@ -125,3 +125,12 @@ def test_a_failed_compile_is_reported_not_raised(probes):
     _, (report, stages) = probes
     assert report["error"] and "\n" not in report["error"] and "power of 2" in report["error"]
     assert stages == {}
+
+
+def test_lane_registers_are_what_one_lane_or_thread_holds():
+    """The sweep chart's and the exercises' compiled_regs figure: AMD's VGPRs and AGPRs share one
+    file a lane (SGPRs are the wave's), NVIDIA's registers are a thread's; a failed compile has none."""
+    amd = KernelReport("gfx942", 4, {"VGPR": 140, "AGPR": 8, "SGPR": 78}, 0, 0, {"VGPR": 0, "SGPR": 0}, None)
+    nvidia = KernelReport("sm_90", 4, {"regs": 125}, 0, 0, {"stores": 0, "loads": 0}, None)
+    failed = KernelReport("gfx950", 4, {}, 0, 0, {}, None, "LLVM ERROR: cannot select")
+    assert (amd.lane_registers, nvidia.lane_registers, failed.lane_registers) == (148, 125, None)

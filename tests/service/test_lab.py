@@ -133,6 +133,7 @@ def test_roofline_from_a_ceilings_file_or_the_cache_never_measuring_unless_asked
     assert "ridge at 12.5 FLOP/byte" in plot.text() and plot.title.startswith(f"{run.id} v3 fp32 on FakeGPU")
     ceilings_cache(tmp_path / "runs", "FakeGPU").write_text(json.dumps(CEILINGS))
     assert lab.roofline(run, measure=False).result == plot.result
+    assert lab.roofline(run, measure=False, record=run.record()).result == plot.result  # read by the caller
     with pytest.raises(UserError, match="--ceilings .*nope.json"):
         lab.roofline(run.id, ceilings_file=tmp_path / "nope.json")
 

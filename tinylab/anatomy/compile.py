@@ -56,6 +56,14 @@ class KernelReport:
     def spilled(self) -> bool:
         return any(self.spills.values())
 
+    @property
+    def lane_registers(self) -> int | None:
+        """What one lane (AMD: VGPRs + AGPRs, one file) or thread (NVIDIA) holds; None if it failed."""
+        if not self.ok:
+            return None
+        r = self.registers
+        return r["VGPR"] + r["AGPR"] if "VGPR" in r else r["regs"]
+
     def cells(self) -> list[str]:
         """registers, LDS, scratch, spills, occupancy and its limiter as a table shows them
         (the CLI's and the lab's): ``v140+a8 s78``, ``28.1K``, ``0``, ``4s`` or ``16B`` or

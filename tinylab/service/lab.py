@@ -264,14 +264,16 @@ class Lab:
                       f"{cfg.get('precision', '?')} on {record.device_name or record.device or '?'}")
         return result
 
-    def roofline(self, ref: str | Run, *, ceilings_file: Path | None = None, measure: bool = True) -> Roofline:
+    def roofline(self, ref: str | Run, *, ceilings_file: Path | None = None, measure: bool = True,
+                 record: RunRecord | None = None) -> Roofline:
         """The run's step and kernels against its card's ceilings: from `ceilings_file` (a `tinylab
         bench --roofline --out` JSON), else those cached beside the runs, else measured now on this
-        GPU and cached (only with `measure`: it needs torch and that very card; NoCeilings otherwise)."""
+        GPU and cached (only with `measure`: it needs torch and that very card; NoCeilings otherwise).
+        `record`: the run's record when the caller has read it already (else read here)."""
         from tinylab.analysis import roofline
 
         run = ref if isinstance(ref, Run) else self.run(ref)
-        record = run.record()
+        record = run.record() if record is None else record
         if not record.summary:
             raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
         ceilings = self._ceilings(run.id, record.device_name, ceilings_file, measure)

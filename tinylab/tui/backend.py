@@ -159,14 +159,15 @@ class Backend(Lab):
     def roofline_text(self, run_id: str, width: int) -> str:
         """The run's roofline as text (Lab.roofline), from ceilings already measured on its card:
         never measures (that needs torch and the GPU, which the lab does not load)."""
-        record = self.record(run_id)
+        run = self.run(run_id)
+        record = run.record()
         device = record.device_name
         if not str(record.device or "").startswith("cuda"):
             return ("A roofline places a GPU's kernels against that GPU's measured limits (memory bandwidth, "
                     "matrix throughput). This run was on the CPU: its table holds CPU operators, which have no "
                     "roof here. Profile a run on a GPU to see one.")
         try:
-            plot = self.roofline(run_id, measure=False)
+            plot = self.roofline(run, measure=False, record=record)
         except NoCeilings:
             return (f"No ceilings measured for {device or 'this device'} yet. On that GPU run "
                     f"`tinylab roofline {run_id}` once: it measures copy bandwidth and GEMM rates and keeps "

@@ -13,7 +13,7 @@ one's answer stale, and its worker stops at its next progress report. The model 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Callable
 
 from rich.text import Text
 from textual import on
@@ -112,7 +112,6 @@ class KernelsScreen(BaseScreen):
         self.stage = STAGES["amd"][0]
         self.anatomy: Any = None
         self.selected: str | None = None  # the highlighted variant's name
-        self.sweep_param: str | None = None
         self.sweep_key: tuple | None = None  # the sweep the chart shows or waits for
         self.progress_text = ""
         self.error: str | None = None
@@ -127,7 +126,7 @@ class KernelsScreen(BaseScreen):
                 yield DataTable(id="kern-table", cursor_type="row", zebra_stripes=True)
                 yield Static(id="kern-detail")
             with Pane(title="Sweep", id="kern-sweep-pane"):
-                yield SweepChart("sweep", id="kern-chart")
+                yield SweepChart(id="kern-chart")
                 yield Static(id="kern-points")
             with Pane(title="IR", id="kern-ir-pane"):
                 yield Static(id="kern-ir-title")
@@ -142,7 +141,7 @@ class KernelsScreen(BaseScreen):
         self.query_one("#kern-chart", SweepChart).clear_sweep("s sweeps a parameter of the selected kernel")
         self._show_head()
         self._show_targets()
-        self.study()
+        self.study(self.study_key, self.config)
 
     # ------------------------------------------------------------------- keys
     @property
@@ -150,55 +149,51 @@ class KernelsScreen(BaseScreen):
         return (self.config.precision,)
 
     @property
+    def kernel_key(self) -> tuple:
+        """The selected kernel on the target at this precision: what a stage or a sweep is of."""
+        return (*self.study_key, self.selected, self.target)
+
+    @property
     def stage_key(self) -> tuple:
-        return (*self.study_key, self.selected, self.target, self.stage)
+        return (*self.kernel_key, self.stage)
 
     # --------------------------------------------------------------- workers
-    @background("kernels")
-    def study(self) -> None:
-        key = self.study_key
-        check = _stop_check(lambda: self.study_key, key)
+    def _answer(self, key: tuple, key_now: Callable[[], tuple], answer: type[Studied | StageLoaded | Swept],
+                compute: Callable[[Callable[[Any], None]], Any]) -> None:
+        """A worker's body: post answer(key, compute(progress), None), or answer(key, None, why) when
+        it cannot; each progress report as Compiling(key, ...), and nothing once the request is
+        stale (key_now() != key) or the worker cancelled: progress raises Stopped then."""
+        check = _stop_check(key_now, key)
 
         def progress(p) -> None:
             check()
             self.post_message(Compiling(key, p))
 
         try:
-            anatomy = self.backend.kernel_study(self.config, progress=progress).anatomy
+            result = compute(progress)
         except Stopped:
             return
         except UserError as exc:
-            self.post_message(Studied(key, None, str(exc)))
+            self.post_message(answer(key, None, str(exc)))
             return
-        self.post_message(Studied(key, anatomy, None))
+        self.post_message(answer(key, result, None))
+
+    @background("kernels")
+    def study(self, key: tuple, config: RunConfig) -> None:
+        self._answer(key, lambda: self.study_key, Studied,
+                     lambda progress: self.backend.kernel_study(config, progress=progress).anatomy)
 
     @background("stage")
-    def load_stage(self) -> None:
-        key = self.stage_key
-        try:
-            text = self.backend.kernel_stage(self.anatomy, self.selected, self.target, self.stage)
-        except UserError as exc:
-            self.post_message(StageLoaded(key, None, str(exc)))
-            return
-        self.post_message(StageLoaded(key, text, None))
+    def load_stage(self, key: tuple, anatomy: Any) -> None:
+        *_, selected, target, stage = key
+        self._answer(key, lambda: self.stage_key, StageLoaded,
+                     lambda progress: self.backend.kernel_stage(anatomy, selected, target, stage))
 
     @background("sweep")
-    def run_sweep(self, param: str) -> None:
-        key = (*self.study_key, self.selected, self.target, param)
-        check = _stop_check(lambda: self.sweep_key, key)
-
-        def progress(p) -> None:
-            check()
-            self.post_message(Compiling(key, p))
-
-        try:
-            points = self.backend.kernel_sweep(self.anatomy, self.selected, self.target, param, progress=progress)
-        except Stopped:
-            return
-        except UserError as exc:
-            self.post_message(Swept(key, None, str(exc)))
-            return
-        self.post_message(Swept(key, points, None))
+    def run_sweep(self, key: tuple, anatomy: Any) -> None:
+        *_, selected, target, param = key
+        self._answer(key, lambda: self.sweep_key, Swept,
+                     lambda progress: self.backend.kernel_sweep(anatomy, selected, target, param, progress=progress))
 
     # -------------------------------------------------------------- messages
     @on(Compiling)
@@ -258,7 +253,7 @@ class KernelsScreen(BaseScreen):
             return
         points = message.points
         labels = [f"{p.value}{'*' if p.shipped else ''}" for p in points]
-        regs = [_registers(p.report) for p in points]
+        regs = [p.report.lane_registers for p in points]
         occ = [p.report.occupancy.value if p.report.ok else None for p in points]
         unit = points[0].report.occupancy.unit if points[0].report.ok else "occupancy"
         chart.set_sweep(labels, ("registers", regs), (f"{unit} (right)", occ),
@@ -334,12 +329,11 @@ class KernelsScreen(BaseScreen):
             title = Text.assemble((f"{self.stage} of {self.selected} on {self.target}", "bold"), "  i: ",
                                   *[(f"[{s}]" if s == self.stage else s) + " " for s in stages])
             self.query_one("#kern-ir-title", Static).update(title)
-            self.load_stage()
+            self.load_stage(self.stage_key, self.anatomy)
         else:
             self.query_one("#kern-ir-title", Static).update("")
-        key = (*self.study_key, self.selected, self.target)
-        if self.sweep_key is None or self.sweep_key[:-1] != key:
-            self.sweep_key, self.sweep_param = None, None
+        if self.sweep_key is None or self.sweep_key[:-1] != self.kernel_key:
+            self.sweep_key = None
             self.query_one("#kern-chart", SweepChart).clear_sweep(
                 f"s sweeps a parameter of {self.selected or 'the selected kernel'}")
             self.query_one("#kern-points", Static).update("")
@@ -405,7 +399,7 @@ class KernelsScreen(BaseScreen):
         self.query_one("#kern-ir", Log).clear()
         self._selection_changed()
         self._show_head()
-        self.study()
+        self.study(self.study_key, self.config)
 
     def _ready(self) -> bool:
         if self.anatomy is None or self.selected is None:
@@ -430,24 +424,16 @@ class KernelsScreen(BaseScreen):
             self.notify(f"{v.name} does not compile for {self.target}: nothing to sweep.", severity="warning")
             return
         params = tunable(v.launches[self.target], TARGETS[self.target])
-        self.sweep_param = params[(params.index(self.sweep_param) + 1) % len(params)] if self.sweep_param in params \
-            else params[0]
-        self.sweep_key = (*self.study_key, self.selected, self.target, self.sweep_param)
-        self.query_one("#kern-chart", SweepChart).clear_sweep(f"{self.selected} on {self.target}: {self.sweep_param}")
-        self.query_one("#kern-points", Static).update(Text(f"compiling {self.sweep_param} at each value…"))
+        shown = self.sweep_key[-1] if self.sweep_key is not None else None  # always of this kernel and target
+        param = params[(params.index(shown) + 1) % len(params)] if shown in params else params[0]
+        self.sweep_key = (*self.kernel_key, param)
+        self.query_one("#kern-chart", SweepChart).clear_sweep(f"{self.selected} on {self.target}: {param}")
+        self.query_one("#kern-points", Static).update(Text(f"compiling {param} at each value…"))
         self.query_one("#kern-panes", Panes).show("kern-sweep-pane")
-        self.run_sweep(self.sweep_param)
+        self.run_sweep(self.sweep_key, self.anatomy)
 
     def action_next_pane(self) -> None:
         self.query_one("#kern-panes", Panes).show_next()
-
-
-def _registers(report) -> int | None:
-    """What a thread or lane holds: VGPRs + AGPRs (AMD) or registers (NVIDIA); None if it failed."""
-    if not report.ok:
-        return None
-    r = report.registers
-    return r["VGPR"] + r["AGPR"] if "VGPR" in r else r["regs"]
 
 
 def _points_table(param: str, points: list) -> Text:

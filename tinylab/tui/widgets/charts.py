@@ -88,10 +88,6 @@ class SweepChart(PlotextPlot):
 
     LEFT_MARKER, RIGHT_MARKER = "●", "◆"
 
-    def __init__(self, title: str, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.chart_title = title
-
     def set_sweep(self, labels: list[str], left: tuple[str, list[Number]], right: tuple[str, list[Number]],
                   title: str) -> None:
         """``labels`` name the x positions; ``left``/``right`` are (legend, one value a label or None)."""
@@ -99,9 +95,9 @@ class SweepChart(PlotextPlot):
         plt.clear_figure()
         xs = list(range(1, len(labels) + 1))
         for (name, values), side, marker in ((left, "left", self.LEFT_MARKER), (right, "right", self.RIGHT_MARKER)):
-            pts = [(x, y) for x, y in zip(xs, values) if y is not None]
-            if pts:
-                plt.plot([p[0] for p in pts], [p[1] for p in pts], label=name, marker=marker, yside=side)
+            known_xs, known = thin(xs, values, len(xs))  # None (failed) dropped; a sweep's few points all kept
+            if known:
+                plt.plot(known_xs, known, label=name, marker=marker, yside=side)
         plt.xticks(xs, labels)
         plt.xlim(0.5, len(labels) + 0.5)
         plt.title(title)
