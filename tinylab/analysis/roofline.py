@@ -257,15 +257,13 @@ def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] 
         return None
 
 
-def for_run(run, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
-    """(placement, title, has_kernel_table) for a finished run; UserError when it cannot be placed."""
+def for_run(run, record, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
+    """(placement, title, has_kernel_table) for a finished run (`record`: its record, with a summary);
+    UserError when it cannot be placed."""
     from tinylab.analysis.hotspots import (
         load_run_kernel_table,  # pandas: only for a profiled run
     )
 
-    record = run.record()
-    if not record.summary:
-        raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
     cfg = run.config()
     ran_graphed = record.start.config.get("cuda_graph") if record.start else None
     if ran_graphed is not None:  # config.json leaves v4's default unset: the trainer decides on the device
@@ -274,7 +272,7 @@ def for_run(run, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
     key = "tf32" if cfg.precision == "fp32" and cfg.tf32 else ("bf16" if cfg.precision != "fp32" else "fp32")
     if key not in gemm or not ceilings.get("copy_gbps"):
         raise UserError(f"the ceilings have no {key} GEMM rate or copy bandwidth")
-    loaded = load_run_kernel_table(run.dir) if record.has_kernel_table else None
+    loaded = load_run_kernel_table(run.dir, record.profiles) if record.has_kernel_table else None
     table = loaded[0] if loaded else None
     tool = table.attrs.get("tool") if table is not None else None
     result = place(cfg, table, record.summary.step_ms_median, steps_seen(tool, cfg, record.summary.steps),

@@ -277,7 +277,7 @@ class Lab:
         if not record.summary:
             raise UserError(f"run {run.id} has no summary ({record.status}): a roofline needs a finished run")
         ceilings = self._ceilings(run.id, record.device_name, ceilings_file, measure)
-        result, title, has_table = roofline.for_run(run, ceilings)
+        result, title, has_table = roofline.for_run(run, record, ceilings)
         return Roofline(run.id, result, title, has_table)
 
     def _ceilings(self, run_id: str, device_name: str | None, path: Path | None, measure: bool) -> dict[str, Any]:
