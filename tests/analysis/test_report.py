@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 from support.runs import cli, clone_run, profile_tables, with_kernels, world_of
 
-from tinylab.analysis.compare import compare_runs, format_value
+from tinylab.analysis.compare import compare_runs, format_value, ratio_text
 from tinylab.analysis.report import build_report
 from tinylab.errors import UserError
 
@@ -80,7 +80,7 @@ def test_markdown_two_runs_compares_them(finished_pair):
     assert f"## Run {a.id}" in text and f"## Run {b.id}" in text and "## Comparison" in text
     for m in compare_runs(a.record(), b.record())["metrics"]:
         if m["ratio"] is not None:
-            assert f"| {m['ratio']:.2f}x |" in text
+            assert f"| {ratio_text(m['ratio'])} |" in text  # as compare writes it: 11.5x from 10x up
     overlay = re.findall(r"```text\n(.*?)```", text.split("## Comparison")[1], re.S)[0]
     assert f"A {a.id}" in overlay and f"B {b.id}" in overlay, "overlaid series are labelled"
 
