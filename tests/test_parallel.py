@@ -153,18 +153,11 @@ def test_rank_info_outside_torchrun():
     assert parallel.rank_info(two_ranks(), {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2"}).rank == 1
 
 
-def test_straggler_waits_only_on_the_last_rank(monkeypatch):
-    slept = []
-    monkeypatch.setattr(parallel.time, "sleep", slept.append)
-    parallel.straggle(parallel.RankInfo(0, 0, 2, "h"), 40.0)
-    parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), 40.0)
-    parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), None)
-    assert slept == [0.08, 0.001]
-
-
-def test_straggle_says_how_long_it_waited():
+def test_straggler_delays_only_the_last_rank():
     assert parallel.straggle(parallel.RankInfo(0, 0, 2, "h"), 40.0) == 0.0
     assert parallel.straggle(None, 40.0) == 0.0
+    assert 80.0 <= parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), 40.0) < 1000.0
+    assert parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), None) >= 1.0
     assert parallel.straggle(parallel.RankInfo(1, 1, 2, "h"), 0.5) >= 1.0  # at least 1 ms
 
 

@@ -78,8 +78,9 @@ CATALOGUE: dict[str, Fault] = {
             "straggler",
             FAULTS["straggler"],
             "tinylab/trainer.py Trainer._eager_step (tinylab/parallel.py straggle)",
-            "the last rank waits on the host before each forward, twice as long as its previous forward "
-            "took: a slow rank, as a throttled GPU, a busy data loader or a noisy neighbour makes one",
+            "the last rank spins on the host before each forward, twice as long as its previous step's "
+            "work took, so its step takes three times as long: a slow rank, as a throttled GPU, a busy "
+            "data loader or a noisy neighbour makes one",
             "every rank's step is as slow as the straggler's (they meet in the all-reduce); the straggler "
             "shows the long forward, the others a long backward spent waiting for it",
             "cpu",

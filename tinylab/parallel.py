@@ -176,14 +176,19 @@ def wrap(torch, cfg: RunConfig, model, device, make_optimizer) -> Wrapped:
     return Wrapped(engine, optimizer, engine)
 
 
-def straggle(info: RankInfo | None, last_fwd_ms: float | None) -> float:
-    """The `straggler` fault: the last rank waits, before its forward, twice as long as its previous
-    forward took (its forward takes three times as long). Returns the milliseconds it waited (0 on
-    the other ranks), which the trainer takes off the forward it measures next time."""
+def straggle(info: RankInfo | None, last_work_ms: float | None) -> float:
+    """The `straggler` fault: the last rank works, before its forward, twice as long as its previous
+    step's own work took, so its step takes about three times as long: a delay well above the
+    scheduling noise of two ranks on a small CPU, whose steps alone vary twofold. It spins for that
+    much of its own CPU time rather than sleeping: a slow rank is busy, and on a CPU a sleeping rank
+    (or one that shares its core and counts wall time) hands the core to the other ranks, whose
+    sped-up work hides the delay. Returns the wall milliseconds it spent (0 on the other ranks),
+    which the trainer takes off the step it measures next time."""
     if info is None or info.rank != info.world_size - 1:
         return 0.0
-    start = time.perf_counter()
-    time.sleep(max(1.0, 2 * (last_fwd_ms or 0.0)) / 1e3)
+    start, cpu_until = time.perf_counter(), time.thread_time() + max(1.0, 2 * (last_work_ms or 0.0)) / 1e3
+    while time.thread_time() < cpu_until:
+        pass
     return (time.perf_counter() - start) * 1e3
 
 

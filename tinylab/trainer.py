@@ -120,7 +120,7 @@ class Trainer:
         self.counter_pass = None  # set when a profiler runs the program once per counter group
         self.markers = False  # roctx/NVTX ranges around steps and phases (GPU runs only)
         self.engine = None  # DeepSpeed's engine under --parallel zero1/zero2
-        self._last_fwd_ms: float | None = None  # the straggler fault's measure
+        self._last_work_ms: float | None = None  # the straggler fault's measure: the last step less its wait
 
     # ------------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -291,7 +291,7 @@ class Trainer:
         self.timer.start()
         for hook in self.hooks:
             hook.on_step_start(step)
-        slept = parallel.straggle(self.ranks, self._last_fwd_ms) if self.cfg.fault == "straggler" else 0.0
+        slept = parallel.straggle(self.ranks, self._last_work_ms) if self.cfg.fault == "straggler" else 0.0
         with rf("forward"), self._autocast():
             loss = self.forward(x, y)
         self.timer.mark("fwd")
@@ -315,8 +315,7 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
         self.timer.mark("opt")
         times = self.timer.finish()
-        if times["fwd_ms"] is not None:
-            self._last_fwd_ms = times["fwd_ms"] - slept
+        self._last_work_ms = times["step_ms"] - slept
         return loss, times
 
     def _capture_graph(self, first_step: int) -> int:
