@@ -684,7 +684,6 @@ class _Measured:
         self._counters_loaded = False
         self._timeline: Any = None  # the PyTorch trace's step timeline, or why there is none (a str)
         self._timeline_loaded = False
-        self._sol_kernels: list[tuple[str, Path, float]] | None = None
         self._sol_tables: dict[Path, dict[str, dict[str, Any]]] = {}
 
     def _no_summary(self) -> str:
@@ -881,19 +880,16 @@ class _Measured:
         root = self._profile_root()
         return find_workload(root) if root else None
 
-    def _sol(self) -> list[tuple[str, Path, float]]:
+    @cached_property
+    def sol_kernels(self) -> list[tuple[str, Path, float]]:
         """(kernel name, folder, the kernel's total dispatch time in the workload) of every kernel with a
         speed-of-light table; the profile is read once."""
-        if self._sol_kernels is None:
-            from tinylab.analysis.formats.rocprof_compute import analyzed_kernels, dispatch_times
+        from tinylab.analysis.formats.rocprof_compute import analyzed_kernels, kernel_totals
 
-            root = self._profile_root()
-            found = analyzed_kernels(root / "analyze") if root else []
-            totals: dict[str, float] = {}
-            for _, name, duration in dispatch_times(self.workload) if found and self.workload else ():
-                totals[name] = totals.get(name, 0.0) + duration
-            self._sol_kernels = [(name, folder, totals.get(name, 0.0)) for name, folder in found]
-        return self._sol_kernels
+        root = self._profile_root()
+        found = analyzed_kernels(root / "analyze") if root else []
+        totals = kernel_totals(self.workload) if found and self.workload else {}
+        return [(name, folder, totals.get(name, 0.0)) for name, folder in found]
 
     def _sol_table(self, folder: Path) -> dict[str, dict[str, Any]]:
         if folder not in self._sol_tables:
@@ -908,7 +904,7 @@ class _Measured:
         from tinylab.analysis.names import short_name
 
         call = f"{fname}({sel!r}, {metric!r})"
-        found = self._sol()
+        found = self.sol_kernels
         if not found:
             raise checks.Missing(call, f"the {self.role} has no rocprof-compute speed-of-light tables (profile it "
                                        "with --profile rocprof-compute on an AMD GPU)")

@@ -128,23 +128,16 @@ def run_step(plan: StepPlan, *, start: Callable[[RunConfig], Run], output: TextI
     `kernel_pool()` (the Lab's kernel_pool) and is done.
     """
     step = plan.step
-    if plan.compile_only:
-        results = _evaluate(plan, None, None, kernel_pool)
+    evaluate = partial(_evaluate, plan, pool=kernel_pool)
+    if plan.compile_only or plan.unavailable:  # nothing to run: the checks read compiled kernels or recorded output
+        results = evaluate(None, None, unavailable=plan.unavailable)
         ex.record_progress(plan.scenario.id, step.number, results, [])
-        yield StepDone(results, note=COMPILED_NOTE)
-        return
-    if plan.unavailable:
-        results = ex.evaluate_checks(step, None, None, plan.on_gpu, unavailable=plan.unavailable,
-                                     compiled=plan.compiled, pool=kernel_pool)
-        ex.record_progress(plan.scenario.id, step.number, results, [])
-        yield StepDone(results, note=without_tool(step, plan.unavailable))
+        yield StepDone(results, note=COMPILED_NOTE if plan.compile_only else without_tool(step, plan.unavailable))
         return
     if plan.gpu_only:
-        yield StepDone(ex.evaluate_checks(step, None, None, on_gpu=False),
-                       note="every check of this step needs a GPU: no run was started")
+        yield StepDone(evaluate(None, None), note="every check of this step needs a GPU: no run was started")
         return
     records = {}
-    evaluate = partial(_evaluate, plan, pool=kernel_pool)
     for role, cfg in (("baseline", plan.baseline), ("run", plan.config)):
         if cfg is None:
             continue
@@ -180,5 +173,5 @@ def without_tool(step: ex.Step, why: str) -> str:
     return "\n".join(lines)
 
 
-def _evaluate(plan: StepPlan, run, baseline, pool=None) -> list[ex.CheckResult]:
-    return ex.evaluate_checks(plan.step, run, baseline, plan.on_gpu, compiled=plan.compiled, pool=pool)
+def _evaluate(plan: StepPlan, run, baseline, pool=None, unavailable: str = "") -> list[ex.CheckResult]:
+    return ex.evaluate_checks(plan.step, run, baseline, plan.on_gpu, unavailable, compiled=plan.compiled, pool=pool)

@@ -406,13 +406,6 @@ def ranks_table(record: RunRecord) -> DataTable:
     return table
 
 
-def ranks_line(record: RunRecord) -> str:
-    """A run of several ranks in one line: how many under which engine, the slowest, the weights."""
-    from tinylab.analysis.ranks import ranks_caption
-
-    return ranks_caption(record)
-
-
 def status_style(status: str) -> str:
     return {"running": "bold $accent", "finished": "bold $success", "failed": "bold $error"}.get(status, "bold $warning")
 
@@ -439,7 +432,9 @@ def outcome_text(record: RunRecord, status: str) -> Text:
         ]
         text.append(" · " + " · ".join(parts))
         if record.ranks:
-            text.append("\n" + ranks_line(record))
+            from tinylab.analysis.ranks import ranks_caption
+
+            text.append("\n" + ranks_caption(record))
         if s.partly_trained:
             text.append(f"\n! only {s.params_trained} of {s.params_total} parameter tensors trained: this speed is "
                         "not a real training step", style="bold")
