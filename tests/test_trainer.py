@@ -108,6 +108,25 @@ def test_peak_memory_counts_only_the_runs_own_allocations(tmp_path):
     assert after == pytest.approx(alone, abs=8), (alone, after)
 
 
+def test_a_graphed_profiled_run_logs_no_torch_warnings(tmp_path):
+    """A learner's log of a profiled v4 run held two torch warnings (H100, torch 2.11): the capture's
+    AccumulateGrad stream mismatch (the warm-up kept its last loss, and so its autograd graph,
+    alive) and the profiler's "clears events at the end of each cycle" (a one-cycle schedule)."""
+    import warnings
+
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA graphs and the profiler's GPU trace need a CUDA/ROCm device")
+    cfg = RunConfig(version="v4", device="cuda", hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2,
+                    seq_len=32, batch_size=4, num_steps=10, warmup_steps=2, profilers=["pytorch"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = run_training(cfg, tmp_path, out=io.StringIO())
+    assert summary["params_trained"] == summary["params_total"]
+    assert not [str(w.message)[:120] for w in caught if issubclass(w.category, UserWarning)]
+
+
 class _Nvtx:
     """torch.cuda.nvtx as far as the trainer uses it, recording what it marks."""
 

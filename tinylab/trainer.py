@@ -333,8 +333,11 @@ class Trainer:
                 if step >= self.cfg.num_steps:
                     break
                 with self._step_marker(step, warmup=True):
-                    result = self._timed_host_step(step)
-                self._record_step(step, *result, warmup=True)
+                    loss, times = self._timed_host_step(step)
+                self._record_step(step, loss, times, warmup=True)
+                # a loss kept alive keeps its autograd graph, whose AccumulateGrad nodes belong to this
+                # stream: torch then warns of a stream mismatch at the next backward and at the capture
+                del loss
                 steps_done += 1
         torch.cuda.current_stream().wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()

@@ -115,8 +115,15 @@ def test_a_point_above_its_roof_is_flagged_with_the_reason_not_plotted():
     text = roofline.render(cached, "t")
     assert "above the roof, not plotted" in text and "_swiglu_fwd_kernel at 149% of its roof" in text
     # within the ceilings' noise a point is still plotted
-    near = table_rows(("_swiglu_fwd_kernel", 16, 16 * swiglu.bytes / 4.25e12 * 1e9, "elementwise"))
-    assert roofline.place(V4, near, None, 2, V4_PARAMS, 50.0, 4101.0)["points"][0]["name"] == "_swiglu_fwd_kernel"
+    near = table_rows(("_swiglu_fwd_kernel", 16, 16 * swiglu.bytes / 4.25e12 * 1e9, "elementwise"),
+                      ("_rmsnorm_fwd_kernel", 34, 1e6, "norm"))
+    placed = roofline.place(V4, near, None, 2, V4_PARAMS, 50.0, 4101.0)
+    assert [p["name"] for p in placed["points"]] == ["_swiglu_fwd_kernel", "_rmsnorm_fwd_kernel"]
+    # ... and marked as at the roof, its measured share kept: the table never shows it above the roof unexplained
+    rows = {line.split()[1]: line for line in roofline.render(placed, "t").splitlines() if line[:2].strip().isdigit()}
+    assert "103.6%* memory" in rows["_swiglu_fwd_kernel"] and "%*" not in rows["_rmsnorm_fwd_kernel"]
+    assert "* at the roof: above the measured ceiling by less than its noise (5%" in roofline.render(placed, "t")
+    assert "* at the roof" not in text  # nothing plotted above 100% there
 
 
 def test_steps_seen_by_each_tool():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import statistics
 import subprocess
 import sys
 
@@ -163,6 +164,51 @@ def test_real_h100_trace_matches_hta_merging():
     assert whole["diagnosis"].startswith("launch-bound")
 
 
+V4_GRAPH = FIX / "pytorch-profiler" / "tinylab_h100_v4_graph"
+
+
+def test_a_graph_replay_is_not_called_launch_bound(tmp_path):
+    """Kernels launched by one cudaGraphLaunch are a replay: the span from its first kernel to its
+    last, how busy the GPU is in it, and the host time outside it; never 'launch-bound', however
+    short the kernels are."""
+    doc = {"traceEvents": [
+        host("ProfilerStep#3", 0, 100),
+        host("cudaGraphLaunch", 30, 5, cat="cuda_runtime", correlation=9),
+        kernel("_rmsnorm_fwd_kernel", 40, 4, 9), kernel("_swiglu_fwd_kernel", 46, 4, 9),
+        kernel("_adamw_kernel", 60, 4, 9),  # span [40, 64): 12 of 24 µs busy
+    ]}
+    (s3,) = timeline.analyze(write(tmp_path, doc))["steps"]
+    assert s3["graph"] == {"launches": 1, "kernels": 3, "span_ms": pytest.approx(0.024), "busy_pct": pytest.approx(50.0),
+                           "outside_ms": pytest.approx(0.076)}
+    assert s3["diagnosis"] == ("graph replay: 1 graph launch ran 3 kernels, the GPU busy 50% of the replay's 0.02 ms; "
+                               "the step's other 0.08 ms is host time outside it (GPU idle 88% of the step)")
+    # the same kernels launched one by one are launch-bound
+    eager = {"traceEvents": [e if e["name"] != "cudaGraphLaunch" else launch(30, 9) for e in doc["traceEvents"]]}
+    (s3,) = timeline.analyze(write(tmp_path, eager, "eager.json.gz"))["steps"]
+    assert s3["graph"] is None and s3["diagnosis"].startswith("launch-bound")
+
+
+def test_real_h100_v4_graph_replay_and_the_trainers_clock():
+    """v4 on an H100 (fp32, workshop size): one replay a step keeps the GPU busy, and the window holds
+    host time around it (the loop between steps, with the memory profile's Python stacks)."""
+    result = timeline.analyze(V4_GRAPH / "trace.json.gz")
+    assert [s["step"] for s in result["steps"]] == [5, 6, 7]
+    for s in result["steps"]:
+        assert s["graph"]["launches"] == 1 and s["graph"]["kernels"] >= 300
+        assert s["graph"]["busy_pct"] > 90 and s["graph"]["span_ms"] < s["wall_ms"]
+        assert s["diagnosis"].startswith("graph replay: 1 graph launch ran")
+    steps = [json.loads(line) for line in (V4_GRAPH / "steps.jsonl").read_text().splitlines()]
+    timed = timeline.trainer_timing(steps, result)
+    by_step = {e["step"]: e["step_ms"] for e in steps}
+    assert timed["step_ms"] == by_step[result["shown_step"]]
+    # steps 0..4 warm up and 5..7 were profiled: the median of 8..19
+    assert timed["unprofiled_steps"] == 12
+    assert timed["unprofiled_ms"] == pytest.approx(statistics.median(by_step[s] for s in range(8, 20)))
+    text = timeline.render({**result, "timed": timed}, "t")
+    assert f"trainer's clock: this step {timed['step_ms']:.2f} ms, unprofiled {timed['unprofiled_ms']:.2f} ms" in text
+    assert timeline.trainer_timing([e for e in steps if e["step"] <= 7], result) is None  # nothing unprofiled
+
+
 def test_cpu_run_phases_and_memory_peak():
     result = timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz", step=3)
     assert [s["step"] for s in result["steps"]] == [2, 3] and not result["has_gpu_events"]
@@ -230,6 +276,7 @@ def test_communication_on_a_cpu_is_gloo_and_a_waiting_step_thread_hides_nothing(
 
 def test_render_fits_80_columns(tmp_path):
     for result in (timeline.analyze(write(tmp_path, two_step_trace())), timeline.analyze(H100),
+                   timeline.analyze(V4_GRAPH / "trace.json.gz"),
                    timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz")):
         text = timeline.render(result, "timeline of something")
         assert max(len(line) for line in text.splitlines()) <= 80, text

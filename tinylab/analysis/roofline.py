@@ -228,8 +228,12 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
     lines = [chart, "", f"ceilings: {peak:.1f} TFLOP/s, {bw:,.0f} GB/s; ridge at {result['ridge_intensity']:.1f} FLOP/byte",
              f"{'#':>2} {'point':<42} {'FLOP/B':>8} {'TFLOP/s':>9} {'GB/s':>8} {'% roof':>7}  bound"]
     for i, p in enumerate(result["points"]):
+        star = "*" if p["pct_of_roof"] > 100 else " "
         lines.append(f"{i % 10:>2} {short_name(p['name'])[:42]:<42} {p['intensity']:>8.2f} {p['achieved_tflops']:>9.3f} "
-                     f"{p['achieved_gbps']:>8,.0f} {p['pct_of_roof']:>6.1f}%  {p['bound']}")
+                     f"{p['achieved_gbps']:>8,.0f} {p['pct_of_roof']:>6.1f}%{star} {p['bound']}")
+    if any(p["pct_of_roof"] > 100 for p in result["points"]):
+        lines += textwrap.wrap(f"* at the roof: above the measured ceiling by less than its noise ({ROOF_TOLERANCE:.0%}; "
+                               "the ceiling's own kernel is not the fastest possible)", width, subsequent_indent="  ")
     if result.get("flagged"):
         lines.append("above the roof, not plotted (nothing runs faster than its roof):")
         for p in result["flagged"]:
@@ -241,7 +245,8 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
     if result["unplaced"]:
         shown = ", ".join(short_name(n) for n in result["unplaced"][:6])
         more = f" and {len(result['unplaced']) - 6} more" if len(result["unplaced"]) > 6 else ""
-        lines.append(f"not placed (no FLOP/byte model for these names): {shown}{more}")
+        lines += textwrap.wrap(f"not placed (no FLOP/byte model for these names): {shown}{more}", width,
+                               subsequent_indent="  ")
     return "\n".join(lines)
 
 

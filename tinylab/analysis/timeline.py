@@ -56,6 +56,8 @@ HOST_RANGE_CATEGORIES = frozenset({"user_annotation", "cpu_op"})
 PHASES = ("forward", "backward", "optimizer")
 PHASE_MARKS = {"forward": "F", "backward": "B", "optimizer": "O"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
+#: The host call that replays a captured graph: every kernel of the replay carries its correlation id.
+_GRAPH_LAUNCH = re.compile(r"^(?:cuda|hip|cu)GraphLaunch")
 #: Kernel categories that are no compute: copies, and (HTA's CommunicateKernelGroupingPattern) the
 #: NCCL/RCCL collectives.
 NON_COMPUTE = frozenset({"memcpy", "communication"})
@@ -87,6 +89,7 @@ class GpuEvent:
     launch: float | None  # µs: when the host launched it (None: no correlated launch found)
     compute: bool
     is_kernel: bool
+    graph: bool = False  # replayed from a captured graph (launched by cudaGraphLaunch/hipGraphLaunch)
 
 
 @dataclass
@@ -136,6 +139,7 @@ def load_trace(path: Path) -> Trace:
     steps: dict[int, Window] = {}
     phases: list[tuple[str, float, float]] = []
     launches: dict[Any, float] = {}
+    graph_launches: set[Any] = set()
     gpu: list[tuple[float, float, str, Any, Any, str]] = []
     host_start, host_end = float("inf"), float("-inf")
     collectives: list[tuple[float, float]] = []
@@ -157,6 +161,8 @@ def load_trace(path: Path) -> Trace:
         host_start, host_end = min(host_start, ts), max(host_end, ts + dur)
         if cat in LAUNCH_CATEGORIES and args.get("correlation") is not None:
             launches[args["correlation"]] = ts
+            if isinstance(name, str) and _GRAPH_LAUNCH.match(name):
+                graph_launches.add(args["correlation"])
         elif isinstance(name, str) and cat in HOST_RANGE_CATEGORIES:
             m = _STEP.match(name)
             if m:
@@ -180,7 +186,7 @@ def load_trace(path: Path) -> Trace:
         notes.append(f"{len(counts)} devices in the trace; showing device {device}, the one with the most GPU events")
     gpu_events = sorted(
         (GpuEvent(s, t, n, launches.get(c), cat == "kernel" and categorize(n) not in NON_COMPUTE,
-                  cat in ("kernel", "Kernel"))
+                  cat in ("kernel", "Kernel"), c in graph_launches)
          for s, t, n, c, d, cat in gpu if d == device),
         key=lambda g: g.start,
     )
@@ -348,12 +354,30 @@ def step_anatomy(trace: Trace, window: Window) -> dict[str, Any]:
         "categories_ms": dict(sorted(categories.items(), key=lambda kv: -kv[1])),
         "lane": lane(busy, lo, hi),
         "host_lane": host_lane(phases, lo, hi),
+        "graph": _replay(busy, [g for g in mine if g.graph], lo, hi),
     }
     if not trace.events:  # a CPU run: there is no device to be busy or idle
         anatomy.update(busy_ms=None, compute_ms=None, non_compute_ms=None, idle_ms=None, idle_pct=None, gaps=None,
                        lane=None)
     anatomy["diagnosis"] = diagnose(anatomy, has_gpu=bool(trace.events))
     return anatomy
+
+
+def _replay(busy: list[tuple[float, float]], replayed: list[GpuEvent], lo: float, hi: float) -> dict[str, Any] | None:
+    """The step's graph replay (None without one): its GPU events, and how busy the GPU is from the
+    replay's first event to its last. The host launches the whole graph in one call, so the GPU's
+    idle time outside that span is host work between replays, not per-kernel launch cost."""
+    if not replayed:
+        return None
+    a, b = max(lo, min(g.start for g in replayed)), min(hi, max(g.end for g in replayed))
+    span = max(0.0, b - a)
+    return {
+        "launches": len({g.launch for g in replayed}),
+        "kernels": sum(g.is_kernel for g in replayed),
+        "span_ms": span / 1e3,
+        "busy_pct": 100 * _total(_clip(busy, a, b)) / span if span > 0 else None,
+        "outside_ms": (hi - lo - span) / 1e3,
+    }
 
 
 def diagnose(a: dict[str, Any], has_gpu: bool) -> str:
@@ -364,6 +388,12 @@ def diagnose(a: dict[str, Any], has_gpu: bool) -> str:
     idle = (a["idle_pct"] or 0.0) / 100
     median = a["kernel_median_us"]
     kernels = f"{a['kernels']} kernels of {_us(median)} median" if median is not None else "no kernels"
+    graph = a.get("graph")
+    if graph and graph["kernels"] * 2 >= a["kernels"] and graph["busy_pct"] is not None:
+        launches = f"{graph['launches']} graph launch{'es' if graph['launches'] > 1 else ''}"
+        return (f"graph replay: {launches} ran {graph['kernels']} kernels, the GPU busy {graph['busy_pct']:.0f}% of "
+                f"the replay's {graph['span_ms']:.2f} ms; the step's other {graph['outside_ms']:.2f} ms is host "
+                f"time outside it (GPU idle {idle:.0%} of the step)")
     if idle >= IDLE_BOUND and median is not None and median < LAUNCH_BOUND_US:
         return f"launch-bound: the GPU is idle {idle:.0%} of the step; {kernels}"
     gaps = a["gaps"]
@@ -496,6 +526,21 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
     }
 
 
+def trainer_timing(step_events: list[dict[str, Any]], result: dict[str, Any]) -> dict[str, Any] | None:
+    """The trainer's own clock beside the trace: the shown step's step_ms and the median of the run's
+    measured steps that the profiler did not record (None when either is missing). A step window
+    also holds the loop between steps (the last step's records, the next batch) and the profiler's
+    own work, so it is longer than the step the trainer timed; unprofiled steps show what the
+    profiler added."""
+    profiled = {a["step"] for a in result["steps"]}
+    times = {e.get("step"): e.get("step_ms") for e in step_events if not e.get("warmup")}
+    shown = times.get(result["shown_step"])
+    others = [ms for step, ms in times.items() if step not in profiled and isinstance(ms, (int, float))]
+    if not isinstance(shown, (int, float)) or not others:
+        return None
+    return {"step_ms": shown, "unprofiled_ms": statistics.median(others), "unprofiled_steps": len(others)}
+
+
 def communication(trace_path: Path) -> tuple[float, float | None] | None:
     """collectives() of a trace file."""
     return collectives(load_trace(Path(trace_path)))
@@ -549,6 +594,11 @@ def render(result: dict[str, Any], title: str, width: int = 80) -> str:
                      f"{_us(a['kernel_median_us']):>8}")
     cells = min(LANE_WIDTH, width - 10)
     lines += textwrap.wrap(f"step {_step_label(shown['step'])}: {shown['diagnosis']}", width, subsequent_indent="  ")
+    timed = result.get("timed")
+    if timed:
+        lines += textwrap.wrap(f"trainer's clock: this step {timed['step_ms']:.2f} ms, unprofiled {timed['unprofiled_ms']:.2f} "
+                               "ms (median)", width,
+                               initial_indent="  ", subsequent_indent="    ")
     annotated = any(ch != "." for ch in shown["host_lane"])
     if result["has_gpu_events"]:
         lines.append(f"  GPU |{squeeze(shown['lane'], cells, LANE_ORDER)}|")

@@ -137,6 +137,9 @@ class PyTorchHook(InProcessHook):
             record_shapes=self.memory,
             profile_memory=self.memory,
             with_stack=self.memory,
+            # one cycle (repeat=1), so keeping events across cycles changes nothing; without it torch
+            # warns in every run's log that it clears events at the end of each cycle
+            acc_events=True,
         )
         self.prof.start()
 

@@ -229,7 +229,7 @@ class Lab:
         given by path; with the run's memory timeline when it has one. A run of several ranks has a
         trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
         for a rank the run does not have."""
-        from tinylab.analysis.timeline import analyze, run_traces
+        from tinylab.analysis.timeline import analyze, run_traces, trainer_timing
 
         path = Path(ref)
         if _kind(path) == "file":
@@ -258,6 +258,8 @@ class Lab:
         result = analyze(trace, memory, step)
         if memory is None:
             result["notes"].append(MEMORY_HINT)
+        if not rank:  # the run's step events are rank 0's
+            result["timed"] = trainer_timing(run.events().of("step"), result)
         cfg = record.config
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
         result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "

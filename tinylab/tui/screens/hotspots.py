@@ -25,6 +25,7 @@ from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.anatomy import AnatomyText
 from tinylab.tui.widgets.charts import BarChart
 from tinylab.tui.widgets.panes import Pane, Panes
 
@@ -61,9 +62,10 @@ OPEN_WITH = (
 
 
 class Loaded(Message):
-    """The run's record, its roofline and step-anatomy texts, and its kernel tables (or None)."""
+    """The run's record, its roofline text, its step anatomy (or why there is none), and its kernel
+    tables (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, timeline: str, tables: Any) -> None:
+    def __init__(self, record: RunRecord, roofline: str, timeline: dict[str, Any] | str, tables: Any) -> None:
         super().__init__()
         self.record, self.roofline, self.timeline = record, roofline, timeline
         self.tables = tables
@@ -74,7 +76,7 @@ class TableShown(Message):
     summary with the rank fields of KernelTables.rank_info, and that rank's step anatomy when the
     rank changed (None: keep the one shown)."""
 
-    def __init__(self, table: Any, summary: dict[str, Any], timeline: str | None = None) -> None:
+    def __init__(self, table: Any, summary: dict[str, Any], timeline: dict[str, Any] | str | None = None) -> None:
         super().__init__()
         self.table, self.summary, self.timeline = table, summary, timeline
 
@@ -144,7 +146,7 @@ class HotspotsScreen(BaseScreen):
             yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane",
                        classes="detail -detail")
             yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane", classes="detail")
-            yield Pane(VerticalScroll(Static(id="hot-timeline")), title="Timeline", id="timeline-pane", classes="detail")
+            yield Pane(VerticalScroll(AnatomyText(id="hot-timeline")), title="Timeline", id="timeline-pane", classes="detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -156,13 +158,13 @@ class HotspotsScreen(BaseScreen):
     def load(self) -> None:
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
-        timeline = self._timeline_text()
+        timeline = self._timeline()
         tables = self.backend.kernel_table(self.run_id)
         self.post_message(Loaded(record, roofline, timeline, tables))
         if tables is not None:
             self._show_rank(tables, None)
 
-    def _show_rank(self, tables: Any, rank: int | None, timeline: str | None = None) -> None:
+    def _show_rank(self, tables: Any, rank: int | None, timeline: dict[str, Any] | str | None = None) -> None:
         """One rank's table, summarized, then its rows (in the worker that calls it)."""
         from tinylab.analysis.hotspots import summarize
 
@@ -173,22 +175,15 @@ class HotspotsScreen(BaseScreen):
 
     @background("rank")
     def load_rank(self, rank: int) -> None:
-        self._show_rank(self.tables, rank, self._timeline_text(rank))
+        self._show_rank(self.tables, rank, self._timeline(rank))
 
-    def _timeline_text(self, rank: int | None = None) -> str:
+    def _timeline(self, rank: int | None = None) -> dict[str, Any] | str:
         """The step anatomy of the run's PyTorch trace (of `rank`'s, in a run of several: the first
         rank's by default), or why there is none; in a worker."""
-        from tinylab.analysis.timeline import render
-
         try:
-            result = self.backend.timeline(self.run_id, rank=rank)
+            return self.backend.timeline(self.run_id, rank=rank)
         except UserError as exc:
             return str(exc)
-        # a full-width panel on a narrow screen, half the width in the wide grid (the app's
-        # breakpoint, from the size: the screen's class may not be set yet when this runs)
-        wide = self.app.size.width >= dict((name, w) for w, name in self.app.HORIZONTAL_BREAKPOINTS)["-wide"]
-        width = self.app.size.width // 2 - 6 if wide else self.app.size.width - 4
-        return render(result, result["title"], width=max(50, min(96, width)))
 
     def _select(self, table: Any) -> Selected:
         """Filter, sort and cut the table (in the worker that calls it)."""
@@ -210,7 +205,7 @@ class HotspotsScreen(BaseScreen):
         self.record = message.record
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
-        self.query_one("#hot-timeline", Static).update(Text(message.timeline))
+        self.query_one("#hot-timeline", AnatomyText).show(message.timeline)
         self.tables = message.tables
         if message.tables is None:
             self._no_table(message.record)
@@ -221,7 +216,7 @@ class HotspotsScreen(BaseScreen):
         self.table = message.table
         self._loaded(message.summary)
         if message.timeline is not None:
-            self.query_one("#hot-timeline", Static).update(Text(message.timeline))
+            self.query_one("#hot-timeline", AnatomyText).show(message.timeline)
 
     @on(Selected)
     def _on_selected(self, message: Selected) -> None:

@@ -32,6 +32,7 @@ from tinylab.runs.store import LIVE
 from tinylab.tui.feed import FeedUpdate, RunFeed
 from tinylab.tui.fmt import duration, number, plain, safe
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
+from tinylab.tui.widgets.anatomy import AnatomyText
 from tinylab.tui.widgets.charts import SeriesChart
 from tinylab.tui.widgets.panes import Pane, Panes
 from tinylab.tui.widgets.wraplog import WrapLog
@@ -159,14 +160,9 @@ class RunScreen(BaseScreen):
 
     @on(StepLoaded)
     def _step_loaded(self, message: StepLoaded) -> None:
-        from tinylab.analysis.timeline import render
-
         result = message.result
         chart = SeriesChart("memory over the step (MB)", xlabel="ms into the step", id="step-memory")
-        if result is None:
-            text = plain(f"No step anatomy: {message.error}")
-        else:
-            text = Text(render(result, result["title"], width=76))  # the box's width, less its scrollbar
+        if result is not None:
             memory = result.get("memory")
             if memory:
                 # the total and the three largest categories at the peak: more lines are a tangle
@@ -177,7 +173,8 @@ class RunScreen(BaseScreen):
                 chart.chart_title = (f"memory over step {result['shown_step']} (MB), peak "
                                      f"{memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.1f} ms")
         chart.set_class(result is None or not result.get("memory"), "-empty")
-        pane = Pane(Container(VerticalScroll(Static(text, id="anatomy"), id="anatomy-box"), chart, id="step-body"),
+        anatomy = AnatomyText(result if result is not None else f"No step anatomy: {message.error}", id="anatomy")
+        pane = Pane(Container(VerticalScroll(anatomy, id="anatomy-box"), chart, id="step-body"),
                     title="Step", id="step-pane")
         self.query_one("#run-panes", Panes).add(pane)
 
