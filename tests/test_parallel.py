@@ -107,7 +107,8 @@ def test_a_profiled_run_of_ranks_wraps_each_rank(tmp_path):
 def test_zero_writes_its_deepspeed_config(tmp_path):
     launch_argv(tmp_path, two_ranks(parallel="zero2"), None)
     written = json.loads((tmp_path / parallel.DEEPSPEED_CONFIG).read_text())
-    assert written["zero_optimization"] == {"stage": 2, "overlap_comm": True, "contiguous_gradients": True}
+    assert written["zero_optimization"] == {"stage": 2, "overlap_comm": True, "contiguous_gradients": True,
+                                            "reduce_bucket_size": 6_553_600, "allgather_bucket_size": 6_553_600}
     assert written["train_micro_batch_size_per_gpu"] == SHORT["batch_size"]
 
 
