@@ -207,6 +207,10 @@ def test_real_h100_v4_graph_replay_and_the_trainers_clock():
     text = timeline.render({**result, "timed": timed}, "t")
     assert f"trainer's clock: this step {timed['step_ms']:.2f} ms, unprofiled {timed['unprofiled_ms']:.2f} ms" in text
     assert timeline.trainer_timing([e for e in steps if e["step"] <= 7], result) is None  # nothing unprofiled
+    # its memory timeline holds 1 MB a step: the graph's memory came from its pool at capture, and it says so
+    with_memory = timeline.analyze(V4_GRAPH / "trace.json.gz", V4_GRAPH / "memory_timeline.json.gz")
+    assert with_memory["memory"]["peak_mb"] < 2 and timeline.GRAPH_MEMORY in with_memory["notes"]
+    assert timeline.GRAPH_MEMORY not in timeline.analyze(CPU_RUN / "trace.json.gz", CPU_RUN / "memory_timeline.json.gz")["notes"]
 
 
 def test_cpu_run_phases_and_memory_peak():

@@ -35,6 +35,7 @@ async def test_text_fits_the_widget_and_follows_its_width():
         widget.show(result)
         await pilot.pause()
         width = widget.content_region.width
+        assert widget.laid_out
         assert app.query_one(VerticalScroll).show_vertical_scrollbar and width == 80 - 2 - 2  # less padding, scrollbar
         shown = lines_of(widget)
         assert max(len(line) for line in shown) <= width, shown

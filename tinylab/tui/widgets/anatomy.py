@@ -33,6 +33,11 @@ class AnatomyText(Static):
         self.shown, self._width = shown, 0
         self._draw()
 
+    @property
+    def laid_out(self) -> bool:
+        """The text is laid out for the width the widget has now (or is a plain reason)."""
+        return isinstance(self.shown, str) or self._width == (self.content_region.width or UNSHOWN_WIDTH)
+
     def on_mount(self) -> None:
         self._draw()
 
