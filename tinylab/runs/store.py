@@ -294,9 +294,10 @@ class Run:
             return "finished"
         return "lost"
 
-    def record(self) -> RunRecord:
-        """Everything `show`, `runs`, compare, report, the exercises and the lab display, read once."""
-        log = self.events()
+    def record(self, log: EventLog | None = None) -> RunRecord:
+        """Everything `show`, `runs`, compare, report, the exercises and the lab display, read once
+        (`log`: the run's events when the caller has read them for more than the record)."""
+        log = log if log is not None else self.events()
         process = self.process
         status, job = self._status(log, process)
         problems = [p.replace(f"{self.dir}{os.sep}", "") for p in (self.problem(), log.problem) if p]

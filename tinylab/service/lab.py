@@ -242,7 +242,8 @@ class Lab:
         if path.suffix in (".json", ".gz"):
             raise UserError(f"{ref}: no such trace file")
         run = self.run(ref)
-        record = run.record()
+        log = run.events()  # the record and the trainer's step times beside the trace
+        record = run.record(log)
         traced = run_traces(run.dir, record.profiles)
         if not traced:
             raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
@@ -259,7 +260,7 @@ class Lab:
         if memory is None:
             result["notes"].append(MEMORY_HINT)
         if not rank:  # the run's step events are rank 0's
-            result["timed"] = trainer_timing(run.events().of("step"), result)
+            result["timed"] = trainer_timing(log.of("step"), result)
         cfg = record.config
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
         result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "
