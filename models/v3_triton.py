@@ -9,7 +9,7 @@ trains; the `detached-backward` fault re-creates the reference's bug on purpose.
 Toggle `recompute_ffn`: activation checkpointing of the FFN with torch.utils.checkpoint, which
 keeps the FFN's input only and runs the whole FFN forward again in the backward.
 
-Faults that live here (see tinylab/faults.py for the catalogue):
+Faults that live here (see tinylab/training/faults.py for the catalogue):
 - naive-triton-swiglu: the FFN's gate/up GEMM and activation replaced by a Triton kernel that
   computes each output element with its own dot product.
 - non-contiguous: RMSNorm is fed a column-major copy of its input, so each row's loads stride

@@ -23,7 +23,7 @@ from support.paths import BIN, SLURM_BIN
 from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
 from support.slurm import FakeSlurm
 
-from tinylab import slurm
+from tinylab.runs import slurm
 from tinylab.anatomy import Cache, Pool, analyze
 from tinylab.anatomy.launches import SHIPPED_CONFIGS
 from tinylab.config import RunConfig

@@ -55,7 +55,7 @@ TOGGLE_HELP: dict[str, str] = {
     "recompute_ffn": "activation checkpointing: keep only the FFN's input and recompute the FFN in the backward, less memory for more FLOPs",
 }
 
-# Faults are described where they are implemented (tinylab/faults.py); the names live here so
+# Faults are described where they are implemented (tinylab/training/faults.py); the names live here so
 # that validation needs no torch import.
 FAULTS: dict[str, tuple[str, ...]] = {
     "missing-init": ("v1", "v2", "v3", "v4"),
@@ -67,7 +67,7 @@ FAULTS: dict[str, tuple[str, ...]] = {
 }
 
 #: Engines that spread training over several processes (torchrun starts one a GPU), and the
-#: versions each can train. tinylab/parallel.py builds them; ENGINE_LIMITS says why a pair is out.
+#: versions each can train. tinylab/training/parallel.py builds them; ENGINE_LIMITS says why a pair is out.
 ENGINES: dict[str, str] = {
     "ddp": "DistributedDataParallel: every rank holds the whole model and all-reduces the gradients in the backward",
     "fsdp": "FSDP2 (fully_shard): parameters, gradients and optimizer state sharded per layer, all-gathered for compute",
@@ -180,7 +180,7 @@ class RunConfig:
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
-    # several processes (tinylab/parallel.py); None: one process, no torch.distributed
+    # several processes (tinylab/training/parallel.py); None: one process, no torch.distributed
     parallel: str | None = None
     nproc_per_node: int = 1
     nnodes: int = 1
@@ -474,3 +474,23 @@ class RunConfig:
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
+
+
+# ----------------------------------------------------------------------------- the profiled window
+def first_clean_step(warmup_steps: int, cuda_graph: bool, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> int:
+    """The first step worth recording: past the run's warm-up steps and, in a graphed run, past
+    its eager warm-up steps (RunConfig.graph_warmup_iters) and the step whose window holds the
+    graph's capture, so that the profile shows replays. Step 2 at the earliest: steps 0 and 1 pay
+    one-time costs."""
+    return max(2, warmup_steps, graph_warmup_iters + 1 if cuda_graph else 0)
+
+
+def profile_schedule(num_steps: int, profile_steps: int, warmup_steps: int = 0,
+                     cuda_graph: bool = False, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> tuple[int, int, int]:
+    """(wait, warmup, active): the profiler warms up one step before first_clean_step and records
+    `profile_steps` from it; a run too short for that records its last step (even a 1-step run
+    yields a trace), and a short window before it shrinks active, never the start."""
+    start = min(first_clean_step(warmup_steps, cuda_graph, graph_warmup_iters), num_steps - 1)
+    warmup = 1 if start >= 1 else 0
+    active = max(1, min(profile_steps, num_steps - start))
+    return start - warmup, warmup, active

@@ -1,5 +1,5 @@
 """The GEMM floor (tinylab/analysis/ceilings.py): it replays the model's matmul FLOPs, and is not
-measured without a GPU (the bench's use of it: tests/test_bench.py)."""
+measured without a GPU (the bench's use of it: tests/training/test_bench.py)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from tinylab.analysis.kernel_table import (
 )
 from tinylab.errors import UserError
 from tinylab.events import EventWriter
-from tinylab.profilers import CollectResult, write_kernel_table
+from tinylab.profilers.base import CollectResult, write_kernel_table
 
 
 def test_summarize_top_category_and_totals():

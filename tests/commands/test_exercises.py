@@ -15,7 +15,7 @@ from tinylab import exercises as ex
 from tinylab.runs.store import RunStore
 
 SCENARIO = "performance-debugging"
-STEP = {s.preset.get("fault"): s.number for s in ex.get_scenario(SCENARIO).steps}
+STEP = {s.preset.get("fault"): s.number for s in ex.find_scenario(ex.load_scenarios(), SCENARIO).steps}
 
 
 def tinylab(*args, env=None, timeout=120):
@@ -119,7 +119,7 @@ def test_cpu_observable_fault_steps_pass_on_cpu(fault_runs, fault):
 
 
 def _evaluate(fault_or_none, run, baseline=None):
-    step = ex.get_step(ex.get_scenario(SCENARIO), STEP[fault_or_none])
+    step = ex.get_step(ex.find_scenario(ex.load_scenarios(), SCENARIO), STEP[fault_or_none])
     return {r.name: r.status for r in ex.evaluate_checks(step, run.record(), baseline.record() if baseline else None, on_gpu=False)}
 
 
@@ -161,7 +161,7 @@ def test_every_overview_and_step_fits_80_columns(scenario):
     """Prose is filled to the terminal; only indented code of a step's text, or a line holding a
     path too long to break, may be wider."""
     for args in (["show", scenario], *(["show", scenario, "--step", str(s.number), "--hints", "9", "--answers"]
-                                       for s in ex.get_scenario(scenario).steps)):
+                                       for s in ex.find_scenario(ex.load_scenarios(), scenario).steps)):
         res = tinylab(*args, env={"COLUMNS": "80"})
         assert res.returncode == 0, res.stderr
         wide = [line for line in res.stdout.splitlines() if len(line) > 80 and not line.startswith("    ")

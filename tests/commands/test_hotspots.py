@@ -18,7 +18,7 @@ from tinylab.analysis.kernel_table import (
 )
 from tinylab.cli import main
 from tinylab.events import EventWriter
-from tinylab.profilers import CollectResult, write_kernel_table
+from tinylab.profilers.base import CollectResult, write_kernel_table
 from tinylab.runs.store import mark_run
 
 

@@ -44,7 +44,7 @@ def test_the_compiled_steps_pass_on_a_cpu_without_a_run(checked, scenario, numbe
 def test_their_checks_can_fail(checked, cache_home, monkeypatch):
     """v3's kernels in v4's place and v4's in v3's: what fusing did reads the other way round."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache_home))
-    step = ex.get_step(ex.get_scenario("v4-fusion"), 6)
+    step = ex.get_step(ex.find_scenario(ex.load_scenarios(), "v4-fusion"), 6)
     configs = ex.compiled_configs(step, {})
     swapped = {"run": configs["baseline"], "baseline": configs["run"]}
     got = {r.name: r.status for r in ex.evaluate_checks(step, None, None, False, compiled=swapped)}

@@ -17,7 +17,7 @@ from tinylab.profilers import base
 from tinylab.service.lab import Lab
 from tinylab.service.machine import Machine
 
-SCENARIO = ex.get_scenario("rocm-tools")
+SCENARIO = ex.find_scenario(ex.load_scenarios(), "rocm-tools")
 TOOLS = ["rocprofv3", "rocprofv3", "rocprof-sys", "rocprof-compute", "rocprof-compute"]
 
 
@@ -89,7 +89,7 @@ def test_speed_of_light_reads_the_real_analyzer_table(tmp_path):
     profile = tmp_path / "profile"
     shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", profile / "workload")
     shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200_analyze", profile / "analyze")
-    recorded = ex._RecordedOutput(ex.Recorded(profile, "test"))
+    recorded = ex.RecordedOutput(ex.Recorded(profile, "test"))
     assert recorded.kernel_function("sol_pct", "vecCopy", "L2 Cache BW") == 36.62
     assert recorded.kernel_function("sol_value", "elementwise", "active cus") == 62.0  # by category; any case
     with pytest.raises(ex.checks.Missing, match="its speed-of-light table has no metric 'L3 Cache BW'"):
@@ -98,7 +98,7 @@ def test_speed_of_light_reads_the_real_analyzer_table(tmp_path):
         recorded.kernel_function("sol_value", "vecCopy", "L1I Fetch Latency")
     (profile / "analyze" / "dispatch_0" / "2.1_Speed-of-Light.csv").unlink()
     with pytest.raises(ex.checks.Missing, match="no rocprof-compute speed-of-light tables"):
-        ex._RecordedOutput(ex.Recorded(profile, "test")).kernel_function("sol_pct", "vecCopy", "IPC")
+        ex.RecordedOutput(ex.Recorded(profile, "test")).kernel_function("sol_pct", "vecCopy", "IPC")
 
 
 def test_counter_functions_refuse_what_was_not_measured(tmp_path):
@@ -106,14 +106,14 @@ def test_counter_functions_refuse_what_was_not_measured(tmp_path):
     the peak is past a physical limit and refused."""
     workload = tmp_path / "w"
     shutil.copytree(FIX / "rocprof-compute" / "vcopy_MI200", workload)
-    recorded = ex._RecordedOutput(ex.Recorded(workload, "test"))  # a bare workload folder reads too
+    recorded = ex.RecordedOutput(ex.Recorded(workload, "test"))  # a bare workload folder reads too
     assert recorded.kernel_function("top_intensity", "vecCopy") == 0.0
     (workload / "roofline.csv").unlink()
-    fresh = ex._RecordedOutput(ex.Recorded(workload, "test"))
+    fresh = ex.RecordedOutput(ex.Recorded(workload, "test"))
     with pytest.raises(ex.checks.Missing, match="no measured ceilings"):
         fresh.kernel_function("top_bound", "vecCopy")
     (workload / "roofline.csv").write_text("device,HBMBw,FP32Flops\n0,100.0,1000.0\n")  # a tenth of the real peak
-    slow = ex._RecordedOutput(ex.Recorded(workload, "test"))
+    slow = ex.RecordedOutput(ex.Recorded(workload, "test"))
     with pytest.raises(ex.checks.Missing, match="above its peak"):
         slow.kernel_function("top_bw_pct", "vecCopy")
     assert slow.kernel_function("top_bound", "elementwise") == "memory"  # selected by its category
@@ -158,8 +158,8 @@ def test_step_5_on_mi300_with_a_release_that_runs_no_roofline(rocm_version, skip
 def test_gpu_idle_share_of_a_recorded_trace():
     """The H100 step: 0.84 ms of kernels in a 17.2 ms step (timeline.analyze, HTA's definitions);
     a CPU trace has no GPU to be idle, and says so instead of a number."""
-    gpu = ex._RecordedOutput(ex.Recorded(FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz", "test"))
+    gpu = ex.RecordedOutput(ex.Recorded(FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz", "test"))
     assert gpu.value("gpu_idle_pct") == pytest.approx(95.05, abs=0.01)
-    cpu = ex._RecordedOutput(ex.Recorded(FIX / "pytorch-profiler/tinylab_cpu_v1_memory/trace.json.gz", "test"))
+    cpu = ex.RecordedOutput(ex.Recorded(FIX / "pytorch-profiler/tinylab_cpu_v1_memory/trace.json.gz", "test"))
     with pytest.raises(ex.checks.Missing, match="no GPU events"):
         cpu.value("gpu_idle_pct")

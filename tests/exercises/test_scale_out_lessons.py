@@ -32,7 +32,7 @@ def test_cpu_steps_pass_on_cpu(lesson_runs, scenario, number):
 def test_the_straggler_checks_can_fail(lesson_runs, tmp_path):
     baseline, straggled = lesson_runs[("straggler", 1)]["runs"]
     assert straggled.config_dict["fault"] == "straggler" and baseline.config_dict["fault"] is None
-    step = ex.get_step(ex.get_scenario("straggler"), 1)
+    step = ex.get_step(ex.find_scenario(ex.load_scenarios(), "straggler"), 1)
     # the straggled run with every rank's forward alike, judged against itself: nothing to find
     even = clone_run(straggled, tmp_path, edit=lambda e: e.update(fwd_ms_median=20.0) if e["event"] == "rank" else None)
     results = {r.name: r.status for r in ex.evaluate_checks(step, even.record(), straggled.record(), on_gpu=False)}

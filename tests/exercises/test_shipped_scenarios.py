@@ -9,7 +9,7 @@ import pytest
 from tinylab import exercises as ex
 from tinylab.analysis.categories import CATEGORIES
 from tinylab.config import FAULTS, RunConfig
-from tinylab.faults import CATALOGUE
+from tinylab.training.faults import CATALOGUE
 
 SCENARIOS = ex.load_scenarios()
 BY_ID = {s.id: s for s in SCENARIOS}

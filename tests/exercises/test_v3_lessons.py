@@ -31,7 +31,7 @@ def test_cpu_steps_pass_on_cpu(lesson_runs, scenario, number):
 
 
 def evaluate(scenario: str, number: int, run, baseline) -> dict[str, str]:
-    step = ex.get_step(ex.get_scenario(scenario), number)
+    step = ex.get_step(ex.find_scenario(ex.load_scenarios(), scenario), number)
     return {r.name: r.status for r in ex.evaluate_checks(step, run.record(), baseline.record(), on_gpu=False)}
 
 

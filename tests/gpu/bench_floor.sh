@@ -5,7 +5,7 @@
 #   bash tests/gpu/bench_floor.sh 128
 #   bash tests/gpu/bench_floor.sh 1024
 # Writes $OUT/bench_floor_s<SEQ>.json and .log (OUT defaults to ./gpu_out). Copy the JSON to
-# tests/gpu/results/h200-floor-s<SEQ>.json: tests/test_bench.py then holds it to the invariant.
+# tests/gpu/results/h200-floor-s<SEQ>.json: tests/training/test_bench.py then holds it to the invariant.
 set -u -o pipefail
 SEQ=${1:-128}
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
@@ -15,7 +15,7 @@ python3 -m tinylab bench --cases v1,v2,v2+compile+graph,v3,v4 --precisions fp32,
   --repeats 2 --num-steps 20 --roofline --out "$JSON" 2>&1 | tee "$OUT/bench_floor_s$SEQ.log" | tail -16
 python3 - "$JSON" <<'PY'
 import json, sys
-from tinylab.bench import FLOOR_NOISE
+from tinylab.training.bench import FLOOR_NOISE
 doc = json.load(open(sys.argv[1]))
 print(f"\n{'case':<18} {'prec':<5} {'seq':>5} {'step ms':>8} {'floor ms':>9} {'floor%':>7}  verdict")
 bad = 0

@@ -26,7 +26,7 @@ import torch
 
 from tinylab.config import RunConfig
 from tinylab.events import read_events
-from tinylab.trainer import Trainer
+from tinylab.training.trainer import Trainer
 
 STEPS, WARMUP = 30, 5
 

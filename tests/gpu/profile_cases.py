@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from tinylab import bench
+from tinylab.training import bench
 from tinylab.config import RunConfig
-from tinylab.trainer import run_training
+from tinylab.training.trainer import run_training
 
 
 def main() -> int:

@@ -11,7 +11,9 @@ import pytest
 from support.adapters import run_wrapped
 from support.paths import BIN
 
-from tinylab.profilers import all_adapters, base, get_adapter, write_kernel_table
+from tinylab.profilers import base
+from tinylab.profilers.base import write_kernel_table
+from tinylab.profilers.registry import all_adapters, get_adapter
 
 
 @pytest.mark.parametrize("name,version,release", [

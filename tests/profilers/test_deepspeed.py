@@ -16,7 +16,8 @@ from support.training import mlp, train
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers import deepspeed, get_adapter, inprocess_hooks
+from tinylab.profilers import deepspeed
+from tinylab.profilers.registry import get_adapter, inprocess_hooks
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
 

@@ -9,7 +9,7 @@ import pytest
 from support.adapters import CONFIG, run_wrapped
 
 from tinylab.errors import UserError
-from tinylab.profilers import get_adapter
+from tinylab.profilers.registry import get_adapter
 from tinylab.profilers.ncu import NcuAdapter
 
 

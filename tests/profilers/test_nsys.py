@@ -8,7 +8,7 @@ from __future__ import annotations
 from support import samples
 from support.adapters import CONFIG, EXPECTED, run_wrapped, totals
 
-from tinylab.profilers import get_adapter
+from tinylab.profilers.registry import get_adapter
 from tinylab.profilers.nsys import NsysAdapter
 
 

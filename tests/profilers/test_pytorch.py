@@ -10,9 +10,10 @@ import torch
 from support.training import mlp, train
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.config import GRAPH_WARMUP_ITERS, RunConfig
-from tinylab.profilers import inprocess_hooks, write_kernel_table
-from tinylab.profilers.pytorch import OPERATOR_COLUMNS, profile_schedule
+from tinylab.config import GRAPH_WARMUP_ITERS, RunConfig, profile_schedule
+from tinylab.profilers.base import write_kernel_table
+from tinylab.profilers.registry import inprocess_hooks
+from tinylab.profilers.pytorch import OPERATOR_COLUMNS
 
 
 @pytest.mark.parametrize("num_steps,profile_steps,warmup_steps,graph,expected", [

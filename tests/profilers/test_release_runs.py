@@ -16,7 +16,7 @@ from support.rocm import VERSIONS, rocm_tree
 from support.runs import cli, output_tail, wait_for_status
 
 from tinylab.events import read_events
-from tinylab import rocm_releases as rr
+from tinylab.profilers import rocm_releases as rr
 from tinylab.runs.passes import window_steps
 from tinylab.runs.store import TERMINAL, Run
 
@@ -96,7 +96,7 @@ def test_rocprof_compute_run_is_one_clean_record(launched):
 
 def test_each_rank_of_a_run_of_several_is_profiled_apart(launched):
     """AMD's multi-process pattern: one rocprofv3 a rank (torchrun starts tinylab.runs.rank, which
-    becomes `rocprofv3 ... -- python -m tinylab.trainer`), one output set and one kernel table a rank."""
+    becomes `rocprofv3 ... -- python -m tinylab.training.trainer`), one output set and one kernel table a rank."""
     run = finished(launched["ranks"])
     calls = [line.split("\t")[1:] for line in launched["ranks"].log.read_text().splitlines()]
     wrapped = [call for call in calls if "--" in call]

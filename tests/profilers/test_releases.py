@@ -16,9 +16,10 @@ from support.rocm import VERSIONS, rocm_tree
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers import base, get_adapter
+from tinylab.profilers import base
+from tinylab.profilers.registry import get_adapter
 from tinylab.profilers import rocm as rocm_module
-from tinylab import rocm_releases as rr
+from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 from tinylab.service.launch import check_run
@@ -180,7 +181,7 @@ def test_an_option_a_release_lacks_is_refused(rocm, monkeypatch):
 def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm, tmp_path):
     """A GPU run's trace with the trainer's roctx step ranges, in the release's layout: the kernel
     table is the measured steps' dispatches and the profile says how many steps it covers."""
-    from tinylab.rocm_releases import MARKER_TRACE_HEADER
+    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
 
     facts = rr.ROCPROFV3[rocm]
     folder = tmp_path / "out" / (socket.gethostname() if facts.host_dir else "")

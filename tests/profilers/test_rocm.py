@@ -7,7 +7,8 @@ import os
 
 from support.paths import BIN
 
-from tinylab.profilers import base, get_adapter
+from tinylab.profilers import base
+from tinylab.profilers.registry import get_adapter
 from tinylab.profilers import rocm as rocm_module
 
 

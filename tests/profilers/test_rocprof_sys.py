@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from support.adapters import CONFIG, EXPECTED, run_wrapped, totals
 
-from tinylab.profilers import get_adapter
+from tinylab.profilers.registry import get_adapter
 
 
 def test_rocprof_sys(standins, tmp_path):

@@ -11,7 +11,8 @@ import pytest
 from support.adapters import CONFIG, TRUNCATED, run_wrapped, totals
 
 from tinylab.errors import UserError
-from tinylab.profilers import get_adapter, write_kernel_table
+from tinylab.profilers.base import write_kernel_table
+from tinylab.profilers.registry import get_adapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 
 

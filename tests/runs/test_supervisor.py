@@ -9,7 +9,7 @@ import pytest
 from support.runs import tiny_config
 
 from tinylab.errors import UserError
-from tinylab.parallel import ENDPOINT_ENV
+from tinylab.training.parallel import ENDPOINT_ENV
 from tinylab.runs import supervisor
 
 

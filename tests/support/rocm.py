@@ -8,7 +8,7 @@ from pathlib import Path
 
 from support.paths import BIN
 
-from tinylab import rocm_releases as rr
+from tinylab.profilers import rocm_releases as rr
 
 #: A release key -> the .info/version a real install of it writes (6.2 ones with a build suffix).
 VERSIONS = {"6.2.0": "6.2.0-66", "6.2.2": "6.2.2-116", "6.3": "6.3.1", "6.4": "6.4.0", "7.0": "7.0.2", "7.1": "7.1.0"}

@@ -160,7 +160,7 @@ def profile_tables(run: Run, tables: dict) -> Run:
     from support.tables import table_of
 
     from tinylab.events import EventWriter
-    from tinylab.profilers import CollectResult, write_kernel_table
+    from tinylab.profilers.base import CollectResult, write_kernel_table
 
     with EventWriter(run.dir / EVENTS_FILE) as ev:
         for rank, rows in tables.items():

@@ -1,4 +1,4 @@
-"""A tiny model, and the trainer's hook protocol (tinylab/trainer.py) around a tiny training loop,
+"""A tiny model, and the trainer's hook protocol (tinylab/training/trainer.py) around a tiny training loop,
 for the in-process profilers' hooks."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ def mlp() -> torch.nn.Module:
 
 
 def train(hooks, model, steps: int, forward_end: bool = True) -> None:
-    """The trainer's hook protocol (tinylab/trainer.py) around a tiny training loop."""
+    """The trainer's hook protocol (tinylab/training/trainer.py) around a tiny training loop."""
     opt = torch.optim.AdamW(model.parameters())
     for h in hooks:
         h.on_train_start(model, torch.device("cpu"))

@@ -109,7 +109,7 @@ def make_run(
                 "argv": ["fake"]}
     (run_dir / "process.json").write_text(json.dumps(proc), encoding="utf-8")
     events: list[dict[str, Any]] = []
-    log: list[str] = ["$ python -m tinylab.trainer --config config.json"]
+    log: list[str] = ["$ python -m tinylab.training.trainer --config config.json"]
     device_name = "NVIDIA H100 80GB HBM3" if gpu else "x86_64"
     events.append({"event": "start", "time": started + 2, "config": cfg.to_dict(), "device": "cuda:0" if gpu else "cpu",
                    "device_name": device_name, "torch": "2.13.0", "triton": "3.7.1", "python": "3.11.7",
@@ -175,7 +175,7 @@ def make_run(
     elif status == "failed":
         message = "loss became nan at step 3"
         events.append({"event": "error", "time": started + 8, "type": "FloatingPointError", "message": message,
-                       "traceback": "Traceback (most recent call last):\n  File \"tinylab/trainer.py\", line 286, "
+                       "traceback": "Traceback (most recent call last):\n  File \"tinylab/training/trainer.py\", line 286, "
                                     "in _record_step\n    raise FloatingPointError(...)\n"
                                     f"FloatingPointError: {message}\n"})
         events.append({"event": "exit", "time": started + 9, "returncode": 1, "signal": None})

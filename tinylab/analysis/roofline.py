@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.analysis.names import short_name
-from tinylab.config import RunConfig
+from tinylab.config import RunConfig, profile_schedule
 from tinylab.errors import UserError
-from tinylab.flops import forward_flops_per_token, training_flops_per_step
+from tinylab.training.flops import forward_flops_per_token, training_flops_per_step
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 #: How far above its roof a point may sit and still be plotted: the measured ceilings' noise
@@ -125,8 +125,6 @@ def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int |
     every step of the run for a tool that wraps the process, and None (unknown) otherwise: ncu
     profiles its first N launches, which cut through a step."""
     if tool == "pytorch":
-        from tinylab.profilers.pytorch import profile_schedule
-
         return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph),
                                 cfg.graph_warmup_iters)[2]
     if tool in WHOLE_RUN_TOOLS:

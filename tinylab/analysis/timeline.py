@@ -467,7 +467,7 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
 def run_traces(run_dir: Path, profiles: Any) -> dict[int | None, tuple[Path, Path | None]]:
     """Each rank's (PyTorch trace, memory timeline or None) among a run's profile artifacts; the
     key is the rank, None for a run of one process."""
-    from tinylab.profilers.pytorch import MEMORY_TIMELINE
+    from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE  # pandas: only when a run is read
 
     found: dict[int | None, dict[str, Path]] = {}
     for profile in profiles:

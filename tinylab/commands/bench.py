@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tinylab.errors import UserError
-from tinylab.runflags import add_run_arguments, config_from_args
+from tinylab.commands.runflags import add_run_arguments, config_from_args
 
 
 def _csv(kind):
@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab import bench  # torch
+    from tinylab.training import bench  # torch
 
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")

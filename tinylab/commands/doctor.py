@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tinylab.commands._common import print_json
-from tinylab.doctor import collect_doctor, render_text
+from tinylab.service.doctor import collect_doctor, render_text
 
 
 def add_arguments(p) -> None:

@@ -15,7 +15,7 @@ import sys
 from tinylab import exercises as ex
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
-from tinylab.runflags import add_run_arguments
+from tinylab.commands.runflags import add_run_arguments
 from tinylab.service import exercise
 from tinylab.text import wrap_words
 

@@ -6,7 +6,7 @@ import sys
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.commands.train import configure, launch_and_follow
-from tinylab.runflags import add_run_arguments
+from tinylab.commands.runflags import add_run_arguments
 
 
 def add_arguments(p) -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from tinylab import slurm
+from tinylab.runs import slurm
 from tinylab.commands._common import add_runs_dir, lab_from
-from tinylab.runflags import add_run_arguments, config_from_args
+from tinylab.commands.runflags import add_run_arguments, config_from_args
 
 EPILOG = ("The run store (--runs-dir) must be on a filesystem every node of the job sees at the same path "
           "(the ranks write into it), and so must this Python with tinylab. The job runs on its own: closing this "

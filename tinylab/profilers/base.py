@@ -2,7 +2,7 @@
 
 An adapter is either in-process (it runs inside the trainer through hooks: PyTorch profiler,
 DeepSpeed FLOPS profiler) or a wrapper (its argv is placed before the trainer's:
-`rocprofv3 ... -- python -m tinylab.trainer ...`). Both end with `collect`, which turns the
+`rocprofv3 ... -- python -m tinylab.training.trainer ...`). Both end with `collect`, which turns the
 tool's native output folder into the normalized kernel table.
 
 Kept free of pandas/torch at import time: the CLI and the launcher import this to check
@@ -77,7 +77,7 @@ class ProfilerAdapter(ABC):
 
 
 class InProcessHook:
-    """Called by the trainer around every step; see tinylab/trainer.py for the call order.
+    """Called by the trainer around every step; see tinylab/training/trainer.py for the call order.
 
     In CUDA-graph mode the trainer reports on_step_start/on_step_end but no on_forward_end,
     and its graph warm-up steps report only on_step_end: hooks must tolerate both.
@@ -228,17 +228,15 @@ def list_artifacts(out_dir: Path, limit: int = 200) -> dict[str, str]:
 
 def read_table(source: Path) -> tuple["pd.DataFrame | None", str | None, str | None]:
     """(table, format, note) from a native output file or folder; failures become the note."""
-    from tinylab.analysis.hotspots import (
-        load_kernel_table,  # pandas: only once a run has ended
-    )
+    from tinylab.analysis import formats  # pandas: only once a run has ended
 
     try:
-        table, fmt = load_kernel_table(source)
+        parsed = formats.load(Path(source))
     except UserError as exc:
         return None, None, f"no kernel table: {exc}"
-    if fmt == "tinylab":  # only our own kernels.csv from an earlier collect: no native output
+    if parsed.format == "tinylab":  # only our own kernels.csv from an earlier collect: no native output
         return None, None, f"no native profiler output in {source}"
-    return table, fmt, table.attrs.get("note")
+    return parsed.table, parsed.format, parsed.note
 
 
 def run_tool(argv: list[str], log: Path, timeout: float = 600.0) -> tuple[bool, str]:

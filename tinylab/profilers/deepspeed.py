@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinylab import childproc
 from tinylab.errors import UserError
-from tinylab.flops import device_peak_tflops
+from tinylab.training.flops import device_peak_tflops
 from tinylab.profilers.base import (
     Availability,
     CollectResult,

@@ -2,7 +2,7 @@
 
 `nsys profile -o <out>/report -t cuda,nvtx,osrt --force-overwrite true <trainer>` (FORMATS.md
 6.2; nsys takes the program right after its options, without "--"). On a GPU the trainer marks
-each step as an NVTX range (tinylab/markers.py), which `-t nvtx` records. Collect runs `nsys stats
+each step as an NVTX range (tinylab/training/markers.py), which `-t nvtx` records. Collect runs `nsys stats
 --format csv --output <out>/report report.nsys-rep` for `nvtx_pushpop_trace` and `cuda_gpu_trace`
 (report_<name>.csv): where the step ranges are there, the kernel table holds the kernels that
 started in a measured step, and the profile says how many steps that is. Otherwise it is

@@ -21,7 +21,8 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tinylab.config import GRAPH_WARMUP_ITERS
+from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
+from tinylab.config import first_clean_step, profile_schedule
 from tinylab.errors import UserError
 from tinylab.profilers.base import (
     Availability,
@@ -36,10 +37,7 @@ from tinylab.profilers.base import (
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
-TRACE = "trace.json.gz"
-OPERATORS_CSV = "operators.csv"
 OPERATORS_TXT = "operators.txt"
-MEMORY_TIMELINE = "memory_timeline.json.gz"
 MEMORY_ENV = "TINYLAB_PROFILE_MEMORY"
 #: How to get the memory timeline (no flag or form toggle: shapes and stacks slow the profiled steps).
 MEMORY_HINT = (f"no memory timeline: set {MEMORY_ENV}=1 where runs start (`{MEMORY_ENV}=1 tinylab` opens a lab "
@@ -58,25 +56,6 @@ _FALLBACK = {
     "device_memory_usage": "cuda_memory_usage",
     "self_device_memory_usage": "self_cuda_memory_usage",
 }
-
-
-def first_clean_step(warmup_steps: int, cuda_graph: bool, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> int:
-    """The first step worth recording: past the run's warm-up steps and, in a graphed run, past
-    its eager warm-up steps (RunConfig.graph_warmup_iters) and the step whose window holds the
-    graph's capture, so that the profile shows replays. Step 2 at the earliest: steps 0 and 1 pay
-    one-time costs."""
-    return max(2, warmup_steps, graph_warmup_iters + 1 if cuda_graph else 0)
-
-
-def profile_schedule(num_steps: int, profile_steps: int, warmup_steps: int = 0,
-                     cuda_graph: bool = False, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> tuple[int, int, int]:
-    """(wait, warmup, active): the profiler warms up one step before first_clean_step and records
-    `profile_steps` from it; a run too short for that records its last step (even a 1-step run
-    yields a trace), and a short window before it shrinks active, never the start."""
-    start = min(first_clean_step(warmup_steps, cuda_graph, graph_warmup_iters), num_steps - 1)
-    warmup = 1 if start >= 1 else 0
-    active = max(1, min(profile_steps, num_steps - start))
-    return start - warmup, warmup, active
 
 
 class PyTorchAdapter(InProcessAdapter):

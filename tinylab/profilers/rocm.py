@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.errors import UserError
-from tinylab import rocm_releases as rr
+from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers import base
 from tinylab.profilers.base import _VENDOR_EVIDENCE, Availability, WrapperAdapter, probe, tail
 

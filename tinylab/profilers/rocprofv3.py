@@ -7,7 +7,7 @@ release. `--output-format csv` is always asked for: ROCm 7 writes the rocpd data
 
 Files: <dir>/<pid>_<name>.csv on 6.2.0-6.2.2, <dir>/<hostname>/<pid>_<name>.csv from 6.3; one set
 per process (PyTorch may start helpers). `--marker-trace` records the trainer's roctx step ranges
-(tinylab/markers.py): when they are there, the kernel table holds only the measured steps'
+(tinylab/training/markers.py): when they are there, the kernel table holds only the measured steps'
 dispatches, and the profile says how many steps that is.
 
 Hardware counters (TINYLAB_ROCPROFV3_PMC="SQ_WAVES GRBM_COUNT;TCC_HIT TCC_MISS", groups split by
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.errors import UserError
-from tinylab import rocm_releases as rr
+from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, probe, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
 

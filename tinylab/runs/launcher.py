@@ -17,7 +17,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from tinylab import childproc, slurm
+from tinylab import childproc
+from tinylab.runs import slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import printable

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from tinylab.config import RunConfig
 from tinylab.events import EVENTS_FILE, PassEvent
-from tinylab.profilers import profile_dir, wrapper_adapter
+from tinylab.profilers.base import profile_dir
+from tinylab.profilers.registry import wrapper_adapter
 
 PASSES_FILE = "passes.log"
 #: Measured steps a later pass trains after the warm-up.

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from tinylab.config import RunConfig
-from tinylab.profilers import wrapper_adapter
+from tinylab.profilers.registry import wrapper_adapter
 from tinylab.runs.supervisor import wrapped_trainer_argv
 
 

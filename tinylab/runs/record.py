@@ -24,7 +24,7 @@ from tinylab.events import (
     StepEvent,
     Summary,
 )
-from tinylab.slurm import Job
+from tinylab.runs.slurm import Job
 
 #: The fusion toggles key_config names, in the order it names them, by their short names.
 _KEY_TOGGLES = {"qkv_fusion": "qkv", "sdpa": "sdpa", "swiglu_fusion": "swiglu", "torch_compile": "compile",

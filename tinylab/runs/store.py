@@ -7,10 +7,10 @@
                     process.json) are runs that `rm`, `cancel` and `show` may act on
     config.json     the resolved RunConfig
     process.json    pid, process start time, host and argv of the detached supervisor (a run started here)
-    job.sbatch      the Slurm job script of a run `tinylab submit` wrote (tinylab/slurm.py)
+    job.sbatch      the Slurm job script of a run `tinylab submit` wrote (tinylab/runs/slurm.py)
     job.json        the Slurm job id sbatch gave, when, and from which host
     trainer.json    pid and start time of the trainer (or its profiler wrapper, or torchrun), from the supervisor
-    ranks/rank<k>.json  pid, start time and host of each rank of a run of several (tinylab/parallel.py)
+    ranks/rank<k>.json  pid, start time and host of each rank of a run of several (tinylab/training/parallel.py)
     events.jsonl    the trainer's events, then the supervisor's `exit` event
     output.log      stdout + stderr of the trainer (and of a wrapping profiler)
     cancel.json     written by `cancel` before it signals the process group
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinylab import slurm
+from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
@@ -251,7 +251,7 @@ class Run:
 
     def rank_groups(self) -> list[int]:
         """Process groups of this host's live ranks (torchrun starts each rank in a session of its own)."""
-        from tinylab.parallel import rank_records
+        from tinylab.training.parallel import rank_records
 
         here = socket.gethostname()
         return [r["pid"] for r in rank_records(self.dir) if r.get("host") == here and record_alive(r)]

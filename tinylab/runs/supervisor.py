@@ -8,7 +8,7 @@ it ended, and nobody would be left to parse a wrapper's files after a detached r
 A run of several ranks starts torchrun instead, which starts the ranks (each behind its own
 profiler wrapper, tinylab/runs/rank.py): afterwards every rank's output becomes its own kernel
 table, and a rank that died without a word is named in an error event. In a Slurm job, a run of
-several nodes starts torchrun on every node of the job through srun (tinylab/slurm.py).
+several nodes starts torchrun on every node of the job through srun (tinylab/runs/slurm.py).
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from tinylab import childproc, parallel, slurm
+from tinylab import childproc
+from tinylab.training import parallel
+from tinylab.runs import slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventWriter, read_events
-from tinylab.profilers import profile_dir, wrapper_adapter, write_kernel_table
+from tinylab.profilers.base import profile_dir, write_kernel_table
+from tinylab.profilers.registry import wrapper_adapter
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
 from tinylab.runs.store import process_start_time, write_json, write_record
@@ -39,7 +42,7 @@ NODES_FILE = "nodes.txt"
 
 
 def trainer_argv(run_dir: Path) -> list[str]:
-    return childproc.python("-m", "tinylab.trainer", "--config", str(run_dir.resolve() / "config.json"))
+    return childproc.python("-m", "tinylab.training.trainer", "--config", str(run_dir.resolve() / "config.json"))
 
 
 def wrapped_trainer_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None,

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator, TextIO, Union
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
 from tinylab.events import ErrorEvent
-from tinylab.profilers import get_adapter
+from tinylab.profilers.registry import get_adapter
 from tinylab.runs.follow import watch
 from tinylab.runs.store import TERMINAL, Run
 from tinylab.service.launch import check_run

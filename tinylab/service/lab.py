@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, TextIO
 
 from tinylab import exercises as ex
-from tinylab import slurm
+from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers.pytorch import MEMORY_HINT, MEMORY_TIMELINE
+from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE
+from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
 from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
@@ -380,11 +381,7 @@ class Lab:
         return self._scenarios
 
     def scenario(self, scenario_id: str) -> ex.Scenario:
-        for scenario in self.scenarios():
-            if scenario.id == scenario_id:
-                return scenario
-        known = ", ".join(s.id for s in self.scenarios()) or "(none)"
-        raise UserError(f"unknown exercise {scenario_id!r}: choose one of {known}")
+        return ex.find_scenario(self.scenarios(), scenario_id)
 
     def progress(self) -> dict[str, Any]:
         return ex.load_progress()

@@ -11,7 +11,7 @@ from typing import Callable
 
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers import get_adapter
+from tinylab.profilers.registry import get_adapter
 from tinylab.service.machine import Machine
 
 

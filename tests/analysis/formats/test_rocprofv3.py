@@ -102,7 +102,7 @@ def test_legacy_rocprof_stats_have_no_min_max():
 # ----------------------------------------------------------------------------- measured steps
 def marker_trace(ranges: list[tuple[str, int, int]]) -> str:
     """marker_api_trace.csv with rocprofv3's own header (rocm_releases.MARKER_TRACE_HEADER)."""
-    from tinylab.rocm_releases import MARKER_TRACE_HEADER
+    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
 
     lines = [",".join(f'"{c}"' for c in MARKER_TRACE_HEADER)]
     lines += [f'"MARKER_CORE_API","{name}",4242,4242,{i},{start},{end}' for i, (name, start, end) in enumerate(ranges, 1)]

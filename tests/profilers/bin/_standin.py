@@ -4,7 +4,7 @@ A stand-in parses its argv with the flags the real tool has (unknown flags fail 
 tool's exit code), writes the real tool's output format (copied from tests/fixtures, or built by
 tests/support/samples.py from the real headers), and runs the program after "--" with the real
 tool's exit code convention. The three AMD stand-ins behave as one ROCm release, taken from the
-project's release table (tinylab/rocm_releases.py, loaded by path): the release in
+project's release table (tinylab/profilers/rocm_releases.py, loaded by path): the release in
 $STANDIN_ROCM_RELEASE, else in the .info/version of the ROCm tree they are called from
 (<root>/bin/<tool>, as tests/support/rocm.py lays out), else 7.0. Stdlib only.
 """
@@ -30,8 +30,8 @@ DEFAULT_RELEASE = "7.0"
 
 
 def releases():
-    """tinylab/rocm_releases.py, loaded by path (not through the tinylab package)."""
-    spec = importlib.util.spec_from_file_location("rocm_releases", REPO / "tinylab" / "rocm_releases.py")
+    """tinylab/profilers/rocm_releases.py, loaded by path (not through the tinylab package)."""
+    spec = importlib.util.spec_from_file_location("rocm_releases", REPO / "tinylab" / "profilers" / "rocm_releases.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["rocm_releases"] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)

@@ -8,9 +8,9 @@ from textual.app import App, ComposeResult
 
 from tinylab.tui.widgets.wraplog import WrapLog
 
-COMMAND = "$ /usr/bin/python3 -P -m tinylab.trainer --config /tmp/tinylab_runs/20261126-223824-8c3a/config.json"
+COMMAND = "$ /usr/bin/python3 -P -m tinylab.training.trainer --config /tmp/tinylab_runs/20261126-223824-8c3a/config.json"
 STEP = "step    7/20 | loss   6.6900 |    27.00 ms |     74.1 samples/s"
-TRACE = '    File "/work/tinylab/trainer.py", line 286, in _record_step'
+TRACE = '    File "/work/tinylab/training/trainer.py", line 286, in _record_step'
 
 
 class LogApp(App):

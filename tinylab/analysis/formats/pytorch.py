@@ -21,6 +21,11 @@ from tinylab.analysis.formats._base import (
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.kernel_table import build_table, table_from_durations
 
+#: The files the PyTorch profiler adapter writes in its folder (tinylab/profilers/pytorch.py).
+TRACE = "trace.json.gz"
+OPERATORS_CSV = "operators.csv"
+MEMORY_TIMELINE = "memory_timeline.json.gz"
+
 
 def parse_events(events: list[Any]) -> Parsed:
     """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise."""

@@ -24,7 +24,7 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.kernel_table import build_table
-from tinylab import rocm_releases as rr
+from tinylab.profilers import rocm_releases as rr
 from tinylab.safeio import open_regular
 
 

@@ -1,7 +1,7 @@
 """A Log that wraps its long lines at its width instead of cutting them.
 
 Textual's Log cuts a line at the right edge and scrolls sideways, and its horizontal scrollbar
-drew a stray glyph above the footer at 80x24 (the trainer's `$ python -m tinylab.trainer …` and
+drew a stray glyph above the footer at 80x24 (the trainer's `$ python -m tinylab.training.trainer …` and
 model lines are longer than 80). This one keeps the lines as written and shows them at its
 current width, re-flowed when the width changes: a line too long loses its runs of padding
 spaces (the step lines' aligned columns), and if still too long wraps, continuations indented.

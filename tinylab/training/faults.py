@@ -48,7 +48,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault(
             "unsynced-timing",
             FAULTS["unsynced-timing"],
-            "tinylab/trainer.py PhaseTimer(sync=...)",
+            "tinylab/training/trainer.py PhaseTimer(sync=...)",
             "forward/backward/optimizer times are read from the host clock without synchronizing "
             "the device; only the step total waits for the GPU",
             "fwd + bwd + opt is far below the step time: the phases measure kernel launches, "
@@ -77,7 +77,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault(
             "straggler",
             FAULTS["straggler"],
-            "tinylab/trainer.py Trainer._eager_step (tinylab/parallel.py straggle)",
+            "tinylab/training/trainer.py Trainer._eager_step (tinylab/training/parallel.py straggle)",
             "the last rank spins on the host before each forward, twice as long as its previous step's "
             "work took, so its step takes three times as long: a slow rank, as a throttled GPU, a busy "
             "data loader or a noisy neighbour makes one",

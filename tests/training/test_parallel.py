@@ -16,14 +16,14 @@ import sys
 import pytest
 from support.runs import FOREVER_STEPS, TINY, output_tail, process_gone, wait_for, wait_for_status, wait_for_step
 
-from tinylab import parallel
+from tinylab.training import parallel
 from tinylab.config import ConfigError, RunConfig
 from tinylab.runs.launcher import SAFE_PATH, cancel, launch
 from tinylab.runs.store import Run, RunStore
 from tinylab.runs.supervisor import launch_argv, silent_ranks, torchrun_argv
 from tinylab.service.launch import check_run
 from tinylab.service.machine import Machine
-from tinylab.trainer import run_training
+from tinylab.training.trainer import run_training
 
 HAS_DEEPSPEED = importlib.util.find_spec("deepspeed") is not None
 SHORT = dict(TINY, num_steps=6, warmup_steps=2)
@@ -83,7 +83,7 @@ def test_a_node_needs_a_gpu_a_rank():
 
 # ----------------------------------------------------------------------------- launching
 def test_torchrun_argv_one_node_and_several(tmp_path):
-    program = [sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", "c.json"]
+    program = [sys.executable, *SAFE_PATH, "-m", "tinylab.training.trainer", "--config", "c.json"]
     one = torchrun_argv(two_ranks(), program, run_id="r1")
     # --no-python: each rank is started as given, with -P (torchrun's own -m would drop it)
     assert one == [sys.executable, *SAFE_PATH, "-m", "torch.distributed.run", "--nproc-per-node", "2",
@@ -96,7 +96,7 @@ def test_torchrun_argv_one_node_and_several(tmp_path):
 
 
 def test_a_profiled_run_of_ranks_wraps_each_rank(tmp_path):
-    from tinylab.profilers import get_adapter
+    from tinylab.profilers.registry import get_adapter
 
     cfg = two_ranks(profilers=["nsys"])
     argv = launch_argv(tmp_path, cfg, get_adapter("nsys"))

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from tinylab import bench
+from tinylab.training import bench
 from tinylab.analysis.ceilings import FLOOR_METHOD
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def rows():

@@ -1,4 +1,4 @@
-"""tinylab/slurm.py against stand-in Slurm commands: the request (flags over the defaults file),
+"""tinylab/runs/slurm.py against stand-in Slurm commands: the request (flags over the defaults file),
 the state of a job (squeue, then sacct, kept a few seconds) and the status it gives a run, the
 job script run by bash as Slurm would run it."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from support.runs import tiny_config
 
-from tinylab import slurm
+from tinylab.runs import slurm
 from tinylab.errors import UserError
 from tinylab.events import read_events
-from tinylab.parallel import ENDPOINT_ENV
+from tinylab.training.parallel import ENDPOINT_ENV
 from tinylab.runs.launcher import SAFE_PATH, supervisor_argv
 from tinylab.runs.store import Run, RunStore
 
@@ -239,7 +239,7 @@ def test_the_script_starts_torchrun_on_every_node_through_srun(fake_slurm, store
     assert argv[:6] == ["--nodes", "2", "--ntasks-per-node", "1", "--kill-on-bad-exit=1", sys.executable]
     assert argv[argv.index("torch.distributed.run") + 1:] == [
         "--nproc-per-node", "4", "--nnodes", "2", "--rdzv-backend", "c10d", "--rdzv-endpoint", "gpu07:29734",
-        "--rdzv-id", run.id, "--no-python", sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config",
+        "--rdzv-id", run.id, "--no-python", sys.executable, *SAFE_PATH, "-m", "tinylab.training.trainer", "--config",
         str(run.dir.resolve() / "config.json")]
     assert read_events(run.dir / "events.jsonl").last("exit")["returncode"] == 0
     assert run.job == slurm.Job("1234", str(run.dir.resolve() / slurm.SCRIPT_FILE), None, "login1")

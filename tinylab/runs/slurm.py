@@ -28,7 +28,7 @@ from typing import Any
 from tinylab import tomlfile
 from tinylab.config import MAX_PER_NODE, MAX_WORLD, RunConfig
 from tinylab.errors import UserError
-from tinylab.parallel import ENDPOINT_ENV
+from tinylab.training.parallel import ENDPOINT_ENV
 
 SCRIPT_FILE = "job.sbatch"
 JOB_FILE = "job.json"

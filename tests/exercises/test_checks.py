@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinylab import checks
-from tinylab.checks import BOOL, NUM, STR, ExprError, Missing
+from tinylab.exercises import checks
+from tinylab.exercises.checks import BOOL, NUM, STR, ExprError, Missing
 
 NAMES = {"initial_loss": NUM, "vocab_size": NUM, "fwd_ms": NUM, "step_ms": NUM, "top_kernel_category": STR,
          "sdpa": BOOL, "zero": NUM}  # fmt: skip
@@ -24,13 +24,13 @@ def lookup(name):
 
 
 def kernels(fname, *parts):
-    if checks._base(fname) == "top_bound":
+    if checks.base_name(fname) == "top_bound":
         return "memory"
-    if checks._base(fname).startswith("sol_"):
+    if checks.base_name(fname).startswith("sol_"):
         return {("gemm", "MFMA Utilization"): 40.0, ("_rmsnorm", "MFMA Utilization"): 0.0}[parts]
     values = {"kernel_calls": 7, "kernel_ms": 1.5, "kernel_pct": 12.0, "top_intensity": 0.5, "top_bw_pct": 62.0,
               "top_flops_pct": 0.1, "profile_files": 2}
-    return values[checks._base(fname)] + (1 if fname.startswith("baseline.") else 0)
+    return values[checks.base_name(fname)] + (1 if fname.startswith("baseline.") else 0)
 
 
 def run(expr, allow_baseline=True):
@@ -234,7 +234,7 @@ def compiled(fname, kernel, target, *swept):
     value = swept[1] if swept else 64
     table = {"compiled_regs": 100 + (50 if swept else 0), "compiled_lds": 8192, "compiled_spills": int(value > 128),
              "compiled_occupancy": 4, "compiled_limiter": "VGPRs"}
-    value = table[checks._base(fname)]
+    value = table[checks.base_name(fname)]
     return value - 10 if fname.startswith("baseline.") and isinstance(value, int) else value
 
 

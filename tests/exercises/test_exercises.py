@@ -1,4 +1,4 @@
-"""The exercises (tinylab/exercises.py): scenario files load, or each problem is reported as
+"""The exercises (tinylab/exercises/): scenario files load, or each problem is reported as
 FILE:LINE: problem and nothing runs; evaluate_checks over hand-written run folders (pass, fail,
 skip, and values that were not measured); and progress per user, a JSON file written atomically
 that survives failed attempts. The shipped scenarios themselves: tests/exercises/."""
@@ -14,6 +14,7 @@ import pytest
 from support.exercises import make_run
 
 from tinylab import exercises as ex
+from tinylab.exercises import checks
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.exercises import CheckSpec, Step
@@ -193,7 +194,7 @@ def test_loading_and_checking_never_call_eval_or_exec(tmp_path, monkeypatch):
 
     monkeypatch.setattr(builtins, "eval", forbidden)
     monkeypatch.setattr(builtins, "exec", forbidden)
-    ex._parsed.cache_clear()
+    checks.parse.cache_clear()
     (scenario,) = ex.load_scenarios(root)
     results = ex.evaluate_checks(scenario.steps[0], run.record(), None, on_gpu=False)
     monkeypatch.undo()
@@ -203,9 +204,9 @@ def test_loading_and_checking_never_call_eval_or_exec(tmp_path, monkeypatch):
 def test_unknown_scenario_lists_the_ids(tmp_path):
     root = write(tmp_path, GOOD)
     with pytest.raises(UserError, match="unknown exercise 'nope': choose one of foo"):
-        ex.get_scenario("nope", root)
+        ex.find_scenario(ex.load_scenarios(root), "nope")
     with pytest.raises(UserError, match="foo has steps 1..2, not 3"):
-        ex.get_step(ex.get_scenario("foo", root), 3)
+        ex.get_step(ex.find_scenario(ex.load_scenarios(root), "foo"), 3)
 
 
 TOOL_STEP = '''
@@ -619,7 +620,7 @@ def test_records_attempts_and_keeps_the_first_pass(progress_file):
 
 
 def test_steps_done_counts_passed_steps(progress_file):
-    scenario = ex.get_scenario("performance-debugging")
+    scenario = ex.find_scenario(ex.load_scenarios(), "performance-debugging")
     ex.record_progress(scenario.id, 1, [result("a", "pass")], [])
     ex.record_progress(scenario.id, 3, [result("a", "skip")], [])
     assert ex.steps_done(ex.load_progress(), scenario) == 1

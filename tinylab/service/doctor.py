@@ -18,8 +18,8 @@ from typing import Any
 
 import psutil
 
-from tinylab.packages import describe, foreign_packages
-from tinylab.profilers import all_adapters
+from tinylab.training.packages import describe, foreign_packages
+from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
 
 #: package name in the report -> distribution names to look up (first found wins).

@@ -1,4 +1,4 @@
-"""tinylab/flops.py: the analytic FLOP count behind MFU and the roofline, checked against what
+"""tinylab/training/flops.py: the analytic FLOP count behind MFU and the roofline, checked against what
 torch's FlopCounterMode counts on the real v1 model, and the peak-rate lookup by device name."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from models import build_model
 from tinylab.config import RunConfig
-from tinylab.flops import device_peak_tflops, mfu, training_flops_per_step
+from tinylab.training.flops import device_peak_tflops, mfu, training_flops_per_step
 
 
 def counted_flops(cfg: RunConfig) -> tuple[int, int]:

@@ -14,7 +14,7 @@ SHIPPED = ("models", "kernels", "exercises")
 
 
 def _home() -> Path:
-    return Path(__file__).resolve().parent.parent
+    return Path(__file__).resolve().parents[2]
 
 
 def foreign_packages() -> dict[str, str]:

@@ -102,7 +102,7 @@ def build_matrix(cases: list[str], precisions: list[str], seq_lens: list[int], b
 
 
 def run_cases(cases: list[Case], repeats: int, log: Callable[[str], None] = print) -> list[CaseResult]:
-    from tinylab.trainer import run_training
+    from tinylab.training.trainer import run_training
 
     results = {c.name + str(c.group): CaseResult(c.name, c.config.precision, c.config.seq_len, c.config.batch_size) for c in cases}
     with tempfile.TemporaryDirectory(prefix="tinylab-bench-") as tmp:

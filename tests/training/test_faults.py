@@ -1,13 +1,13 @@
-"""tinylab/faults.py: every fault the config accepts is in the catalogue, and says where its code lives."""
+"""tinylab/training/faults.py: every fault the config accepts is in the catalogue, and says where its code lives."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from tinylab.config import FAULTS
-from tinylab.faults import CATALOGUE
+from tinylab.training.faults import CATALOGUE
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_every_fault_has_an_entry_for_the_same_versions():

@@ -1,4 +1,4 @@
-"""The run flags shared by `tinylab run` and `tinylab train` (tinylab/runflags.py): the parallel
+"""The run flags shared by `tinylab run` and `tinylab train` (tinylab/commands/runflags.py): the parallel
 engine a number of processes picks."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 def test_runflags_pick_ddp_for_several_processes():
     import argparse
 
-    from tinylab.runflags import add_run_arguments, config_from_args
+    from tinylab.commands.runflags import add_run_arguments, config_from_args
 
     p = argparse.ArgumentParser()
     add_run_arguments(p)

@@ -39,6 +39,8 @@ baseline's step launches it.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import contextlib
 import math
 import re
@@ -274,6 +276,7 @@ def _show(tok: Token) -> str:
     return "the end of the expression" if tok.kind == "end" else repr(tok.text)
 
 
+@lru_cache(maxsize=512)  # a step's checks are parsed again at every evaluation
 def parse(text: str) -> Node:
     """The expression's tree; ExprError on any syntax problem."""
     return _Parser(text).parse()
@@ -329,7 +332,7 @@ def check_types(node: Node, names: dict[str, str], allow_baseline: bool,
 
 
 def _name_type(name: str, column: int, names: dict[str, str], allow_baseline: bool) -> str:
-    base = _base(name)
+    base = base_name(name)
     if name.startswith(BASELINE) and not allow_baseline:
         raise ExprError(f"{name!r} needs a baseline run: add a `baseline` preset to this step", column)
     if base not in names:
@@ -340,7 +343,7 @@ def _name_type(name: str, column: int, names: dict[str, str], allow_baseline: bo
 
 def _call_type(node: Node, names: dict[str, str], allow_baseline: bool, functions: frozenset[str]) -> str:
     fname, args = node.args
-    base = _base(fname)
+    base = base_name(fname)
     if base in MEASURED_FUNCTIONS:
         if base not in functions:
             where = "compiled kernels: give the check on = \"anatomy\"" if base in ANATOMY_FUNCTIONS \
@@ -390,7 +393,7 @@ def _anatomy_type(node: Node, base: str, names: dict[str, str], allow_baseline: 
 def anatomy_calls(node: Node) -> Iterator[tuple[str, tuple]]:
     """Every anatomy function call of a checked tree: (name with its prefix, literal arguments)."""
     for leaf in measured_leaves(node):
-        if leaf.op == "call" and _base(leaf.args[0]) in ANATOMY_FUNCTIONS:
+        if leaf.op == "call" and base_name(leaf.args[0]) in ANATOMY_FUNCTIONS:
             yield leaf.args[0], tuple(a.args[0] for a in leaf.args[1])
 
 
@@ -408,7 +411,7 @@ def _closest(name: str, names: dict[str, str]) -> str | None:
 
 def measured_leaves(node: Node) -> Iterator[Node]:
     """The nodes that read the run: names and measured calls, in order of appearance."""
-    if node.op == "name" or (node.op == "call" and _base(node.args[0]) in MEASURED_FUNCTIONS):
+    if node.op == "name" or (node.op == "call" and base_name(node.args[0]) in MEASURED_FUNCTIONS):
         yield node
     elif node.op == "call":
         for arg in node.args[1]:
@@ -431,7 +434,7 @@ def leaf_text(node: Node) -> str:
     return f"{fname}({inner})"
 
 
-def _base(name: str) -> str:
+def base_name(name: str) -> str:
     return name[len(BASELINE):] if name.startswith(BASELINE) else name
 
 
@@ -502,9 +505,9 @@ def _evaluate(node: Node, lookup: Callable[[str], Any], kernels: Callable[..., A
 def _call(node: Node, lookup, kernels) -> Any:
     fname, arg_nodes = node.args
     values = [_evaluate(a, lookup, kernels) for a in arg_nodes]
-    if _base(fname) in KERNEL_FUNCTIONS:
+    if base_name(fname) in KERNEL_FUNCTIONS:
         return kernels(fname, *(_text(v, a) for v, a in zip(values, arg_nodes)))
-    if _base(fname) in ANATOMY_FUNCTIONS:
+    if base_name(fname) in ANATOMY_FUNCTIONS:
         return kernels(fname, *[_number(v, a) if i == 3 else _text(v, a) for i, (v, a) in enumerate(zip(values, arg_nodes))])
     if fname == "contains":
         return _text(values[1], arg_nodes[1]).lower() in _text(values[0], arg_nodes[0]).lower()

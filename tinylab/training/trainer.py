@@ -1,4 +1,4 @@
-"""The training child process: `python -m tinylab.trainer --config RUN_DIR/config.json`.
+"""The training child process: `python -m tinylab.training.trainer --config RUN_DIR/config.json`.
 
 It builds the model, trains it, and appends events to RUN_DIR/events.jsonl (schema in
 tinylab/events.py). Human-readable progress goes to stdout. Any failure becomes an `error`
@@ -26,14 +26,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tinylab import parallel
+from tinylab.training import parallel
 from tinylab.config import ConfigError, RunConfig
 from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
-from tinylab.flops import mfu, training_flops_per_step
-from tinylab.markers import step_range
-from tinylab.packages import describe, foreign_packages
-from tinylab.parallel import RankInfo, percentile
-from tinylab.profilers import wrapper_adapter
+from tinylab.training.flops import mfu, training_flops_per_step
+from tinylab.training.markers import step_range
+from tinylab.training.packages import describe, foreign_packages
+from tinylab.training.parallel import RankInfo, percentile
+from tinylab.profilers.registry import wrapper_adapter
 from tinylab.runs.store import process_start_time, write_json
 from tinylab.safeio import FULL_DISK
 
@@ -181,7 +181,7 @@ class Trainer:
         self.scaler = torch.amp.GradScaler(self.device.type) if cfg.precision == "fp16" else None
         self.amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(cfg.precision)
 
-        from tinylab.data import Batches, make_corpus
+        from tinylab.training.data import Batches, make_corpus
 
         self.batches = Batches(make_corpus(cfg.vocab_size, cfg.seq_len, cfg.dataset), cfg.batch_size, cfg.seed, self.device,
                                rank=self.ranks.rank if self.ranks else 0)
@@ -192,7 +192,7 @@ class Trainer:
             self.timer = PhaseTimer()
         later_pass = self.counter_pass is not None and self.counter_pass.number > 1
         if cfg.profilers and not later_pass:  # a later counter pass only repeats the kernels
-            from tinylab.profilers import inprocess_hooks
+            from tinylab.profilers.registry import inprocess_hooks
 
             self.hooks = inprocess_hooks(cfg, self.run_dir, self.ranks.rank if self.ranks else None)
         for hook in self.hooks:
@@ -562,7 +562,7 @@ def _pci_bus_id(torch, device) -> str | None:
 
 
 def _profile_fields(run_dir: Path, hook, rank: int | None) -> dict:
-    from tinylab.profilers import write_kernel_table
+    from tinylab.profilers.base import write_kernel_table
 
     return write_kernel_table(run_dir, hook.name, hook.on_train_end(), rank)
 
@@ -570,7 +570,7 @@ def _profile_fields(run_dir: Path, hook, rank: int | None) -> dict:
 def _communication(run_dir: Path, profiles: list[dict]) -> tuple[float, float | None] | None:
     """This rank's time in collectives a step and the share of it hidden under compute, from its
     PyTorch profiler trace (None without one, or when it recorded no collective)."""
-    from tinylab.profilers.pytorch import TRACE
+    from tinylab.analysis.formats.pytorch import TRACE
 
     trace = next((p["artifacts"].get(TRACE) for p in profiles if p["tool"] == "pytorch"), None)
     if trace is None:
@@ -602,7 +602,7 @@ def run_training(cfg: RunConfig, run_dir: Path, out=sys.stdout) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tinylab.trainer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tinylab.training.trainer", description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True, help="path to the run's config.json")
     args = parser.parse_args(argv)
     config_path = Path(args.config)

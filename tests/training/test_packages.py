@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from tinylab.packages import SHIPPED, foreign_packages
+from tinylab.training.packages import SHIPPED, foreign_packages
 from tinylab.runs.launcher import SAFE_PATH
 
 
@@ -30,7 +30,7 @@ def test_a_shadowing_package_is_reported_by_doctor_and_refused_by_the_trainer(tm
     config.write_text(json.dumps({"device": "cpu", "hidden_dim": 64, "num_layers": 1, "num_heads": 4,
                                   "num_kv_heads": 4, "seq_len": 16, "batch_size": 2, "num_steps": 2,
                                   "warmup_steps": 1}))
-    trainer = subprocess.run([sys.executable, *SAFE_PATH, "-m", "tinylab.trainer", "--config", str(config)],
+    trainer = subprocess.run([sys.executable, *SAFE_PATH, "-m", "tinylab.training.trainer", "--config", str(config)],
                              capture_output=True, text=True, timeout=120, env=env, cwd=config.parent)
     assert trainer.returncode == 2, trainer.stderr
     assert "another project's package shadows it" in trainer.stderr and "foreign models imported" not in trainer.stderr

@@ -10,7 +10,7 @@ import pytest
 
 from tinylab.config import RunConfig
 from tinylab.events import read_events
-from tinylab.trainer import run_training
+from tinylab.training.trainer import run_training
 
 # The CPU acceptance config; on a GPU machine the same tests run on the GPU.
 SMALL = dict(hidden_dim=64, num_layers=2, num_heads=4, num_kv_heads=2, seq_len=32, batch_size=4, device="auto")
@@ -83,7 +83,7 @@ def test_missing_init_explodes_initial_loss(tmp_path):
 def test_failure_is_an_error_event_and_nonzero_exit(tmp_path):
     bad = RunConfig(**SMALL).to_dict() | {"num_heads": 7}
     (tmp_path / "config.json").write_text(json.dumps(bad))
-    res = subprocess.run([sys.executable, "-m", "tinylab.trainer", "--config", str(tmp_path / "config.json")],
+    res = subprocess.run([sys.executable, "-m", "tinylab.training.trainer", "--config", str(tmp_path / "config.json")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2
     err = read_events(tmp_path / "events.jsonl").last("error")
@@ -155,7 +155,7 @@ def test_gpu_runs_mark_steps_and_phases_cpu_runs_do_not(tmp_path):
 
     import torch
 
-    from tinylab.trainer import Trainer, _markers_work
+    from tinylab.training.trainer import Trainer, _markers_work
 
     nvtx = _Nvtx()
     trainer = Trainer(RunConfig(device="cpu"), tmp_path)

@@ -9,7 +9,7 @@ import os
 import pytest
 from support.rocm import VERSIONS, rocm_tree
 
-from tinylab import doctor
+from tinylab.service import doctor
 from tinylab.cli import main
 from tinylab.config import PROFILERS
 from tinylab.profilers import base

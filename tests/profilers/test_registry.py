@@ -17,7 +17,8 @@ from support.paths import BIN
 from tinylab.cli import main
 from tinylab.config import PROFILERS, RunConfig
 from tinylab.errors import UserError
-from tinylab.profilers import IN_PROCESS, WRAPPER, all_adapters, get_adapter, inprocess_hooks
+from tinylab.profilers.base import IN_PROCESS, WRAPPER
+from tinylab.profilers.registry import all_adapters, get_adapter, inprocess_hooks
 
 REPO = Path(__file__).resolve().parents[2]
 

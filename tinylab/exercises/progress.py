@@ -1,0 +1,73 @@
+"""A learner's progress: which steps passed, in a small JSON file of their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from tinylab.errors import UserError
+from tinylab.safeio import UnsafeFile, read_bounded
+from tinylab.exercises.evaluate import step_passed
+from tinylab.exercises.model import CheckResult, PROGRESS_ENV, PROGRESS_LIMIT, Scenario
+
+# ----------------------------------------------------------------------------- progress
+def progress_path() -> Path:
+    override = os.environ.get(PROGRESS_ENV)
+    if override:
+        return Path(override)
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "tinylab" / "progress.json"
+
+
+def load_progress() -> dict:
+    """{"scenarios": {id: {"steps": {"N": attempt}}}}; a missing or unreadable file is empty progress.
+
+    An attempt is {"time", "passed", "passed_at" (first time every check passed, kept), "checks":
+    {name: {"status", "value", "detail"}}, "passed_checks": [...], "run_ids": [...]}. A progress
+    file that is a FIFO, a device or larger than PROGRESS_LIMIT is a UserError: it is never read.
+    """
+    path = progress_path()
+    try:
+        data = json.loads(read_bounded(path, PROGRESS_LIMIT, follow_links=True))
+    except (FileNotFoundError, IsADirectoryError, ValueError, UnicodeDecodeError):
+        return {"scenarios": {}}
+    except UnsafeFile as exc:
+        raise UserError(f"progress file ({PROGRESS_ENV}): {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):
+        return {"scenarios": {}}
+    return data
+
+
+def record_progress(scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:
+    """Save this attempt of a step (write-then-rename, so a crash never leaves half a file)."""
+    data = load_progress()
+    steps = data["scenarios"].setdefault(scenario_id, {}).setdefault("steps", {})
+    previous = steps.get(str(step)) or {}
+    now = time.time()
+    passed = step_passed(results)
+    steps[str(step)] = {
+        "time": now,
+        "passed": passed,
+        "passed_at": previous.get("passed_at") or (now if passed else None),
+        "checks": {r.name: {"status": r.status, "value": _jsonable(r.value), "detail": r.detail} for r in results},
+        "passed_checks": [r.name for r in results if r.status == "pass"],
+        "run_ids": list(run_ids),
+    }
+    path = progress_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+
+
+def _jsonable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
+
+
+def steps_done(progress: dict, scenario: Scenario) -> int:
+    """Steps of `scenario` whose checks have all passed at least once."""
+    steps = progress.get("scenarios", {}).get(scenario.id, {}).get("steps", {})
+    return sum(1 for s in scenario.steps if (steps.get(str(s.number)) or {}).get("passed_at"))
