@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
@@ -116,3 +118,73 @@ def test_graph_warm_up_is_longer_under_ddp():
     """DDP rebuilds its buckets in its first iterations: a graphed DDP rank warms up for 11 steps."""
     assert RunConfig(version="v4").graph_warmup_iters == GRAPH_WARMUP_ITERS == 3
     assert RunConfig(version="v4", parallel="ddp").graph_warmup_iters == 11
+
+
+# ----------------------------------------------------------------------------- what a profiler records
+def test_every_profiler_setting_is_a_config_field_with_its_tool_and_variable():
+    from tinylab.config import ENV_DEFAULTS, PROFILER_SETTINGS, PROFILERS
+
+    assert set(ENV_DEFAULTS) == set(PROFILER_SETTINGS) <= {f for f in RunConfig.__dataclass_fields__}
+    assert set(PROFILER_SETTINGS.values()) <= set(PROFILERS)
+    assert all(var.startswith("TINYLAB_") for var in ENV_DEFAULTS.values())
+
+
+def test_the_rocprofv3_names_match_what_its_releases_and_adapter_know():
+    from tinylab.config import ROCPROFV3_FORMATS, ROCPROFV3_TRACES
+    from tinylab.profilers import rocm_releases as rr
+    from tinylab.profilers.rocprofv3 import EXTRA_TRACES
+
+    assert set(ROCPROFV3_FORMATS) == {f for facts in rr.ROCPROFV3.values() for f in facts.formats}
+    assert set(ROCPROFV3_TRACES) == set(EXTRA_TRACES)
+
+
+def test_a_profiler_setting_needs_its_profiler():
+    with pytest.raises(ConfigError, match="--profile-memory is a setting of pytorch: add --profile pytorch"):
+        RunConfig(profile_memory=True).validate()
+    with pytest.raises(ConfigError, match="--rocprofv3-pmc is a setting of rocprofv3: add --profile rocprofv3"):
+        RunConfig(rocprofv3_pmc=["SQ_WAVES"]).validate()
+    assert RunConfig(profilers=["rocprofv3"], rocprofv3_pmc=["SQ_WAVES GRBM_COUNT", "TCC_HIT[0]"]).validate()
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("rocprofv3_pmc", ["SQ WAVES!"], "--rocprofv3-pmc 'SQ WAVES!': a group of counter names"),
+    ("rocprofv3_pmc", [""], "--rocprofv3-pmc '': a group of counter names"),
+    ("rocprof_compute_dispatch", ["20-40"], "--rocprof-compute-dispatch '20-40': a dispatch id or a range"),
+    ("rocprofv3_traces", "hip", "--rocprofv3-traces takes at most"),
+    ("profile_memory", "yes", "--profile-memory must be true or false"),
+    ("ncu_launch_count", True, "--ncu-launch-count must be an integer"),
+])
+def test_bad_profiler_settings_are_one_line_errors(field, value, message):
+    from tinylab.config import PROFILER_SETTINGS
+
+    with pytest.raises(ConfigError, match=re.escape(message)) as err:
+        RunConfig(profilers=[PROFILER_SETTINGS[field]], **{field: value}).validate()
+    assert "\n" not in str(err.value)
+
+
+def test_environment_variables_default_the_settings_of_the_profilers_in_use():
+    from tinylab.config import env_defaults
+
+    env = {"TINYLAB_PROFILE_MEMORY": "on", "TINYLAB_NCU_LAUNCH_COUNT": "50", "TINYLAB_ROCPROFV3_TRACE": "hip, memory-copy",
+           "TINYLAB_ROCPROFV3_PMC": "SQ_WAVES GRBM_COUNT;TCC_HIT", "TINYLAB_ROCPROF_COMPUTE_MODE": "counters",
+           "TINYLAB_ROCPROF_COMPUTE_DISPATCH": "20:40,55"}
+    assert env_defaults(["pytorch", "rocprofv3"], env) == {
+        "profile_memory": True, "rocprofv3_traces": ["hip", "memory-copy"], "rocprofv3_pmc": ["SQ_WAVES GRBM_COUNT", "TCC_HIT"]}
+    assert env_defaults(["ncu"], env) == {"ncu_launch_count": 50}
+    assert env_defaults(["rocprof-compute"], env) == {"rocprof_compute_mode": "counters",
+                                                      "rocprof_compute_dispatch": ["20:40", "55"]}
+    assert env_defaults([], env) == {}  # a variable for a tool the run does not use changes nothing
+    with pytest.raises(ConfigError, match="TINYLAB_NCU_LAUNCH_COUNT must be an integer, got 'lots'"):
+        env_defaults(["ncu"], {"TINYLAB_NCU_LAUNCH_COUNT": "lots"})
+    with pytest.raises(ConfigError, match="TINYLAB_PROFILE_MEMORY must be 1 or 0"):
+        env_defaults(["pytorch"], {"TINYLAB_PROFILE_MEMORY": "maybe"})
+
+
+def test_a_run_folder_config_reads_as_a_typed_view():
+    cfg = RunConfig(version="v2", profilers=["pytorch"]).resolved().to_dict()
+    assert RunConfig.read(cfg) == RunConfig.from_dict(cfg)
+    older = {k: v for k, v in cfg.items() if k not in ("profile_memory", "ncu_launch_count")}
+    assert RunConfig.read(older) == RunConfig.from_dict(cfg)  # a run from before a setting: its default
+    assert RunConfig.read({**cfg, "from_the_future": 1}) is None
+    assert RunConfig.read({**cfg, "batch_size": "8"}) is None
+    assert RunConfig.read([1, 2]) is None

@@ -81,7 +81,7 @@ def test_the_rocprofv3_row_says_what_it_writes():
 
     row = next(line for line in README.splitlines() if line.startswith("| `rocprofv3` |"))
     assert Rocprofv3Adapter().output_formats == ("csv",) and "CSV on every release" in row
-    assert "TINYLAB_ROCPROFV3_FORMAT=rocpd" in row
+    assert "--rocprofv3-formats rocpd" in row and "TINYLAB_ROCPROFV3_FORMAT=rocpd" in row
 
 
 def test_screen_keys_work_where_the_readme_says():

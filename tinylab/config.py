@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from tinylab.errors import UserError
 
@@ -64,6 +65,33 @@ FAULTS: dict[str, tuple[str, ...]] = {
     "naive-triton-swiglu": ("v3", "v4"),
     "detached-backward": ("v3", "v4"),
     "straggler": ("v1", "v2", "v3", "v4"),
+}
+
+#: What a profiler can be told to record beyond its defaults. The names are checked here (no profiler
+#: import); each adapter maps them onto its tool's own options (tinylab/profilers/).
+ROCPROFV3_TRACES = ("hip", "memory-copy")
+ROCPROFV3_FORMATS = ("csv", "json", "pftrace", "otf2", "rocpd")
+ROCPROF_COMPUTE_MODES = ("full", "counters", "roof-only")
+NCU_LAUNCH_COUNT = 2000  # ncu replays each launch: the first 2,000 cover a few steps of the workshop model
+_COUNTER = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?(?::device=\d+)?")
+_DISPATCH = re.compile(r"\d+(?::\d+)?")
+#: The settings an environment variable may default, and its variable. The variable is read when a
+#: config is built (env_defaults), never by the trainer: from then on the value lives in config.json,
+#: so two runs that differ by one are told apart by `show` and `compare`.
+ENV_DEFAULTS: dict[str, str] = {
+    "profile_memory": "TINYLAB_PROFILE_MEMORY",
+    "ncu_launch_count": "TINYLAB_NCU_LAUNCH_COUNT",
+    "rocprofv3_traces": "TINYLAB_ROCPROFV3_TRACE",
+    "rocprofv3_formats": "TINYLAB_ROCPROFV3_FORMAT",
+    "rocprofv3_pmc": "TINYLAB_ROCPROFV3_PMC",
+    "rocprof_compute_mode": "TINYLAB_ROCPROF_COMPUTE_MODE",
+    "rocprof_compute_dispatch": "TINYLAB_ROCPROF_COMPUTE_DISPATCH",
+}
+#: Which profiler each of those settings is for (a setting for a profiler the run does not use is refused).
+PROFILER_SETTINGS: dict[str, str] = {
+    "profile_memory": "pytorch", "ncu_launch_count": "ncu", "rocprofv3_traces": "rocprofv3",
+    "rocprofv3_formats": "rocprofv3", "rocprofv3_pmc": "rocprofv3", "rocprof_compute_mode": "rocprof-compute",
+    "rocprof_compute_dispatch": "rocprof-compute",
 }
 
 #: Engines that spread training over several processes (torchrun starts one a GPU), and the
@@ -177,6 +205,18 @@ class RunConfig:
     #: kernel names (or parts of them) whose hardware counters rocprof-compute collects (its -k);
     #: empty: every kernel, in every one of its 15-25 passes
     profile_kernels: list[str] = field(default_factory=list)
+    #: the PyTorch profiler's memory timeline (it records shapes and stacks: slower profiled steps)
+    profile_memory: bool = False
+    #: ncu profiles the first N kernel launches of the run
+    ncu_launch_count: int = NCU_LAUNCH_COUNT
+    #: rocprofv3: extra traces (ROCPROFV3_TRACES), output formats beside its default, and hardware
+    #: counter groups ("SQ_WAVES GRBM_COUNT"), one pass of the program a group
+    rocprofv3_traces: list[str] = field(default_factory=list)
+    rocprofv3_formats: list[str] = field(default_factory=list)
+    rocprofv3_pmc: list[str] = field(default_factory=list)
+    #: rocprof-compute: what its passes collect (ROCPROF_COMPUTE_MODES) and the dispatches ("20:40")
+    rocprof_compute_mode: str = "full"
+    rocprof_compute_dispatch: list[str] = field(default_factory=list)
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
@@ -250,7 +290,8 @@ class RunConfig:
         An unset `cuda_graph` stays unset: its default depends on the device the trainer finds
         (graphs on GPUs only), and the trainer records the value it used in its start event.
         """
-        out = dataclasses.replace(self, profilers=list(self.profilers), profile_kernels=list(self.profile_kernels))
+        out = dataclasses.replace(self, **{f.name: list(getattr(self, f.name)) for f in dataclasses.fields(self)
+                                           if isinstance(getattr(self, f.name), list)})
         for name in TOGGLES:
             if name == "cuda_graph" and self.cuda_graph is None and TOGGLES[name].get(self.version):
                 continue
@@ -351,6 +392,7 @@ class RunConfig:
             if prof in self.profilers[:i]:
                 raise ConfigError(f"profiler {prof!r} is asked for twice: name each tool once")
         self._validate_profile_kernels()
+        self._validate_profiler_settings()
         wrappers = [p for p in self.profilers if p not in ("pytorch", "deepspeed")]
         if len(wrappers) > 1:
             raise ConfigError(
@@ -416,6 +458,38 @@ class RunConfig:
             raise ConfigError(f"--profile-kernel {kernels[0]} narrows rocprof-compute's counters: add "
                               "--profile rocprof-compute")
 
+    def _validate_profiler_settings(self) -> None:
+        if not isinstance(self.profile_memory, bool):
+            raise ConfigError(f"--profile-memory must be true or false, got {self.profile_memory!r}")
+        count = self.ncu_launch_count
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10**7:
+            raise ConfigError(f"--ncu-launch-count must be an integer from 1 to 10000000, got {count!r}")
+        lists = {
+            "rocprofv3_traces": lambda v: v in ROCPROFV3_TRACES, "rocprofv3_formats": lambda v: v in ROCPROFV3_FORMATS,
+            "rocprofv3_pmc": lambda v: bool(v.split()) and all(_COUNTER.fullmatch(c) for c in v.split()),
+            "rocprof_compute_dispatch": lambda v: bool(_DISPATCH.fullmatch(v)),
+        }
+        allowed = {
+            "rocprofv3_traces": f"choose from {', '.join(ROCPROFV3_TRACES)}",
+            "rocprofv3_formats": f"choose from {', '.join(ROCPROFV3_FORMATS)}",
+            "rocprofv3_pmc": "a group of counter names split by spaces, e.g. 'SQ_WAVES GRBM_COUNT'",
+            "rocprof_compute_dispatch": "a dispatch id or a range such as 20:40",
+        }
+        for name, ok in lists.items():
+            values = getattr(self, name)
+            if not isinstance(values, list) or len(values) > MAX_PROFILE_KERNELS:
+                raise ConfigError(f"{_flag(name)} takes at most {MAX_PROFILE_KERNELS} values, got {values!r}"[:200])
+            for value in values:
+                if not isinstance(value, str) or not ok(value):
+                    raise ConfigError(f"{_flag(name)} {value!r}: {allowed[name]}"[:200])
+        if not isinstance(self.rocprof_compute_mode, str) or self.rocprof_compute_mode not in ROCPROF_COMPUTE_MODES:
+            raise ConfigError(f"unknown rocprof-compute mode {self.rocprof_compute_mode!r}: choose from "
+                              f"{', '.join(ROCPROF_COMPUTE_MODES)}")
+        defaults = RunConfig()
+        for name, tool in PROFILER_SETTINGS.items():
+            if getattr(self, name) != getattr(defaults, name) and tool not in self.profilers:
+                raise ConfigError(f"{_flag(name)} is a setting of {tool}: add --profile {tool}")
+
     def check_device(self, device_type: str) -> "RunConfig":
         """The rules that depend on the device the run will use ("cpu" or "cuda").
 
@@ -467,6 +541,19 @@ class RunConfig:
         return cls(**data)
 
     @classmethod
+    def read(cls, data: Any) -> "RunConfig | None":
+        """The typed view of a config a run folder holds (its config.json, or what its start event
+        says ran): keys it lacks take their defaults (a run from before a setting existed ran with
+        the default), and None when it is not a valid config (missing, damaged or foreign: every
+        config tinylab wrote names its version)."""
+        if not isinstance(data, dict) or "version" not in data or set(data) - {f.name for f in dataclasses.fields(cls)}:
+            return None
+        try:
+            return cls(**data).validate()
+        except (ConfigError, TypeError, ValueError, AttributeError):
+            return None
+
+    @classmethod
     def from_json_file(cls, path: str) -> "RunConfig":
         with open(path, encoding="utf-8") as fh:
             return cls.from_dict(json.load(fh))
@@ -474,6 +561,37 @@ class RunConfig:
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
+
+
+def env_defaults(profilers: list[str], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The settings of the run's `profilers` whose TINYLAB_* variable is set (ENV_DEFAULTS), parsed
+    into their field's type: the faces (flags, the lab's form, exercise steps) put them under what
+    the learner chose when they build a config. A variable for a tool the run does not use is left
+    alone, as the tool would have; a bad value is a one-line error naming the variable."""
+    environ = os.environ if environ is None else environ
+    found: dict[str, Any] = {}
+    for name, var in ENV_DEFAULTS.items():
+        raw = environ.get(var, "").strip()
+        if not raw or PROFILER_SETTINGS[name] not in profilers:
+            continue
+        default = getattr(RunConfig(), name)
+        if isinstance(default, bool):
+            if raw.lower() not in _TRUE + _FALSE:
+                raise ConfigError(f"{var} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}"[:200])
+            found[name] = raw.lower() in _TRUE
+        elif isinstance(default, int):
+            try:
+                found[name] = int(raw)
+            except ValueError:
+                raise ConfigError(f"{var} must be an integer, got {raw!r}"[:200]) from None
+        elif isinstance(default, list):  # counter groups split by ';', other lists by ','
+            found[name] = [item.strip() for item in raw.split(";" if name == "rocprofv3_pmc" else ",") if item.strip()]
+        else:
+            found[name] = raw
+    return found
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 
 
 # ----------------------------------------------------------------------------- the profiled window

@@ -313,3 +313,30 @@ def test_the_header_notes_and_noise_note_fit_80_columns(finished_pair, tmp_path)
     assert " ".join(" ".join(prose(narrow)).split()) == " ".join(" ".join(prose(wide)).split())
     notes = narrow.split("\nnotes\n")[1].split("\n\n")[0].splitlines()
     assert all(len(line) <= 80 for line in notes) and len(notes) > len(result["notes"])
+
+
+def test_two_runs_that_differ_by_a_profiler_setting_are_told_apart(tmp_path):
+    """A setting that changes what a run records lives in config.json: compare and show see it; a run
+    written before the setting existed ran with its default, so it differs from none."""
+    from support.exercises import make_run
+
+    from tinylab.runs.store import Run, mark_run
+
+    a = make_run(tmp_path, "20260101-000000-000a", config={"profilers": ["rocprofv3"], "rocprofv3_pmc": ["SQ_WAVES"]}).record()
+    b = make_run(tmp_path, "20260101-000000-000b", config={"profilers": ["rocprofv3"], "rocprofv3_pmc": ["TCC_HIT TCC_MISS"]}).record()
+    diff = compare_runs(a, b)["config_diff"]
+    assert [(d["key"], d["a"], d["b"]) for d in diff] == [("rocprofv3_pmc", ["SQ_WAVES"], ["TCC_HIT TCC_MISS"])]
+    old = make_run(tmp_path, "20260101-000000-000c", config={"profilers": ["rocprofv3"]})
+    cfg = json.loads((old.dir / "config.json").read_text())
+    del cfg["rocprofv3_pmc"], cfg["ncu_launch_count"]
+    (old.dir / "config.json").write_text(json.dumps(cfg))
+    events = [json.loads(line) for line in (old.dir / "events.jsonl").read_text().splitlines()]
+    events[0]["config"] = cfg  # the start event
+    (old.dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    new = make_run(tmp_path, "20260101-000000-000d", config={"profilers": ["rocprofv3"]}).record()
+    assert compare_runs(Run(old.dir).record(), new)["config_diff"] == []
+    mark_run(a.dir)
+    shown = cli("show", a.id, "--runs-dir", str(tmp_path))
+    assert shown.returncode == 0, shown.stderr
+    shown = shown.stdout
+    assert "rocprofv3_pmc=SQ_WAVES" in shown and "ncu_launch_count" not in shown  # ncu did not profile it

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from support.adapters import CONFIG, run_wrapped
 
-from tinylab.errors import UserError
+from tinylab.config import ConfigError, RunConfig
 from tinylab.profilers.registry import get_adapter
 from tinylab.profilers.ncu import NcuAdapter
 
@@ -30,7 +30,8 @@ def test_ncu_permission_error_note(tmp_path):
     assert result.table is None and "ERR_NVGPUCTRPERM" in result.note
 
 
-def test_ncu_launch_count_from_env(monkeypatch):
-    monkeypatch.setenv("TINYLAB_NCU_LAUNCH_COUNT", "lots")
-    with pytest.raises(UserError, match="TINYLAB_NCU_LAUNCH_COUNT must be an integer"):
-        get_adapter("ncu")
+def test_ncu_launch_count_comes_from_the_config():
+    cfg = RunConfig(profilers=["ncu"], ncu_launch_count=50).validate()
+    assert get_adapter("ncu", cfg).launch_count == 50 and get_adapter("ncu").launch_count == 2000
+    with pytest.raises(ConfigError, match="--ncu-launch-count must be an integer from 1 to 10000000, got 0"):
+        RunConfig(profilers=["ncu"], ncu_launch_count=0).validate()

@@ -72,9 +72,9 @@ def test_pytorch_hook_on_cpu(tmp_path, steps):
     assert event["kernel_table"] == "profiles/pytorch/kernels.csv"
 
 
-def test_pytorch_hook_memory_timeline_opt_in(tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYLAB_PROFILE_MEMORY", "1")
-    (hook,) = inprocess_hooks(RunConfig(num_steps=3, warmup_steps=0, profile_steps=1, profilers=["pytorch"]), tmp_path)
+def test_pytorch_hook_memory_timeline_opt_in(tmp_path):
+    cfg = RunConfig(num_steps=3, warmup_steps=0, profile_steps=1, profilers=["pytorch"], profile_memory=True)
+    (hook,) = inprocess_hooks(cfg, tmp_path)
     assert hook.memory
     train([hook], mlp(), 3)
     result = hook.on_train_end()

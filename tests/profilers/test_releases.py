@@ -85,9 +85,8 @@ def test_rocprofv3_argv_and_layout(rocm, tmp_path):
 
 def test_rocprofv3_format_a_release_lacks_is_refused_before_launch(rocm, monkeypatch):
     facts = rr.ROCPROFV3[rocm]
-    cfg = RunConfig(profilers=["rocprofv3"])
     for fmt in ("otf2", "rocpd"):
-        monkeypatch.setenv("TINYLAB_ROCPROFV3_FORMAT", fmt)
+        cfg = RunConfig(profilers=["rocprofv3"], rocprofv3_formats=[fmt])
         if fmt in facts.formats:
             check_run(cfg, TWO_AMD_GPUS)
             continue
@@ -96,7 +95,7 @@ def test_rocprofv3_format_a_release_lacks_is_refused_before_launch(rocm, monkeyp
         first = "6.3" if fmt == "otf2" else "7.0"
         message = str(err.value)
         assert message == (f"rocprofv3 of ROCm {VERSIONS[rocm].split('-')[0]} cannot write {fmt!r} output (it writes "
-                           f"{', '.join(facts.formats)}); {fmt} needs ROCm {first} or newer (TINYLAB_ROCPROFV3_FORMAT)")
+                           f"{', '.join(facts.formats)}); {fmt} needs ROCm {first} or newer (--rocprofv3-formats)")
         assert "\n" not in message
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 from support.adapters import CONFIG, run_wrapped, totals
 
-from tinylab.errors import UserError
+from tinylab.config import ConfigError, RunConfig
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 
 
@@ -31,5 +31,5 @@ def test_rocprof_compute(standins, tmp_path, mode, flags):
         assert roofline["devices"] == 4 and roofline["peaks"]["HBMBw"] == pytest.approx(1389.07, abs=0.01)
     else:
         assert not (out / "roofline.json").exists()
-    with pytest.raises(UserError, match="unknown rocprof-compute mode"):
-        RocprofComputeAdapter("everything")
+    with pytest.raises(ConfigError, match="unknown rocprof-compute mode 'everything': choose from full"):
+        RunConfig(profilers=["rocprof-compute"], rocprof_compute_mode="everything").validate()

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from support.adapters import CONFIG, TRUNCATED, run_wrapped, totals
 
-from tinylab.errors import UserError
+from tinylab.config import ConfigError, RunConfig
 from tinylab.profilers.base import write_kernel_table
 from tinylab.profilers.registry import get_adapter
-from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 
 
 def test_rocprofv3(standins, tmp_path):
@@ -35,10 +34,10 @@ def test_rocprofv3(standins, tmp_path):
     assert (tmp_path / "run" / event["kernel_table"]).is_file()
 
 
-def test_rocprofv3_extra_traces_and_rocpd_from_env(standins, tmp_path, monkeypatch):
-    monkeypatch.setenv("TINYLAB_ROCPROFV3_TRACE", "hip,memory-copy")
-    monkeypatch.setenv("TINYLAB_ROCPROFV3_FORMAT", "rocpd,pftrace")
-    adapter = get_adapter("rocprofv3")
+def test_rocprofv3_extra_traces_and_rocpd_from_the_config(standins, tmp_path):
+    cfg = RunConfig(profilers=["rocprofv3"], rocprofv3_traces=["hip", "memory-copy"],
+                    rocprofv3_formats=["rocpd", "pftrace"]).validate()
+    adapter = get_adapter("rocprofv3", cfg)
     out, proc = run_wrapped(adapter, tmp_path)
     assert proc.returncode == 0, proc.stderr
     logged = standins.read_text().split("\t")
@@ -56,7 +55,7 @@ def test_rocprofv3_extra_traces_and_rocpd_from_env(standins, tmp_path, monkeypat
 
 
 def test_rocprofv3_options_are_validated():
-    with pytest.raises(UserError, match="unknown rocprofv3 trace 'kfd'"):
-        Rocprofv3Adapter(traces=("kfd",))
-    with pytest.raises(UserError, match="unknown rocprofv3 output format 'xml'"):
-        Rocprofv3Adapter(output_formats=("xml",))
+    with pytest.raises(ConfigError, match="--rocprofv3-traces 'kfd': choose from hip, memory-copy"):
+        RunConfig(profilers=["rocprofv3"], rocprofv3_traces=["kfd"]).validate()
+    with pytest.raises(ConfigError, match="--rocprofv3-formats 'xml': choose from csv"):
+        RunConfig(profilers=["rocprofv3"], rocprofv3_formats=["xml"]).validate()

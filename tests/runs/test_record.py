@@ -109,14 +109,17 @@ def test_true_false_is_no_count():
 def test_key_config_names_a_profiler_or_fault_right_after_the_sizes():
     """Tables cut the config at 80 columns: what makes a run measure something else than a clean
     one comes before the toggles, which go by their short names."""
+    from tinylab.config import RunConfig
     from tinylab.runs.record import key_config
 
-    cfg = {"version": "v2", "batch_size": 4, "seq_len": 64, "hidden_dim": 128, "num_layers": 2, "qkv_fusion": True,
-           "sdpa": True, "swiglu_fusion": True, "profilers": ["pytorch"]}
-    assert key_config(cfg) == "b4 s64 h128 l2 prof=pytorch qkv+sdpa+swiglu"
-    assert key_config({**cfg, "profilers": [], "fault": "missing-init", "precision": "bf16"}) == \
+    cfg = dict(version="v2", batch_size=4, seq_len=64, hidden_dim=128, num_layers=2, qkv_fusion=True, sdpa=True,
+               swiglu_fusion=True, profilers=["pytorch"])
+    assert key_config(RunConfig(**cfg)) == "b4 s64 h128 l2 prof=pytorch qkv+sdpa+swiglu"
+    assert key_config(RunConfig(**{**cfg, "profilers": [], "fault": "missing-init", "precision": "bf16"})) == \
         "b4 s64 h128 l2 bf16 fault=missing-init qkv+sdpa+swiglu"
-    assert key_config({**cfg, "version": "v4", "cuda_graph": True}) == "b4 s64 h128 l2 prof=pytorch graph"
+    assert key_config(RunConfig(**{**cfg, "version": "v4", "cuda_graph": True, "qkv_fusion": None, "sdpa": None,
+                                   "swiglu_fusion": None})) == "b4 s64 h128 l2 prof=pytorch graph"
+    assert key_config(None) == "?"  # a damaged config.json
 
 
 def test_printable_shows_control_characters_and_direction_overrides_as_question_marks():

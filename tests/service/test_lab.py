@@ -67,7 +67,7 @@ def test_timeline_of_a_profiled_run_with_its_memory_and_of_a_run_without_a_trace
     (run_dir / "profiles" / "pytorch" / "memory_timeline.json.gz").unlink()
     without = lab.timeline(run_id, step=2)
     assert without["memory"] is None and MEMORY_HINT in without["notes"]  # says how to get it
-    assert "TINYLAB_PROFILE_MEMORY=1 tinylab" in render(without, "t")
+    assert "--profile-memory" in render(without, "t")
     with pytest.raises(UserError, match="has no PyTorch profiler trace: launch it with --profile pytorch"):
         lab.timeline("20260101-000000-aaaa")
     trace_only = lab.timeline(str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"))

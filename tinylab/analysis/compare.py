@@ -43,7 +43,8 @@ def step_noise(summary: Summary | None) -> float | None:
 def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
     """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger."""
     notes: list[str] = []
-    cfg_a, cfg_b = a.ran_config, b.ran_config
+    # every setting, defaults filled in: a run from before a setting existed ran with its default
+    cfg_a, cfg_b = (r.ran_settings.to_dict() if r.ran_settings else r.ran_config for r in (a, b))
     config_diff = [
         {"key": key, "a": cfg_a.get(key), "b": cfg_b.get(key), "under_test": key in UNDER_TEST}
         for key in sorted(set(cfg_a) | set(cfg_b))
@@ -126,7 +127,7 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> dict[str, Any]:
         "device": record.device,
         "device_name": record.device_name,
         "world_size": record.world_size,
-        "key_config": key_config(cfg),
+        "key_config": key_config(record.ran_settings),
         "config": cfg,
     }
 

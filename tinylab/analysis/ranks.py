@@ -83,7 +83,7 @@ def sync_line(record: RunRecord) -> str | None:
 
 def under_engine(record: RunRecord) -> str:
     """" under <engine>" (the config's "parallel"), or "" when the config names none."""
-    engine = record.config.get("parallel")
+    engine = record.settings.parallel if record.settings else None
     return f" under {engine}" if engine else ""
 
 

@@ -135,7 +135,6 @@ def _letter(i: int) -> str:
 def _header_rows(record: RunRecord) -> list[list[str]]:
     start = record.start
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.started)) if record.started else "-"
-    cfg = record.config
     rows = [
         ["status", record.status],
         ["version", str(record.version or "?")],
@@ -143,7 +142,7 @@ def _header_rows(record: RunRecord) -> list[list[str]]:
         ["label", record.label or "-"],
         ["device", f"{record.device_name or '-'} ({record.device or '-'})"],
         ["started", started],
-        ["steps", f"{record.steps_done} of {cfg.get('num_steps', '?')}"],
+        ["steps", f"{record.steps_done} of {record.settings.num_steps if record.settings else '?'}"],
         ["torch / triton", f"{(start.torch if start else None) or '-'} / {(start.triton if start else None) or '-'}"],
         ["folder", str(Path(record.dir).resolve())],
     ]
@@ -220,7 +219,7 @@ def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: 
         for chart in d.charts:
             out += _md_chart(chart)
         out += _md_kernels(d)
-        out += ["### Config", ""] + _md_table(["key", "value"], _config_rows(r.config)) + [""]
+        out += ["### Config", ""] + _md_table(["key", "value"], _config_rows(r.shown_config)) + [""]
     if comparisons:
         out += ["## Comparison", ""]
         for chart in overlays:
@@ -366,7 +365,7 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
                 out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
             out += [f'<p class="note">{e(n)}</p>' for n in d.notes]
         out.append("<details><summary>Config</summary>")
-        out += _html_table(["key", "value"], _config_rows(r.config))
+        out += _html_table(["key", "value"], _config_rows(r.shown_config))
         out += ["</details>", "</section>"]
     if comparisons:
         out += ['<section id="comparison">', "<h2>Comparison</h2>"]

@@ -24,7 +24,7 @@ and hta/utils/utils.py `merge_kernel_intervals`):
   union clipped to the window, so the steps' busy and idle times add up to the profiled time.
 Without `ProfilerStep#N` ranges (a trace taken outside tinylab) the whole trace is one window.
 
-The memory timeline that the profiler writes beside the trace with TINYLAB_PROFILE_MEMORY=1
+The memory timeline that the profiler writes beside the trace with --profile-memory
 (torch.profiler export_memory_timeline: `[times_us, sizes]`, one size per category) is cut to
 the same windows: peak, when and in which phase it happens, and the series for a chart.
 

@@ -16,13 +16,18 @@ from tinylab.config import (
     PRESET_HELP,
     PRESETS,
     DATASETS,
+    ENV_DEFAULTS,
     FAULTS,
     PRECISIONS,
     PROFILERS,
+    ROCPROF_COMPUTE_MODES,
+    ROCPROFV3_FORMATS,
+    ROCPROFV3_TRACES,
     TOGGLE_HELP,
     TOGGLES,
     VERSIONS,
     RunConfig,
+    env_defaults,
     preset_for,
 )
 
@@ -81,6 +86,25 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     e.add_argument("--profile-kernel", dest="profile_kernels", action="append", default=[], metavar="NAME",
                    help="collect rocprof-compute's counters for kernels whose name holds NAME only (repeatable; "
                         "default: every kernel, in each of its passes)")
+    s = p.add_argument_group("what a profiler records (default: the tool's own, or the TINYLAB_* variable named)")
+    s.add_argument("--profile-memory", action=argparse.BooleanOptionalAction, default=None,
+                   help="pytorch: record the memory timeline too (shapes and stacks: slower profiled steps)"
+                        + _env("profile_memory"))
+    s.add_argument("--ncu-launch-count", type=int, default=None, metavar="N",
+                   help=f"ncu: profile the first N kernel launches (default {_DEFAULTS.ncu_launch_count})"
+                        + _env("ncu_launch_count"))
+    s.add_argument("--rocprofv3-traces", action="append", default=None, metavar="TRACE",
+                   help=f"rocprofv3: an extra trace, {' or '.join(ROCPROFV3_TRACES)} (repeatable)" + _env("rocprofv3_traces"))
+    s.add_argument("--rocprofv3-formats", action="append", default=None, metavar="FORMAT",
+                   help=f"rocprofv3: an output format besides its default: {', '.join(ROCPROFV3_FORMATS)} (repeatable)"
+                        + _env("rocprofv3_formats"))
+    s.add_argument("--rocprofv3-pmc", action="append", default=None, metavar="'C1 C2'",
+                   help="rocprofv3: a group of hardware counters, one pass of the program a group (repeatable)"
+                        + _env("rocprofv3_pmc", "groups split by ;"))
+    s.add_argument("--rocprof-compute-mode", default=None, metavar="MODE",
+                   help=f"rocprof-compute: {', '.join(ROCPROF_COMPUTE_MODES)} (default full)" + _env("rocprof_compute_mode"))
+    s.add_argument("--rocprof-compute-dispatch", action="append", default=None, metavar="N|A:B",
+                   help="rocprof-compute: a dispatch id or range to profile (repeatable)" + _env("rocprof_compute_dispatch"))
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")
@@ -98,6 +122,10 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
                    help="where the nodes of a run of several meet (the first node's address and a free port)")
 
 
+def _env(name: str, how: str = "") -> str:
+    return f"; ${ENV_DEFAULTS[name]}" + (f", {how}" if how else "")
+
+
 def chosen_preset(args: argparse.Namespace, device_type: str) -> str:
     """The preset the flags ask for, `auto` resolved for the device the run will be on."""
     preset = getattr(args, "preset", "auto")
@@ -105,14 +133,16 @@ def chosen_preset(args: argparse.Namespace, device_type: str) -> str:
 
 
 def config_from_args(args: argparse.Namespace, device_type: str = "cuda", **overrides) -> RunConfig:
-    """RunConfig from parsed flags, sizes from the preset unless a flag set them; validated.
+    """RunConfig from parsed flags, sizes from the preset unless a flag set them, profiler settings from
+    their TINYLAB_* variable unless a flag set them; validated.
 
     `device_type` ("cpu" or "cuda": where the run will be) picks the preset of `--preset auto`.
     """
     names = {f.name for f in dataclasses.fields(RunConfig)}
-    values = {k: v for k, v in vars(args).items() if k in names and not (k in SIZES and v is None)}
+    unset = (*SIZES, *ENV_DEFAULTS)  # None: the preset's size, the variable's or the default setting
+    values = {k: v for k, v in vars(args).items() if k in names and not (k in unset and v is None)}
     sizes = PRESETS[chosen_preset(args, device_type)]
-    values = {**sizes, **values}
+    values = {**env_defaults(values.get("profilers", [])), **sizes, **values}
     values["precision"] = args.precision or (args.amp_dtype if args.use_amp else "fp32")
     values.update(overrides)
     if values.get("parallel") is None and values.get("nproc_per_node", 1) * values.get("nnodes", 1) > 1:

@@ -36,12 +36,10 @@ def run(args) -> int:
         submitted = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.job.submitted)) if r.job.submitted else "-"
         field("slurm", f"job {r.job.id}" + (f" ({r.job.state})" if r.job.state else "")
               + f"   submitted {submitted} from {r.job.host or '-'}   script {r.job.script or '-'}")
-    cfg = r.config
     field("config", "  ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
-                              for k, v in sorted(cfg.items()) if v not in (None, "", [])))
+                              for k, v in sorted(r.shown_config.items()) if v not in (None, "", [])))
     if r.last_step:
-        total = cfg.get("num_steps")
-        total = total if isinstance(total, int) and not isinstance(total, bool) else "?"  # a damaged config
+        total = r.settings.num_steps if r.settings else "?"  # a damaged config
         loss = "-" if r.last_step.loss is None else format(r.last_step.loss, FIELD_BY_KEY["final_loss"].fmt)
         field("progress", f"step {r.last_step.step + 1}/{total}  loss {loss}")
     if r.summary:

@@ -6,6 +6,7 @@ pandas (for kernel tables) is imported only when a check reads one.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from functools import cached_property
@@ -20,7 +21,10 @@ from tinylab.exercises.model import Recorded, Step
 from tinylab.exercises.names import (DEEPSPEED_NAMES, KERNEL_NAMES, PROFILE_NAMES, RANK_NAMES, START_NAMES,
                                      SUMMARY_NAMES, TIMELINE_NAMES, category_names)
 
-# ----------------------------------------------------------------------------- measurements
+#: The settings a check may read by name (the run's config, as it ran).
+CONFIG_FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
+
+
 class Measured:
     """The values of one run that checks can read, gathered lazily (kernel tables need pandas)."""
 
@@ -32,7 +36,8 @@ class Measured:
         self.error = run.error if run else None
         self.profiles = run.profiles if run else ()
         # The start record has the config as it ran (e.g. v4's graph toggle resolved for the device).
-        self.config = (self.start.config if self.start and self.start.config else None) or (run.config if run else {})
+        self.settings = (RunConfig.read(self.start.config) if self.start and self.start.config else None) or (
+            run.settings if run else None)
         self._table: Any = None
         self._table_loaded = False
         self._counters: Any = None
@@ -69,8 +74,8 @@ class Measured:
             return self._profile_value(name)
         if name in RANK_NAMES:
             return self._rank_value(name)
-        if name in self.config or name == "fault":
-            value = self.config.get(name)
+        if name in CONFIG_FIELDS:
+            value = getattr(self.settings, name) if self.settings else None
             if name == "fault":
                 return value or ""
             if value is None:
@@ -82,7 +87,7 @@ class Measured:
         on_cpu = str(self.start.device if self.start else "").startswith("cpu")
         if name == "peak_mem_mb" and on_cpu:
             return "CPU runs track no device memory"
-        if name in ("fwd_ms", "bwd_ms", "opt_ms") and self.config.get("cuda_graph"):
+        if name in ("fwd_ms", "bwd_ms", "opt_ms") and self.settings and self.settings.cuda_graph:
             return "a whole-step graph replay cannot be split into phases (run with --no-cuda-graph)"
         if name == "mfu":
             return "no peak rate is known for this device and precision"

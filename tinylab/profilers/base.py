@@ -297,6 +297,3 @@ def _relative(path: Path, run_dir: Path) -> str:
     except ValueError:
         return str(path)
 
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")

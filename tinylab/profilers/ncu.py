@@ -4,17 +4,16 @@
 <out>/ncu.csv --` (FORMATS.md 6.1): one metric keeps each launch to a single replay pass, base
 units make every duration ns, and --log-file keeps ncu's CSV apart from the trainer's output
 (it still starts with ==PROF== lines, which the parser skips). ncu serializes and replays every
-kernel, so a training loop is limited to the first N launches (TINYLAB_NCU_LAUNCH_COUNT,
-default 2000, enough for a few steps of the default model).
+kernel, so a training loop is limited to the first N launches (RunConfig.ncu_launch_count:
+`--ncu-launch-count`, default 2000, enough for a few steps of the default model).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
+from tinylab.config import NCU_LAUNCH_COUNT
 from tinylab.profilers.base import (
     CollectResult,
     WrapperAdapter,
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
 LOG_FILE = "ncu.csv"
-DEFAULT_LAUNCH_COUNT = 2000
 PERMISSION_ERROR = "ERR_NVGPUCTRPERM"
 
 
@@ -37,18 +35,12 @@ class NcuAdapter(WrapperAdapter):
     description = "NVIDIA Nsight Compute: per-kernel GPU time of each launch (kernel replay)"
     fix = "install Nsight Compute (CUDA toolkit or nsight-compute package) and put ncu on PATH; needs an NVIDIA GPU"
 
-    def __init__(self, launch_count: int = DEFAULT_LAUNCH_COUNT):
-        if launch_count < 1:
-            raise UserError(f"ncu launch count must be >= 1, got {launch_count}")
+    def __init__(self, launch_count: int = NCU_LAUNCH_COUNT):
         self.launch_count = launch_count
 
     @classmethod
-    def from_env(cls) -> "NcuAdapter":
-        raw = os.environ.get("TINYLAB_NCU_LAUNCH_COUNT", str(DEFAULT_LAUNCH_COUNT))
-        try:
-            return cls(int(raw))
-        except ValueError:
-            raise UserError(f"TINYLAB_NCU_LAUNCH_COUNT must be an integer, got {raw!r}") from None
+    def from_config(cls, config: "RunConfig | None") -> "NcuAdapter":
+        return cls(config.ncu_launch_count) if config is not None else cls()
 
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
         return [

@@ -7,7 +7,7 @@ explicitly from the trainer's hooks. When recording ends, on_trace_ready writes:
   trace.json.gz       Chrome/Perfetto trace (open in ui.perfetto.dev or chrome://tracing)
   operators.csv       key_averages() rows from their attributes (times in µs; never the text table)
   operators.txt       the same as torch's text table, for humans
-  memory_timeline.json.gz  when TINYLAB_PROFILE_MEMORY=1 (needs shapes + stacks, hence opt-in)
+  memory_timeline.json.gz  with RunConfig.profile_memory (needs shapes + stacks, hence opt-in)
 The kernel table comes from the trace's `cat == "kernel"` events; on CPU there are none, so it
 is the operator table by self CPU time (CI and laptops are CPU-only and still get a table).
 """
@@ -29,7 +29,6 @@ from tinylab.profilers.base import (
     CollectResult,
     InProcessAdapter,
     InProcessHook,
-    env_flag,
     list_artifacts,
     read_table,
 )
@@ -38,10 +37,9 @@ if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
 OPERATORS_TXT = "operators.txt"
-MEMORY_ENV = "TINYLAB_PROFILE_MEMORY"
-#: How to get the memory timeline (no flag or form toggle: shapes and stacks slow the profiled steps).
-MEMORY_HINT = (f"no memory timeline: set {MEMORY_ENV}=1 where runs start (`{MEMORY_ENV}=1 tinylab` opens a lab "
-               "whose pytorch-profiled runs record it; the same before `tinylab train`)")
+#: How to get the memory timeline (off by default: shapes and stacks slow the profiled steps).
+MEMORY_HINT = ("no memory timeline: train with --profile pytorch --profile-memory (or set TINYLAB_PROFILE_MEMORY=1 "
+               "where runs start: `TINYLAB_PROFILE_MEMORY=1 tinylab` opens a lab whose pytorch-profiled runs record it)")
 
 #: operators.csv columns: FunctionEventAvg attribute names (times µs, memory bytes).
 OPERATOR_COLUMNS = [
@@ -71,7 +69,7 @@ class PyTorchAdapter(InProcessAdapter):
     def make_hook(self, config: "RunConfig", out_dir: Path) -> "PyTorchHook":
         if importlib.util.find_spec("torch") is None:
             raise UserError(f"profiler pytorch needs torch: {self.fix}")
-        return PyTorchHook(config, out_dir, memory=env_flag(MEMORY_ENV))
+        return PyTorchHook(config, out_dir, memory=config.profile_memory)
 
     def collect(self, out_dir: Path) -> CollectResult:
         source = out_dir / TRACE if (out_dir / TRACE).is_file() else out_dir

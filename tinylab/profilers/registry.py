@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
 
-def _registry() -> dict[str, ProfilerAdapter]:
-    """Fresh adapters in tinylab.config.PROFILERS order; env-tunable ones read the env now.
+def _registry(config: "RunConfig | None" = None) -> dict[str, ProfilerAdapter]:
+    """Fresh adapters in tinylab.config.PROFILERS order, set up as `config` asks (the defaults without one).
 
     The adapters are imported here, not at the package's top: a module that needs only the ROCm
     facts (tinylab.profilers.rocm_releases) must not import every adapter, and through them the
@@ -34,17 +34,18 @@ def _registry() -> dict[str, ProfilerAdapter]:
     adapters: list[ProfilerAdapter] = [
         PyTorchAdapter(),
         DeepSpeedAdapter(),
-        Rocprofv3Adapter.from_env(),
+        Rocprofv3Adapter.from_config(config),
         RocprofSysAdapter(),
-        RocprofComputeAdapter.from_env(),
-        NcuAdapter.from_env(),
+        RocprofComputeAdapter.from_config(config),
+        NcuAdapter.from_config(config),
         NsysAdapter(),
     ]
     return {a.name: a for a in adapters}
 
 
-def get_adapter(name: str) -> ProfilerAdapter:
-    registry = _registry()
+def get_adapter(name: str, config: "RunConfig | None" = None) -> ProfilerAdapter:
+    """The adapter called `name`, set up for `config`'s profiler settings when one is given."""
+    registry = _registry(config)
     if name not in registry:
         raise UserError(f"unknown profiler {name!r}: choose from {', '.join(registry)}")
     return registry[name]
@@ -63,7 +64,7 @@ def inprocess_hooks(config: "RunConfig", run_dir: Path, rank: int | None = None)
     """
     hooks = []
     for name in config.profilers:
-        adapter = get_adapter(name)
+        adapter = get_adapter(name, config)
         if isinstance(adapter, InProcessAdapter):
             hooks.append(adapter.make_hook(config, profile_dir(run_dir, name, rank)))
     return hooks
@@ -72,7 +73,7 @@ def inprocess_hooks(config: "RunConfig", run_dir: Path, rank: int | None = None)
 def wrapper_adapter(config: "RunConfig") -> WrapperAdapter | None:
     """The external (argv-wrapping) profiler of a run, or None (config allows at most one)."""
     for name in config.profilers:
-        adapter = get_adapter(name)
+        adapter = get_adapter(name, config)
         if isinstance(adapter, WrapperAdapter):
             return adapter
     return None

@@ -11,7 +11,7 @@ in, so the trainer counts its own starts (tinylab/runs/passes.py): pass 1 is the
 other passes train only the warm-up and a few steps, their events kept apart. `--device` is the
 run's GPU; rocprof-compute uses it only for its roofline microbenchmark. The run's
 `profile_kernels` (--profile-kernel, an exercise step's preset) become -k, rocprof's kernel filter,
-so every pass collects the kernels that matter only; TINYLAB_ROCPROF_COMPUTE_DISPATCH ("20:40": -d)
+so every pass collects the kernels that matter only; `--rocprof-compute-dispatch 20:40` (-d)
 narrows them to a dispatch range.
 
 Collect then runs `analyze`: `--list-stats` (kernel and dispatch lists; also writes
@@ -24,12 +24,10 @@ the fancy_grid boxes are never parsed.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
 from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
@@ -41,7 +39,6 @@ if TYPE_CHECKING:
 WORKLOAD_NAME = "tinylab"
 #: mode -> the profile flag it adds (full: counters and the roofline benchmark)
 MODES = {"full": None, "counters": "--no-roof", "roof-only": "--roof-only"}
-_DISPATCH = re.compile(r"\d+(?::\d+)?")
 _VERSION = re.compile(r"version:\s*(\d+\.\d+\.\d+)", re.IGNORECASE)
 
 
@@ -57,22 +54,18 @@ class RocprofComputeAdapter(RocmToolAdapter):
 
     def __init__(self, mode: str = "full", dispatches: tuple[str, ...] = ()):
         super().__init__()
-        if mode not in MODES:
-            raise UserError(f"unknown rocprof-compute mode {mode!r}: choose from {', '.join(MODES)}")
-        for dispatch in dispatches:
-            if not _DISPATCH.fullmatch(dispatch):
-                raise UserError(f"rocprof-compute dispatch {dispatch!r}: give an id or a range such as 20:40")
+        # the names are checked by RunConfig.validate (ROCPROF_COMPUTE_MODES, the dispatch syntax)
         self.mode = mode
         self.dispatches = tuple(dispatches)
         self.kernels: tuple[str, ...] = ()  # the kernel filter of the run it wrapped, for collect
 
     @classmethod
-    def from_env(cls) -> "RocprofComputeAdapter":
-        """TINYLAB_ROCPROF_COMPUTE_MODE (full | counters | roof-only) and TINYLAB_ROCPROF_COMPUTE_DISPATCH
-        ("20:40,55"); the kernel filter is the run's own (RunConfig.profile_kernels)."""
-        dispatches = tuple(i.strip() for i in os.environ.get("TINYLAB_ROCPROF_COMPUTE_DISPATCH", "").split(",")
-                           if i.strip())
-        return cls(os.environ.get("TINYLAB_ROCPROF_COMPUTE_MODE", "full").strip() or "full", dispatches)
+    def from_config(cls, config: "RunConfig | None") -> "RocprofComputeAdapter":
+        """The mode (full | counters | roof-only) and dispatches ("20:40") the run's config asks for;
+        the kernel filter is the run's own too (RunConfig.profile_kernels), read when the argv is built."""
+        if config is None:
+            return cls()
+        return cls(config.rocprof_compute_mode, tuple(config.rocprof_compute_dispatch))
 
     # ------------------------------------------------------------------ release
     def version_from_output(self, output: str) -> str | None:
@@ -92,7 +85,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
             if arch in self.facts().no_roofline:
                 raise self.refuse(f"runs no roofline on MI300 ({arch}): its --roof-only stops with 'Roofline "
                                   "temporarily disabled in MI300'",
-                                  "profile the counters (TINYLAB_ROCPROF_COMPUTE_MODE=full or counters) or use "
+                                  "profile the counters (--rocprof-compute-mode full or counters) or use "
                                   "ROCm 6.4 or newer")
 
     def _options(self, config: "RunConfig") -> list[str]:

@@ -10,8 +10,8 @@ per process (PyTorch may start helpers). `--marker-trace` records the trainer's 
 (tinylab/training/markers.py): when they are there, the kernel table holds only the measured steps'
 dispatches, and the profile says how many steps that is.
 
-Hardware counters (TINYLAB_ROCPROFV3_PMC="SQ_WAVES GRBM_COUNT;TCC_HIT TCC_MISS", groups split by
-";"): one group is `--pmc` (6.3+, one pass); several groups, or any on 6.2 (which has no --pmc),
+Hardware counters (RunConfig.rocprofv3_pmc: `--rocprofv3-pmc "SQ_WAVES GRBM_COUNT" --rocprofv3-pmc
+"TCC_HIT TCC_MISS"`, a group each): one group is `--pmc` (6.3+, one pass); several groups, or any on 6.2 (which has no --pmc),
 go through `-i counters.txt`, one `pmc:` line per group, and rocprofv3 then runs the program once
 per line into <dir>/pmc_<n>/: the trainer keeps such a run one clean record (tinylab/runs/passes.py),
 and the kernel table is pass 1's.
@@ -19,7 +19,6 @@ and the kernel table is pass 1's.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,10 +32,8 @@ if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
 #: Every format some release writes (the env is checked against it; the release then decides).
-OUTPUT_FORMATS = tuple(dict.fromkeys(f for facts in rr.ROCPROFV3.values() for f in facts.formats))
 EXTRA_TRACES = {"hip": "--hip-trace", "memory-copy": "--memory-copy-trace"}
 COUNTERS_FILE = "counters.txt"
-_COUNTER = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?(?::device=\d+)?")
 #: What `--help` of each release shows first, for a tool outside a ROCm tree (checked in order).
 _HELP_MARKERS = (("7.0", "--agent-index"), ("6.4", "--collection-period"), ("6.3", "--pmc"), ("6.2", "--kernel-names"))
 
@@ -55,26 +52,17 @@ class Rocprofv3Adapter(RocmToolAdapter):
                  counters: tuple[tuple[str, ...], ...] = ()):
         super().__init__()
         self._version: str | None = None  # `--version` output (7.0+), asked once
-        for trace in traces:
-            if trace not in EXTRA_TRACES:
-                raise UserError(f"unknown rocprofv3 trace {trace!r}: choose from {', '.join(EXTRA_TRACES)}")
-        for fmt in output_formats:
-            if fmt not in OUTPUT_FORMATS:
-                raise UserError(f"unknown rocprofv3 output format {fmt!r}: choose from {', '.join(OUTPUT_FORMATS)}")
-        for group in counters:
-            for counter in group:
-                if not _COUNTER.fullmatch(counter):
-                    raise UserError(f"rocprofv3 counter {counter!r} is not a counter name (e.g. SQ_WAVES, TCC_HIT[0])")
         self.traces = tuple(traces)
         self.output_formats = ("csv",) + tuple(f for f in output_formats if f != "csv")
         self.counters = tuple(g for g in counters if g)
 
     @classmethod
-    def from_env(cls) -> "Rocprofv3Adapter":
-        """Extra traces, formats and counter groups from TINYLAB_ROCPROFV3_TRACE ("hip,memory-copy"),
-        TINYLAB_ROCPROFV3_FORMAT ("rocpd,pftrace") and TINYLAB_ROCPROFV3_PMC ("A B;C D": one pass a group)."""
-        groups = tuple(tuple(g.split()) for g in os.environ.get("TINYLAB_ROCPROFV3_PMC", "").split(";") if g.strip())
-        return cls(_env_list("TINYLAB_ROCPROFV3_TRACE"), _env_list("TINYLAB_ROCPROFV3_FORMAT") or ("csv",), groups)
+    def from_config(cls, config: "RunConfig | None") -> "Rocprofv3Adapter":
+        """Extra traces, formats and counter groups (one pass a group) as the run's config asks."""
+        if config is None:
+            return cls()
+        groups = tuple(tuple(group.split()) for group in config.rocprofv3_pmc)
+        return cls(tuple(config.rocprofv3_traces), tuple(config.rocprofv3_formats) or ("csv",), groups)
 
     # ------------------------------------------------------------------ release
     def probe_ok(self, rc: int | None, output: str) -> bool:
@@ -113,7 +101,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
             if fmt not in facts.formats:
                 first = next(k for k, f in rr.ROCPROFV3.items() if fmt in f.formats)
                 raise self.refuse(f"cannot write {fmt!r} output (it writes {', '.join(facts.formats)})",
-                                  f"{fmt} needs ROCm {first} or newer (TINYLAB_ROCPROFV3_FORMAT)")
+                                  f"{fmt} needs ROCm {first} or newer (--rocprofv3-formats)")
         self._options()
 
     def _options(self) -> list[str]:
@@ -209,6 +197,3 @@ def _pass_number(name: str) -> int:
     digits = name.rpartition("_")[2]
     return int(digits) if digits.isdigit() else 0
 
-
-def _env_list(name: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in os.environ.get(name, "").split(",") if item.strip())

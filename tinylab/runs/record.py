@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from tinylab.config import PROFILER_SETTINGS, RunConfig
 from tinylab.events import (
     ErrorEvent,
     EventLog,
@@ -41,31 +43,29 @@ def printable(text: str) -> str:
     return _CONTROL.sub("?", text)
 
 
-def key_config(cfg: dict[str, Any]) -> str:
-    """The few settings that tell two runs apart, in one short string (printable: it comes from a file).
+def key_config(cfg: RunConfig | None) -> str:
+    """The few settings that tell two runs apart, in one short string ("?" for a damaged config).
 
     A profiler or a fault comes right after the sizes: a table cut at 80 columns still shows
     that a run was profiled (it measures something else than a clean one)."""
-    if not cfg:
+    if cfg is None:
         return "?"
-    parts = [f"b{cfg.get('batch_size')} s{cfg.get('seq_len')} h{cfg.get('hidden_dim')} l{cfg.get('num_layers')}"]
-    if cfg.get("precision", "fp32") != "fp32":
-        parts.append(str(cfg["precision"]))
-    if cfg.get("profilers"):
-        parts.append("prof=" + ",".join(map(str, cfg["profilers"])))
-    if cfg.get("fault"):
-        parts.append(f"fault={cfg['fault']}")
-    on = [short for k, short in _KEY_TOGGLES.items() if cfg.get(k)]
-    if cfg.get("version") == "v2" and on:
+    parts = [f"b{cfg.batch_size} s{cfg.seq_len} h{cfg.hidden_dim} l{cfg.num_layers}"]
+    if cfg.precision != "fp32":
+        parts.append(cfg.precision)
+    if cfg.profilers:
+        parts.append("prof=" + ",".join(cfg.profilers))
+    if cfg.fault:
+        parts.append(f"fault={cfg.fault}")
+    on = [short for k, short in _KEY_TOGGLES.items() if getattr(cfg, k)]
+    if cfg.version == "v2" and on:
         parts.append("+".join(on))
-    elif cfg.get("cuda_graph"):
+    elif cfg.cuda_graph:
         parts.append("graph")
-    if cfg.get("recompute_ffn"):
+    if cfg.recompute_ffn:
         parts.append("recompute")
-    if cfg.get("parallel"):
-        world = cfg.get("nproc_per_node", 1), cfg.get("nnodes", 1)
-        parts.append(f"{cfg['parallel']}x{world[0] * world[1]}" if all(isinstance(w, int) for w in world)
-                     else str(cfg["parallel"]))
+    if cfg.parallel:
+        parts.append(f"{cfg.parallel}x{cfg.world_size}")
     return printable(" ".join(parts))
 
 
@@ -146,15 +146,32 @@ class RunRecord:
         )
 
     # ------------------------------------------------------------------ derived
+    @cached_property
+    def settings(self) -> RunConfig | None:
+        """The typed view of config.json (what was launched), None when it is damaged: readers use
+        this, never the raw dict (`config`, kept as read for `show` and the problem it had)."""
+        return RunConfig.read(self.config)
+
+    @cached_property
+    def ran_settings(self) -> RunConfig | None:
+        """The typed view of `ran_config`: what really ran."""
+        return RunConfig.read(self.ran_config)
+
+    @property
+    def shown_config(self) -> dict[str, Any]:
+        """config.json as `show` and the report list it: without the settings of profilers the run
+        did not use (they cannot have changed what it recorded)."""
+        used = self.config.get("profilers")
+        used = used if isinstance(used, list) else []
+        return {k: v for k, v in self.config.items() if k not in PROFILER_SETTINGS or PROFILER_SETTINGS[k] in used}
+
     @property
     def version(self) -> str | None:
-        value = self.config.get("version")
-        return value if isinstance(value, str) else None
+        return self.settings.version if self.settings else None
 
     @property
     def label(self) -> str:
-        value = self.config.get("label")
-        return printable(value) if isinstance(value, str) else ""
+        return printable(self.settings.label) if self.settings else ""
 
     @property
     def from_exercise(self) -> bool:
@@ -180,13 +197,12 @@ class RunRecord:
 
     @property
     def key_config(self) -> str:
-        return key_config(self.config)
+        return key_config(self.settings)
 
     @property
     def world_size(self) -> int:
         """Ranks that trained together (1: one process)."""
-        size = self.config.get("nproc_per_node", 1), self.config.get("nnodes", 1)
-        return size[0] * size[1] if all(isinstance(v, int) and not isinstance(v, bool) for v in size) else 1
+        return self.settings.world_size if self.settings else 1
 
     @property
     def ranks_in_sync(self) -> bool | None:

@@ -248,7 +248,7 @@ class Lab:
         traced = run_traces(run.dir, record.profiles)
         if not traced:
             raise NoTrace(f"run {run.id} has no PyTorch profiler trace: launch it with --profile pytorch "
-                          "(add TINYLAB_PROFILE_MEMORY=1 for the memory timeline too)")
+                          "(add --profile-memory for the memory timeline too)")
         ranks = sorted(r for r in traced if r is not None)
         if ranks:
             rank = ranks[0] if rank is None else rank
@@ -262,10 +262,10 @@ class Lab:
             result["notes"].append(MEMORY_HINT)
         if not rank:  # the run's step events are rank 0's
             result["timed"] = trainer_timing(log.of("step"), result)
-        cfg = record.config
+        cfg = record.settings
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
-        result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.get('version', '?')} "
-                      f"{cfg.get('precision', '?')} on {record.device_name or record.device or '?'}")
+        result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.version if cfg else '?'} "
+                      f"{cfg.precision if cfg else '?'} on {record.device_name or record.device or '?'}")
         return result
 
     def roofline(self, ref: str | Run, *, ceilings_file: Path | None = None, measure: bool = True,

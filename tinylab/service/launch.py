@@ -43,7 +43,7 @@ def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck 
         if problem:
             raise UserError(f"profiler {name!r} is not available here: {problem}")
         if tool_checks:
-            get_adapter(name).check(cfg)
+            get_adapter(name, cfg).check(cfg)
     return cfg
 
 

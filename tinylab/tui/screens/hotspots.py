@@ -242,7 +242,7 @@ class HotspotsScreen(BaseScreen):
             labels, [round(cats[c]["pct"], 1) for c in labels], empty="no durations in this table")
 
     def _no_table(self, record: RunRecord) -> None:
-        profilers = safe(", ".join(map(str, record.config.get("profilers") or [])) or "none")
+        profilers = safe(", ".join(record.settings.profilers if record.settings else []) or "none")
         self.query_one("#hot-head", Static).update(Text.assemble(
             (f"{safe(self.run_id)}: no kernel table. ", "bold"),
             f"Profilers of this run: {profilers}. Launch a run with a profiler ticked in the Lab "
@@ -391,7 +391,8 @@ class HotspotsScreen(BaseScreen):
             return
         row = self.shown[min(table.cursor_row, len(self.shown) - 1)]
         try:
-            sizes = {k: self.record.config[k] for k in SHAPING_FIELDS if k in self.record.config}
+            settings = self.record.settings
+            sizes = {k: getattr(settings, k) for k in SHAPING_FIELDS} if settings else {}
             config = RunConfig(version="v3", **sizes).validate()
         except ConfigError as exc:
             self.notify(f"This run's model cannot run the Triton kernels: {exc}", severity="warning")

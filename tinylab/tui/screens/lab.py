@@ -40,6 +40,7 @@ from tinylab.config import (
     VERSIONS,
     ConfigError,
     RunConfig,
+    env_defaults,
     matching_preset,
     preset_for,
 )
@@ -229,10 +230,10 @@ class LabScreen(BaseScreen):
         records = message.records
         self.records = records
         self.query_one("#recent", RunTable).show(records[-RECENT:], {}, self.backend.clock())
-        start_from = next((r for r in reversed(records) if not r.from_exercise and not r.config.get("profilers")
-                           and not r.config.get("fault")), None)
+        start_from = next((r.settings for r in reversed(records) if not r.from_exercise and r.settings
+                           and not r.settings.profilers and not r.settings.fault), None)
         if start_from and not self.prefilled:
-            self._prefill(start_from.config)
+            self._prefill(start_from)
         self.prefilled = True
         self._show_versions()
 
@@ -246,10 +247,10 @@ class LabScreen(BaseScreen):
         sizes = self._sizes()
         self.last_runs = {}
         for record in self.records:
-            cfg = record.config
-            clean = record.status == "finished" and not cfg.get("profilers") and not cfg.get("fault") \
-                and not cfg.get("parallel")  # one process: the figure a version's row compares
-            if clean and record.version in VERSIONS and sizes is not None and all(cfg.get(k) == v for k, v in sizes.items()):
+            cfg = record.settings
+            clean = record.status == "finished" and cfg is not None and not cfg.profilers and not cfg.fault \
+                and not cfg.parallel  # one process: the figure a version's row compares
+            if clean and record.version in VERSIONS and sizes is not None and all(getattr(cfg, k) == v for k, v in sizes.items()):
                 self.last_runs[record.version] = record
         versions = self.query_one("#versions", OptionList)
         for v in VERSIONS:
@@ -264,13 +265,9 @@ class LabScreen(BaseScreen):
             return None
         return {**sizes, "precision": self.query_one("#precision", Select).value}
 
-    def _prefill(self, cfg: dict[str, Any]) -> None:
+    def _prefill(self, previous: RunConfig) -> None:
         """Start from the newest plain run's config (not an exercise's, not profiled, no fault): the
         next run is usually that one with one change; an exercise's tiny sizes and profilers are not."""
-        try:
-            previous = RunConfig.from_dict(cfg)
-        except (ConfigError, TypeError):
-            return
         for name in NUMBERS:
             self.query_one(f"#num-{name}", NumberInput).value = str(getattr(previous, name))
         self.sized = True
@@ -348,7 +345,7 @@ class LabScreen(BaseScreen):
             return
         newest = live[-1]
         step = newest.last_step.step if newest.last_step else None
-        total = newest.config.get("num_steps")
+        total = newest.settings.num_steps if newest.settings else "?"
         progress = f" step {step + 1}/{total}" if step is not None else ""
         more = f" (+{len(live) - 1} more)" if len(live) > 1 else ""
         widget.update(Text.assemble(("● ", "bold"), safe(f"running: {newest.id} {newest.version}{progress}{more}"),
@@ -422,6 +419,7 @@ class LabScreen(BaseScreen):
             if self.version in supported and box.value != self._toggle_default(name, values["precision"]):
                 values[name] = box.value
         values["profilers"] = [n for n in PROFILERS if self.query_one(f"#profiler-{n}", Option).value]
+        values = {**env_defaults(values["profilers"]), **values}
         return self.backend.check(RunConfig(**values), final=False)
 
     def _validate(self) -> RunConfig | None:
@@ -439,7 +437,7 @@ class LabScreen(BaseScreen):
             return None
         check.set_class(False, "-error")
         pending = "" if self.backend.knows_machine else " (machine not checked yet)"
-        check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved().to_dict())}",
+        check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved())}",
                                    (f"{pending} · enter launches", "dim")))
         return cfg
 

@@ -179,15 +179,17 @@ class RunScreen(BaseScreen):
         self.query_one("#run-panes", Panes).add(pane)
 
     # ------------------------------------------------------------- rendering
-    def _config(self) -> dict[str, Any]:
-        return (self.start.config if self.start else None) or (self.record.config if self.record else {})
+    def _config(self) -> RunConfig | None:
+        """The run's settings as it ran (its start event), else as launched; None when damaged."""
+        return (RunConfig.read(self.start.config) if self.start else None) or (
+            self.record.settings if self.record else None)
 
     def _show_head(self) -> None:
         cfg = self._config()
         start = self.start or (self.record.start if self.record else None)
-        device = (start.device if start else None) or cfg.get("device", "?")
+        device = (start.device if start else None) or (cfg.device if cfg else "?")
         name = start.device_name if start else None
-        head = (f"{cfg.get('version', '?')}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
+        head = (f"{cfg.version if cfg else '?'}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
                 self.status)
         if head != self._head:  # a changed Static re-lays out the screen: skip the no-op updates
             self._head = head
@@ -199,8 +201,7 @@ class RunScreen(BaseScreen):
             self._show_progress()
 
     def _show_progress(self) -> None:
-        total = self._config().get("num_steps")
-        total = total if isinstance(total, int) and total > 0 else None
+        total = cfg.num_steps if (cfg := self._config()) else None
         done = self.steps[-1].step + 1 if self.steps else 0
         started = (self.record.started if self.record else None) or (self.start.time if self.start else None)
         running = self.status == "running"
