@@ -22,6 +22,7 @@ from tinylab import exercises as ex
 from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
+from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
@@ -30,7 +31,7 @@ from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
 
-if TYPE_CHECKING:  # pandas: only when a table is read
+if TYPE_CHECKING:
     from tinylab.analysis.hotspots import KernelTables
     from tinylab.service.results import Comparison, HotspotSummary, Placement, Timeline
 
@@ -240,7 +241,6 @@ class Lab:
         given by path; with the run's memory timeline when it has one. A run of several ranks has a
         trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
         for a rank the run does not have."""
-        from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE
         from tinylab.analysis.timeline import analyze, run_traces, trainer_timing
 
         path = Path(ref)
