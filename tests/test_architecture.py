@@ -1,7 +1,11 @@
-"""The shape of the code: no import cycle anywhere, the CLI is no library, Textual stays in the lab.
+"""The shape of the code: no import cycle anywhere, the CLI is no library, Textual stays in the lab,
+the faces go through the service, analysis imports nothing above it, no module is over 700 lines
+and the root of tinylab/ stays small.
 
 Imports are read from the source (module level and inside functions: a cycle hidden in a
-function-local import is still a cycle), except those under `if TYPE_CHECKING:`.
+function-local import is still a cycle), except those under `if TYPE_CHECKING:`. Each rule is a
+function of the graph (or of the files), tested on a small made-up one first: a rule that cannot
+fail proves nothing.
 """
 
 from __future__ import annotations
@@ -156,3 +160,117 @@ def test_textual_private_names_come_through_one_module():
                        and any(part.startswith("_") for m in imports_of(n) if m.startswith("textual.")
                                for part in m.split(".")[1:]))
     assert offenders == []
+
+
+# ------------------------------------------------------------------------------ the faces
+FACES = ("tinylab.commands", "tinylab.tui")
+#: What a face (commands/, tui/) may import of tinylab: the one way in (service), the renderers,
+#: the faces themselves (`tinylab lab` opens the lab)...
+FACE_MAY_IMPORT = ("tinylab.service", "tinylab.render", *FACES)
+#: ... the typed run records, and the words every layer shares: the package (its version), the
+#: run config, errors, event schema, text wrapping, bounded reads, and how a child Python starts.
+FACE_MAY_IMPORT_MODULES = frozenset({"tinylab", "tinylab.runs.record", "tinylab.config", "tinylab.errors",
+                                     "tinylab.events", "tinylab.text", "tinylab.safeio", "tinylab.childproc"})
+
+
+def within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def face_offenders(imports: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each face module's imports of tinylab that are neither service, renderers nor records."""
+    found = {}
+    for name, imported in imports.items():
+        if within(name, FACES):
+            bad = sorted(m for m in imported if within(m, ("tinylab",)) and m not in FACE_MAY_IMPORT_MODULES
+                         and not within(m, FACE_MAY_IMPORT))
+            if bad:
+                found[name] = bad
+    return found
+
+
+def test_the_face_rule_sees_a_face_reaching_past_the_service():
+    made_up = {
+        "tinylab.commands.show": {"tinylab.service.lab", "tinylab.render.ranks", "tinylab.runs.record", "json"},
+        "tinylab.tui.screens.run": {"tinylab.runs.store", "tinylab.analysis.timeline", "textual.app"},
+        "tinylab.commands.bench": {"tinylab.training.bench"},
+        "tinylab.service.lab": {"tinylab.analysis.hotspots", "tinylab.runs.store"},  # not a face
+    }
+    assert face_offenders(made_up) == {"tinylab.tui.screens.run": ["tinylab.analysis.timeline", "tinylab.runs.store"],
+                                       "tinylab.commands.bench": ["tinylab.training.bench"]}
+    # the walker sees a face's function-local import (the show command's ranks, imported when it prints them)
+    assert "tinylab.render.ranks" in imports_of("tinylab.commands.show")
+
+
+def test_the_faces_import_only_the_service_the_renderers_and_the_records():
+    """commands/ and tui/ reach the engine through tinylab.service (service/lab.py: "Neither face
+    reaches past it"); what they show, through tinylab.render."""
+    assert face_offenders({name: imports_of(name) for name in MODULES}) == {}
+
+
+# ------------------------------------------------------------------------------ no arrow back up
+#: What tinylab.analysis sits under: a pure computation knows nothing of who asks, nor of the tools.
+ABOVE_ANALYSIS = ("tinylab.commands", "tinylab.tui", "tinylab.service", "tinylab.profilers", "tinylab.render")
+#: The one module of those it may read: the table of what each ROCm release accepts and writes (data,
+#: no tool's code), which the AMD readers of analysis/formats need for the file layouts; it lives
+#: beside the AMD adapters (DESIGN.md), and `tinylab.profilers` imports nothing when a reader imports it.
+ANALYSIS_MAY_READ = frozenset({"tinylab.profilers", "tinylab.profilers.rocm_releases"})
+
+
+def back_up_arrows(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each analysis module's imports of a layer above it."""
+    found = {}
+    for name, imported in graph.items():
+        bad = sorted(m for m in imported if within(m, ABOVE_ANALYSIS) and m not in ANALYSIS_MAY_READ)
+        if within(name, ("tinylab.analysis",)) and bad:
+            found[name] = bad
+    return found
+
+
+def test_back_up_arrows_are_seen():
+    made_up = {"tinylab.analysis.roofline": {"tinylab.profilers.pytorch", "tinylab.profilers", "tinylab.config"},
+               "tinylab.analysis.compare": {"tinylab.render.compare", "tinylab.analysis.names"},
+               "tinylab.analysis.formats.rocprof_sys": {"tinylab.profilers", "tinylab.profilers.rocm_releases"},
+               "tinylab.analysis.timeline": {"tinylab.service.lab"},
+               "tinylab.render.compare": {"tinylab.analysis.compare"}}  # an arrow down: fine
+    assert back_up_arrows(made_up) == {"tinylab.analysis.roofline": ["tinylab.profilers.pytorch"],
+                                       "tinylab.analysis.compare": ["tinylab.render.compare"],
+                                       "tinylab.analysis.timeline": ["tinylab.service.lab"]}
+
+
+def test_analysis_imports_nothing_above_it():
+    assert back_up_arrows(GRAPH) == {}
+
+
+# ------------------------------------------------------------------------------ sizes
+MAX_LINES = 700
+MAX_ROOT_MODULES = 10
+
+
+def over_long(lengths: dict[str, int], limit: int = MAX_LINES) -> dict[str, int]:
+    return {name: n for name, n in lengths.items() if n > limit}
+
+
+def root_modules(files: list[str]) -> list[str]:
+    """The modules at the root of a package folder, less its __init__ and __main__."""
+    return sorted(f for f in files if f.endswith(".py") and f not in ("__init__.py", "__main__.py"))
+
+
+def test_the_size_rules_see_a_long_module_and_a_crowded_root():
+    assert over_long({"a.py": 700, "b.py": 701}) == {"b.py": 701}
+    crowded = [f"m{i}.py" for i in range(11)] + ["__init__.py", "__main__.py", "app.tcss"]
+    assert len(root_modules(crowded)) == 11 > MAX_ROOT_MODULES
+    assert root_modules(["__init__.py", "cli.py", "app.tcss"]) == ["cli.py"]
+
+
+def test_no_module_is_over_700_lines():
+    lengths = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+               for p in (ROOT / "tinylab").rglob("*.py")}
+    assert len(lengths) > 100 and over_long(lengths) == {}
+
+
+def test_the_root_of_tinylab_holds_at_most_10_modules():
+    """The root keeps cli, config, events, errors and a few shared helpers; the rest lives in the
+    folders that show the processes and the layers."""
+    found = root_modules([p.name for p in (ROOT / "tinylab").iterdir() if p.is_file()])
+    assert "cli.py" in found and len(found) <= MAX_ROOT_MODULES, found

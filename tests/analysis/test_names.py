@@ -9,9 +9,10 @@ import json
 import pytest
 from support.paths import FIX
 
-from tinylab.analysis.hotspots import render_text, summarize
+from tinylab.analysis.hotspots import summarize
 from tinylab.analysis.kernel_table import table_from_durations
 from tinylab.analysis.names import short_name, short_names
+from tinylab.render.hotspots import render_text
 
 H100_TRACE = FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"
 
@@ -86,4 +87,4 @@ def test_hotspots_text_shows_short_names_and_json_keeps_full_ones():
     summary = summarize(table, None, None, fmt="pytorch-trace")
     text = render_text(summary, "trace", width=140)
     assert all(short_name(n) in text for n in names)
-    assert {k["name"] for k in summary["kernels"]} == set(names)
+    assert {k.name for k in summary.kernels} == set(names)

@@ -50,8 +50,8 @@ async def main() -> list[tuple[str, str]]:
     app = create_app(store, animate=False)
     async with app.run_test(size=SIZE) as pilot:
         took = await wait(pilot, lambda: app.doctor_report is not None or app.doctor_error is not None, 120, "doctor")
-        gpu = (app.doctor_report or {}).get("gpu") or {}
-        rows.append(("doctor", f"{gpu.get('name')} ({took:.1f} s); error: {app.doctor_error}"))
+        gpu = app.doctor_report.gpu if app.doctor_report else None
+        rows.append(("doctor", f"{gpu.name if gpu else None} ({took:.1f} s); error: {app.doctor_error}"))
         lab = pilot.app.screen
         await pilot.pause(0.5)
         rows.append(("form preset", str(lab.query_one("#size").value)))

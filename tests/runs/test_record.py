@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.runs import tiny_config
 
-from tinylab.analysis.compare import compare_runs, format_compare
-from tinylab.analysis.report import build_report
+from tinylab.analysis.compare import compare_runs
+from tinylab.render.compare import format_compare
+from tinylab.render.report import build_report
 from tinylab.commands import show as show_command
 from tinylab.events import KINDS, read_events
 from tinylab.runs.store import STATUSES, Run, mark_run

@@ -26,7 +26,8 @@ def fast_deepspeed_check(monkeypatch):
 
 
 def test_report_shape_and_packages():
-    report = doctor.collect_doctor()
+    collected = doctor.collect_doctor()
+    report = collected.to_json()  # `tinylab doctor --json`
     assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "warnings"}
     assert report["memory_bytes"] > 2**28
     assert report["warnings"] == []
@@ -38,6 +39,17 @@ def test_report_shape_and_packages():
     assert report["profilers"]["pytorch"] == {
         "available": True, "reason": None, "version": importlib.metadata.version("torch"), "release": None,
         "kind": "in-process", "description": report["profilers"]["pytorch"]["description"], "fix": None}
+    # the lab reads the report back from its doctor child's JSON
+    assert doctor.DoctorReport.from_json(json.loads(json.dumps(report))) == collected
+
+
+def test_a_report_of_fewer_keys_reads_as_unknown():
+    """The lab's tests and an older doctor child give fewer keys: what is missing is unknown, not an error."""
+    report = doctor.DoctorReport.from_json({"profilers": {"pytorch": {"available": True, "kind": "in-process"}},
+                                            "gpu": {"vendor": "nvidia", "name": "H100", "torch_sees_gpu": True}})
+    assert report.profilers["pytorch"] == doctor.ProfilerStatus(available=True, kind="in-process")
+    assert report.gpu == doctor.GpuInfo("nvidia", "H100", torch_sees_gpu=True)
+    assert (report.memory_bytes, report.rocm, report.warnings, report.packages) == (None, None, (), {})
 
 
 def test_cpu_machine_without_tools(monkeypatch, tmp_path):
@@ -45,20 +57,20 @@ def test_cpu_machine_without_tools(monkeypatch, tmp_path):
     monkeypatch.setattr(base, "gpu_vendors", lambda: set())
     monkeypatch.setattr(doctor, "gpu_info", lambda: None)
     report = doctor.collect_doctor()
-    assert report["gpu"] is None
+    assert report.gpu is None
     for name in WRAPPERS:
-        p = report["profilers"][name]
-        assert p["available"] is False and p["reason"].endswith("not found on PATH") and p["fix"]
+        p = report.profilers[name]
+        assert p.available is False and p.reason.endswith("not found on PATH") and p.fix
 
 
 def test_gpu_machine_with_tools(standins, monkeypatch):
     monkeypatch.setattr(base, "gpu_vendors", lambda: {"nvidia"})
     report = doctor.collect_doctor()
-    profilers = report["profilers"]
-    assert profilers["ncu"]["available"] and profilers["ncu"]["version"] == "2025.3.1.0"
-    assert profilers["nsys"]["available"]
+    profilers = report.profilers
+    assert profilers["ncu"].available and profilers["ncu"].version == "2025.3.1.0"
+    assert profilers["nsys"].available
     for name in ("rocprofv3", "rocprof-sys", "rocprof-compute"):
-        assert not profilers[name]["available"] and "no AMD GPU is visible" in profilers[name]["reason"]
+        assert not profilers[name].available and "no AMD GPU is visible" in profilers[name].reason
 
 
 def test_gpu_info_matches_torch():
@@ -66,7 +78,7 @@ def test_gpu_info_matches_torch():
 
     info = doctor.gpu_info()
     if torch.cuda.is_available():
-        assert info["name"] == torch.cuda.get_device_name(0) and info["torch_sees_gpu"]
+        assert info.name == torch.cuda.get_device_name(0) and info.torch_sees_gpu
     elif not base.gpu_vendors():
         assert info is None
 
@@ -92,11 +104,11 @@ def test_amd_node_reports_its_rocm_and_each_tools_release(key, monkeypatch, tmp_
     version = VERSIONS[key].split("-")[0]
     monkeypatch.setattr(doctor, "_torch_hip", lambda: "7.2.53211-0f2a5b3")
     report = doctor.collect_doctor()
-    assert report["rocm"]["release"] == version and report["rocm"]["source"].endswith(".info/version")
+    assert report.rocm.release == version and report.rocm.source.endswith(".info/version")
     for name in ("rocprofv3", "rocprof-sys", "rocprof-compute"):
-        assert report["profilers"][name]["available"] and report["profilers"][name]["release"] == f"ROCm {version}"
-    assert report["rocm"]["warning"] in report["warnings"]
-    assert "torch's HIP runtime 7.2.53211-0f2a5b3 is" in report["rocm"]["warning"]
+        assert report.profilers[name].available and report.profilers[name].release == f"ROCm {version}"
+    assert report.rocm.warning in report.warnings
+    assert "torch's HIP runtime 7.2.53211-0f2a5b3 is" in report.rocm.warning
     text = doctor.render_text(report)
     assert f"ROCm      {version}" in text and "ok rocprofv3" in text and f"ROCm {version}" in text
 

@@ -6,9 +6,10 @@ import pytest
 from support.paths import FIX
 from support.runs import make_run
 
-from tinylab.analysis.timeline import render
 from tinylab.errors import UserError
 from tinylab.profilers.pytorch import MEMORY_HINT
+from tinylab.render.roofline import render as render_roofline
+from tinylab.render.timeline import render
 from tinylab.service.lab import Lab
 
 START = {"event": "start", "time": 1.0, "device": "cpu", "device_name": "x86_64", "config": {}}
@@ -44,6 +45,14 @@ def test_hotspots_table_of_a_profiler_output_a_run_and_a_bad_reference(lab, tmp_
         lab.hotspots_table(str(tmp_path / "missing.csv"))
 
 
+def test_hotspots_checks_the_category_before_reading_anything(lab, tmp_path):
+    with pytest.raises(UserError, match="^unknown category 'conv': choose one of"):
+        lab.hotspots(str(tmp_path / "missing.csv"), category="conv")  # not "no such file"
+    summary = lab.hotspots(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"), top=3)
+    assert len(summary.kernels) == 3 and summary.kernel_count > 3
+    assert summary.ranks.to_json() == {"rank": None, "ranks": []}  # one process: what --json says of ranks
+
+
 def test_unknown_scenario_names_the_choices(tmp_path):
     with pytest.raises(UserError, match="unknown exercise 'nope': choose one of"):
         Lab(tmp_path).scenario("nope")
@@ -61,17 +70,20 @@ def test_timeline_of_a_profiled_run_with_its_memory_and_of_a_run_without_a_trace
     for name in ("trace.json.gz", "memory_timeline.json.gz"):
         shutil.copy(FIX / "pytorch-profiler" / "tinylab_cpu_v1_memory" / name, run_dir / "profiles" / "pytorch" / name)
     result = lab.timeline(run_id, step=2)
-    assert result["title"] == f"timeline of {run_id} v1 fp32 on x86_64"
-    assert result["shown_step"] == 2 and result["memory"]["peak_mb"] > 0
-    assert MEMORY_HINT not in result["notes"]
+    assert result.title == f"timeline of {run_id} v1 fp32 on x86_64"
+    assert result.shown_step == 2 and result.memory.peak_mb > 0
+    assert MEMORY_HINT not in result.notes
+    data = result.to_json()  # `tinylab timeline --json`: a run's trace says its rank and the trainer's clock
+    assert list(data)[-4:] == ["timed", "rank", "ranks", "title"] and (data["rank"], data["ranks"]) == (None, [])
     (run_dir / "profiles" / "pytorch" / "memory_timeline.json.gz").unlink()
     without = lab.timeline(run_id, step=2)
-    assert without["memory"] is None and MEMORY_HINT in without["notes"]  # says how to get it
+    assert without.memory is None and MEMORY_HINT in without.notes  # says how to get it
     assert "--profile-memory" in render(without, "t")
     with pytest.raises(UserError, match="has no PyTorch profiler trace: launch it with --profile pytorch"):
         lab.timeline("20260101-000000-aaaa")
     trace_only = lab.timeline(str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"))
-    assert trace_only["has_gpu_events"] and trace_only["memory"] is None
+    assert trace_only.has_gpu_events and trace_only.memory is None
+    assert list(trace_only.to_json())[-2:] == ["notes", "title"]  # a trace file has no ranks, no trainer
 
 
 def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
@@ -81,9 +93,10 @@ def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
 
     run = ddp2_run(tmp_path / "runs")
     first, other = lab.timeline(run.id), lab.timeline(run.id, rank=1)
-    assert (first["rank"], first["ranks"], other["rank"]) == (0, [0, 1], 1)
-    assert first["source"].endswith("rank0/trace.json.gz") and other["source"].endswith("rank1/trace.json.gz")
-    assert first["title"].startswith(f"timeline of {run.id} rank 0 of 2 ")
+    assert (first.rank, first.ranks, other.rank) == (0, (0, 1), 1)
+    assert first.source.endswith("rank0/trace.json.gz") and other.source.endswith("rank1/trace.json.gz")
+    assert first.title.startswith(f"timeline of {run.id} rank 0 of 2 ")
+    assert "timed" in first.to_json() and "timed" not in other.to_json()  # the trainer's steps are rank 0's
     with pytest.raises(UserError, match=r"^--rank 5: run 20261126-234143-2d72 has traces of ranks 0, 1$"):
         lab.timeline(run.id, rank=5)
     trace = str(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz")
@@ -92,7 +105,7 @@ def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
     profile = {"event": "profile", "time": 2.0, "tool": "pytorch", "artifacts": {"trace.json.gz": "trace.json.gz"}}
     one = make_run(tmp_path / "runs", "20260101-000000-dddd", [START, profile])
     shutil.copy(trace, one.dir / "trace.json.gz")
-    assert lab.timeline(one.id)["rank"] is None
+    assert lab.timeline(one.id).rank is None
     with pytest.raises(UserError, match=r"^--rank 0: run 20260101-000000-dddd is one process, not a run of several"):
         lab.timeline(one.id, rank=0)
 
@@ -129,8 +142,9 @@ def test_roofline_from_a_ceilings_file_or_the_cache_never_measuring_unless_asked
     path = tmp_path / "ceil.json"
     path.write_text(json.dumps({"ceilings": CEILINGS}))
     plot = lab.roofline(run.id, ceilings_file=path)
-    assert plot.run_id == run.id and not plot.has_table and plot.result["points"][0]["name"] == "training step"
-    assert "ridge at 12.5 FLOP/byte" in plot.text() and plot.title.startswith(f"{run.id} v3 fp32 on FakeGPU")
+    assert plot.run_id == run.id and not plot.has_table and plot.result.points[0].name == "training step"
+    assert "ridge at 12.5 FLOP/byte" in render_roofline(plot.result, plot.title)
+    assert plot.title.startswith(f"{run.id} v3 fp32 on FakeGPU")
     ceilings_cache(tmp_path / "runs", "FakeGPU").write_text(json.dumps(CEILINGS))
     assert lab.roofline(run, measure=False).result == plot.result
     assert lab.roofline(run, measure=False, record=run.record()).result == plot.result  # read by the caller

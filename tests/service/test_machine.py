@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tinylab.config import ConfigError
+from tinylab.service.doctor import DoctorReport
 from tinylab.service.machine import Machine
 
 CPU = Machine()
@@ -40,9 +41,10 @@ def test_resolve_makes_auto_concrete_and_keeps_the_rest():
 
 def test_from_doctor_counts_only_gpus_torch_can_use():
     assert Machine.from_doctor(None) == CPU
-    assert not Machine.from_doctor({"gpu": {"vendor": "nvidia", "count": 4, "torch_sees_gpu": False}}).has_gpu
-    seen = Machine.from_doctor({"gpu": {"vendor": "amd", "name": "AMD Instinct MI300X", "count": 8,
-                                        "torch_sees_gpu": True}})
+    unseen = DoctorReport.from_json({"gpu": {"vendor": "nvidia", "name": "H100", "count": 4, "torch_sees_gpu": False}})
+    assert not Machine.from_doctor(unseen).has_gpu
+    seen = Machine.from_doctor(DoctorReport.from_json({"gpu": {"vendor": "amd", "name": "AMD Instinct MI300X", "count": 8,
+                                                               "torch_sees_gpu": True}}))
     assert seen == Machine(8, "amd", "AMD Instinct MI300X")
 
 

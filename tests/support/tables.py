@@ -8,6 +8,7 @@ import pandas as pd
 
 from tinylab.analysis.kernel_table import build_table
 from tinylab.events import EventWriter
+from tinylab.profilers.base import CollectResult, write_kernel_table
 from tinylab.runs.store import mark_run
 
 
@@ -24,4 +25,18 @@ def run_with_events(tmp_path: Path, events: list[dict]) -> Path:
     with EventWriter(run / "events.jsonl") as ev:
         for e in events:
             ev.emit(e.pop("event"), **e)
+    return run
+
+
+RANK0 = [("aten::mm", 10, 600.0), ("c10d::allreduce_", 2, 100.0), ("aten::add", 4, 300.0)]
+RANK1 = [("aten::mm", 10, 900.0), ("c10d::allreduce_", 2, 50.0), ("aten::add", 4, 250.0)]
+
+
+def ranked_run(tmp_path, tables=(RANK0, RANK1), tool="pytorch"):
+    """A run of len(tables) ranks, each rank's table recorded by its own profile event."""
+    run = run_with_events(tmp_path, [])
+    with EventWriter(run / "events.jsonl") as ev:
+        for rank, rows in reversed(list(enumerate(tables))):  # ranks finish in any order
+            ev.emit("profile", **write_kernel_table(run, tool, CollectResult({}, table_of(rows), None, "pytorch-operators"),
+                                                    rank))
     return run

@@ -60,6 +60,7 @@ def fake_running_run(root: Path, pid: int) -> str:
 
 
 async def measure(rate: int, seconds: float) -> dict:
+    from tinylab.service.doctor import DoctorReport
     from tinylab.tui.app import create_app
     from tinylab.tui.screens.run import RunScreen
 
@@ -79,7 +80,7 @@ async def measure(rate: int, seconds: float) -> dict:
             original(self)
 
         RunScreen.action_next_pane = timed
-        app = create_app(root, doctor={"profilers": {}})
+        app = create_app(root, doctor=DoctorReport.from_json({"profilers": {}}))
         latencies, stalls = [], [0.0]
         async with app.run_test(size=(80, 24)) as pilot:
             app.open_run(run_id)

@@ -17,6 +17,7 @@ from support.runs import rank_events
 
 from tinylab.config import RunConfig
 from tinylab.runs.store import mark_run
+from tinylab.service.doctor import DoctorReport
 
 #: The frozen "now" of every test app: a little after the fake runs started.
 NOW = 1795662000.0
@@ -193,11 +194,11 @@ def make_store(root: Path) -> Path:
     return root
 
 
-def fake_doctor() -> dict[str, Any]:
+def fake_doctor() -> DoctorReport:
     def missing(reason: str, fix: str, kind: str = "wrapper") -> dict[str, Any]:
         return {"available": False, "reason": reason, "version": None, "kind": kind, "description": "", "fix": fix}
 
-    return {
+    return DoctorReport.from_json({
         "os": {"system": "Linux", "release": "6.8.0", "machine": "x86_64"},
         "python": {"version": "3.11.7", "executable": "/opt/venv/bin/python"},
         "gpu": None,
@@ -213,4 +214,4 @@ def fake_doctor() -> dict[str, Any]:
             "ncu": missing("ncu not found on PATH", "install Nsight Compute; needs an NVIDIA GPU"),
             "nsys": missing("nsys not found on PATH", "install Nsight Systems; needs an NVIDIA GPU"),
         },
-    }
+    })

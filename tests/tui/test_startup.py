@@ -7,10 +7,11 @@ import sys
 
 CODE = """
 import asyncio, sys
+from tinylab.service.doctor import DoctorReport
 from tinylab.tui.app import create_app
 
 async def main():
-    app = create_app(sys.argv[1], doctor={"profilers": {}})
+    app = create_app(sys.argv[1], doctor=DoctorReport.from_json({"profilers": {}}))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause(0.5)
         assert type(app.screen).__name__ == "LabScreen"

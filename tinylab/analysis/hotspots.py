@@ -1,5 +1,6 @@
-"""Hotspot tables for people: a run's (or any profiler output's) kernel table, summarized,
-diffed between two runs, and rendered for a terminal.
+"""Hotspot tables for people: a run's (or any profiler output's) kernel table, summarized and
+diffed between two runs, as the frozen typed results of tinylab.analysis.hotspots_result
+(tinylab.render.hotspots lays them out).
 
 The table itself and its categories are built in tinylab.analysis.kernel_table; the native
 formats are read by tinylab.analysis.formats.
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,16 +18,16 @@ import pandas as pd
 
 from tinylab.analysis import formats
 from tinylab.analysis.categories import CATEGORIES
+from tinylab.analysis.hotspots_result import (ALL_RANKS, CategoryTime, HotspotSummary, KernelChange, KernelDiff,
+                                              KernelRow, KernelTotal, RankComparison, RankInfo, RankTotals, Spread,
+                                              TopKernel)
 from tinylab.analysis.kernel_table import has_durations
-from tinylab.analysis.names import short_names
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
 from tinylab.safeio import is_plain_dir
 
 
 # ----------------------------------------------------------------------------- loading
-#: --rank's word for every rank at once (one row per kernel and rank).
-ALL_RANKS = "all"
 _RANK_FOLDER = re.compile(r"^rank(\d+)$")
 
 
@@ -69,13 +69,19 @@ class KernelTables:
                             f"(or --rank {ALL_RANKS})")
         return self.tables[rank], rank
 
-    def rank_info(self, rank: int | str | None) -> dict[str, Any]:
+    def rank_info(self, rank: int | str | None) -> RankInfo:
         """What `hotspots` says about ranks beside a table (--json carries it): the rank shown, the
         ranks there are, and for a run of several each rank's totals and the spread between them."""
         ranks = self.ranks
         if not ranks:
-            return {"rank": None, "ranks": []}
-        return {"rank": rank, "ranks": ranks, **compare_ranks(self.tables)}
+            return RankInfo(None)
+        return RankInfo(rank, tuple(ranks), compare_ranks(self.tables))
+
+    def summarize(self, rank: int | str | None = None, top: int | None = None,
+                  category: str | None = None) -> HotspotSummary:
+        """`rank`'s table (as select() picks it) summarized, with what it says about the ranks."""
+        table, rank = self.select(rank)
+        return summarize(table, top, category, fmt=self.fmt).with_ranks(self.rank_info(rank))
 
 
 def load_kernel_table(path: Path) -> tuple[pd.DataFrame, str]:
@@ -190,10 +196,10 @@ def summarize(
     *,
     fmt: str | None = None,
     note: str | None = None,
-) -> dict[str, Any]:
-    """The `hotspots --json` object minus "source".
+) -> HotspotSummary:
+    """The table's totals, by category, and its kernels narrowed by `top` and `category`.
 
-    total_ns is the whole table's kernel time (null without durations) so that each kernel's
+    total_ns is the whole table's kernel time (None without durations) so that each kernel's
     pct stays its share of all kernel time even when --category or --top narrows the list.
     """
     check_category(category)
@@ -209,35 +215,35 @@ def summarize(
     total = table["total_ns"].sum(min_count=1)  # NaN without durations
     for cat, group in table.groupby("category", sort=False):
         cat_total = group["total_ns"].sum(min_count=1)
-        categories[str(cat)] = {
-            "total_ns": _json_ns(cat_total),
-            "pct": _json_float(100 * cat_total / total) if total > 0 else None,
-            "calls": int(group["calls"].sum()),
-            "kernels": len(group),
-        }
-    order = sorted(categories, key=lambda c: (-(categories[c]["total_ns"] or 0), -categories[c]["calls"], c))
-    return {
-        "format": fmt if fmt is not None else table.attrs.get("format"),
-        "total_ns": _json_ns(total) if timed else None,
-        "kernel_count": len(table),
-        "note": note if note is not None else table.attrs.get("note"),
-        "categories": {c: categories[c] for c in order},
-        "kernels": [_kernel_record(row) for row in rows.itertuples(index=False)],
-    }
+        categories[str(cat)] = CategoryTime(
+            total_ns=_json_ns(cat_total),
+            pct=_json_float(100 * cat_total / total) if total > 0 else None,
+            calls=int(group["calls"].sum()),
+            kernels=len(group),
+        )
+    order = sorted(categories, key=lambda c: (-(categories[c].total_ns or 0), -categories[c].calls, c))
+    return HotspotSummary(
+        format=fmt if fmt is not None else table.attrs.get("format"),
+        total_ns=_json_ns(total) if timed else None,
+        kernel_count=len(table),
+        note=note if note is not None else table.attrs.get("note"),
+        categories={c: categories[c] for c in order},
+        kernels=tuple(_kernel_row(row) for row in rows.itertuples(index=False)),
+    )
 
 
-def _kernel_record(row: Any) -> dict[str, Any]:
-    return {
-        **({"rank": int(row.rank)} if hasattr(row, "rank") else {}),  # an all-ranks table
-        "name": row.name,
-        "calls": int(row.calls),
-        "total_ns": _json_ns(row.total_ns),
-        "avg_ns": _json_ns(row.avg_ns),
-        "min_ns": _json_ns(row.min_ns),
-        "max_ns": _json_ns(row.max_ns),
-        "pct": _json_float(row.pct),
-        "category": row.category,
-    }
+def _kernel_row(row: Any) -> KernelRow:
+    return KernelRow(
+        name=row.name,
+        calls=int(row.calls),
+        total_ns=_json_ns(row.total_ns),
+        avg_ns=_json_ns(row.avg_ns),
+        min_ns=_json_ns(row.min_ns),
+        max_ns=_json_ns(row.max_ns),
+        pct=_json_float(row.pct),
+        category=row.category,
+        rank=int(row.rank) if hasattr(row, "rank") else None,  # an all-ranks table
+    )
 
 
 def _json_float(value: Any, digits: int = 4) -> float | None:
@@ -254,7 +260,7 @@ def _json_ns(value: Any) -> int | float | None:
     return value
 
 
-def compare_ranks(tables: dict[int, pd.DataFrame]) -> dict[str, Any]:
+def compare_ranks(tables: dict[int, pd.DataFrame]) -> RankComparison:
     """Each rank's whole table in a few numbers (kernel time, time in communication and its share,
     the top kernel), and the spread between the ranks: how far the one with the most time is above
     the one with the least (% of the least), for kernel time and for communication."""
@@ -264,155 +270,56 @@ def compare_ranks(tables: dict[int, pd.DataFrame]) -> dict[str, Any]:
         total = table["total_ns"].sum() if timed else None
         comm = table.loc[table["category"] == "communication", "total_ns"].sum() if timed else None
         top = table.iloc[0] if len(table) else None  # tables are sorted by total time, then calls
-        per_rank.append({
-            "rank": rank,
-            "total_ns": _json_ns(total),
-            "communication_ns": _json_ns(comm),
-            "communication_pct": _json_float(100 * comm / total) if total else None,
-            "kernel_count": len(table),
-            "top_kernel": None if top is None else {"name": top["name"], "category": top["category"],
-                                                    "pct": _json_float(top["pct"])},
-        })
-    return {"per_rank": per_rank, "spread": {key: _spread(per_rank, key) for key in ("total_ns", "communication_ns")}}
+        per_rank.append(RankTotals(
+            rank=rank,
+            total_ns=_json_ns(total),
+            communication_ns=_json_ns(comm),
+            communication_pct=_json_float(100 * comm / total) if total else None,
+            kernel_count=len(table),
+            top_kernel=None if top is None else TopKernel(top["name"], top["category"], _json_float(top["pct"])),
+        ))
+    return RankComparison(tuple(per_rank), {key: _spread(per_rank, key) for key in ("total_ns", "communication_ns")})
 
 
-def _spread(per_rank: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    known = [(r[key], r["rank"]) for r in per_rank if r[key] is not None]
+def _spread(per_rank: list[RankTotals], key: str) -> Spread | None:
+    known = [(getattr(r, key), r.rank) for r in per_rank if getattr(r, key) is not None]
     if len(known) < 2:
         return None
     (low, least), (high, most) = min(known), max(known, key=lambda kv: (kv[0], -kv[1]))
-    return {"most": most, "least": least, "pct": _json_float(100 * (high - low) / low) if low > 0 else None}
+    return Spread(most, least, _json_float(100 * (high - low) / low) if low > 0 else None)
 
 
-def kernel_diff(a: pd.DataFrame, b: pd.DataFrame, top: int = 10) -> dict[str, list[dict[str, Any]]]:
-    """A/B kernel changes for `tinylab compare`.
+def kernel_diff(a: pd.DataFrame, b: pd.DataFrame, top: int = 10) -> KernelDiff:
+    """A/B kernel changes for `tinylab compare`: at most `top` of each kind.
 
-    appeared/disappeared: kernels only in b / only in a, biggest first, as
-    {"name", "total_ns", "calls", "category"}; changed: kernels in both, ordered by the absolute
-    change of total time, with ratio = b/a (null where a is 0 or either has no durations).
+    appeared/disappeared: kernels only in b / only in a, biggest first; changed: kernels in both,
+    ordered by the absolute change of total time, with ratio = b/a.
     """
     a_rows = {r.name: r for r in a.itertuples(index=False)}
     b_rows = {r.name: r for r in b.itertuples(index=False)}
 
-    def only(rows: dict[str, Any], other: dict[str, Any]) -> list[dict[str, Any]]:
+    def only(rows: dict[str, Any], other: dict[str, Any]) -> tuple[KernelTotal, ...]:
         picked = [r for name, r in rows.items() if name not in other]
         picked.sort(key=lambda r: (-_nan_to(r.total_ns, -1.0), -r.calls, r.name))
-        return [
-            {"name": r.name, "total_ns": _json_ns(r.total_ns), "calls": int(r.calls), "category": r.category}
-            for r in picked[:top]
-        ]
+        return tuple(KernelTotal(r.name, _json_ns(r.total_ns), int(r.calls), r.category) for r in picked[:top])
 
     changed = []
     for name in a_rows.keys() & b_rows.keys():
         ra, rb = a_rows[name], b_rows[name]
         ta, tb = _nan_to(ra.total_ns, None), _nan_to(rb.total_ns, None)
         delta = abs(tb - ta) if ta is not None and tb is not None else 0.0
-        changed.append(
-            (
-                delta,
-                {
-                    "name": name,
-                    "a_total_ns": _json_ns(ta),
-                    "b_total_ns": _json_ns(tb),
-                    "ratio": _json_float(tb / ta) if ta and tb is not None else None,
-                    "a_calls": int(ra.calls),
-                    "b_calls": int(rb.calls),
-                },
-            )
-        )
-    changed.sort(key=lambda item: (-item[0], item[1]["name"]))
-    return {
-        "appeared": only(b_rows, a_rows),
-        "disappeared": only(a_rows, b_rows),
-        "changed": [record for _, record in changed[:top]],
-    }
+        changed.append((delta, KernelChange(
+            name=name,
+            a_total_ns=_json_ns(ta),
+            b_total_ns=_json_ns(tb),
+            ratio=_json_float(tb / ta) if ta and tb is not None else None,
+            a_calls=int(ra.calls),
+            b_calls=int(rb.calls),
+        )))
+    changed.sort(key=lambda item: (-item[0], item[1].name))
+    return KernelDiff(only(b_rows, a_rows), only(a_rows, b_rows), tuple(change for _, change in changed[:top]))
 
 
 def _nan_to(value: Any, default: Any) -> Any:
     value = float(value)
     return value if math.isfinite(value) else default
-
-
-# ----------------------------------------------------------------------------- text rendering
-def format_ns(value: float | int | None) -> str:
-    """Human time for a nanosecond count ("12.3 us", "4.56 ms"); "-" when unknown."""
-    if value is None or not math.isfinite(float(value)):
-        return "-"
-    value = float(value)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {unit}" if abs(value) / scale < 100 else f"{value / scale:.0f} {unit}"
-    return f"{value:.0f} ns"
-
-
-def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
-    """The hotspot table for a terminal: short names (analysis.names) cut to fit; --json/--csv keep
-    the full names. With the rank fields of KernelTables.rank_info: which rank it shows (a rank
-    column for all of them) and the per-rank comparison."""
-    kernels = summary["kernels"]
-    timed = summary["total_ns"] is not None
-    ranks, rank = summary.get("ranks") or [], summary.get("rank")
-    lines = [
-        f"{source}  [{summary['format']}]  {summary['kernel_count']} kernels"
-        + (f", {format_ns(summary['total_ns'])} total kernel time" if timed else ", no durations")
-        + (" (all ranks)" if rank == ALL_RANKS and timed else "")
-    ]
-    if rank == ALL_RANKS:
-        lines.append(f"all {len(ranks)} ranks, one row per kernel and rank (share: of its rank's kernel time); "
-                     "--rank N for one rank")
-    elif ranks:
-        lines.append(f"rank {rank} of {len(ranks)}; --rank N for another, --rank {ALL_RANKS} for one row per "
-                     "kernel and rank")
-    by_rank = rank == ALL_RANKS
-    cat_width = max([len("category") + 3, *(len(k["category"]) for k in kernels)])  # "communication" when listed
-    header = (f"{'#':>3}  " + ("rank  " if by_rank else "") + f"{'total':>9}  {'share':>6}  {'calls':>7}  "
-              f"{'avg':>9}  {'min':>9}  {'max':>9}  {'category':<{cat_width}}  name")
-    lines.append(header)
-    fixed = len(header) - len("name")
-    name_width = max(20, width - fixed)
-    for i, (k, name) in enumerate(zip(kernels, short_names([k["name"] for k in kernels])), 1):
-        name = name if len(name) <= name_width else name[: name_width - 1] + "…"
-        share = f"{k['pct']:.1f}%" if k["pct"] is not None else "-"
-        lines.append(
-            f"{i:>3}  " + (f"{k['rank']:>4}  " if by_rank else "")
-            + f"{format_ns(k['total_ns']):>9}  {share:>6}  {k['calls']:>7}  {format_ns(k['avg_ns']):>9}  "
-            f"{format_ns(k['min_ns']):>9}  {format_ns(k['max_ns']):>9}  {k['category']:<{cat_width}}  {name}"
-        )
-    if not kernels:
-        lines.append("    (no kernels match)")
-    parts = []
-    for cat, c in summary["categories"].items():
-        if timed:
-            share = f"{c['pct']:.1f}%" if c["pct"] is not None else "-"
-            parts.append(f"{cat} {share} ({format_ns(c['total_ns'])})")
-        else:
-            parts.append(f"{cat} {c['calls']} calls")
-    lines.append("by category" + (" (all ranks)" if by_rank else "") + ": " + " · ".join(parts))
-    if summary.get("note"):
-        lines.append(f"note: {summary['note']}")
-    if summary.get("per_rank"):
-        lines += render_ranks(summary, width)
-    return "\n".join(lines)
-
-
-def render_ranks(info: dict[str, Any], width: int = 120) -> list[str]:
-    """The per-rank comparison of KernelTables.rank_info as lines: a row a rank, then the spread."""
-    rows = info["per_rank"]
-    lines = ["per rank (each rank's whole table):", f"  {'rank':>4}  {'kernel time':>11}  {'communication':>15}  top kernel"]
-    names = short_names([r["top_kernel"]["name"] if r["top_kernel"] else "-" for r in rows])
-    for r, name in zip(rows, names):
-        comm = format_ns(r["communication_ns"]) + (f" {r['communication_pct']:.1f}%"
-                                                   if r["communication_pct"] is not None else "")
-        top = r["top_kernel"]
-        top_text = "-" if top is None else f"{name} ({top['category']}" + (
-            f", {top['pct']:.1f}%)" if top["pct"] is not None else ")")
-        line = f"  {r['rank']:>4}  {format_ns(r['total_ns']):>11}  {comm:>15}  {top_text}"
-        lines.append(line if len(line) <= width else line[: width - 1] + "…")
-    spreads = []
-    for key, label in (("total_ns", "kernel time"), ("communication_ns", "communication")):
-        spread = info["spread"].get(key)
-        if spread and spread["pct"] is not None:
-            spreads.append(f"{label} +{spread['pct']:.1f}% (rank {spread['most']} most, rank {spread['least']} least)")
-    if spreads:
-        lines += textwrap.wrap("spread between ranks: " + "; ".join(spreads), width, subsequent_indent="  ")
-    return lines

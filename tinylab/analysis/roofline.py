@@ -25,12 +25,10 @@ import dataclasses
 import json
 import math
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinylab.analysis.names import short_name
 from tinylab.config import RunConfig, profile_schedule
 from tinylab.errors import UserError
 from tinylab.training.flops import forward_flops_per_token, training_flops_per_step
@@ -132,15 +130,66 @@ def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int |
     return None
 
 
+@dataclass(frozen=True)
+class RooflinePoint:
+    """The step, or a kernel (or all GEMMs), placed: its intensity, what it achieved, its roof."""
+
+    name: str
+    intensity: float  # FLOP / byte
+    achieved_tflops: float
+    achieved_gbps: float
+    roof_tflops: float
+    pct_of_roof: float
+    bound: str  # "memory" (left of the ridge) or "compute"
+    reason: str | None = None  # why a flagged point cannot sit where its numbers put it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "intensity": self.intensity, "achieved_tflops": self.achieved_tflops,
+                "achieved_gbps": self.achieved_gbps, "roof_tflops": self.roof_tflops, "pct_of_roof": self.pct_of_roof,
+                "bound": self.bound, **({"reason": self.reason} if self.reason is not None else {})}
+
+
+@dataclass(frozen=True)
+class NotPlaced:
+    name: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A run against its card's ceilings: the points plotted (never above their roof), those
+    flagged above it with the reason, those skipped, and the kernel names with no model."""
+
+    points: tuple[RooflinePoint, ...]
+    flagged: tuple[RooflinePoint, ...]
+    skipped: tuple[NotPlaced, ...]
+    unplaced: tuple[str, ...]
+    steps_seen: int | None
+    peak_tflops: float
+    bandwidth_gbps: float
+    l2_bytes: float | None
+    ridge_intensity: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The `tinylab roofline --json` object."""
+        return {"points": [p.to_json() for p in self.points], "flagged": [p.to_json() for p in self.flagged],
+                "skipped": [p.to_json() for p in self.skipped], "unplaced": list(self.unplaced),
+                "steps_seen": self.steps_seen, "peak_tflops": self.peak_tflops, "bandwidth_gbps": self.bandwidth_gbps,
+                "l2_bytes": self.l2_bytes, "ridge_intensity": self.ridge_intensity}
+
+
 def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param_elements: int,
-          peak_tflops: float, bandwidth_gbps: float, l2_bytes: float | None = None) -> dict[str, Any]:
+          peak_tflops: float, bandwidth_gbps: float, l2_bytes: float | None = None) -> Placement:
     """Points for the step and each modelled kernel, with their roof and bound; points above their
-    roof go to "flagged" with the reason, per-step models without a step count to "skipped".
+    roof go to `flagged` with the reason, per-step models without a step count to `skipped`.
 
     `steps`: the training steps the table covers (steps_seen), None when unknown."""
-    points: list[dict[str, Any]] = []
-    flagged: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []
+    points: list[RooflinePoint] = []
+    flagged: list[RooflinePoint] = []
+    skipped: list[NotPlaced] = []
     unplaced: list[str] = []
     ridge = peak_tflops * 1e3 / bandwidth_gbps
 
@@ -151,25 +200,18 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
         ai = model.flops / model.bytes
         achieved = model.flops * repeats / seconds / 1e12
         ceiling = roof(ai, peak_tflops, bandwidth_gbps)
-        point = {
-            "name": name,
-            "intensity": ai,
-            "achieved_tflops": achieved,
-            "achieved_gbps": model.bytes * repeats / seconds / 1e9,
-            "roof_tflops": ceiling,
-            "pct_of_roof": 100 * achieved / ceiling,
-            "bound": "memory" if ai < ridge else "compute",
-        }
-        if point["pct_of_roof"] <= 100 * (1 + ROOF_TOLERANCE):
+        point = RooflinePoint(name, ai, achieved, model.bytes * repeats / seconds / 1e9, ceiling,
+                              100 * achieved / ceiling, "memory" if ai < ridge else "compute")
+        if point.pct_of_roof <= 100 * (1 + ROOF_TOLERANCE):
             points.append(point)
             return
         per_launch = model.bytes * repeats / launches if launches else model.bytes
-        if point["bound"] == "memory" and l2_bytes and per_launch <= l2_bytes:
-            point["reason"] = (f"above the DRAM roof: each launch moves {per_launch / 2**20:,.1f} MB, which fits "
-                               f"the {l2_bytes / 2**20:,.0f} MB L2 cache, faster than DRAM")
+        if point.bound == "memory" and l2_bytes and per_launch <= l2_bytes:
+            reason = (f"above the DRAM roof: each launch moves {per_launch / 2**20:,.1f} MB, which fits "
+                      f"the {l2_bytes / 2**20:,.0f} MB L2 cache, faster than DRAM")
         else:
-            point["reason"] = ABOVE_ROOF
-        flagged.append(point)
+            reason = ABOVE_ROOF
+        flagged.append(dataclasses.replace(point, reason=reason))
 
     if step_ms:
         add("training step", step_model(cfg, param_elements), step_ms / 1e3, 1)
@@ -183,8 +225,8 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
             add("all GEMMs (vendor BLAS)", OpModel(gemm_flops_per_step(cfg), gemm_bytes, per="step"),
                 gemm_ns / 1e9, steps)
         elif gemm_ns > 0:
-            skipped.append({"name": "all GEMMs (vendor BLAS)", "reason": "per-step work, and this tool's table "
-                            "does not cover whole steps"})
+            skipped.append(NotPlaced("all GEMMs (vendor BLAS)", "per-step work, and this tool's table does not "
+                                     "cover whole steps"))
         for _, row in table.iterrows():
             name = str(row["name"])
             model = next((m for pattern, m in models if pattern.search(name)), None)
@@ -195,57 +237,12 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
             if not math.isfinite(float(row["total_ns"])) or row["total_ns"] <= 0:
                 continue
             if model.per == "step" and not steps:
-                skipped.append({"name": name, "reason": "per-step work, and this tool's table does not cover "
-                                "whole steps"})
+                skipped.append(NotPlaced(name, "per-step work, and this tool's table does not cover whole steps"))
                 continue
             repeats = steps if model.per == "step" else int(row["calls"])
             add(name, model, float(row["total_ns"]) / 1e9, repeats, int(row["calls"]))
-    return {"points": points, "flagged": flagged, "skipped": skipped, "unplaced": unplaced,
-            "steps_seen": steps, "peak_tflops": peak_tflops, "bandwidth_gbps": bandwidth_gbps,
-            "l2_bytes": l2_bytes, "ridge_intensity": ridge}
-
-
-def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20) -> str:
-    """The log-log roofline as text (plotext), then the table of points."""
-    import plotext as plt
-
-    peak, bw = result["peak_tflops"], result["bandwidth_gbps"]
-    xs = [10 ** (e / 10) for e in range(-20, 41)]
-    plt.clear_figure()
-    plt.theme("clear")
-    plt.plotsize(width, height)
-    plt.xscale("log")
-    plt.yscale("log")
-    plt.plot(xs, [roof(x, peak, bw) for x in xs], label="roof", marker="braille")
-    for i, p in enumerate(result["points"]):
-        plt.scatter([p["intensity"]], [p["achieved_tflops"]], marker=str(i % 10), label=f"{i % 10} {short_name(p['name'])[:24]}")
-    plt.title(title)
-    plt.xlabel("FLOP / byte")
-    plt.ylabel("TFLOP/s")
-    chart = re.sub(r"\x1b\[[0-9;]*m", "", plt.build())  # plotext resets colours even in the clear theme
-    lines = [chart, "", f"ceilings: {peak:.1f} TFLOP/s, {bw:,.0f} GB/s; ridge at {result['ridge_intensity']:.1f} FLOP/byte",
-             f"{'#':>2} {'point':<42} {'FLOP/B':>8} {'TFLOP/s':>9} {'GB/s':>8} {'% roof':>7}  bound"]
-    for i, p in enumerate(result["points"]):
-        star = "*" if p["pct_of_roof"] > 100 else " "
-        lines.append(f"{i % 10:>2} {short_name(p['name'])[:42]:<42} {p['intensity']:>8.2f} {p['achieved_tflops']:>9.3f} "
-                     f"{p['achieved_gbps']:>8,.0f} {p['pct_of_roof']:>6.1f}%{star} {p['bound']}")
-    if any(p["pct_of_roof"] > 100 for p in result["points"]):
-        lines += textwrap.wrap(f"* at the roof: above the measured ceiling by less than its noise ({ROOF_TOLERANCE:.0%}; "
-                               "the ceiling's own kernel is not the fastest possible)", width, subsequent_indent="  ")
-    if result.get("flagged"):
-        lines.append("above the roof, not plotted (nothing runs faster than its roof):")
-        for p in result["flagged"]:
-            lines += textwrap.wrap(f"{short_name(p['name'])} at {p['pct_of_roof']:,.0f}% of its roof ({p['achieved_gbps']:,.0f} GB/s, "
-                                   f"{p['achieved_tflops']:.3f} TFLOP/s): {p['reason']}", width,
-                                   initial_indent="   ", subsequent_indent="     ")
-    for p in result.get("skipped", []):
-        lines += textwrap.wrap(f"not placed: {p['name']}: {p['reason']}", width, subsequent_indent="  ")
-    if result["unplaced"]:
-        shown = ", ".join(short_name(n) for n in result["unplaced"][:6])
-        more = f" and {len(result['unplaced']) - 6} more" if len(result["unplaced"]) > 6 else ""
-        lines += textwrap.wrap(f"not placed (no FLOP/byte model for these names): {shown}{more}", width,
-                               subsequent_indent="  ")
-    return "\n".join(lines)
+    return Placement(tuple(points), tuple(flagged), tuple(skipped), tuple(unplaced), steps, peak_tflops,
+                     bandwidth_gbps, l2_bytes, ridge)
 
 
 def ceilings_cache(runs_root: Path, device_name: str | None) -> Path:
@@ -260,7 +257,7 @@ def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] 
         return None
 
 
-def for_run(run, record, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:
+def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool]:
     """(placement, title, has_kernel_table) for a finished run (`record`: its record, with a summary);
     UserError when it cannot be placed."""
     from tinylab.analysis.hotspots import (

@@ -3,7 +3,8 @@
 For each measured step (a `ProfilerStep#N` range of the trace) this gives its wall time, how long
 the GPU ran a kernel in it, the idle gaps between, the kernels the step launched, its time per
 phase (tinylab's `forward` / `backward` / `optimizer` ranges) and per kernel category, a
-one-line diagnosis, and an ASCII lane of the step (busy/idle along time) that fits 80 columns.
+one-line diagnosis, and an ASCII lane of the step (busy/idle along time), as a frozen `Timeline`
+(tinylab.render.timeline lays it out in 80 columns; its `to_json()` is `tinylab timeline --json`).
 
 Definitions (Holistic Trace Analysis' temporal breakdown, facebookresearch/HolisticTraceAnalysis
 hta/analyzers/breakdown_analysis.py, `get_temporal_breakdown` and `_get_idle_time_for_kernels`,
@@ -38,12 +39,13 @@ import gzip
 import json
 import re
 import statistics
-import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from tinylab.analysis.categories import categorize
+from tinylab.analysis.timeline_result import (Communication, Gaps, GraphReplay, MemoryPeak, PhaseTime, StepAnatomy,
+                                             Timeline, TrainerTiming)
 from tinylab.errors import UserError
 
 #: Kineto's categories of events that run on the device.
@@ -281,28 +283,13 @@ def lane(busy: list[tuple[float, float]], lo: float, hi: float, width: int = LAN
     return "".join(next((ch for limit, ch in LANE_CHARS if f / cell > limit), ".") for f in filled)
 
 
-#: Which lane character wins when cells are merged: the busiest.
-LANE_ORDER = "#+-."
-
-
-def squeeze(text: str, cells: int, order: str) -> str:
-    """A lane in fewer cells: each keeps the first character in `order` among those it covers."""
-    if cells >= len(text):
-        return text
-    out = []
-    for i in range(cells):
-        part = text[i * len(text) // cells: max(i * len(text) // cells + 1, (i + 1) * len(text) // cells)]
-        out.append(min(part, key=lambda ch: order.index(ch) if ch in order else len(order)))
-    return "".join(out)
-
-
 def host_lane(phases: list[tuple[str, float, float]], lo: float, hi: float, width: int = LANE_WIDTH) -> str:
     """What the host was in at the middle of each cell: F forward, B backward, O optimizer, '.' other."""
     cell = (hi - lo) / width
     return "".join(PHASE_MARKS.get(_phase_at(phases, lo + (i + 0.5) * cell) or "", ".") for i in range(width))
 
 
-def step_anatomy(trace: Trace, window: Window) -> dict[str, Any]:
+def step_anatomy(trace: Trace, window: Window) -> StepAnatomy:
     lo, hi = window.start, window.end
     starts = [g.start for g in trace.events]
     busy = merge(_clipped(trace.events, starts, lo, hi))
@@ -328,45 +315,38 @@ def step_anatomy(trace: Trace, window: Window) -> dict[str, Any]:
         if not ranges:
             continue
         inside = [g for a, b in ranges for g in launched_in(a, b)]
-        phase_rows.append({
-            "name": name,
-            "host_ms": sum(b - a for a, b in ranges) / 1e3,
-            "kernels": sum(g.is_kernel for g in inside),
-            "kernel_ms": sum(g.end - g.start for g in inside) / 1e3,
-        })
-    anatomy = {
-        "step": window.step,
-        "start_us": lo,
-        "wall_ms": wall_us / 1e3,
-        "busy_ms": busy_us / 1e3,
-        "compute_ms": compute_us / 1e3,
-        "non_compute_ms": (busy_us - compute_us) / 1e3,
-        "idle_ms": (wall_us - busy_us) / 1e3,
-        "idle_pct": 100 * (wall_us - busy_us) / wall_us if wall_us > 0 else None,
-        "gaps": {
-            "count": len(gaps),
-            "total_ms": _total(gaps) / 1e3,
-            "largest_ms": (largest[1] - largest[0]) / 1e3 if largest else 0.0,
-            "largest_at_ms": (largest[0] - lo) / 1e3 if largest else None,
-            "largest_phase": _phase_at(phases, (largest[0] + largest[1]) / 2) if largest else None,
-        },
-        "kernels": len(kernels),
-        "copies": len(mine) - len(kernels),
-        "kernel_median_us": statistics.median(durations) if durations else None,
-        "phases": phase_rows,
-        "categories_ms": dict(sorted(categories.items(), key=lambda kv: -kv[1])),
-        "lane": lane(busy, lo, hi),
-        "host_lane": host_lane(phases, lo, hi),
-        "graph": _replay(busy, [g for g in mine if g.graph], lo, hi),
-    }
-    if not trace.events:  # a CPU run: there is no device to be busy or idle
-        anatomy.update(busy_ms=None, compute_ms=None, non_compute_ms=None, idle_ms=None, idle_pct=None, gaps=None,
-                       lane=None)
-    anatomy["diagnosis"] = diagnose(anatomy, has_gpu=bool(trace.events))
-    return anatomy
+        phase_rows.append(PhaseTime(name, sum(b - a for a, b in ranges) / 1e3, sum(g.is_kernel for g in inside),
+                                    sum(g.end - g.start for g in inside) / 1e3))
+    gpu = bool(trace.events)  # a CPU run has no device to be busy or idle
+    anatomy = StepAnatomy(
+        step=window.step,
+        start_us=lo,
+        wall_ms=wall_us / 1e3,
+        busy_ms=busy_us / 1e3 if gpu else None,
+        compute_ms=compute_us / 1e3 if gpu else None,
+        non_compute_ms=(busy_us - compute_us) / 1e3 if gpu else None,
+        idle_ms=(wall_us - busy_us) / 1e3 if gpu else None,
+        idle_pct=100 * (wall_us - busy_us) / wall_us if gpu and wall_us > 0 else None,
+        gaps=Gaps(
+            count=len(gaps),
+            total_ms=_total(gaps) / 1e3,
+            largest_ms=(largest[1] - largest[0]) / 1e3 if largest else 0.0,
+            largest_at_ms=(largest[0] - lo) / 1e3 if largest else None,
+            largest_phase=_phase_at(phases, (largest[0] + largest[1]) / 2) if largest else None,
+        ) if gpu else None,
+        kernels=len(kernels),
+        copies=len(mine) - len(kernels),
+        kernel_median_us=statistics.median(durations) if durations else None,
+        phases=tuple(phase_rows),
+        categories_ms=dict(sorted(categories.items(), key=lambda kv: -kv[1])),
+        lane=lane(busy, lo, hi) if gpu else None,
+        host_lane=host_lane(phases, lo, hi),
+        graph=_replay(busy, [g for g in mine if g.graph], lo, hi),
+    )
+    return replace(anatomy, diagnosis=diagnose(anatomy, has_gpu=gpu))
 
 
-def _replay(busy: list[tuple[float, float]], replayed: list[GpuEvent], lo: float, hi: float) -> dict[str, Any] | None:
+def _replay(busy: list[tuple[float, float]], replayed: list[GpuEvent], lo: float, hi: float) -> GraphReplay | None:
     """The step's graph replay (None without one): its GPU events, and how busy the GPU is from the
     replay's first event to its last. The host launches the whole graph in one call, so the GPU's
     idle time outside that span is host work between replays, not per-kernel launch cost."""
@@ -374,45 +354,46 @@ def _replay(busy: list[tuple[float, float]], replayed: list[GpuEvent], lo: float
         return None
     a, b = max(lo, min(g.start for g in replayed)), min(hi, max(g.end for g in replayed))
     span = max(0.0, b - a)
-    return {
-        "launches": len({g.launch for g in replayed}),
-        "kernels": sum(g.is_kernel for g in replayed),
-        "span_ms": span / 1e3,
-        "busy_pct": 100 * _total(_clip(busy, a, b)) / span if span > 0 else None,
-        "outside_ms": (hi - lo - span) / 1e3,
-    }
+    return GraphReplay(
+        launches=len({g.launch for g in replayed}),
+        kernels=sum(g.is_kernel for g in replayed),
+        span_ms=span / 1e3,
+        busy_pct=100 * _total(_clip(busy, a, b)) / span if span > 0 else None,
+        outside_ms=(hi - lo - span) / 1e3,
+    )
 
 
-def diagnose(a: dict[str, Any], has_gpu: bool) -> str:
+def diagnose(a: StepAnatomy, has_gpu: bool) -> str:
     """One line that says what bounds the step, with the numbers that show it."""
     if not has_gpu:
-        phases = ", ".join(f"{p['name']} {p['host_ms']:.2f} ms" for p in a["phases"])
+        phases = ", ".join(f"{p.name} {p.host_ms:.2f} ms" for p in a.phases)
         return "no GPU events in this trace (a CPU run): the whole step is host time" + (f"; {phases}" if phases else "")
-    idle = (a["idle_pct"] or 0.0) / 100
-    median = a["kernel_median_us"]
-    kernels = f"{a['kernels']} kernels of {_us(median)} median" if median is not None else "no kernels"
-    graph = a.get("graph")
-    if graph and graph["kernels"] * 2 >= a["kernels"] and graph["busy_pct"] is not None:
-        launches = f"{graph['launches']} graph launch{'es' if graph['launches'] > 1 else ''}"
-        return (f"graph replay: {launches} ran {graph['kernels']} kernels, the GPU busy {graph['busy_pct']:.0f}% of "
-                f"the replay's {graph['span_ms']:.2f} ms; the step's other {graph['outside_ms']:.2f} ms is host "
+    idle = (a.idle_pct or 0.0) / 100
+    median = a.kernel_median_us
+    kernels = f"{a.kernels} kernels of {format_us(median)} median" if median is not None else "no kernels"
+    graph = a.graph
+    if graph and graph.kernels * 2 >= a.kernels and graph.busy_pct is not None:
+        launches = f"{graph.launches} graph launch{'es' if graph.launches > 1 else ''}"
+        return (f"graph replay: {launches} ran {graph.kernels} kernels, the GPU busy {graph.busy_pct:.0f}% of "
+                f"the replay's {graph.span_ms:.2f} ms; the step's other {graph.outside_ms:.2f} ms is host "
                 f"time outside it (GPU idle {idle:.0%} of the step)")
     if idle >= IDLE_BOUND and median is not None and median < LAUNCH_BOUND_US:
         return f"launch-bound: the GPU is idle {idle:.0%} of the step; {kernels}"
-    gaps = a["gaps"]
+    gaps = a.gaps
     if idle >= IDLE_BOUND:
-        where = f" in {gaps['largest_phase']}" if gaps["largest_phase"] else ""
-        return (f"host-bound: the GPU is idle {idle:.0%} of the step in {gaps['count']} gaps, the largest "
-                f"{gaps['largest_ms']:.2f} ms{where}; {kernels}")
-    top = next(iter(a["categories_ms"].items()), None)
-    total = sum(a["categories_ms"].values())
+        where = f" in {gaps.largest_phase}" if gaps.largest_phase else ""
+        return (f"host-bound: the GPU is idle {idle:.0%} of the step in {gaps.count} gaps, the largest "
+                f"{gaps.largest_ms:.2f} ms{where}; {kernels}")
+    top = next(iter(a.categories_ms.items()), None)
+    total = sum(a.categories_ms.values())
     top_text = f"; {top[0]} takes {100 * top[1] / total:.0f}% of kernel time" if top and total > 0 else ""
     if idle <= GPU_BOUND:
         return f"GPU-bound: the GPU is busy {1 - idle:.0%} of the step{top_text}"
-    return f"partly idle: the GPU is busy {1 - idle:.0%} of the step, idle in {gaps['count']} gaps{top_text}"
+    return f"partly idle: the GPU is busy {1 - idle:.0%} of the step, idle in {gaps.count} gaps{top_text}"
 
 
-def _us(value: float | None) -> str:
+def format_us(value: float | None) -> str:
+    """A kernel's time as people read it: "6 µs", "1.25 ms"; "-" when unknown."""
     if value is None:
         return "-"
     return f"{value:.0f} µs" if value < 1000 else f"{value / 1e3:.2f} ms"
@@ -431,7 +412,7 @@ def load_memory(path: Path) -> tuple[list[float], list[list[int]]]:
 
 
 def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, window: Window,
-                     points: int = 200) -> dict[str, Any] | None:
+                     points: int = 200) -> MemoryPeak | None:
     """Memory over one step: its peak (when, in which phase, by category) and a thinned series.
 
     The timeline's times are wall-clock µs; the trace's are offset by its baseTimeNanoseconds,
@@ -450,17 +431,17 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
     stride = max(1, -(-len(idx) // points))
     kept = idx[::stride] + ([idx[-1]] if idx[-1] not in idx[::stride] else [])
     used = [i for i, _ in enumerate(MEMORY_CATEGORIES) if any(sizes[j][i] for j in idx)]
-    return {
-        "peak_mb": sum(sizes[peak_i]) / 2**20,
-        "peak_at_ms": (peak_t - lo) / 1e3,
-        "peak_phase": _phase_at(phases, peak_t - offset),
-        "peak_by_category_mb": {MEMORY_CATEGORIES[i]: sizes[peak_i][i] / 2**20 for i in used},
-        "start_mb": sum(sizes[idx[0]]) / 2**20,
-        "series": {
+    return MemoryPeak(
+        peak_mb=sum(sizes[peak_i]) / 2**20,
+        peak_at_ms=(peak_t - lo) / 1e3,
+        peak_phase=_phase_at(phases, peak_t - offset),
+        peak_by_category_mb={MEMORY_CATEGORIES[i]: sizes[peak_i][i] / 2**20 for i in used},
+        start_mb=sum(sizes[idx[0]]) / 2**20,
+        series={
             "ms": [(min(max(times[i], lo), hi) - lo) / 1e3 for i in kept],
             **{MEMORY_CATEGORIES[c]: [sizes[i][c] / 2**20 for i in kept] for c in used},
         },
-    }
+    )
 
 
 # ------------------------------------------------------------------------------------ the whole
@@ -486,25 +467,25 @@ def run_trace(run_dir: Path, profiles: Any) -> tuple[Path | None, Path | None]:
     return traces[min(traces, key=lambda r: -1 if r is None else r)] if traces else (None, None)
 
 
-def idle_pct(result: dict[str, Any]) -> float | None:
+def idle_pct(result: Timeline) -> float | None:
     """The GPU's idle share of the step an analysis shows (None: no GPU events, a CPU trace)."""
-    return next(a["idle_pct"] for a in result["steps"] if a["step"] == result["shown_step"])
+    return result.shown.idle_pct
 
 
-def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> dict[str, Any]:
+def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None = None) -> Timeline:
     """Every step's anatomy, the step to show (`step`, else the one of median wall time), that
     step's memory when a memory timeline is given, and the collectives a step (`communication`:
     ms, hidden share, steps; None without collectives). UserError on a missing step."""
     trace = load_trace(Path(trace_path))
     anatomies = [step_anatomy(trace, w) for w in trace.windows]
     if step is not None:
-        numbered = [a for a in anatomies if a["step"] == step]
+        numbered = [a for a in anatomies if a.step == step]
         if not numbered:
-            have = ", ".join(str(a["step"]) for a in anatomies if a["step"] is not None) or "none (one window)"
+            have = ", ".join(str(a.step) for a in anatomies if a.step is not None) or "none (one window)"
             raise UserError(f"--step {step}: this trace has no ProfilerStep#{step}; its steps: {have}")
         shown = numbered[0]
     else:
-        by_wall = sorted(anatomies, key=lambda a: a["wall_ms"])
+        by_wall = sorted(anatomies, key=lambda a: a.wall_ms)
         shown = by_wall[(len(by_wall) - 1) // 2]
     memory = None
     notes = list(trace.notes)
@@ -514,36 +495,36 @@ def analyze(trace_path: Path, memory_path: Path | None = None, step: int | None 
         memory = memory_in_window(times, sizes, trace, window)
         if memory is None:
             notes.append("the memory timeline has no point in this step's window")
-        elif shown["graph"]:
+        elif shown.graph:
             notes.append(GRAPH_MEMORY)
     comm = collectives(trace)
-    return {
-        "source": trace.source,
-        "memory_source": str(memory_path) if memory_path else None,
-        "communication": None if comm is None else {"ms": comm[0], "hidden": comm[1], "steps": len(trace.windows)},
-        "device": trace.device,
-        "has_gpu_events": bool(trace.events),
-        "steps": anatomies,
-        "shown_step": shown["step"],
-        "diagnosis": shown["diagnosis"],
-        "memory": memory,
-        "notes": notes,
-    }
+    return Timeline(
+        source=trace.source,
+        memory_source=str(memory_path) if memory_path else None,
+        communication=None if comm is None else Communication(comm[0], comm[1], len(trace.windows)),
+        device=trace.device,
+        has_gpu_events=bool(trace.events),
+        steps=tuple(anatomies),
+        shown_step=shown.step,
+        diagnosis=shown.diagnosis,
+        memory=memory,
+        notes=tuple(notes),
+    )
 
 
-def trainer_timing(step_events: list[dict[str, Any]], result: dict[str, Any]) -> dict[str, Any] | None:
+def trainer_timing(step_events: list[dict[str, Any]], result: Timeline) -> TrainerTiming | None:
     """The trainer's own clock beside the trace: the shown step's step_ms and the median of the run's
     measured steps that the profiler did not record (None when either is missing). A step window
     also holds the loop between steps (the last step's records, the next batch) and the profiler's
     own work, so it is longer than the step the trainer timed; unprofiled steps show what the
     profiler added."""
-    profiled = {a["step"] for a in result["steps"]}
+    profiled = {a.step for a in result.steps}
     times = {e.get("step"): e.get("step_ms") for e in step_events if not e.get("warmup")}
-    shown = times.get(result["shown_step"])
+    shown = times.get(result.shown_step)
     others = [ms for step, ms in times.items() if step not in profiled and isinstance(ms, (int, float))]
     if not isinstance(shown, (int, float)) or not others:
         return None
-    return {"step_ms": shown, "unprofiled_ms": statistics.median(others), "unprofiled_steps": len(others)}
+    return TrainerTiming(shown, statistics.median(others), len(others))
 
 
 def communication(trace_path: Path) -> tuple[float, float | None] | None:
@@ -576,75 +557,3 @@ def collectives(trace: Trace) -> tuple[float, float | None] | None:
     if total <= 0:
         return None
     return statistics.mean(comm_us) / 1e3, hidden_us / total
-
-
-# ------------------------------------------------------------------------------------ text
-def render(result: dict[str, Any], title: str, width: int = 80) -> str:
-    """The anatomy for a terminal of `width` columns (80 or more: every column; down to 50: the
-    gaps left out of the table and the lanes squeezed): a row per step, the shown step's lanes,
-    its phases, categories and memory peak."""
-    steps = result["steps"]
-    shown = next(a for a in steps if a["step"] == result["shown_step"])
-    wide = width >= 72
-    lines = [title[:width], f"{'step':>6} {'wall ms':>9} {'GPU busy':>9} {'idle':>5} "
-                            + (f"{'gaps':>6} {'largest':>9} " if wide else "") + f"{'kernels':>8} {'median':>8}"]
-    for a in steps:
-        mark = "*" if a is shown else " "
-        if a["gaps"] is None:
-            device = f"{'-':>9} {'-':>5}" + (f" {'-':>6} {'-':>9}" if wide else "")
-        else:
-            device = f"{a['busy_ms']:>9.2f} {_pct(a['idle_pct']):>5}" + (
-                f" {a['gaps']['count']:>6} {a['gaps']['largest_ms']:>6.2f} ms" if wide else "")
-        lines.append(f"{mark}{_step_label(a['step']):>5} {a['wall_ms']:>9.2f} {device} {a['kernels']:>8} "
-                     f"{_us(a['kernel_median_us']):>8}")
-    cells = min(LANE_WIDTH, width - 10)
-    lines += textwrap.wrap(f"step {_step_label(shown['step'])}: {shown['diagnosis']}", width, subsequent_indent="  ")
-    timed = result.get("timed")
-    if timed:
-        lines += textwrap.wrap(f"trainer's clock: this step {timed['step_ms']:.2f} ms, unprofiled {timed['unprofiled_ms']:.2f} "
-                               "ms (median)", width,
-                               initial_indent="  ", subsequent_indent="    ")
-    annotated = any(ch != "." for ch in shown["host_lane"])
-    if result["has_gpu_events"]:
-        lines.append(f"  GPU |{squeeze(shown['lane'], cells, LANE_ORDER)}|")
-    if annotated:
-        lines.append(f" host |{squeeze(shown['host_lane'], cells, 'FBO.')}|")
-    legend = [f"{shown['wall_ms']:.2f} ms: # busy + half - little . idle"] if result["has_gpu_events"] else []
-    legend += ["F fwd B bwd O opt (host)"] if annotated else []
-    if legend:
-        joined = "       " + "   ".join(legend)
-        lines += [joined] if len(joined) <= width else ["       " + part for part in legend]
-    if shown["phases"]:
-        lines.append(f"  {'phase':<10} {'host ms':>9} {'kernels':>8} {'kernel ms':>10}")
-        for p in shown["phases"]:
-            lines.append(f"  {p['name']:<10} {p['host_ms']:>9.2f} {p['kernels']:>8} {p['kernel_ms']:>10.2f}")
-    cats = shown["categories_ms"]
-    total = sum(cats.values())
-    if total > 0:
-        shares = [f"{c} {100 * ms / total:.0f}%" for c, ms in cats.items() if ms / total >= 0.01]
-        lines += textwrap.wrap("kernel time by category: " + " · ".join(shares), width, initial_indent="  ",
-                               subsequent_indent="    ")
-    comm = result.get("communication")
-    if comm:
-        steps = f"mean of {comm['steps']} steps" if comm["steps"] > 1 else "one window"
-        hidden = f", {comm['hidden']:.0%} hidden under compute" if comm["hidden"] is not None else ""
-        lines += textwrap.wrap(f"collectives: {comm['ms']:.2f} ms a step ({steps}){hidden}", width,
-                               initial_indent="  ", subsequent_indent="    ")
-    memory = result.get("memory")
-    if memory:
-        where = f", in {memory['peak_phase']}" if memory["peak_phase"] else ""
-        top = sorted(memory["peak_by_category_mb"].items(), key=lambda kv: -kv[1])[:3]
-        lines += textwrap.wrap(f"memory peak {memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.2f} ms{where}: "
-                               + ", ".join(f"{c} {mb:,.1f} MB" for c, mb in top), width, initial_indent="  ",
-                               subsequent_indent="    ")
-    for note in result["notes"]:
-        lines += textwrap.wrap(f"note: {note}", width, subsequent_indent="  ")
-    return "\n".join(lines)
-
-
-def _step_label(step: int | None) -> str:
-    return "all" if step is None else str(step)
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0f}%"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -40,54 +39,22 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.training import bench  # torch
+    from tinylab.service.bench import run_bench  # torch, when it runs
 
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")
     base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", version="v1", telemetry=False)
-    cases = bench.build_matrix(args.cases, args.precisions, args.seq_lens or [base.seq_len], base)
-    import torch
-
-    if not torch.cuda.is_available() and base.device != "cpu":
-        raise UserError("tinylab bench measures a GPU and none is visible; pass --device cpu for a (slow) CPU run")
-    if args.kernels and not torch.cuda.is_available():
-        raise UserError("--kernels benchmarks Triton kernels on a GPU and none is visible; drop --kernels")
-    baseline = bench.load_baseline(args.baseline) if args.baseline else None
-    env = bench.environment()
-    print(f"bench on {env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']}", flush=True)
-    extra = {}
-    if args.roofline:
-        from tinylab.analysis.ceilings import measure_ceilings
-
-        extra["ceilings"] = measure_ceilings()
-    results = bench.run_cases(cases, args.repeats, log=lambda s: print(s, flush=True))
-    rows = [r.row() for r in results]
-    bench.add_speedups(rows)
-    if args.roofline and torch.cuda.is_available():
-        floors = bench.measure_gemm_floors(rows, base)
-        bench.add_gemm_floor(rows, floors)
-        extra["gemm_floors"] = [{"precision": p, "seq_len": s, **floor} for (p, s), floor in floors.items()]
-    if args.kernels:
-        from kernels.bench_kernels import (
-            format_rows,
-            liger_version,
-            run_kernel_benchmarks,
-        )
-
-        extra["kernels"] = run_kernel_benchmarks(torch.device("cuda"))
-        env["liger_kernel"] = liger_version()
-    doc = {"environment": env, "config": base.to_dict(), "rows": rows, **extra}
-    if args.out:
-        args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
-    problems = bench.check_regression(rows, baseline, args.max_regression) if baseline else []
+    result = run_bench(base, args.cases, args.precisions, args.seq_lens or [base.seq_len], args.repeats,
+                       kernels=args.kernels, roofline=args.roofline, baseline=args.baseline,
+                       max_regression=args.max_regression, out=args.out, log=lambda s: print(s, flush=True))
+    env = result.environment
     print()
     print(f"{env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']} | "
           f"batch {base.batch_size}, hidden {base.hidden_dim}, {base.num_layers} layers, {base.num_steps} steps x {args.repeats}")
-    print(bench.format_table(rows))
-    if args.kernels:
+    print(result.table)
+    if result.kernels_table is not None:
         print(f"\nkernels (forward+backward; liger-kernel {env['liger_kernel'] or 'not installed'}):")
-        print(format_rows(extra["kernels"]))
-    for line in problems:
+        print(result.kernels_table)
+    for line in result.problems:
         print(f"REGRESSION {line}", file=sys.stderr)
-    failed = any(r["error"] for r in rows)
-    return 1 if problems or failed else 0
+    return 1 if result.problems or result.failed else 0

@@ -13,11 +13,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.analysis.compare import format_compare
+    from tinylab.render.compare import format_compare
 
     result = lab_from(args).compare(args.a, args.b)
     if args.json:
-        print_json(result)
+        print_json(result.to_json())
     else:
         print(format_compare(result, width=terminal_width(200)))
     return 0

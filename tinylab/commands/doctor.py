@@ -11,10 +11,9 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-
     report = collect_doctor()
     if args.json:
-        print_json(report)
+        print_json(report.to_json())
     else:
         print(render_text(report))
     return 0

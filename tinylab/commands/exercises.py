@@ -12,7 +12,6 @@ import dataclasses
 import re
 import sys
 
-from tinylab import exercises as ex
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
 from tinylab.commands.runflags import add_run_arguments
@@ -73,8 +72,8 @@ def _list(args) -> int:
             "level": s.level,
             "minutes": s.minutes,
             "steps": len(s.steps),
-            "steps_done": ex.steps_done(progress, s),
-            "progress": f"{ex.steps_done(progress, s)}/{len(s.steps)}",
+            "steps_done": exercise.steps_done(progress, s),
+            "progress": f"{exercise.steps_done(progress, s)}/{len(s.steps)}",
         }
         for s in lab.scenarios()
     ]
@@ -85,7 +84,7 @@ def _list(args) -> int:
     print(f"{'id':<{width}}  {'level':<12}  {'min':>3}  {'steps':>5}  {'done':>5}  title")
     for r in rows:
         print(f"{r['id']:<{width}}  {r['level']:<12}  {r['minutes']:>3}  {r['steps']:>5}  {r['progress']:>5}  {r['title']}")
-    print(f"progress file: {ex.progress_path()}")
+    print(f"progress file: {exercise.progress_path()}")
     return 0
 
 
@@ -117,7 +116,7 @@ def _show(args) -> int:
         print(f"\nnext: tinylab exercises show {scenario.id} --step {todo}" if todo is not None
               else f"\nevery step is done; revisit one with: tinylab exercises show {scenario.id} --step N")
         return 0
-    step = ex.get_step(scenario, args.step)
+    step = exercise.get_step(scenario, args.step)
     if args.json:
         print_json(_step_json(step, args.hints, args.answers))
         return 0
@@ -279,7 +278,7 @@ def _report(args, plan, done, log) -> int:
     else:
         print()
         for r in results:
-            value = "" if r.value is None else ex.format_value(r.value)
+            value = "" if r.value is None else exercise.format_value(r.value)
             print(f"{MARK[r.status]}  {r.name:<24} {value:>12}  {r.expr}")
             print(f"      {r.description}")
             if r.detail:

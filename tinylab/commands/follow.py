@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from tinylab.commands._common import add_runs_dir, lab_from
-from tinylab.runs.follow import EXIT_CODES, watch
+from tinylab.service.runs import EXIT_CODES, watch
 
 
 def add_arguments(p) -> None:

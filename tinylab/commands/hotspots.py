@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tinylab.analysis.categories import CATEGORIES
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
+from tinylab.service.kernels import CATEGORIES
 
 DEFAULT_TOP = 25  # text output only: --json and --csv give every kernel unless --top is set
 
@@ -54,35 +54,15 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.analysis.hotspots import (  # pandas: when it runs
-        check_category,
-        render_text,
-        summarize,
-    )
+    from tinylab.render.hotspots import render_text, write_csv
 
-    check_category(args.category)
-    tables = lab_from(args).hotspots_table(args.path)
-    table, rank = tables.select(args.rank)
     top = args.top if args.top is not None or args.json or args.csv else DEFAULT_TOP
-    summary = {**summarize(table, top, args.category, fmt=tables.fmt), **tables.rank_info(rank)}
+    summary = lab_from(args).hotspots(args.path, args.rank, top, args.category)
     if args.json:
-        print_json({"source": args.path, **summary})
+        print_json({"source": args.path, **summary.to_json()})
     elif args.csv:
-        write_csv(summary)
+        write_csv(summary, sys.stdout)
     else:
         print(render_text(summary, args.path, width=terminal_width(160)))
     return 0
-
-
-def write_csv(summary: dict) -> None:
-    import csv
-
-    from tinylab.analysis.kernel_table import KERNEL_COLUMNS
-
-    columns = (["rank"] if summary["ranks"] else []) + KERNEL_COLUMNS  # whose row it is, in a run of several
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(columns)
-    for k in summary["kernels"]:
-        k = {"rank": summary["rank"], **k}  # one rank's table: its rank on every row; all ranks: each row's
-        writer.writerow(["" if k[c] is None else k[c] for c in columns])
 

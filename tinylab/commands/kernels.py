@@ -16,8 +16,8 @@ _NAME_W, _TARGET_W, _REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W = 18, 6, 13, 6
 
 
 def add_arguments(p) -> None:
-    from tinylab.anatomy.targets import TARGETS
     from tinylab.config import PRECISIONS, RunConfig
+    from tinylab.service.kernels import TARGETS
 
     d = RunConfig()
     p.add_argument("name", nargs="?", metavar="NAME",

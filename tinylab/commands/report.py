@@ -19,9 +19,12 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from tinylab.render.report import build_report
+
     fmt = args.format or ("html" if args.output and Path(args.output).suffix.lower() in (".html", ".htm") else "md")
     runs = args.runs
-    text = lab_from(args).report(runs, fmt)
+    lab = lab_from(args)
+    text = build_report([lab.run(ref) for ref in runs], fmt)
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -17,11 +17,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from tinylab.render.roofline import render
+
     plot = lab_from(args).roofline(args.run, ceilings_file=args.ceilings)  # measures on this GPU if it must
     if args.json:
-        print_json(plot.result)
+        print_json(plot.result.to_json())
         return 0
-    print(plot.text())
+    print(render(plot.result, plot.title))
     if not plot.has_table:
         print("no kernel table: profile the run (--profile pytorch, ncu, rocprofv3 ...) to place its kernels")
     return 0

@@ -6,7 +6,7 @@ import sys
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
-from tinylab.runs.store import STATUSES
+from tinylab.service.runs import STATUSES
 
 
 def add_arguments(p) -> None:

@@ -43,7 +43,7 @@ def run(args) -> int:
         loss = "-" if r.last_step.loss is None else format(r.last_step.loss, FIELD_BY_KEY["final_loss"].fmt)
         field("progress", f"step {r.last_step.step + 1}/{total}  loss {loss}")
     if r.summary:
-        from tinylab.analysis.compare import shows_unit
+        from tinylab.render.compare import shows_unit
 
         say("summary")
         for f in SUMMARY_FIELDS:
@@ -78,8 +78,8 @@ def run(args) -> int:
 
 
 def _print_ranks(r) -> None:
-    from tinylab.analysis.compare import text_table
-    from tinylab.analysis.ranks import numeric_columns, rank_table, sync_line, under_engine
+    from tinylab.render.compare import text_table
+    from tinylab.render.ranks import numeric_columns, rank_table, sync_line, under_engine
 
     say(f"ranks    {r.world_size}{under_engine(r)}  " + (sync_line(r) or ""))
     header, rows = rank_table(r)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from tinylab.runs import slurm
 from tinylab.commands._common import add_runs_dir, lab_from
 from tinylab.commands.runflags import add_run_arguments, config_from_args
+from tinylab.service.runs import SLURM_CONFIG_KEYS, JobRequest, check_size, default_config_path
 
 EPILOG = ("The run store (--runs-dir) must be on a filesystem every node of the job sees at the same path "
           "(the ranks write into it), and so must this Python with tinylab. The job runs on its own: closing this "
@@ -31,15 +31,15 @@ def add_arguments(p) -> None:
     s.add_argument("--account", default=None, metavar="A",
                    help="Slurm account (default: the config file's, else yours)")
     s.add_argument("--slurm-config", default=None, metavar="FILE",
-                   help=f"TOML file of defaults: {', '.join(slurm.CONFIG_KEYS)} "
-                   f"(default {slurm.default_config_path()} when it exists)")
+                   help=f"TOML file of defaults: {', '.join(SLURM_CONFIG_KEYS)} "
+                   f"(default {default_config_path()} when it exists)")
     s.add_argument("--dry-run", action="store_true",
                    help="write the run folder and its job script and print the script; submit nothing (needs no Slurm)")
 
 
 def run(args) -> int:
-    slurm.check_size(args.nodes, args.gpus_per_node)
-    request = slurm.JobRequest.from_flags(args.time, args.partition, args.account, args.slurm_config)
+    check_size(args.nodes, args.gpus_per_node)
+    request = JobRequest.from_flags(args.time, args.partition, args.account, args.slurm_config)
     cfg = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", nnodes=args.nodes,
                            nproc_per_node=args.gpus_per_node)
     done = lab_from(args).submit(cfg, request, dry_run=args.dry_run)

@@ -18,11 +18,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.analysis.timeline import render
+    from tinylab.render.timeline import render
 
     result = lab_from(args).timeline(args.run, args.step, args.rank)
     if args.json:
-        print_json(result)
+        print_json(result.to_json())
     else:
-        print(render(result, result["title"]))
+        print(render(result, result.title))
     return 0

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
 from tinylab.config import PRESETS, RunConfig
 from tinylab.commands.runflags import SIZES, add_run_arguments, chosen_preset, config_from_args
-from tinylab.runs.follow import EXIT_CODES, follow
+from tinylab.service.runs import EXIT_CODES, follow
 
 
 def add_arguments(p) -> None:

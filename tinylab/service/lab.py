@@ -1,8 +1,10 @@
 """`Lab`: the one door to tinylab's engine, for the CLI's commands and the Textual lab alike.
 
 It owns the run store and the machine facts, and offers the use cases both faces need: list and
-read typed run records, check and launch a run, cancel and remove runs, read kernel tables,
-compare, report, and plan and run exercise steps. Neither face reaches past it into the engine.
+read typed run records, check and launch a run, cancel and remove runs, read kernel tables and
+their summaries, a step's timeline, a roofline, compare, and plan and run exercise steps. Their
+results are frozen typed records (tinylab.analysis); tinylab.render lays them out. Neither face
+reaches past it (or the small service modules beside it) into the engine.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ import os
 import socket
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, TextIO
 
 from tinylab import exercises as ex
 from tinylab.runs import slurm
@@ -28,6 +30,10 @@ from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
+
+if TYPE_CHECKING:
+    from tinylab.analysis.hotspots import KernelTables
+    from tinylab.service.results import Comparison, HotspotSummary, Placement, Timeline
 
 
 def _children(folder: Path) -> list[Path]:
@@ -60,17 +66,13 @@ class NoCeilings(UserError):
 
 @dataclass(frozen=True)
 class Roofline:
-    """A finished run placed against its card's ceilings (tinylab.analysis.roofline.for_run)."""
+    """A finished run placed against its card's ceilings (tinylab.analysis.roofline.for_run);
+    tinylab.render.roofline draws it."""
 
     run_id: str
-    result: dict[str, Any]
+    result: Placement
     title: str
     has_table: bool  # whether the run's kernels are placed too (it was profiled)
-
-    def text(self, width: int = 78, height: int = 20) -> str:
-        from tinylab.analysis.roofline import render
-
-        return render(self.result, self.title, width=width, height=height)
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,7 @@ class Lab:
         return [run.id for run in runs]
 
     # ----------------------------------------------------------------- analysis
-    def kernel_table(self, ref: str):
+    def kernel_table(self, ref: str) -> KernelTables | None:
         """The run's newest kernel tables (tinylab.analysis.hotspots.KernelTables: one a rank in a run
         of several), or None."""
         from tinylab.analysis.hotspots import (
@@ -198,7 +200,16 @@ class Lab:
 
         return load_run_kernel_tables(self.run(ref).dir)
 
-    def hotspots_table(self, ref: str):
+    def hotspots(self, ref: str, rank: int | str | None = None, top: int | None = None,
+                 category: str | None = None) -> HotspotSummary:
+        """The hotspot summary of `rank`'s table (hotspots_table; KernelTables.select picks the rank),
+        its kernels narrowed by `top` and `category` (checked before anything is read)."""
+        from tinylab.analysis.hotspots import check_category  # pandas: only when a table is asked for
+
+        check_category(category)
+        return self.hotspots_table(ref).summarize(rank, top, category)
+
+    def hotspots_table(self, ref: str) -> KernelTables:
         """KernelTables of a run (id, prefix, `last`, folder) or of any profiler output file/folder;
         a folder of rank<k> folders gives one table a rank."""
         from tinylab.analysis.hotspots import load_kernel_tables, load_run_kernel_tables
@@ -225,7 +236,7 @@ class Lab:
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
 
-    def timeline(self, ref: str, step: int | None = None, rank: int | None = None) -> dict[str, Any]:
+    def timeline(self, ref: str, step: int | None = None, rank: int | None = None) -> Timeline:
         """Step anatomy (tinylab.analysis.timeline) of a run's PyTorch trace, or of a trace file
         given by path; with the run's memory timeline when it has one. A run of several ranks has a
         trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
@@ -238,8 +249,7 @@ class Lab:
                 raise UserError(f"--rank {rank}: {ref} is one trace file; --rank picks a rank's trace of a run")
             memory = path.parent / MEMORY_TIMELINE
             result = analyze(path, memory if memory.is_file() else None, step)
-            result["title"] = f"timeline of {path.name}"
-            return result
+            return replace(result, title=f"timeline of {path.name}")
         if path.suffix in (".json", ".gz"):
             raise UserError(f"{ref}: no such trace file")
         run = self.run(ref)
@@ -258,15 +268,15 @@ class Lab:
             raise UserError(f"--rank {rank}: run {run.id} is one process, not a run of several ranks")
         trace, memory = traced[rank]
         result = analyze(trace, memory, step)
-        if memory is None:
-            result["notes"].append(MEMORY_HINT)
-        if not rank:  # the run's step events are rank 0's
-            result["timed"] = trainer_timing(log.of("step"), result)
         cfg = record.settings
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
-        result.update(rank=rank, ranks=ranks, title=f"timeline of {run.id}{whose} {cfg.version if cfg else '?'} "
-                      f"{cfg.precision if cfg else '?'} on {record.device_name or record.device or '?'}")
-        return result
+        return replace(
+            result,
+            notes=result.notes + ((MEMORY_HINT,) if memory is None else ()),
+            timed=None if rank else trainer_timing(log.of("step"), result),  # the run's step events are rank 0's
+            rank=rank, ranks=tuple(ranks),
+            title=f"timeline of {run.id}{whose} {cfg.version if cfg else '?'} {cfg.precision if cfg else '?'} on "
+                  f"{record.device_name or record.device or '?'}")
 
     def roofline(self, ref: str | Run, *, ceilings_file: Path | None = None, measure: bool = True,
                  record: RunRecord | None = None) -> Roofline:
@@ -316,15 +326,10 @@ class Lab:
         ceilings_cache(self.store.root, device_name).write_text(json.dumps(ceilings), encoding="utf-8")
         return ceilings
 
-    def compare(self, a: str, b: str) -> dict[str, Any]:
+    def compare(self, a: str, b: str) -> Comparison:
         from tinylab.analysis.compare import compare_runs
 
         return compare_runs(self.record(a), self.record(b))
-
-    def report(self, refs: list[str], fmt: str) -> str:
-        from tinylab.analysis.report import build_report
-
-        return build_report([self.run(ref) for ref in refs], fmt)
 
     # ----------------------------------------------------------------- kernels
     def kernel_pool(self, jobs: int | None = None) -> ContextManager[Any]:

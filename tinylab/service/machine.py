@@ -9,12 +9,15 @@ into the one the trainer will get, or a one-line error.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import psutil
 
 from tinylab.config import ConfigError
 from tinylab.profilers.base import gpu_vendors
+
+if TYPE_CHECKING:
+    from tinylab.service.doctor import DoctorReport
 
 
 @dataclass(frozen=True)
@@ -64,13 +67,12 @@ class Machine:
                    torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory, host)
 
     @classmethod
-    def from_doctor(cls, report: dict[str, Any] | None) -> "Machine":
-        """From `tinylab doctor --json` (the lab's view): only a GPU torch can use counts."""
-        report = report or {}
-        host = report.get("memory_bytes") if isinstance(report.get("memory_bytes"), int) else None
-        gpu = report.get("gpu") or {}
-        if not gpu.get("torch_sees_gpu"):
+    def from_doctor(cls, report: DoctorReport | None) -> "Machine":
+        """From the doctor report (the lab's view): only a GPU torch can use counts."""
+        host = report.memory_bytes if report else None
+        gpu = report.gpu if report else None
+        if gpu is None or not gpu.torch_sees_gpu:
             return cls(host_memory_bytes=host)
-        memory = gpu.get("memory_gb")
-        return cls(int(gpu.get("count") or 1), gpu.get("vendor"), gpu.get("name"),
+        memory = gpu.memory_gb
+        return cls(int(gpu.count or 1), gpu.vendor, gpu.name,
                    int(memory * 2**30) if isinstance(memory, (int, float)) else None, host)

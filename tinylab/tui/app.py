@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
+from tinylab.service.doctor import DoctorReport
 from tinylab.tui.backend import Backend
 from tinylab.tui.fmt import safe
 from tinylab.tui.screens.base import background
@@ -37,7 +38,7 @@ class LiveRunsScanned(Message):
 
 
 class DoctorCollected(Message):
-    def __init__(self, report: dict[str, Any] | None, error: str | None) -> None:
+    def __init__(self, report: DoctorReport | None, error: str | None) -> None:
         super().__init__()
         self.report, self.error = report, error
 
@@ -100,7 +101,7 @@ class TinyLabApp(App):
     ]
 
     #: The doctor report once collected (None until then); the Lab and Doctor screens watch it.
-    doctor_report: var[dict[str, Any] | None] = var(None)
+    doctor_report: var[DoctorReport | None] = var(None)
     doctor_error: var[str | None] = var(None)
     #: records of the runs that were running when last scanned.
     live_runs: var[list[RunRecord]] = var(list)
@@ -270,7 +271,7 @@ def create_app(
     runs_dir: str | Path | None = None,
     *,
     clock: Callable[[], float] | None = None,
-    doctor: dict[str, Any] | None = None,
+    doctor: DoctorReport | None = None,
     exercises_root: Path | None = None,
     poll_s: float = 0.3,
     animate: bool = True,

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from tinylab import childproc
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
+from tinylab.service.doctor import DoctorReport
 from tinylab.service.lab import Lab, NoCeilings
 from tinylab.service.machine import Machine
 
@@ -61,14 +62,14 @@ def _start_resource_tracker() -> None:
 
 class Backend(Lab):
     def __init__(self, runs_dir: Path | str | None = None, *, clock: Callable[[], float] = time.time,
-                 doctor_result: dict[str, Any] | None = None, exercises_root: Path | None = None,
+                 doctor_result: DoctorReport | None = None, exercises_root: Path | None = None,
                  poll_s: float = 0.3) -> None:
         super().__init__(runs_dir, exercises_root=exercises_root, machine=self._machine_from_doctor)
         self.clock = clock
         self.poll_s = poll_s
         self.doctor_result = doctor_result
         self._probed: Machine | None = None  # only when the doctor child failed
-        self._kernel_pool: Any = None  # tinylab.anatomy.Pool, started by the first compile
+        self._kernel_pool: Any = None  # the anatomy's Pool (tinylab.service.kernels), started by the first compile
         self._kernel_pool_lock = threading.Lock()
 
     def _machine_from_doctor(self) -> Machine:
@@ -95,10 +96,10 @@ class Backend(Lab):
     def profiler_problem(self, name: str) -> str | None:
         if self.doctor_result is None:
             return super().profiler_problem(name)
-        entry = (self.doctor_result.get("profilers") or {}).get(name)
-        if entry is None or entry.get("available"):
+        entry = self.doctor_result.profilers.get(name)
+        if entry is None or entry.available:
             return None
-        return f"{entry.get('reason') or 'not found'}" + (f"; {entry['fix']}" if entry.get("fix") else "")
+        return f"{entry.reason or 'not found'}" + (f"; {entry.fix}" if entry.fix else "")
 
     def launch(self, cfg: RunConfig):
         """Called from a worker: the full check always runs first, from the doctor report (waited
@@ -109,7 +110,7 @@ class Backend(Lab):
             self._probed = self._probed or Machine.probe()
         return super().launch(cfg)
 
-    def doctor(self, stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    def doctor(self, stop: Callable[[], bool] = lambda: False) -> DoctorReport:
         """`tinylab doctor --json`, once per app.
 
         In a child process: doctor imports torch and deepspeed to probe them, which would cost
@@ -134,7 +135,7 @@ class Backend(Lab):
         if proc.returncode != 0:
             last = (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
             raise UserError(f"tinylab doctor failed: {last}")
-        self.doctor_result = json.loads(out)
+        self.doctor_result = DoctorReport.from_json(json.loads(out))
         return self.doctor_result
 
     def kernel_pool(self, jobs: int | None = None):
@@ -142,7 +143,7 @@ class Backend(Lab):
         its processes start with the first compile and stay warm; `close` stops them."""
         with self._kernel_pool_lock:
             if self._kernel_pool is None:
-                from tinylab.anatomy import Pool
+                from tinylab.service.kernels import Pool
 
                 _start_resource_tracker()
                 self._kernel_pool = Pool(jobs, quiet=True)
@@ -174,5 +175,7 @@ class Backend(Lab):
                     "them beside the runs, and this panel draws the roofline from then on.")
         except UserError as exc:
             return str(exc)
-        text = plot.text(width=max(40, width), height=16)
+        from tinylab.render.roofline import render
+
+        text = render(plot.result, plot.title, width=max(40, width), height=16)
         return text if plot.has_table else text + "\nProfile the run to place its kernels too."

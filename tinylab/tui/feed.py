@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tinylab.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord
-from tinylab.runs.store import TERMINAL, Run
 from tinylab.safeio import UnsafeFile, open_regular
+from tinylab.service.runs import TERMINAL, Run
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

@@ -40,7 +40,7 @@ async def test_hotspots_sort_filter_category_and_artifacts(store: Path):
         await pilot.press(*"gemm")
         await wait_for(pilot, lambda: table.row_count == 2, what="name filter")
         await pilot.press("enter")
-        for _ in screen.summary["categories"]:
+        for _ in screen.summary.categories:
             await pilot.press("c")
             await pilot.pause(0.05)
             if screen.category == "attention":
@@ -69,16 +69,16 @@ async def test_hotspots_of_a_run_of_two_ranks_shows_one_rank_at_a_time(store: Pa
         assert "rank 0 of 2 (R: next)" in head and "communication 8%" in head, head
         assert "kernel time: rank 1 +30% over rank 0" in head
         await wait_for(pilot, lambda: "rank 0 of 2" in text_of(pilot, "#hot-timeline"), what="rank 0's timeline")
-        total = screen.summary["total_ns"]
+        total = screen.summary.total_ns
         assert screen.shown[0]["total_ns"] == 41_200_000 and total == 99_650_000  # rank 0's own, not a sum
         assert any(cmd.title == "Next rank" for cmd in pilot.app.get_system_commands(screen))
         await pilot.press("R")
-        await wait_for(pilot, lambda: screen.summary["rank"] == 1, what="rank 1")
+        await wait_for(pilot, lambda: screen.summary.ranks.rank == 1, what="rank 1")
         await wait_for(pilot, lambda: screen.shown[0]["total_ns"] == pytest.approx(1.3 * 41_200_000), what="rows")
         assert "rank 1 of 2" in text_of(pilot, "#hot-head")
         assert "rank 1 of 2" in text_of(pilot, "#hot-timeline")  # the step anatomy follows the rank
         await pilot.press("R")
-        await wait_for(pilot, lambda: screen.summary["rank"] == 0, what="rank 0 again")
+        await wait_for(pilot, lambda: screen.summary.ranks.rank == 0, what="rank 0 again")
         await pilot.press("escape")
         pilot.app.open_hotspots(V1)
         await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen" and pilot.app.screen.summary

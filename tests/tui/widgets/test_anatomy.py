@@ -4,6 +4,8 @@ resize lays it out again."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from support.paths import FIX
 from textual.app import App, ComposeResult
@@ -28,7 +30,7 @@ def lines_of(widget: AnatomyText) -> list[str]:
 
 @pytest.mark.asyncio
 async def test_text_fits_the_widget_and_follows_its_width():
-    result = {**timeline.analyze(V4_GRAPH), "title": "timeline of a v4 run on an H100"}
+    result = dataclasses.replace(timeline.analyze(V4_GRAPH), title="timeline of a v4 run on an H100")
     app = AnatomyApp()
     async with app.run_test(size=(80, 8)) as pilot:  # 8 rows: the text scrolls, and its scrollbar takes 2 columns
         widget = app.query_one(AnatomyText)

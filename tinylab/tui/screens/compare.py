@@ -1,8 +1,6 @@
-"""Compare: two runs A/B, laid out from tinylab.analysis.compare.compare_runs (the CLI's numbers)."""
+"""Compare: two runs A/B, laid out from the Lab's Comparison (the CLI's numbers, tinylab.render.compare's rows)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -12,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
+from tinylab.service.results import Comparison, KernelDiff
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import BarChart
@@ -22,7 +21,7 @@ CHART_KEYS = ("samples_per_s", "step_ms_median", "fwd_ms_median", "bwd_ms_median
 
 
 class Compared(Message):
-    def __init__(self, result: dict[str, Any]) -> None:
+    def __init__(self, result: Comparison) -> None:
         super().__init__()
         self.result = result
 
@@ -67,19 +66,18 @@ class CompareScreen(BaseScreen):
 
     @on(Compared)
     def _show(self, message: Compared) -> None:
-        from tinylab.analysis.compare import metric_rows, noise_note, scaling_rows
+        from tinylab.render.compare import metric_rows, noise_note, scaling_rows
 
         result = message.result
-        a, b = result["a"], result["b"]
         head = Text()
-        for side, info in (("A", a), ("B", b)):
+        for side, info in (("A", result.a), ("B", result.b)):
             head.append(f"{side} ", style="bold reverse")
-            head.append(f" {safe(info['id'])} ", style="bold")
-            status = f"{info['status']} (damaged)" if info.get("problem") else info["status"]
-            head.append(safe(f"{info['version']} {info['key_config']} {info['device'] or ''} {status}") + "\n")
-        diff = [d for d in result["config_diff"] if d["key"] != "label"]
+            head.append(f" {safe(info.id)} ", style="bold")
+            status = f"{info.status} (damaged)" if info.problem else info.status
+            head.append(safe(f"{info.version} {info.key_config} {info.device or ''} {status}") + "\n")
+        diff = [d for d in result.config_diff if d.key != "label"]
         if diff:
-            head.append("differs: " + safe(", ".join(f"{d['key']} {d['a']}→{d['b']}" for d in diff)), style="dim")
+            head.append("differs: " + safe(", ".join(f"{d.key} {d.a}→{d.b}" for d in diff)), style="dim")
         self.query_one("#cmp-head", Static).update(head)
         scaling = self.query_one("#cmp-scaling", Static)
         scaled = scaling_rows(result)
@@ -93,20 +91,20 @@ class CompareScreen(BaseScreen):
             table.add_row(Text(label), Text(va, justify="right"), Text(vb, justify="right"),
                           Text(ratio, justify="right"), Text(verdict, style="bold" if verdict else ""))
         notes = Text()
-        for note in [*result["notes"], *filter(None, [noise_note(result)])]:
+        for note in [*result.notes, *filter(None, [noise_note(result)])]:
             notes.append(f"• {safe(note)}\n")
         self.query_one("#cmp-notes", Static).update(notes)
 
-        ratios = {m["key"]: m for m in result["metrics"] if m["key"] in CHART_KEYS and m["ratio"] is not None}
-        labels = [ratios[k]["label"] for k in CHART_KEYS if k in ratios]
+        ratios = {m.key: m for m in result.metrics if m.key in CHART_KEYS and m.ratio is not None}
+        labels = [ratios[k].label for k in CHART_KEYS if k in ratios]
         self.query_one("#cmp-chart", BarChart).set_bars(
-            labels, [round(ratios[k]["ratio"], 3) for k in CHART_KEYS if k in ratios],
+            labels, [round(ratios[k].ratio, 3) for k in CHART_KEYS if k in ratios],
             empty="no metric is known for both runs")
-        self._show_kernels(result.get("kernel_diff"))
+        self._show_kernels(result.kernel_diff)
 
-    def _show_kernels(self, diff: dict[str, Any] | None) -> None:
-        from tinylab.analysis.compare import kernel_sections
-        from tinylab.analysis.names import short_name
+    def _show_kernels(self, diff: KernelDiff | None) -> None:
+        from tinylab.render.compare import kernel_sections
+        from tinylab.service.kernels import short_name
 
         table = self.query_one("#kernel-diff", DataTable)
         table.clear(columns=True)
@@ -145,8 +143,8 @@ class CompareScreen(BaseScreen):
 
 def scaling_table(header: list[str], rows: list[list[str]], line: str) -> Text:
     """Runs of different world sizes: each run's ranks, samples/s in all and per rank, collectives,
-    and the scaling efficiency (tinylab.analysis.compare.scaling_rows)."""
-    from tinylab.analysis.compare import text_table
+    and the scaling efficiency (tinylab.render.compare.scaling_rows)."""
+    from tinylab.render.compare import text_table
 
     head, *body = text_table(header, rows, right=(1, 2, 3, 4, 5))
     return Text.assemble((head[1:], "bold"), "\n", "\n".join(r[1:] for r in body), "\n", (line, "bold"))

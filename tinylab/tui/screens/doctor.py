@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from rich.text import Text
@@ -10,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 
+from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain
 from tinylab.tui.screens.base import HOME, BaseScreen
 
@@ -46,58 +48,58 @@ class DoctorScreen(BaseScreen):
         if error is not None:
             self.query_one("#env", Static).update(Text.assemble(("doctor failed: ", "bold"), error))
 
-    def _show(self, report: dict[str, Any] | None) -> None:
+    def _show(self, report: DoctorReport | None) -> None:
         if report is None:
             return
         env = Text()
         env.append("os ", style="bold")
-        env.append(f"{_pairs(report.get('os'))}   ")
+        env.append(f"{_pairs(report.os)}   ")
         env.append("python ", style="bold")
-        env.append(f"{_pairs(report.get('python'))}\n")
+        env.append(f"{_pairs(report.python)}\n")
         env.append("gpu ", style="bold")
-        env.append(_pairs(report["gpu"]) if report.get("gpu") else "none visible: CPU runs only (GPU profilers are unavailable)")
-        if report.get("rocm"):
+        env.append(_pairs(asdict(report.gpu)) if report.gpu else "none visible: CPU runs only (GPU profilers are unavailable)")
+        if report.rocm:
             env.append("\nrocm ", style="bold")
-            env.append(f"{report['rocm'].get('release') or 'not found'} · torch's HIP {report['rocm'].get('torch_hip') or '-'}")
+            env.append(f"{report.rocm.release or 'not found'} · torch's HIP {report.rocm.torch_hip or '-'}")
         env.append("\npackages ", style="bold")
-        env.append(", ".join(f"{k} {v or 'missing'}" for k, v in (report.get("packages") or {}).items()))
-        for warning in report.get("warnings") or []:
+        env.append(", ".join(f"{k} {v or 'missing'}" for k, v in report.packages.items()))
+        for warning in report.warnings:
             env.append("\n! warning ", style="bold")
             env.append(warning)
         self.query_one("#env", Static).update(env)
         table = self.query_one("#profilers", DataTable)
         table.clear()
-        for name, entry in (report.get("profilers") or {}).items():
-            ok = entry.get("available")
+        for name, entry in report.profilers.items():
+            ok = entry.available
             table.add_row(  # versions and reasons quote the tools' own output: never markup
                 plain(name, "bold"),
-                plain(entry.get("kind") or ""),
+                plain(entry.kind or ""),
                 Text("✓ available" if ok else "✗ missing", style="bold" if ok else "reverse"),
-                plain(" ".join(str(v) for v in (entry.get("version"), entry.get("release")) if v)),
-                plain(entry.get("reason") or ""),
+                plain(" ".join(str(v) for v in (entry.version, entry.release) if v)),
+                plain(entry.reason or ""),
                 key=name,
             )
         self._show_fix()
 
     @on(DataTable.RowHighlighted, "#profilers")
     def _show_fix(self) -> None:
-        report = self.app.doctor_report  # type: ignore[attr-defined]
+        report: DoctorReport | None = self.app.doctor_report  # type: ignore[attr-defined]
         table = self.query_one("#profilers", DataTable)
         if not report or not table.row_count:
             return
         name = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        entry = (report.get("profilers") or {}).get(name) or {}
+        entry = report.profilers.get(name)
         text = Text()
-        if entry.get("available"):
+        if entry is not None and entry.available:
             text.append(f"{name} is available", style="bold")
-            text.append(f" ({entry.get('kind')}): tick it in the Lab's profile row.")
+            text.append(f" ({entry.kind}): tick it in the Lab's profile row.")
         else:
-            text.append(f"{name}: {entry.get('reason') or 'not available'}\n", style="bold")
-            text.append(f"fix: {entry.get('fix') or '-'}")
-        missing = [(n, e) for n, e in (report.get("profilers") or {}).items() if not e.get("available") and n != name]
+            text.append(f"{name}: {(entry.reason if entry else None) or 'not available'}\n", style="bold")
+            text.append(f"fix: {(entry.fix if entry else None) or '-'}")
+        missing = [(n, e) for n, e in report.profilers.items() if not e.available and n != name]
         if missing:
             text.append("\n\nother missing profilers\n", style="bold")
             for other, e in missing:
                 text.append(f"{other}: ", style="bold")
-                text.append(f"{e.get('fix') or '-'}\n")
+                text.append(f"{e.fix or '-'}\n")
         self.query_one("#fix", Static).update(text)

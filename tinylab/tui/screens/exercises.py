@@ -21,9 +21,8 @@ from textual.widgets import Button, Footer, Header, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tinylab import exercises as ex
-from tinylab.runs.store import TERMINAL
 from tinylab.service import exercise
+from tinylab.service.runs import TERMINAL
 from tinylab.tui.fmt import short_id
 from tinylab.tui.screens.base import HOME, BaseScreen, background
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -34,13 +33,13 @@ MIN_LIST_ROWS = 4
 
 
 class ScenariosLoaded(Message):
-    def __init__(self, scenarios: list[ex.Scenario], progress: dict[str, Any], error: str | None = None) -> None:
+    def __init__(self, scenarios: list[exercise.Scenario], progress: dict[str, Any], error: str | None = None) -> None:
         super().__init__()
         self.scenarios, self.progress, self.error = scenarios, progress, error
 
 
 class StepLoaded(Message):
-    def __init__(self, scenario: ex.Scenario, index: int) -> None:
+    def __init__(self, scenario: exercise.Scenario, index: int) -> None:
         super().__init__()
         self.scenario, self.index = scenario, index
 
@@ -111,7 +110,7 @@ class ExercisesScreen(BaseScreen):
         highlighted = options.highlighted
         options.clear_options()
         for s in scenarios:
-            done = ex.steps_done(progress, s)
+            done = exercise.steps_done(progress, s)
             row = Table.grid(expand=True, padding=(0, 1))
             row.add_column(width=3, style="bold" if done == len(s.steps) else "dim")
             row.add_column(ratio=1, no_wrap=True, overflow="ellipsis", style="bold")
@@ -180,7 +179,7 @@ class StepScreen(BaseScreen):
         #: step number -> {"baseline": run id, "run": run id}, as far as launched
         self.step_runs: dict[int, dict[str, str]] = {}
         #: step number -> (check results, status of its run): the latest the step's worker posted
-        self.step_results: dict[int, tuple[list[ex.CheckResult], str]] = {}
+        self.step_results: dict[int, tuple[list[exercise.CheckResult], str]] = {}
         #: the step whose runs are going (one at a time: two runs at once skew each other's timings)
         self.running_step: int | None = None
 
@@ -214,11 +213,11 @@ class StepScreen(BaseScreen):
         self._show_step()
 
     @property
-    def step(self) -> ex.Step | None:
+    def step(self) -> exercise.Step | None:
         return self.scenario.steps[self.index] if self.scenario and self.scenario.steps else None
 
     @property
-    def results(self) -> list[ex.CheckResult]:
+    def results(self) -> list[exercise.CheckResult]:
         return self.step_results.get(self.step.number, ([], ""))[0] if self.step else []
 
     @property
@@ -227,7 +226,8 @@ class StepScreen(BaseScreen):
 
     @property
     def on_gpu(self) -> bool:
-        return bool((self.app.doctor_report or {}).get("gpu"))  # type: ignore[attr-defined]
+        report = self.app.doctor_report  # type: ignore[attr-defined]
+        return report is not None and report.gpu is not None
 
     def _show_step(self) -> None:
         step = self.step
@@ -273,7 +273,7 @@ class StepScreen(BaseScreen):
             text.append(f" {mark} ", style="bold")
             text.append(check.description)
             if result is not None and result.value is not None:
-                text.append(f"  = {ex.format_value(result.value)}", style="bold")
+                text.append(f"  = {exercise.format_value(result.value)}", style="bold")
             if result is not None and result.detail:
                 text.append(f"\n     {result.detail}", style="dim")
             elif gpu_only:
@@ -289,8 +289,8 @@ class StepScreen(BaseScreen):
     def _verdict(self) -> str:
         if not self.results or self.run_status not in (*TERMINAL, RECORDED, COMPILED):
             return ""
-        verdict = ex.verdict(self.results)
-        if ex.step_passed(self.results):
+        verdict = exercise.verdict(self.results)
+        if exercise.step_passed(self.results):
             return f"{verdict}: n goes to the next step"
         return verdict + (": read the hints (i)" if any(r.status == "fail" for r in self.results) else "")
 

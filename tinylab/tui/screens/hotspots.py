@@ -1,8 +1,8 @@
 """Hotspots: a run's normalized kernel table, sorted and filtered, by category, with its artifacts.
 
-The table is loaded and narrowed with pandas in a worker (tinylab.analysis.hotspots does the
-reading and the summary); the DataTable only ever holds the top N rows, because painting
-tens of thousands of rows takes seconds.
+The table is loaded and narrowed with pandas in a worker (the Lab reads it and summarizes it);
+the DataTable only ever holds the top N rows, because painting tens of thousands of rows takes
+seconds.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from tinylab.anatomy.launches import SHAPING_FIELDS
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
+from tinylab.service.kernels import SHAPING_FIELDS
+from tinylab.service.results import HotspotSummary, Timeline
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.anatomy import AnatomyText
@@ -65,7 +66,7 @@ class Loaded(Message):
     """The run's record, its roofline text, its step anatomy (or why there is none), and its kernel
     tables (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, timeline: dict[str, Any] | str, tables: Any) -> None:
+    def __init__(self, record: RunRecord, roofline: str, timeline: Timeline | str, tables: Any) -> None:
         super().__init__()
         self.record, self.roofline, self.timeline = record, roofline, timeline
         self.tables = tables
@@ -73,10 +74,10 @@ class Loaded(Message):
 
 class TableShown(Message):
     """One rank's kernel table (the first rank's at first; the only one of a one-process run), its
-    summary with the rank fields of KernelTables.rank_info, and that rank's step anatomy when the
-    rank changed (None: keep the one shown)."""
+    summary with the ranks it says, and that rank's step anatomy when the rank changed (None: keep
+    the one shown)."""
 
-    def __init__(self, table: Any, summary: dict[str, Any], timeline: dict[str, Any] | str | None = None) -> None:
+    def __init__(self, table: Any, summary: HotspotSummary, timeline: Timeline | str | None = None) -> None:
         super().__init__()
         self.table, self.summary, self.timeline = table, summary, timeline
 
@@ -120,9 +121,9 @@ class HotspotsScreen(BaseScreen):
         super().__init__()
         self.run_id = run_id
         self.record: RunRecord | None = None
-        self.tables: Any = None  # the run's kernel tables (analysis.hotspots.KernelTables), once loaded
+        self.tables: Any = None  # the run's kernel tables (Lab.kernel_table: one a rank), once loaded
         self.table: Any = None  # the full kernel table shown (a pandas DataFrame): one rank's
-        self.summary: dict[str, Any] | None = None
+        self.summary: HotspotSummary | None = None
         self.sort_key = "total_ns"
         self.descending = True
         self.category: str | None = None
@@ -164,20 +165,17 @@ class HotspotsScreen(BaseScreen):
         if tables is not None:
             self._show_rank(tables, None)
 
-    def _show_rank(self, tables: Any, rank: int | None, timeline: dict[str, Any] | str | None = None) -> None:
+    def _show_rank(self, tables: Any, rank: int | None, timeline: Timeline | str | None = None) -> None:
         """One rank's table, summarized, then its rows (in the worker that calls it)."""
-        from tinylab.analysis.hotspots import summarize
-
         table, rank = tables.select(rank)
-        summary = {**summarize(table, None, None, fmt=tables.fmt), **tables.rank_info(rank)}
-        self.post_message(TableShown(table, summary, timeline))
+        self.post_message(TableShown(table, tables.summarize(rank), timeline))
         self.post_message(self._select(table))
 
     @background("rank")
     def load_rank(self, rank: int) -> None:
         self._show_rank(self.tables, rank, self._timeline(rank))
 
-    def _timeline(self, rank: int | None = None) -> dict[str, Any] | str:
+    def _timeline(self, rank: int | None = None) -> Timeline | str:
         """The step anatomy of the run's PyTorch trace (of `rank`'s, in a run of several: the first
         rank's by default), or why there is none; in a worker."""
         try:
@@ -222,24 +220,25 @@ class HotspotsScreen(BaseScreen):
     def _on_selected(self, message: Selected) -> None:
         self._show_rows(message.rows, message.matched)
 
-    def _loaded(self, summary: dict[str, Any]) -> None:
-        from tinylab.analysis.hotspots import format_ns
+    def _loaded(self, summary: HotspotSummary) -> None:
+        from tinylab.render.hotspots import format_ns
 
         self.summary = summary
         head = Text()
         head.append(f"{safe(self.run_id)} ", style="bold")
-        total = f", {format_ns(summary['total_ns'])} of kernel time" if summary["total_ns"] is not None else ""
-        head.append(f"[{summary['format']}] {summary['kernel_count']} kernels{total}")
-        if summary["ranks"]:
-            head.append(f"\nrank {summary['rank']} of {len(summary['ranks'])}", style="bold")
+        total = f", {format_ns(summary.total_ns)} of kernel time" if summary.total_ns is not None else ""
+        head.append(f"[{summary.format}] {summary.kernel_count} kernels{total}")
+        ranks = summary.ranks
+        if ranks and ranks.ranks:
+            head.append(f"\nrank {ranks.rank} of {len(ranks.ranks)}", style="bold")
             head.append(" (R: next)" + rank_note(summary))
-        if summary.get("note"):
-            head.append("\n" + safe(summary["note"]), style="dim")
+        if summary.note:
+            head.append("\n" + safe(summary.note), style="dim")
         self.query_one("#hot-head", Static).update(head)
-        cats = summary["categories"]
-        labels = [c for c in cats if cats[c]["pct"] is not None]
+        cats = summary.categories
+        labels = [c for c in cats if cats[c].pct is not None]
         self.query_one("#categories", BarChart).set_bars(
-            labels, [round(cats[c]["pct"], 1) for c in labels], empty="no durations in this table")
+            labels, [round(cats[c].pct, 1) for c in labels], empty="no durations in this table")
 
     def _no_table(self, record: RunRecord) -> None:
         profilers = safe(", ".join(record.settings.profilers if record.settings else []) or "none")
@@ -249,8 +248,8 @@ class HotspotsScreen(BaseScreen):
             "(pytorch works on any machine) to get one."))
 
     def _show_rows(self, rows: list[dict[str, Any]], matched: int) -> None:
-        from tinylab.analysis.hotspots import format_ns
-        from tinylab.analysis.names import short_names
+        from tinylab.render.hotspots import format_ns
+        from tinylab.service.kernels import short_names
 
         narrow = self.screen.has_class("-narrow")
         columns = [k for k in ("total_ns", "pct", "calls", "avg_ns", "min_ns", "max_ns", "category", "name")
@@ -349,7 +348,7 @@ class HotspotsScreen(BaseScreen):
         self.query_one("#kernels", DataTable).focus()
 
     def action_category(self) -> None:
-        cats = list((self.summary or {}).get("categories") or {})
+        cats = list(self.summary.categories) if self.summary else []
         if not cats:
             return
         order = [None, *cats]
@@ -379,7 +378,7 @@ class HotspotsScreen(BaseScreen):
 
     def action_next_rank(self) -> None:
         ranks = self.tables.ranks
-        current = (self.summary or {}).get("rank")
+        current = self.summary.ranks.rank if self.summary and self.summary.ranks else None
         self.load_rank(ranks[(ranks.index(current) + 1) % len(ranks)] if current in ranks else ranks[0])
 
     def action_anatomy(self) -> None:
@@ -411,13 +410,17 @@ class HotspotsScreen(BaseScreen):
             pane.set_class(i == (current + 1) % len(details), "-detail")
 
 
-def rank_note(summary: dict[str, Any]) -> str:
+def rank_note(summary: HotspotSummary) -> str:
     """This rank's share of time in communication, and how far apart the ranks' kernel times are."""
-    mine = next(r for r in summary["per_rank"] if r["rank"] == summary["rank"])
+    info = summary.ranks
+    compared = info.compared if info else None
+    if compared is None:
+        return ""
+    mine = next(r for r in compared.per_rank if r.rank == info.rank)
     parts = []
-    if mine["communication_pct"] is not None:
-        parts.append(f"communication {mine['communication_pct']:.0f}%")
-    spread = summary["spread"]["total_ns"]
-    if spread and spread["pct"] is not None:
-        parts.append(f"kernel time: rank {spread['most']} {spread['pct']:+.0f}% over rank {spread['least']}")
+    if mine.communication_pct is not None:
+        parts.append(f"communication {mine.communication_pct:.0f}%")
+    spread = compared.spread["total_ns"]
+    if spread and spread.pct is not None:
+        parts.append(f"kernel time: rank {spread.most} {spread.pct:+.0f}% over rank {spread.least}")
     return "".join(f" · {p}" for p in parts)

@@ -1,5 +1,5 @@
 """Kernels: every Triton kernel of v3 and v4 compiled for AMD and NVIDIA GPUs on this machine, no GPU
-needed (tinylab.anatomy, through the Lab as `tinylab kernels` uses it): per kernel the registers,
+needed (the kernel anatomy, through the Lab as `tinylab kernels` uses it): per kernel the registers,
 LDS, spills and occupancy on one target, one IR stage of the selected kernel, and a sweep of one
 of its parameters as a chart.
 
@@ -23,11 +23,9 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Log, Static
 from textual.worker import get_current_worker
 
-from tinylab.anatomy.compile import STAGES
-from tinylab.anatomy.core import tunable
-from tinylab.anatomy.targets import TARGETS
 from tinylab.config import PRECISIONS, RunConfig
 from tinylab.errors import UserError
+from tinylab.service.kernels import STAGES, TARGETS, tunable
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import SweepChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -45,7 +43,7 @@ class Stopped(Exception):
 
 
 class Compiling(Message):
-    """Progress of the compiles behind request `key` (a tinylab.anatomy.Progress)."""
+    """Progress of the compiles behind request `key` (the anatomy's Progress)."""
 
     def __init__(self, key: tuple, progress: Any) -> None:
         super().__init__()
@@ -67,7 +65,7 @@ class StageLoaded(Message):
 
 
 class Swept(Message):
-    """The points of one sweep (tinylab.anatomy.SweepPoint, one a value), or why not."""
+    """The points of one sweep (the anatomy's SweepPoint, one a value), or why not."""
 
     def __init__(self, key: tuple, points: list | None, error: str | None) -> None:
         super().__init__()

@@ -46,6 +46,7 @@ from tinylab.config import (
 )
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord, key_config
+from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.textual_private import SelectOverlay
@@ -303,26 +304,25 @@ class LabScreen(BaseScreen):
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor
-    def _apply_doctor(self, report: dict[str, Any] | None) -> None:
+    def _apply_doctor(self, report: DoctorReport | None) -> None:
         if report is None:
             return
         if not self.sized:  # no earlier run to start from: the machine's own preset
             self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
         self._fit_device()
-        profilers = report.get("profilers") or {}
         for name in PROFILERS:
             box = self.query_one(f"#profiler-{name}", Option)
-            entry = profilers.get(name)
+            entry = report.profilers.get(name)
             if entry is None:
                 box.help = f"{name}: doctor does not know this profiler"
                 box.set_unavailable(None)
-            elif entry.get("available"):
-                version = f" {entry['version']}" if entry.get("version") else ""
-                box.help = f"{name}{version}: available ({entry.get('kind', '')})"
+            elif entry.available:
+                version = f" {entry.version}" if entry.version else ""
+                box.help = f"{name}{version}: available ({entry.kind or ''})"
                 box.set_unavailable(None)
             else:
-                box.set_unavailable(f"{name} is unavailable: {entry.get('reason') or 'not found'}."
-                                    f" Fix: {entry.get('fix') or 'see the Doctor screen (d)'}")
+                box.set_unavailable(f"{name} is unavailable: {entry.reason or 'not found'}."
+                                    f" Fix: {entry.fix or 'see the Doctor screen (d)'}")
         self._validate()
         self._launch_if_pending()
 

@@ -1,6 +1,6 @@
 """Run: the live log, progress with ETA, and charts of one run; its summary or error at the end,
 and, for a run profiled with the PyTorch profiler, the anatomy of a measured step (GPU busy/idle
-lane, phases, diagnosis: tinylab.analysis.timeline) with its memory by category over the step.
+lane, phases, diagnosis: Lab.timeline) with its memory by category over the step.
 
 A thread worker polls the run's files (tinylab/tui/feed.py) and posts what is new; this screen
 only appends to the log in batches and stores points, and a timer redraws the visible charts a
@@ -28,7 +28,8 @@ from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
-from tinylab.runs.store import LIVE
+from tinylab.service.results import Timeline
+from tinylab.service.runs import LIVE
 from tinylab.tui.feed import FeedUpdate, RunFeed
 from tinylab.tui.fmt import duration, number, plain, safe
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
@@ -47,9 +48,9 @@ class Fed(Message):
 
 
 class StepLoaded(Message):
-    """A profiled run's step anatomy (tinylab.analysis.timeline.analyze), or why it failed."""
+    """A profiled run's step anatomy (Lab.timeline), or why it failed."""
 
-    def __init__(self, result: dict[str, Any] | None, error: str | None) -> None:
+    def __init__(self, result: Timeline | None, error: str | None) -> None:
         super().__init__()
         self.result, self.error = result, error
 
@@ -163,16 +164,16 @@ class RunScreen(BaseScreen):
         result = message.result
         chart = SeriesChart("memory over the step (MB)", xlabel="ms into the step", id="step-memory")
         if result is not None:
-            memory = result.get("memory")
+            memory = result.memory
             if memory:
                 # the total and the three largest categories at the peak: more lines are a tangle
-                top = sorted(memory["peak_by_category_mb"], key=lambda c: -memory["peak_by_category_mb"][c])[:3]
-                parts = [memory["series"][c] for c in memory["peak_by_category_mb"]]
-                series = {"total": [sum(vals) for vals in zip(*parts)], **{c: memory["series"][c] for c in top}}
-                chart.set_data(memory["series"]["ms"], series)
-                chart.chart_title = (f"memory over step {result['shown_step']} (MB), peak "
-                                     f"{memory['peak_mb']:,.1f} MB at {memory['peak_at_ms']:.1f} ms")
-        chart.set_class(result is None or not result.get("memory"), "-empty")
+                top = sorted(memory.peak_by_category_mb, key=lambda c: -memory.peak_by_category_mb[c])[:3]
+                parts = [memory.series[c] for c in memory.peak_by_category_mb]
+                series = {"total": [sum(vals) for vals in zip(*parts)], **{c: memory.series[c] for c in top}}
+                chart.set_data(memory.series["ms"], series)
+                chart.chart_title = (f"memory over step {result.shown_step} (MB), peak "
+                                     f"{memory.peak_mb:,.1f} MB at {memory.peak_at_ms:.1f} ms")
+        chart.set_class(result is None or not result.memory, "-empty")
         anatomy = AnatomyText(result if result is not None else f"No step anatomy: {message.error}", id="anatomy")
         pane = Pane(Container(VerticalScroll(anatomy, id="anatomy-box"), chart, id="step-body"),
                     title="Step", id="step-pane")
@@ -266,8 +267,8 @@ class RunScreen(BaseScreen):
         return left + (counter.planned - counter.number) * per_pass
 
     def _window_steps(self) -> int | None:
-        """Steps each later counter pass trains (tinylab/runs/passes.py)."""
-        from tinylab.runs.passes import window_steps
+        """Steps each later counter pass trains."""
+        from tinylab.service.runs import window_steps
 
         try:
             return window_steps(RunConfig.from_dict(self._config()))
@@ -392,7 +393,7 @@ def _gb(mb: Any) -> float | None:
 def ranks_table(record: RunRecord) -> DataTable:
     """Each rank of a run of several, in the columns that fit 80: step median and p90, forward and
     backward, collectives; the slowest rank and weights out of sync said in words."""
-    from tinylab.analysis.ranks import NUMERIC, rank_table
+    from tinylab.render.ranks import NUMERIC, rank_table
 
     keys = ("rank", "step", "p90", "fwd", "bwd", "weights", "comm")  # the weights before what a narrow cell cuts
     header, rows = rank_table(record, keys)
@@ -430,7 +431,7 @@ def outcome_text(record: RunRecord, status: str) -> Text:
         ]
         text.append(" · " + " · ".join(parts))
         if record.ranks:
-            from tinylab.analysis.ranks import ranks_caption
+            from tinylab.render.ranks import ranks_caption
 
             text.append("\n" + ranks_caption(record))
         if s.partly_trained:

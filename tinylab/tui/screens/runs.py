@@ -10,7 +10,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.runs.record import RunRecord
-from tinylab.runs.store import LIVE
+from tinylab.service.runs import LIVE
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import HOME, BaseScreen, Cancelled, background
 from tinylab.tui.widgets.runtable import RunTable

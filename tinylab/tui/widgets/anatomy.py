@@ -1,4 +1,4 @@
-"""A step anatomy (tinylab.analysis.timeline) as text laid out for the widget's own width.
+"""A step anatomy (a Timeline: Lab.timeline) as text laid out for the widget's own width.
 
 render() wraps the diagnosis and squeezes the lanes for a given width; a width guessed from the
 screen is off by the panel's border, padding or scrollbar, and the terminal then wraps each long
@@ -13,6 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from tinylab.service.results import Timeline
 from tinylab.tui.fmt import plain
 
 #: render() keeps every column down to this width; a narrower widget wraps (rare: 80 columns
@@ -23,13 +24,13 @@ UNSHOWN_WIDTH = 76
 
 
 class AnatomyText(Static):
-    def __init__(self, shown: dict[str, Any] | str = "", **kwargs: Any) -> None:
+    def __init__(self, shown: Timeline | str = "", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.shown = shown
         self._width = 0
 
-    def show(self, shown: dict[str, Any] | str) -> None:
-        """An analysis (analyze()'s result with its "title") or a one-line reason there is none."""
+    def show(self, shown: Timeline | str) -> None:
+        """A timeline (with its title: the Lab's) or a one-line reason there is none."""
         self.shown, self._width = shown, 0
         self._draw()
 
@@ -45,11 +46,11 @@ class AnatomyText(Static):
         self._draw()
 
     def _draw(self) -> None:
-        from tinylab.analysis.timeline import render
+        from tinylab.render.timeline import render
 
         width = self.content_region.width or UNSHOWN_WIDTH
         if isinstance(self.shown, str):
             self.update(plain(self.shown))
         elif width != self._width:
             self._width = width
-            self.update(Text(render(self.shown, self.shown["title"], width=max(MIN_WIDTH, width))))
+            self.update(Text(render(self.shown, self.shown.title, width=max(MIN_WIDTH, width))))

@@ -9,8 +9,9 @@ from html.parser import HTMLParser
 import pytest
 from support.runs import cli, clone_run, profile_tables, with_kernels, world_of
 
-from tinylab.analysis.compare import compare_runs, format_value, ratio_text
-from tinylab.analysis.report import build_report
+from tinylab.analysis.compare import compare_runs
+from tinylab.render.compare import format_value, ratio_text
+from tinylab.render.report import build_report
 from tinylab.errors import UserError
 
 VOID = {"meta", "br", "hr", "img", "input", "link"}
@@ -78,9 +79,9 @@ def test_markdown_two_runs_compares_them(finished_pair):
     a, b = finished_pair.v1, finished_pair.v2
     text = build_report([a, b], "md")
     assert f"## Run {a.id}" in text and f"## Run {b.id}" in text and "## Comparison" in text
-    for m in compare_runs(a.record(), b.record())["metrics"]:
-        if m["ratio"] is not None:
-            assert f"| {ratio_text(m['ratio'])} |" in text  # as compare writes it: 11.5x from 10x up
+    for m in compare_runs(a.record(), b.record()).metrics:
+        if m.ratio is not None:
+            assert f"| {ratio_text(m.ratio)} |" in text  # as compare writes it: 11.5x from 10x up
     overlay = re.findall(r"```text\n(.*?)```", text.split("## Comparison")[1], re.S)[0]
     assert f"A {a.id}" in overlay and f"B {b.id}" in overlay, "overlaid series are labelled"
 

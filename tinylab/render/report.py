@@ -15,19 +15,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tinylab import __version__
-from tinylab.analysis.compare import (
-    METRICS,
-    compare_runs,
-    kernel_sections,
-    load_kernels,
-    metric_label,
-    metric_rows,
-    scaling_rows,
-    show_value,
-)
-from tinylab.analysis.ranks import numeric_columns, rank_table, ranks_caption
+from tinylab.analysis.compare import METRICS, Comparison, compare_runs, load_kernels
+from tinylab.analysis.hotspots_result import HotspotSummary
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, FIELD_BY_KEY, Summary, number, sample_steps
+from tinylab.render.compare import kernel_sections, metric_label, metric_rows, scaling_rows, show_value
+from tinylab.render.hotspots import format_ns
+from tinylab.render.ranks import numeric_columns, rank_table, ranks_caption
 from tinylab.runs.record import RunRecord, printable
 from tinylab.runs.store import Run
 
@@ -69,7 +63,7 @@ class RunData:
 
     record: RunRecord
     charts: list[Chart]
-    kernels: dict[str, Any] | None = None
+    kernels: HotspotSummary | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -168,11 +162,9 @@ def _summary_rows(summary: Summary) -> list[list[str]]:
     return rows
 
 
-def _kernel_table_rows(kernels: dict[str, Any], name: Callable[[str], str] = str) -> list[list[str]]:
-    from tinylab.analysis.hotspots import format_ns
-
-    return [[str(i), name(k["name"]), format_ns(k["total_ns"]), f"{k['pct']:.1f}%" if k["pct"] is not None else "-",
-             str(k["calls"]), format_ns(k["avg_ns"]), k["category"]] for i, k in enumerate(kernels["kernels"], 1)]
+def _kernel_table_rows(kernels: HotspotSummary, name: Callable[[str], str] = str) -> list[list[str]]:
+    return [[str(i), name(k.name), format_ns(k.total_ns), f"{k.pct:.1f}%" if k.pct is not None else "-",
+             str(k.calls), format_ns(k.avg_ns), k.category] for i, k in enumerate(kernels.kernels, 1)]
 
 
 KERNEL_HEADER = ["#", "kernel", "total", "share", "calls", "avg", "category"]
@@ -197,7 +189,7 @@ def _chart_caption(chart: Chart) -> str:
 
 
 # ------------------------------------------------------------------------------ markdown
-def _markdown(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list[Chart]) -> str:
+def _markdown(data: list[RunData], comparisons: list[Comparison], overlays: list[Chart]) -> str:
     out = [f"# tinylab report: {len(data)} run{'s' if len(data) > 1 else ''}", "",
            f"Generated {time.strftime('%Y-%m-%d %H:%M:%S')} by tinylab {__version__}.", ""]
     for d in data:
@@ -255,29 +247,29 @@ def _md_kernels(d: RunData) -> list[str]:
     out = ["### Top kernels", ""]
     if d.kernels is not None:
         k = d.kernels
-        out += [f"{k['kernel_count']} kernels from {_md_text(k['format'])}"
-                + (f"; note: {_md_text(k['note'])}" if k.get("note") else ""), ""]
+        out += [f"{k.kernel_count} kernels from {_md_text(k.format)}"
+                + (f"; note: {_md_text(k.note)}" if k.note else ""), ""]
         out += _md_table(KERNEL_HEADER, _kernel_table_rows(k, _md_code)) + [""]
     out += [f"- {_md_text(n)}" for n in d.notes] + ([""] if d.notes else [])
     return out
 
 
-def _md_comparison(result: dict[str, Any], letter: str) -> list[str]:
-    a, b = result["a"], result["b"]
-    out = [f"### {letter} vs A: {b['id']} ({b['version']}) vs {a['id']} ({a['version']})", "",
-           f"A = {_md_text(a['key_config'])}; {letter} = {_md_text(b['key_config'])}. Ratios are {letter}/A.", ""]
+def _md_comparison(result: Comparison, letter: str) -> list[str]:
+    a, b = result.a, result.b
+    out = [f"### {letter} vs A: {b.id} ({b.version}) vs {a.id} ({a.version})", "",
+           f"A = {_md_text(a.key_config)}; {letter} = {_md_text(b.key_config)}. Ratios are {letter}/A.", ""]
     out += _md_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter)) + [""]
     scaled = scaling_rows(result, letter)
     if scaled:
         header, rows, line = scaled
         out += ["Scaling (samples/s of the whole run, and per rank):", ""] + _md_table(header, rows) + ["", line, ""]
-    if result["config_diff"]:
+    if result.config_diff:
         out += ["Config differences:", ""]
         out += _md_table(["key", "A", letter, "under test"],
-                         [[d["key"], show_value(d["a"]), show_value(d["b"]), "yes" if d["under_test"] else "**no**"]
-                          for d in result["config_diff"]]) + [""]
-    out += [f"- {_md_text(n)}" for n in result["notes"]] + ([""] if result["notes"] else [])
-    diff = result["kernel_diff"]
+                         [[d.key, show_value(d.a), show_value(d.b), "yes" if d.under_test else "**no**"]
+                          for d in result.config_diff]) + [""]
+    out += [f"- {_md_text(n)}" for n in result.notes] + ([""] if result.notes else [])
+    diff = result.kernel_diff
     if diff is not None:
         for title, header, rows in kernel_sections(diff, _md_code, letter):
             out += [f"Kernels {title}:", ""] + (_md_table(header, rows) if rows else ["none"]) + [""]
@@ -330,7 +322,7 @@ svg { max-width: 100%; height: auto; } svg text { font: 11px system-ui, sans-ser
 """
 
 
-def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list[Chart]) -> str:
+def _html(data: list[RunData], comparisons: list[Comparison], overlays: list[Chart]) -> str:
     e = html.escape
     title = f"tinylab report: {len(data)} run{'s' if len(data) > 1 else ''}"
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
@@ -360,8 +352,8 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
             out.append("<h3>Top kernels</h3>")
             if d.kernels is not None:
                 k = d.kernels
-                out.append(f"<p>{k['kernel_count']} kernels from {e(str(k['format']))}"
-                           + (f"; note: {e(str(k['note']))}" if k.get("note") else "") + "</p>")
+                out.append(f"<p>{k.kernel_count} kernels from {e(str(k.format))}"
+                           + (f"; note: {e(str(k.note))}" if k.note else "") + "</p>")
                 out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
             out += [f'<p class="note">{e(n)}</p>' for n in d.notes]
         out.append("<details><summary>Config</summary>")
@@ -377,11 +369,11 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
     return "\n".join(out) + "\n"
 
 
-def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
+def _html_comparison(result: Comparison, letter: str) -> list[str]:
     e = html.escape
-    a, b = result["a"], result["b"]
-    out = [f"<h3>{letter} vs A: {e(b['id'])} ({e(str(b['version']))}) vs {e(a['id'])} ({e(str(a['version']))})</h3>",
-           f"<p>A = {e(a['key_config'])}; {letter} = {e(b['key_config'])}. Ratios are {letter}/A.</p>"]
+    a, b = result.a, result.b
+    out = [f"<h3>{letter} vs A: {e(b.id)} ({e(str(b.version))}) vs {e(a.id)} ({e(str(a.version))})</h3>",
+           f"<p>A = {e(a.key_config)}; {letter} = {e(b.key_config)}. Ratios are {letter}/A.</p>"]
     out += _html_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter),
                        numeric=(1, 2, 3), marked=4)
     scaled = scaling_rows(result, letter)
@@ -389,14 +381,14 @@ def _html_comparison(result: dict[str, Any], letter: str) -> list[str]:
         header, rows, line = scaled
         out.append("<p>Scaling (samples/s of the whole run, and per rank):</p>")
         out += _html_table(header, rows, numeric=(1, 2, 3, 4, 5)) + [f"<p>{e(line)}</p>"]
-    if result["config_diff"]:
+    if result.config_diff:
         out.append("<p>Config differences:</p>")
         out += _html_table(["key", "A", letter, "under test"],
-                           [[d["key"], show_value(d["a"]), show_value(d["b"]), "yes" if d["under_test"] else "NO"]
-                            for d in result["config_diff"]])
-    if result["notes"]:
-        out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in result["notes"]) + "</ul>")
-    diff = result["kernel_diff"]
+                           [[d.key, show_value(d.a), show_value(d.b), "yes" if d.under_test else "NO"]
+                            for d in result.config_diff])
+    if result.notes:
+        out.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in result.notes) + "</ul>")
+    diff = result.kernel_diff
     if diff is not None:
         for title, header, rows in kernel_sections(diff, b=letter):
             out.append(f"<p>Kernels {e(title)}:</p>")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from support.runs import make_run, rank_events
 
-from tinylab.analysis.ranks import COLUMNS, FULL, rank_table, sync_line
+from tinylab.render.ranks import COLUMNS, FULL, rank_table, sync_line
 
 START = {"event": "start", "time": 1.0, "device": "cuda:0", "device_name": "NVIDIA H100", "config": {}}
 
