@@ -177,6 +177,8 @@ class RunConfig:
     #: kernel names (or parts of them) whose hardware counters rocprof-compute collects (its -k);
     #: empty: every kernel, in every one of its 15-25 passes
     profile_kernels: list[str] = field(default_factory=list)
+    #: a rocprof-compute metric set (its --set, 3.3+: one pass instead of 15-25); None: every counter
+    profile_set: str | None = None
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
@@ -415,6 +417,12 @@ class RunConfig:
         if kernels and "rocprof-compute" not in self.profilers:
             raise ConfigError(f"--profile-kernel {kernels[0]} narrows rocprof-compute's counters: add "
                               "--profile rocprof-compute")
+        chosen = self.profile_set
+        if chosen is not None and (not isinstance(chosen, str) or not _KERNEL_NAME.fullmatch(chosen)):
+            raise ConfigError(f"--profile-set {chosen!r} is not a metric set name (letters, digits and _; "
+                              "rocprof-compute profile --list-sets lists them)"[:200])
+        if chosen and "rocprof-compute" not in self.profilers:
+            raise ConfigError(f"--profile-set {chosen} is a rocprof-compute metric set: add --profile rocprof-compute")
 
     def check_device(self, device_type: str) -> "RunConfig":
         """The rules that depend on the device the run will use ("cpu" or "cuda").

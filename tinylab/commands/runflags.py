@@ -81,6 +81,9 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     e.add_argument("--profile-kernel", dest="profile_kernels", action="append", default=[], metavar="NAME",
                    help="collect rocprof-compute's counters for kernels whose name holds NAME only (repeatable; "
                         "default: every kernel, in each of its passes)")
+    e.add_argument("--profile-set", dest="profile_set", default=None, metavar="NAME",
+                   help="rocprof-compute: collect one metric set in a single pass (its --set, ROCm 7.1+; "
+                        "rocprof-compute profile --list-sets names them)")
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")

@@ -20,7 +20,7 @@ import psutil
 
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.registry import all_adapters
-from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
+from tinylab.profilers.rocm import amd_tool_lines, amd_tools, hip_mismatch, kfd_gpus, node_release
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
@@ -62,6 +62,7 @@ def collect_doctor() -> dict[str, Any]:
         "rocm": rocm,
         "packages": {name: _version(dists) for name, dists in PACKAGES.items()},
         "profilers": profilers,
+        "amd_tools": amd_tools(),
         "warnings": warnings,
     }
 
@@ -204,5 +205,6 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {mark}{name:<16} {p['kind']:<11} {what}")
         if not p["available"] and p.get("fix"):
             lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p['fix']}")
+    lines += amd_tool_lines(report.get("amd_tools") or {})
     lines += [f"warning   {w}" for w in report.get("warnings", [])]
     return "\n".join(lines)
