@@ -37,7 +37,9 @@ HELP_LIMIT = 512 << 10
 
 _FLAG = re.compile(r"-{1,2}[A-Za-z0-9?][A-Za-z0-9_-]*")
 _CHOICES = re.compile(r"\{([^{}\s]+)\}")
-_SPLIT = re.compile(r"\t| {2,}")
+#: Where an option's invocation ends and its help begins: a tab, or two spaces not before a metavar
+#: ("-k  [ ...], --kernel  [ ...]" is argparse's invocation for metavar="" and nargs="+")
+_SPLIT = re.compile(r"\t| {2,}(?! *[\[{])")
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,9 @@ class RocprofComputeAdapter(RocmToolAdapter):
         m = _VERSION.search(output)
         return m.group(1) if m else None
 
-    def tool_release(self, path: str, output: str) -> Release | None:
+    def guess_release(self, path: str, output: str) -> Release | None:
+        """Its version names no ROCm: mapped through the CHANGELOGs' headings (rocm_releases.COMPUTE_TO_ROCM),
+        used only where no tree says the release."""
         version = self.version_from_output(output)
         rocm = rr.COMPUTE_TO_ROCM.get(version or "")
         return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None

@@ -51,10 +51,12 @@ class RocprofSysAdapter(RocmToolAdapter):
         return m.group(1) if m else None
 
     def tool_release(self, path: str, output: str) -> Release | None:
-        """`--version` names its ROCm ("rocm: v7.1.x"); older ones are mapped from their own version."""
+        """`--version` names the ROCm it was built for ("rocm: v7.1.x")."""
         m = _ROCM.search(output)
-        if m:
-            return release_from_version(m.group(1), f"{Path(path).name} --version (rocm: v{m.group(1)}.x)")
+        return release_from_version(m.group(1), f"{Path(path).name} --version (rocm: v{m.group(1)}.x)") if m else None
+
+    def guess_release(self, path: str, output: str) -> Release | None:
+        """A version that names no ROCm, mapped through the CHANGELOG (rocm_releases.SYS_TO_ROCM)."""
         version = self.version_from_output(output)
         rocm = rr.SYS_TO_ROCM.get(version or "")
         return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None

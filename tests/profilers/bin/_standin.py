@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parents[1] / "support"))  # samples.py, rocpd_db.py
 import samples  # noqa: E402
 
 FIXTURES = samples.FIXTURES
-DEFAULT_RELEASE = "7.0"
+DEFAULT_RELEASE = "7.0.0"
 
 
 def releases():
