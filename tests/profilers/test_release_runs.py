@@ -91,7 +91,8 @@ def test_a_profiled_run_of_each_release_and_the_scenarios_checks(launched, insta
     rocpd = rr.ROCPROFV3[key].default_format == "rocpd"
     fmt = FORMATS.get(tool) or ("rocpd" if rocpd else "rocprofv3-kernel-stats")
     assert profile.format == fmt and profile.kernel_table == f"profiles/{tool}/kernels.csv", profile.note
-    assert profile.steps == STEPS and record.summary is not None and record.steps_done == STEPS
+    assert record.summary is not None and record.steps_done == STEPS
+    assert profile.steps == (None if tool == "rocprof-compute" else STEPS)  # its counters: every pass's dispatches
     # the scenario's steps of this tool, as a learner on a CPU runs them: the recorded checks pass,
     # the GPU ones are skipped with their reason
     for step in (s for s in SCENARIO.steps if s.tool == tool):

@@ -70,18 +70,13 @@ def test_a_pip_install_without_version_file_asks_rocm_sdk(amd, tmp_path):
     assert release.label == "ROCm 10.1.0" and release.how == "pip install, rocm-sdk version"
 
 
-def test_when_tree_and_tool_disagree_the_tool_wins_and_doctor_says_so(amd, tmp_path):
+def test_when_tree_and_tool_disagree_the_tool_wins(amd, tmp_path):
     """A 7.2.0 tree whose rocprofv3 says 7.13.0 (a tool from another install linked in)."""
-    from tinylab.profilers.rocm import amd_tool_lines, amd_tools
-
     on_path(amd, rocm_tree(tmp_path, "7.2"))
     amd.setenv("STANDIN_ROCM_RELEASE", "7.13.0")
     release = get_adapter("rocprofv3").release()
     assert release.label == "ROCm 7.13.0" and release.key == "7.13"
     assert release.note == f"its ROCm tree says ROCm 7.2.0 ({tmp_path}/rocm-7.2.0/.info/version): tinylab follows the tool"
-    lines = "\n".join(amd_tool_lines(amd_tools()))
-    assert "rocprofv3        1.3.0 · ROCm 7.13.0 (the tool itself, rocprofv3 --version; its ROCm tree says ROCm 7.2.0" in lines
-    assert "counter groups: repeated --pmc (pass_<n>/)" in lines  # asked of the tool, not of the tree
 
 
 def test_a_release_newer_than_the_table_works_from_its_help(amd, tmp_path):

@@ -20,7 +20,8 @@ import psutil
 
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.registry import all_adapters
-from tinylab.profilers.rocm import amd_tool_lines, amd_tools, hip_mismatch, kfd_gpus, node_release
+from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
+from tinylab.profilers.rocm_doctor import amd_tool_lines, amd_tools
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
