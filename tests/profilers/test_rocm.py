@@ -126,3 +126,13 @@ def test_kfd_gpus_names_each_gpu_architecture(tmp_path, monkeypatch):
         (tmp_path / node / "properties").write_text(props)
     monkeypatch.setattr(rocm_module, "KFD_NODES", tmp_path)
     assert rocm_module.kfd_gpus() == ["gfx942", "gfx90a"]
+
+
+def test_both_forms_of_the_version_file(tmp_path):
+    """6.x writes X.Y.Z-<build> or X.Y.Z.P-<build>, 7.0+ X.Y.Z: only X.Y.Z is read."""
+    for text, version in (("6.2.0-66\n", "6.2.0"), ("6.4.1.60401-83\n", "6.4.1"), ("7.14.0\n", "7.14.0")):
+        root = tmp_path / text.strip()
+        (root / ".info").mkdir(parents=True)
+        (root / ".info" / "version").write_text(text)
+        release = rocm_module.release_in([root])
+        assert (release.version, release.install) == (version, "ROCm tree")

@@ -99,11 +99,12 @@ def usual_roots() -> list[Path]:
     return ([Path(os.environ["ROCM_PATH"])] if os.environ.get("ROCM_PATH") else []) + [Path("/opt/rocm")]
 
 
-def release_of_tree(executable: str) -> Release | None:
-    """The release of the ROCm an executable belongs to (see the module docstring), or None."""
+def release_of_tree(executable: str, files_only: bool = False) -> Release | None:
+    """The release of the ROCm an executable belongs to (see the module docstring), or None;
+    `files_only`: read files, run nothing (not `rocm-sdk version`)."""
     path = Path(executable)
     own = list(dict.fromkeys([path.parent.parent, path.resolve().parent.parent]))
-    found = release_in(own) or _pip_release(path)
+    found = release_in(own) or _pip_release(path, files_only)
     if found is None:
         named = next((m for m in (_THEROCK.fullmatch(root.name) for root in own) if m), None)
         if named:
@@ -111,7 +112,7 @@ def release_of_tree(executable: str) -> Release | None:
     return found or release_in(usual_roots())
 
 
-def _pip_release(path: Path) -> Release | None:
+def _pip_release(path: Path, files_only: bool = False) -> Release | None:
     """A pip-installed ROCm next to a console script: site-packages/_rocm_sdk_core/.info/version of
     the environment whose bin/ holds it, else its `rocm-sdk version`."""
     env = path.parent.parent
@@ -121,7 +122,7 @@ def _pip_release(path: Path) -> Release | None:
             if found is not None:
                 return found
     sdk = path.parent / "rocm-sdk"
-    if sdk.is_file():
+    if sdk.is_file() and not files_only:
         rc, output = ask(str(sdk), ("version",))
         if rc == 0:
             return release_from_version(output.strip().splitlines()[0] if output.strip() else "", "rocm-sdk version",

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
-from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version
+from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
 from tinylab.profilers.rocm_help import ToolHelp
 
 if TYPE_CHECKING:
@@ -149,10 +149,9 @@ class RocprofComputeAdapter(RocmToolAdapter):
         files = list((out_dir / "workload").rglob("perfmon/*.txt"))
         if files:
             return len(files)
-        try:
-            return self.facts().passes.get((arch or "").split(":")[0])
-        except UserError:
-            return None
+        path = self.executable_path()
+        release = release_of_tree(path, files_only=True) if path else None  # asked inside the profiled program
+        return self.table[release.key].passes.get((arch or "").split(":")[0]) if release else None
 
     def capabilities(self) -> list[str]:
         profile, analyze = self.help("profile"), self.help("analyze")
@@ -196,6 +195,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
         try:
             listed = self.help("analyze")
             path = self.need(listed, "-p", "--path", purpose="to read the workload")
+            dispatch = self.need(listed, "--dispatch", "-d", purpose="to analyze one dispatch")
         except UserError as exc:
             return [f"no analyze: {exc}"]
         ok, detail = run_tool([exe, "analyze", path, str(workload), "--list-stats"], analyze_dir / "list_stats.txt")
@@ -211,7 +211,6 @@ class RocprofComputeAdapter(RocmToolAdapter):
         else:
             return [f"no speed-of-light tables: {self.who()} lists neither --output-format nor --save-dfs in "
                     f"`{listed.command}`"]
-        dispatch = self.need(listed, "--dispatch", "-d", purpose="to analyze one dispatch")
         done, notes, written = [], [], set()
         for number, kernel in analysis_targets(workload, self.kernels):
             tables = analyze_dir / f"dispatch_{number}"  # one folder level, as both outputs make: analyze/ exists
