@@ -102,6 +102,7 @@ def test_later_releases_say_what_their_changelogs_say(release):
     assert (compute.version, "--path" in compute.options, "--output-directory" in compute.options,
             "--overwrite" in compute.options) == (compute_version, has_path, has_output_directory, has_overwrite)
     assert (compute.analyze_csv, compute.pct_column, compute.results_per_pass) == (analyze_csv, pct, per_pass)
+    assert compute.roof_only_bare == per_pass  # 3.6.0 both: results_*.csv a pass, --roof-only writes roofline.csv only
     assert "--save-dfs" not in compute.analyze_options and "--output-format" in compute.analyze_options  # 3.3+
     assert compute.refuses_non_empty == has_overwrite and ("--set" in compute.options)  # --set: 3.3+
 

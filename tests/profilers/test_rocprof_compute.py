@@ -99,3 +99,17 @@ def test_a_metric_set_is_one_pass_where_the_tool_lists_set(install, tmp_path, mo
     assert adapter.planned_passes(out, "gfx942") == 1 and proc.stdout.count("Current input file") == 1
     with pytest.raises(UserError, match="--set cannot be used with --roof-only"):
         RocprofComputeAdapter("roof-only").check(config)
+
+
+def test_roof_only_from_3_6_writes_the_roofline_alone(tmp_path, monkeypatch):
+    """rocprof-compute 3.6+ (ROCm 7.13) --roof-only "creates roofline.csv only": its ceilings are read,
+    nothing is analyzed, and the profile says why there is no kernel table."""
+    _on(monkeypatch, tmp_path, "10.1")
+    adapter = RocprofComputeAdapter("roof-only")
+    out, proc = run_wrapped(adapter, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in (out / "workload").iterdir() if p.is_file()] == ["roofline.csv"]
+    result = adapter.collect(out)
+    assert result.table is None and not (out / "analyze").exists()
+    assert result.note == "no kernel table: the workload holds roofline.csv only (--roof-only, rocprof-compute 3.6+)"
+    assert json.loads((out / "roofline.json").read_text())["peaks"]["HBMBw"] == pytest.approx(1389.07, abs=0.01)

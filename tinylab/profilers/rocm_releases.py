@@ -424,6 +424,9 @@ class RocprofComputeFacts:
     results_per_pass: bool = False
     #: profile refuses a non-empty workload folder unless --overwrite (3.8.0)
     refuses_non_empty: bool = False
+    #: --roof-only writes roofline.csv only (3.6.0: "Standalone roofline (--roof-only option) in profile
+    #: mode now creates roofline.csv only"): no counters, no kernel table
+    roof_only_bare: bool = False
     deprecated: tuple = ()  # options its help marks "(DEPRECATED)"
 
 
@@ -463,7 +466,7 @@ _CMP71 = replace(_CMP70, release="7.1", evidence="C", version="3.3.0", options=_
 _CMP72 = replace(_CMP71, release="7.2", version="3.4.0", options=_C72_OPTIONS)
 _CMP712 = replace(_CMP72, release="7.12", version="3.5.0", options=_C712_OPTIONS, deprecated=("--path", "--subpath"))
 _CMP713 = replace(_CMP712, release="7.13", version="3.6.0", options=_C713_OPTIONS, analyze_options=_CA713_OPTIONS,
-                  results_per_pass=True)
+                  results_per_pass=True, roof_only_bare=True)
 _CMP714 = replace(_CMP713, release="7.14", version="3.7.0", options=_C714_OPTIONS, analyze_csv="views", deprecated=())
 _CMP100 = replace(_CMP714, release="10.0", version="3.8.0", options=_C100_OPTIONS, pct_column="Percent of Peak",
                   refuses_non_empty=True)

@@ -171,6 +171,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
     def collect(self, out_dir: Path) -> CollectResult:
         from tinylab.analysis.formats.rocprof_compute import (  # pandas: after the run
             find_workload,
+            has_counters,
             read_roofline,
             roofline_disabled,
         )
@@ -179,14 +180,17 @@ class RocprofComputeAdapter(RocmToolAdapter):
         notes = []
         if workload is None:
             return CollectResult(list_artifacts(out_dir), None, f"no rocprof-compute workload under {out_dir}", None)
-        if self.executable_path():
+        counters = has_counters(workload)
+        if not counters:  # 3.6+ --roof-only: "creates roofline.csv only"
+            notes.append("no kernel table: the workload holds roofline.csv only (--roof-only, rocprof-compute 3.6+)")
+        elif self.executable_path():
             notes += self._analyze(workload, out_dir / "analyze")
         roofline = read_roofline(workload)
         if roofline:
             (out_dir / "roofline.json").write_text(json.dumps(roofline, indent=2), encoding="utf-8")
         elif self.mode != "counters":
             notes.append(f"no roofline: {roofline_disabled(workload) or 'no roofline.csv in the workload'}")
-        table, fmt, note = read_table(workload)
+        table, fmt, note = read_table(workload) if counters else (None, None, None)
         notes.insert(0, note)
         return CollectResult(list_artifacts(out_dir), table, "; ".join(n for n in notes if n) or None, fmt)
 

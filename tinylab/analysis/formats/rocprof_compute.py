@@ -56,14 +56,20 @@ def parse_top(path: Path, head: Head) -> Parsed:
     return Parsed(build_table(pd.DataFrame(records)), "rocprof-compute-top", note)
 
 
-#: What marks a workload folder: its kernel tables, analyze's top list, or (3.6+, before analyze has
-#: merged them into pmc_perf.csv) one results_<pass>.csv a counter pass.
+#: What marks a workload folder: its kernel tables, analyze's top list, (3.6+, before analyze has
+#: merged them into pmc_perf.csv) one results_<pass>.csv a counter pass, or (3.6+ --roof-only, which
+#: writes nothing else) roofline.csv.
 _WORKLOAD_MARKERS = ("timestamps.csv", "pmc_perf.csv", "pmc_kernel_top.csv")
 _PASS_RESULTS = "results_*.csv"
 
 
-def _is_workload(folder: Path) -> bool:
+def has_counters(folder: Path) -> bool:
+    """The folder holds a workload's kernel tables or its per-pass results (something to analyze)."""
     return any((folder / m).is_file() for m in _WORKLOAD_MARKERS) or any(folder.glob(_PASS_RESULTS))
+
+
+def _is_workload(folder: Path) -> bool:
+    return has_counters(folder) or (folder / "roofline.csv").is_file()
 
 
 def find_workload(root: Path) -> Path | None:
