@@ -63,6 +63,9 @@ def test_defaults_are_the_workshop_model():
         ({"profilers": ["rocprof-compute"], "profile_kernels": [f"k{i}" for i in range(9)]}, "at most 8 kernel names"),
         ({"profilers": ["rocprofv3"], "profile_kernels": ["_attn_fwd"]},
          "--profile-kernel _attn_fwd narrows rocprof-compute's counters: add --profile rocprof-compute"),
+        ({"profilers": ["rocprof-compute"], "profile_set": "roof line"}, "--profile-set 'roof line' is not a metric set name"),
+        ({"profilers": ["rocprofv3"], "profile_set": "launch_stats"},
+         "--profile-set launch_stats is a rocprof-compute metric set: add --profile rocprof-compute"),
     ],
 )
 def test_bad_values_get_one_line_errors(kwargs, fragment):

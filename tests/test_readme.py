@@ -75,13 +75,19 @@ def test_lab_keys_the_readme_teaches_are_bound():
 
 
 def test_the_rocprofv3_row_says_what_it_writes():
-    """CSV on every release, whatever ROCm 7 defaults to: rocpd only when asked for (the row once said
-    ROCm 7 gives the database, while tinylab always asked for CSV)."""
+    """The database where the tool's --output-format lists rocpd (7.0 on), CSV before; other formats
+    on request (the row once said CSV on every release, while ROCm 7 defaults to the database)."""
+    from tinylab.profilers import rocm_releases as rr
+    from tinylab.profilers.rocm_help import parse_help
     from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 
     row = next(line for line in README.splitlines() if line.startswith("| `rocprofv3` |"))
-    assert Rocprofv3Adapter().output_formats == ("csv",) and "CSV on every release" in row
-    assert "--rocprofv3-formats rocpd" in row and "TINYLAB_ROCPROFV3_FORMAT=rocpd" in row
+    listed = {fmt: parse_help(f"  --output-format {{{fmt}}}  formats\n", "rocprofv3 --help") for fmt in (
+        "csv,json,pftrace", "csv,json,pftrace,otf2,rocpd")}
+    assert [Rocprofv3Adapter()._formats(h) for h in listed.values()] == [["csv"], ["rocpd"]]
+    assert next(k for k, f in rr.ROCPROFV3.items() if "rocpd" in f.formats) == "7.0"
+    assert "rocpd SQLite database on ROCm 7.0 and later" in row and "as CSV before" in row
+    assert "--rocprofv3-formats csv" in row and "TINYLAB_ROCPROFV3_FORMAT=csv" in row
 
 
 def test_screen_keys_work_where_the_readme_says():

@@ -217,6 +217,8 @@ class RunConfig:
     #: rocprof-compute: what its passes collect (ROCPROF_COMPUTE_MODES) and the dispatches ("20:40")
     rocprof_compute_mode: str = "full"
     rocprof_compute_dispatch: list[str] = field(default_factory=list)
+    #: a rocprof-compute metric set (its --set, 3.3+: one pass instead of 15-25); None: every counter
+    profile_set: str | None = None
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
@@ -457,6 +459,12 @@ class RunConfig:
         if kernels and "rocprof-compute" not in self.profilers:
             raise ConfigError(f"--profile-kernel {kernels[0]} narrows rocprof-compute's counters: add "
                               "--profile rocprof-compute")
+        chosen = self.profile_set
+        if chosen is not None and (not isinstance(chosen, str) or not _KERNEL_NAME.fullmatch(chosen)):
+            raise ConfigError(f"--profile-set {chosen!r} is not a metric set name (letters, digits and _; "
+                              "rocprof-compute profile --list-sets lists them)"[:200])
+        if chosen and "rocprof-compute" not in self.profilers:
+            raise ConfigError(f"--profile-set {chosen} is a rocprof-compute metric set: add --profile rocprof-compute")
 
     def _validate_profiler_settings(self) -> None:
         if not isinstance(self.profile_memory, bool):

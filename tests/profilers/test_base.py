@@ -19,7 +19,7 @@ from tinylab.profilers.registry import all_adapters, get_adapter
 @pytest.mark.parametrize("name,version,release", [
     # outside a ROCm tree the AMD stand-ins are 7.0: rocprofv3 --version names its ROCm, the others
     # are mapped from their own version (rocm_releases.SYS_TO_ROCM / COMPUTE_TO_ROCM)
-    ("rocprofv3", "1.0.0", "ROCm 7.0.0"), ("rocprof-sys", "1.1.0", "ROCm 7.0"), ("rocprof-compute", "3.2.2", "ROCm 7.0"),
+    ("rocprofv3", "1.0.0", "ROCm 7.0.0"), ("rocprof-sys", "1.1.0", "ROCm 7.0"), ("rocprof-compute", "3.2.3", "ROCm 7.0"),
     ("ncu", "2025.3.1.0", None), ("nsys", "2024.6.1.90-246135386443v0", None),
 ])
 def test_available_finds_the_tool_and_its_version(standins, name, version, release):

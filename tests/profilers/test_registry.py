@@ -59,12 +59,12 @@ def test_profiled_run_stores_its_kernel_tables(tmp_path, capsys):
     profiles = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if '"profile"' in line]
     assert [(p["tool"], p["kernel_table"], p["format"]) for p in profiles] == [
         ("pytorch", "profiles/pytorch/kernels.csv", "pytorch-operators"),
-        ("rocprofv3", "profiles/rocprofv3/kernels.csv", "rocprofv3-kernel-stats"),
+        ("rocprofv3", "profiles/rocprofv3/kernels.csv", "rocpd"),  # the stand-ins are 7.0 here: its database
     ]
     assert "CPU run" in profiles[0]["note"] and "trace.json.gz" in profiles[0]["artifacts"]
     assert main(["hotspots", "last", "--runs-dir", runs, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["source"] == "last" and data["format"] == "rocprofv3-kernel-stats"
+    assert data["source"] == "last" and data["format"] == "rocpd"
     truncated = samples.expected_from_dispatches(
         samples.rocm7_dispatches(samples.FIXTURES / "rocprofv3/rocm7-docs-data/kernel_trace_truncated.csv"))
     assert {k["name"]: k["calls"] for k in data["kernels"]} == {k: v[0] for k, v in truncated.items()}

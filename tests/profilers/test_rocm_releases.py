@@ -46,15 +46,35 @@ FACTS = {
     "7.0": (V70, "rocpd", True, True, True, 22, True,  # RS@64cf36def rocprofv3.py:1108-1109 ["rocpd"] default,
             # :251-252 --version, generateCSV.cpp:262-285
             "rocprof-sys-run", "rocm_kernel_dispatch",  # RS@64cf36def categories.hpp:97
-            "rocprof-compute", "3.2.2", False, ()),  # rocprof_compute_base.py:246-247 (rocprofv3 backend)
-    "7.1": (V70, "rocpd", True, True, True, 22, True,  # C: SDK CHANGELOG 1.1.0 for ROCm 7.1; U: options as 7.0
+            # CHANGELOG "3.2.3 for ROCm 7.0.0" (the branch's VERSION file said 3.2.2, a pre-release);
+            "rocprof-compute", "3.2.3", False, ()),  # rocprof_compute_base.py:246-247 (rocprofv3 backend)
+    "7.1": (V70, "rocpd", True, True, True, 22, True,  # C: SDK CHANGELOG 1.1.0 for ROCm 7.1; U: layouts as 7.0
             "rocprof-sys-run", "rocm_kernel_dispatch",
-            "rocprof-compute", "3.3.0", False, ()),  # C: CHANGELOG 3.3.0
+            "rocprof-compute", "3.3.0", False, ()),  # C: CHANGELOG 3.3.0 for ROCm 7.1.0
+}
+#: 7.2 on (C: each tool's CHANGELOG heading "<version> for ROCm <release>", RS@0029a62d, @0147bd8a, @01ad4049;
+#: U where no heading names the release): SDK version, repeated --pmc, .txt counter input; rocprof-sys
+#: version, topic help; rocprof-compute version, -p, --output-directory, --overwrite, analyze's table output
+#: and percentage column, per-pass results files.
+LATER = {
+    "7.2": ("1.1.0", False, True, "1.3.0", False, "3.4.0", True, False, False, "tables", "Pct of Peak", False),
+    "7.9": ("1.1.0", False, True, "1.3.0", False, "3.4.0", True, False, False, "tables", "Pct of Peak", False),  # U
+    "7.10": ("1.1.0", False, True, "1.3.0", False, "3.4.0", True, False, False, "tables", "Pct of Peak", False),  # U
+    "7.11": ("1.1.0", False, True, "1.4.0", False, "3.4.0", True, False, False, "tables", "Pct of Peak", False),
+    "7.12": ("1.1.0", False, True, "1.5.0", False, "3.5.0", True, True, False, "tables", "Pct of Peak", False),
+    # SDK 1.3.0 "for ROCm release 7.13": "multiple --pmc flags", ".txt input files ... deprecated" (Removed);
+    # rocprof-sys 1.6.0 "--help=all"; rocprof-compute 3.6.0 "pmc_perf_*.csv or results_*.csv" a replay
+    "7.13": ("1.3.0", True, False, "1.6.0", True, "3.6.0", True, True, False, "tables", "Pct of Peak", True),
+    # rocprof-compute 3.7.0: "--path and --subpath ... removed from profile mode"; csv "one CSV per analysis view"
+    "7.14": ("1.3.2", True, False, "1.7.0", True, "3.7.0", False, True, False, "views", "Pct of Peak", True),
+    # 3.8.0: "--overwrite"; "Renamed the Pct of Peak / PoP analysis column to Percent of Peak"
+    "10.0": ("1.3.5", True, False, "1.7.0", True, "3.8.0", False, True, True, "views", "Percent of Peak", True),
+    "10.1": ("1.3.5", True, False, "1.7.0", True, "3.9.0", False, True, True, "views", "Percent of Peak", True),
 }
 
 
 def test_every_release_is_pinned():
-    assert set(FACTS) == set(rr.RELEASES)
+    assert set(FACTS) | set(LATER) == set(rr.RELEASES)
 
 
 @pytest.mark.parametrize("release", list(FACTS))
@@ -68,11 +88,32 @@ def test_the_table_says_what_the_sources_say(release):
     assert (sys_.runner, sys_.kernel_category) == (runner, category)
     assert (compute.executable, compute.version, compute.timestamps_pass, compute.no_roofline) == (
         executable, version, timestamps, no_roofline)
+    assert (v3.multipass_pmc, v3.txt_input, sys_.help_topics, compute.analyze_csv) == (
+        False, True, False, "tables" if release == "7.1" else "save-dfs")
+
+
+@pytest.mark.parametrize("release", list(LATER))
+def test_later_releases_say_what_their_changelogs_say(release):
+    (sdk, multipass, txt, sys_version, topics, compute_version, has_path, has_output_directory, has_overwrite,
+     analyze_csv, pct, per_pass) = LATER[release]
+    v3, sys_, compute = rr.ROCPROFV3[release], rr.ROCPROF_SYS[release], rr.ROCPROF_COMPUTE[release]
+    assert (v3.sdk_version, v3.multipass_pmc, v3.txt_input, v3.default_format) == (sdk, multipass, txt, "rocpd")
+    assert (sys_.version, sys_.help_topics, sys_.kernel_category) == (sys_version, topics, "rocm_kernel_dispatch")
+    assert (compute.version, "--path" in compute.options, "--output-directory" in compute.options,
+            "--overwrite" in compute.options) == (compute_version, has_path, has_output_directory, has_overwrite)
+    assert (compute.analyze_csv, compute.pct_column, compute.results_per_pass) == (analyze_csv, pct, per_pass)
+    assert compute.roof_only_bare == per_pass  # 3.6.0 both: results_*.csv a pass, --roof-only writes roofline.csv only
+    assert "--save-dfs" not in compute.analyze_options and "--output-format" in compute.analyze_options  # 3.3+
+    assert compute.refuses_non_empty == has_overwrite and ("--set" in compute.options)  # --set: 3.3+
 
 
 def test_release_keys():
     assert rr.release_key("6.2.2-116") == "6.2.2" and rr.release_key("6.2.3") == "6.2.4"
-    assert rr.release_key("6.3.1") == "6.3" and rr.release_key("7.1.0") == "7.1"
-    assert rr.release_key("7.2.0") == "7.1" and rr.newer_than_known("7.2.0")  # newest known behaviour, said so
+    assert rr.release_key("6.2.1.60201-112") == "6.2.1"  # the X.Y.Z.P-<build> form of .info/version
+    assert rr.release_key("6.3.1") == "6.3" and rr.release_key("7.1.0") == "7.1" and rr.release_key("7.2.4") == "7.2"
+    assert rr.release_key("7.5.0") == "7.2"  # between two read releases: the older one's facts
+    assert rr.release_key("7.10.1") == "7.10" and rr.release_key("7.9") == "7.9"  # 7.10 after 7.9, not before
+    assert rr.release_key("10.1.0") == "10.1" and not rr.newer_than_known("10.1.2")
+    assert rr.release_key("11.0.0") == "10.1" and rr.newer_than_known("11.0.0")  # newest known layouts, said so
     assert rr.release_key("6.1.3") is None and rr.release_key("junk") is None
     assert set(rr.ROCPROFV3) == set(rr.ROCPROF_SYS) == set(rr.ROCPROF_COMPUTE) == set(rr.RELEASES)

@@ -28,7 +28,7 @@ def fast_deepspeed_check(monkeypatch):
 def test_report_shape_and_packages():
     collected = doctor.collect_doctor()
     report = collected.to_json()  # `tinylab doctor --json`
-    assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "warnings"}
+    assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "amd_tools", "warnings"}
     assert report["memory_bytes"] > 2**28
     assert report["warnings"] == []
     assert list(report["profilers"]) == list(PROFILERS)
@@ -93,10 +93,11 @@ def test_cli_json_and_text(capsys, standins):
     assert "profilers" in text and "ok rocprofv3" in text and "-- deepspeed" in text and "fix: pip install deepspeed" in text
 
 
-@pytest.mark.parametrize("key", ["6.2.0", "7.1"])
+@pytest.mark.parametrize("key", ["6.2.0", "10.1-pip"])
 def test_amd_node_reports_its_rocm_and_each_tools_release(key, monkeypatch, tmp_path):
-    """On an AMD node the ROCm release is read from its tree, each tool is named with it, and a torch
-    wheel whose HIP would break the profilers is a warning."""
+    """On an AMD node the ROCm release is read from its tree (a pip install's too), each tool is named
+    with it, how it was learnt and what its help lists, and a torch wheel whose HIP would break the
+    profilers is a warning."""
     monkeypatch.setenv("PATH", str(rocm_tree(tmp_path, key)) + os.pathsep + os.environ["PATH"])
     monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
     monkeypatch.delenv("ROCM_PATH", raising=False)
@@ -107,10 +108,22 @@ def test_amd_node_reports_its_rocm_and_each_tools_release(key, monkeypatch, tmp_
     assert report.rocm.release == version and report.rocm.source.endswith(".info/version")
     for name in ("rocprofv3", "rocprof-sys", "rocprof-compute"):
         assert report.profilers[name].available and report.profilers[name].release == f"ROCm {version}"
+        tool = report.amd_tools[name]
+        assert tool["release"] == f"ROCm {version}" and tool["how"].startswith("pip install" if key.endswith("pip")
+                                                                              else "ROCm tree")
     assert report.rocm.warning in report.warnings
     assert "torch's HIP runtime 7.2.53211-0f2a5b3 is" in report.rocm.warning
+    compute = report.amd_tools["rocprof-compute"]["capabilities"]
+    old = key == "6.2.0"  # omniperf 2.0.1 against rocprof-compute 3.9.0
+    head = (["analyze -> --save-dfs", "profile -> -p", "24 passes on gfx942"] if old else
+            ["analyze -> csv (--output-format csv --output-name)", "profile -> --output-directory"])
+    assert compute[:len(head)] == head
+    assert ("single-pass sets (--set)" in compute) != old and ("--overwrite" in compute) != old
+    assert report.amd_tools["rocprofv3"]["capabilities"][0] == (
+        "kernel table from " + ("CSV (--stats)" if old else "its rocpd database"))
     text = doctor.render_text(report)
     assert f"ROCm      {version}" in text and "ok rocprofv3" in text and f"ROCm {version}" in text
+    assert "AMD tools (what each one's --help lists)" in text and "profile -> " in text
 
 
 def test_hip_mismatch_rule():

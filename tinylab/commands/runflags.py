@@ -105,6 +105,9 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
                    help=f"rocprof-compute: {', '.join(ROCPROF_COMPUTE_MODES)} (default full)" + _env("rocprof_compute_mode"))
     s.add_argument("--rocprof-compute-dispatch", action="append", default=None, metavar="N|A:B",
                    help="rocprof-compute: a dispatch id or range to profile (repeatable)" + _env("rocprof_compute_dispatch"))
+    e.add_argument("--profile-set", dest="profile_set", default=None, metavar="NAME",
+                   help="rocprof-compute: collect one metric set in a single pass (its --set, ROCm 7.1+; "
+                        "rocprof-compute profile --list-sets names them)")
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")

@@ -252,7 +252,7 @@ class _Validator:
 def _setting_type(name: str, default: Any) -> type | tuple:
     if name in TOGGLES or isinstance(default, bool):
         return bool
-    if name in ("fault", "parallel", "rdzv_endpoint"):  # unset by default: None
+    if name in ("fault", "parallel", "rdzv_endpoint", "profile_set"):  # unset by default: None
         return str
     if isinstance(default, float):
         return (int, float)

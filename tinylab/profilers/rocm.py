@@ -1,12 +1,21 @@
-"""The ROCm release a profiler belongs to, asked in ways every release answers, and the base of
-the three AMD adapters (rocprofv3, rocprof-sys, rocprof-compute).
+"""The ROCm release a profiler belongs to, and the base of the three AMD adapters (rocprofv3,
+rocprof-sys, rocprof-compute).
 
-`rocprofv3 --version` exists only from ROCm 7.0; asking it on 6.2-6.4 fails (argparse, exit 2) and
-used to make a working tool look missing. So a tool is probed with what its every release accepts
-(`rocprofv3 --help`, `rocprof-sys-run --version`, `rocprof-compute --version`), and its release is
-read from the ROCm tree it is installed in (<rocm>/.info/version, written by rocm-core), else from
-what the tool prints. The facts of that release (rocm_releases.py) then decide which flags the
-adapter may pass and where the outputs land.
+What a tool accepts is asked of the tool (its --help, tinylab/profilers/rocm_help.py). Its release
+says what help cannot (where its files land, counter passes per GPU) and names it in messages. It is
+learnt, in this order, from:
+- the ROCm tree the tool is installed in: <root>/.info/version (written by rocm-core: "X.Y.Z-<build>"
+  or "X.Y.Z.P-<build>" on 6.x, "X.Y.Z" from 7.0), <root> being the folder above the tool's bin/ as
+  found on PATH, then with links resolved; a TheRock package's /opt/rocm/core-<M.m> without one is
+  named by its folder;
+- a pip-installed ROCm: the tool is a console script in an environment's bin/, its tree is
+  <env>/lib*/python3*/site-packages/_rocm_sdk_core (its .info/version), else `rocm-sdk version`;
+- what the tool says of itself (rocprofv3 --version "rocm_version:", rocprof-sys --version
+  "rocm: vM.m.x", rocprof-compute's version); where the tree and the tool disagree, the tool wins
+  and the release says so;
+- $ROCM_PATH or /opt/rocm.
+A release newer than any read here works from its help; its file layouts are taken as the newest
+read release's, and its label says so.
 """
 
 from __future__ import annotations
@@ -14,16 +23,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers import base
-from tinylab.profilers.base import _VENDOR_EVIDENCE, Availability, WrapperAdapter, probe, tail
+from tinylab.profilers.base import _VENDOR_EVIDENCE, Availability, WrapperAdapter, tail
+from tinylab.profilers.rocm_help import ToolHelp, ask, tool_help
 
 _XYZ = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_THEROCK = re.compile(re.escape(rr.THEROCK_PREFIX) + r"(\d+\.\d+)")
 
 
 @dataclass(frozen=True)
@@ -33,53 +44,90 @@ class Release:
     version: str  # "6.2.2", or "6.2" when only a tool's own version told it
     key: str  # a key of the rocm_releases tables
     source: str  # the file or command that told it
+    install: str = "ROCm tree"  # ROCm tree | TheRock package | pip install | the tool itself
+    note: str = ""  # where the tree and the tool disagree
 
     @property
     def assumed(self) -> bool:
-        """Newer than every release read: its tools are taken to behave as the newest known."""
+        """Newer than every release read: its layouts are taken as the newest known's."""
         return rr.newer_than_known(self.version)
 
     @property
     def label(self) -> str:
-        return f"ROCm {self.version}" + (f" (treated as {self.key}, the newest known)" if self.assumed else "")
+        return f"ROCm {self.version}" + (f" (newer than any release read: options from its help, file layouts "
+                                         f"as {self.key})" if self.assumed else "")
+
+    @property
+    def how(self) -> str:
+        """How it was learnt, for people: "pip install, _rocm_sdk_core/.info/version"."""
+        return f"{self.install}, {self.source}" + (f"; {self.note}" if self.note else "")
 
 
-def release_from_version(version: str, source: str) -> Release | None:
+def release_from_version(version: str, source: str, install: str = "the tool itself") -> Release | None:
     m = _XYZ.search(version)
     if m is None:
         return None
     text = ".".join(g for g in m.groups() if g is not None)
     key = rr.release_key(text)
-    return Release(text, key, source) if key else None
+    return Release(text, key, source, install) if key else None
 
 
-def rocm_roots(executable: str) -> list[Path]:
-    """ROCm trees an executable may belong to: <root>/bin/<tool> as found on PATH (so /opt/rocm keeps
-    pointing at the release it links to), then with links resolved, then the usual places."""
-    path = Path(executable)
-    return list(dict.fromkeys([path.parent.parent, path.resolve().parent.parent, *usual_roots()]))
+def _version_file(path: Path, install: str) -> Release | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")[:4096].strip()
+    except OSError:
+        return None
+    return release_from_version(text.splitlines()[0] if text else "", str(path), install)
+
+
+def _install(root: Path) -> str:
+    if root.name == rr.PIP_CORE:
+        return "pip install"
+    return "TheRock package" if _THEROCK.fullmatch(root.name) else "ROCm tree"
+
+
+def release_in(roots: list[Path]) -> Release | None:
+    """The release in the first <root>/.info/version found."""
+    for root in roots:
+        release = _version_file(root / rr.VERSION_FILE, _install(root))
+        if release is not None:
+            return release
+    return None
 
 
 def usual_roots() -> list[Path]:
     return ([Path(os.environ["ROCM_PATH"])] if os.environ.get("ROCM_PATH") else []) + [Path("/opt/rocm")]
 
 
-def release_in(roots: list[Path]) -> Release | None:
-    """The release in the first <root>/.info/version found."""
-    for root in roots:
-        path = root / rr.VERSION_FILE
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
-            continue
-        release = release_from_version(text.splitlines()[0] if text else "", str(path))
-        if release is not None:
-            return release
+def release_of_tree(executable: str, files_only: bool = False) -> Release | None:
+    """The release of the ROCm an executable belongs to (see the module docstring), or None;
+    `files_only`: read files, run nothing (not `rocm-sdk version`)."""
+    path = Path(executable)
+    own = list(dict.fromkeys([path.parent.parent, path.resolve().parent.parent]))
+    found = release_in(own) or _pip_release(path, files_only)
+    if found is None:
+        named = next((m for m in (_THEROCK.fullmatch(root.name) for root in own) if m), None)
+        if named:
+            found = release_from_version(named.group(1), f"its folder name {named.group(0)}", "TheRock package")
+    return found or release_in(usual_roots())
+
+
+def _pip_release(path: Path, files_only: bool = False) -> Release | None:
+    """A pip-installed ROCm next to a console script: site-packages/_rocm_sdk_core/.info/version of
+    the environment whose bin/ holds it, else its `rocm-sdk version`."""
+    env = path.parent.parent
+    for lib in ("lib", "lib64"):
+        for site in sorted((env / lib).glob("python3*/site-packages"))[:4]:
+            found = _version_file(site / rr.PIP_CORE / rr.VERSION_FILE, "pip install")
+            if found is not None:
+                return found
+    sdk = path.parent / "rocm-sdk"
+    if sdk.is_file() and not files_only:
+        rc, output = ask(str(sdk), ("version",))
+        if rc == 0:
+            return release_from_version(output.strip().splitlines()[0] if output.strip() else "", "rocm-sdk version",
+                                        "pip install")
     return None
-
-
-def release_of_tree(executable: str) -> Release | None:
-    return release_in(rocm_roots(executable))
 
 
 #: Executables that live in a ROCm tree's bin/, any of which tells where the node's ROCm is.
@@ -145,7 +193,7 @@ def hip_mismatch(rocm: str, hip: str) -> str | None:
 
 
 class RocmToolAdapter(WrapperAdapter):
-    """An AMD profiler whose flags and outputs depend on the ROCm release it ships with."""
+    """An AMD profiler: argv from the options its help lists, file layouts from its release."""
 
     vendor = "amd"
     executables: tuple[str, ...] = ()  # the names it has had across releases, newest first
@@ -153,7 +201,6 @@ class RocmToolAdapter(WrapperAdapter):
     table: dict[str, Any] = {}  # release key -> facts
 
     def __init__(self) -> None:
-        self._probed: tuple[str, int | None, str] | None = None
         self._release: Release | None = None
 
     def executable_path(self) -> str | None:
@@ -173,31 +220,40 @@ class RocmToolAdapter(WrapperAdapter):
         return " or ".join(self.executables) + " not found on PATH"
 
     def _probe(self) -> tuple[str, int | None, str] | None:
-        if self._probed is None:
-            path = self.executable_path()
-            if path is None:
-                return None
-            self._probed = (path, *probe(path, self.probe_args))
-        return self._probed
+        path = self.executable_path()
+        return None if path is None else (path, *ask(path, self.probe_args))
 
     def probe_ok(self, rc: int | None, output: str) -> bool:
         return rc == 0
 
-    def release_from_output(self, path: str, output: str) -> Release | None:
-        """The release the probe's output names, when the tree has no version file."""
+    def tool_release(self, path: str, output: str) -> Release | None:
+        """The release the tool says it belongs to (its probe's output, or another question)."""
+        return None
+
+    def guess_release(self, path: str, output: str) -> Release | None:
+        """A weaker answer for a tool outside any tree that names no release (rocprofv3 6.x)."""
         return None
 
     def version_from_output(self, output: str) -> str | None:
         return None
 
     def release(self) -> Release | None:
-        """The ROCm release of the tool on PATH (None: not found, or it does not say)."""
+        """The ROCm release of the tool on PATH (None: not found, or nothing says)."""
         if self._release is None:
             probed = self._probe()
             if probed is None:
                 return None
             path, rc, output = probed
-            self._release = release_of_tree(path) or (self.release_from_output(path, output) if rc == 0 else None)
+            tree = release_of_tree(path)
+            said = self.tool_release(path, output) if rc == 0 else None
+            if tree and said and rr.version_tuple(tree.version)[:2] != rr.version_tuple(said.version)[:2]:  # type: ignore[index]
+                said = replace(said, note=f"its {tree.install} says ROCm {tree.version} ({tree.source}): "
+                                          "tinylab follows the tool")
+            if said and tree and not said.note and said.version.count(".") > tree.version.count("."):
+                said = replace(said, install=tree.install, note=f"{tree.source} agrees")  # 10.1.0 over core-10.1
+            self._release = said if said and (tree is None or said.note) else tree
+            if self._release is None and rc == 0:
+                self._release = self.guess_release(path, output)
         return self._release
 
     def facts(self) -> Any:
@@ -210,6 +266,30 @@ class RocmToolAdapter(WrapperAdapter):
             raise UserError(f"{self.name}: cannot tell which ROCm release {probed[0]} belongs to "
                             f"(no {rr.VERSION_FILE} in its ROCm folder and its output names none)")
         return self.table[release.key]
+
+    def help(self, *args: str) -> ToolHelp:
+        """What the installed tool lists in `<tool> [args] --help` (rocm_help.py)."""
+        return tool_help(self.argv0(), (*args, "--help"))
+
+    def who(self) -> str:
+        """The tool, its version and release, for one-line messages: "rocprof-compute 3.9.0 (ROCm 10.1.0)"."""
+        probed = self._probe()
+        version = self.version_from_output(probed[2]) if probed and probed[1] == 0 else None
+        release = self.release()
+        return " ".join(p for p in (self.name, version, f"({release.label})" if release else "") if p)
+
+    def need(self, help_: ToolHelp, *flags: str, purpose: str) -> str:
+        """The first of `flags` the tool lists, else the one-line refusal naming them and the tool."""
+        found = help_.first(*flags)
+        if found is None:
+            names = " nor ".join(flags) if len(flags) > 1 else flags[0]
+            raise UserError(f"{self.who()} lists {'neither ' if len(flags) > 1 else 'no '}{names} in "
+                            f"`{help_.command}`: tinylab needs it {purpose}")
+        return found
+
+    def capabilities(self) -> list[str]:
+        """What tinylab found the installed tool can do, for `tinylab doctor` (one phrase each)."""
+        return []
 
     def available(self) -> Availability:
         probed = self._probe()
@@ -238,8 +318,3 @@ class RocmToolAdapter(WrapperAdapter):
         where = release.label if release else "this ROCm"
         return UserError(f"{self.name} of {where} {what}" + (f"; {allowed}" if allowed else ""))
 
-    def option(self, flag: str) -> str:
-        """`flag` if this release has it, else the one-line refusal (argv holds only accepted flags)."""
-        if flag not in self.facts().options and flag not in self.facts().options.values():
-            raise self.refuse(f"has no {flag} option", "it needs a release that has it (see docs/rocm-tools.md)")
-        return flag

@@ -1,65 +1,90 @@
-"""What each ROCm release's profilers accept and write: rocprofv3, rocprof-sys, rocprof-compute.
+"""What each ROCm release's profilers write, and what they accepted: rocprofv3, rocprof-sys, rocprof-compute.
 
-Plain data and two pure helpers, stdlib only. The adapters build argv only from the options a
-release has, refuse what it lacks, and find its outputs where it writes them; the test stand-ins
-(tests/profilers/bin) load this file by path and behave as the release they are told to be. So a
-fact lives here once, with its source; docs/rocm-tools.md explains each one.
+Plain data and a few pure helpers, stdlib only. **The installed tool's own `--help` decides what
+tinylab passes** (tinylab/profilers/rocm_help.py): a table of releases is always behind. This table
+keeps what help cannot tell (output layouts, default formats, counter passes per GPU, column names,
+which tool version came with which ROCm) and, for the test stand-ins (tests/profilers/bin, which load
+this file by path), each release's options, so that they answer `--help` and parse argv as that
+release did. A fact lives here once, with its source; docs/rocm-tools.md explains each one.
 
-It sits at the top of tinylab, below both its readers: the profiler adapters (tinylab.profilers)
-and the output parsers (tinylab.analysis.formats). Under tinylab/profilers, the parsers' import
-of it ran the whole profilers package, whose adapters import the parsers: an import cycle.
+It sits below both its readers: the profiler adapters (tinylab.profilers) and the output parsers
+(tinylab.analysis.formats), which import it without importing the adapters.
 
 Evidence codes ("evidence" of every entry):
   T  read at the release's own tag or release branch
   M  read on the mainline branch at a commit dated before the release branch was cut (named)
-  C  stated in the project's CHANGELOG only
+  C  stated in the project's CHANGELOG only ("X for ROCm Y" headings)
   D  stated on a versioned docs page only
   U  UNVERIFIED: assumed, and the entry says from what
 
 Repositories (git refs): SDK = ROCm/rocprofiler-sdk (tags rocm-6.2.0 = b2b99d4, rocm-6.2.1 =
-rocm-6.2.2 = 03fe8df); RS = ROCm/rocm-systems (release/rocm-rel-7.0 = 64cf36def, develop =
-1b1610fc2); SYS = ROCm/rocprofiler-systems (release/rocm-rel-6.2 = c9edd24); CMP =
-ROCm/rocprofiler-compute (tags rocm-6.2.0 = 17eb9e3a, rocm-6.2.4 = afcf6ef1, rocm-6.3.0 = 4244ddb0).
+rocm-6.2.2 = 03fe8df); RS = ROCm/rocm-systems (release/rocm-rel-7.0 = 64cf36def, develop of
+2025-08-09 = 1b1610fc2; the CHANGELOGs read through 10.0/10.1: RS@0029a62d projects/rocprofiler-sdk,
+RS@0147bd8a projects/rocprofiler-compute, RS@01ad4049 projects/rocprofiler-systems; newest sources
+read: RS@01610ac2 rocprofv3.py, RS@01295a37 rocprofiler-compute src/argparser.py (3.5 era),
+RS@002a2c74 analysis_db.py + utils/analysis_orm.py (3.7+ CSV views)); SYS =
+ROCm/rocprofiler-systems (release/rocm-rel-6.2 = c9edd24); CMP = ROCm/rocprofiler-compute (tags
+rocm-6.2.0 = 17eb9e3a, rocm-6.2.4 = afcf6ef1, rocm-6.3.0 = 4244ddb0); ROCK = ROCm/TheRock@89553ce3.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 #: Release keys, oldest first. 6.2 patch levels differ in rocprofv3's output layout history, so
-#: they are kept apart; later releases are keyed by major.minor (their patches change none of this).
-RELEASES = ("6.2.0", "6.2.1", "6.2.2", "6.2.4", "6.3", "6.4", "7.0", "7.1")
+#: they are kept apart; later releases are keyed by major.minor. 7.9-7.14 are the TheRock-built
+#: line (ROCK), 10.0 (2026-08) and 10.1 (2026-10) follow it.
+RELEASES = ("6.2.0", "6.2.1", "6.2.2", "6.2.4", "6.3", "6.4", "7.0", "7.1", "7.2", "7.9", "7.10", "7.11",
+            "7.12", "7.13", "7.14", "10.0", "10.1")
 #: Where ROCm records its own version (rocm-core CMakeLists.txt @052cc955: file(WRITE .info/version
-#: "X.Y.Z"), installed under <rocm>/.info). Some builds append "-<build>"; only X.Y.Z is read.
+#: "X.Y.Z"), under <rocm>/.info). 6.2-6.4 write "X.Y.Z-<build>" (or "X.Y.Z.P-<build>"), 7.0+ "X.Y.Z".
 VERSION_FILE = ".info/version"
+#: TheRock's native packages install to /opt/rocm/core-<M.m> (ROCK build_tools/packaging/linux/
+#: build_package.py:590 "Release: /opt/rocm/core-7.15") and do not link /opt/rocm/.info.
+THEROCK_PREFIX = "core-"
+#: The pip-installed ROCm (rocm-sdk-core wheels): the tools are console scripts in the environment's
+#: bin/ that exec <site-packages>/_rocm_sdk_core/bin/<tool> (ROCK rocm-sdk-core/src/rocm_sdk_core/_cli.py),
+#: whose .info/version sits in _rocm_sdk_core/; `rocm-sdk version` prints the package version
+#: (ROCK rocm/src/rocm_sdk/__main__.py _do_version). `rocm-sdk path --root` unpacks rocm[devel] on
+#: first use (_do_path -> _devel.get_devel_root), so tinylab never runs it.
+PIP_CORE = "_rocm_sdk_core"
 
 
-def release_key(version: str) -> Optional[str]:
-    """The table key of a ROCm version ("6.2.2-123" -> "6.2.2", "6.3.1" -> "6.3"), or None when
-    older than 6.2. A release newer than the newest known maps to the newest known (see newer_than_known)."""
+def version_tuple(version: str) -> Optional[tuple[int, int, int]]:
+    """(major, minor, patch) of "6.2.2-116", "6.2.1.60201-112", "7.14.0", "10.1" (patch 0), or None."""
     parts = version.strip().split("-")[0].split(".")
     try:
         major, minor = int(parts[0]), int(parts[1])
-        patch = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 0
     except (ValueError, IndexError):
         return None
-    if (major, minor) < (6, 2):
+    patch = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 0
+    return major, minor, patch
+
+
+def _key_tuple(key: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in key.split("."))
+
+
+def release_key(version: str) -> Optional[str]:
+    """The table key whose facts a ROCm version has: "6.2.2-116" -> "6.2.2", "6.3.1" -> "6.3", a
+    release between two read ones -> the older one, newer than the newest -> the newest; None when
+    older than 6.2 or not a version."""
+    found = version_tuple(version)
+    if found is None or found[:2] < (6, 2):
         return None
+    major, minor, patch = found
     if (major, minor) == (6, 2):
         return {0: "6.2.0", 1: "6.2.1", 2: "6.2.2"}.get(patch, "6.2.4")
-    key = f"{major}.{minor}"
-    return key if key in RELEASES else (RELEASES[-1] if newer_than_known(version) else None)
+    later = [k for k in RELEASES if not k.startswith("6.2.") and _key_tuple(k) <= (major, minor)]
+    return later[-1] if later else None
 
 
 def newer_than_known(version: str) -> bool:
-    """A release after the newest one read here (its tools are assumed to behave as that one)."""
-    try:
-        major, minor = (int(p) for p in version.strip().split("-")[0].split(".")[:2])
-    except ValueError:
-        return False
-    newest = tuple(int(p) for p in RELEASES[-1].split("."))
-    return (major, minor) > newest
+    """A release after the newest one read here: its options come from its help, its file layouts
+    are taken to be the newest known release's."""
+    found = version_tuple(version)
+    return found is not None and found[:2] > _key_tuple(RELEASES[-1])
 
 
 # =============================================================================== rocprofv3
@@ -113,6 +138,19 @@ _V70_OPTIONS = {
     "--att-perfcounters": None, "--att-perfcounter-ctrl": None, "--att-activity": None,
 }
 
+# 7.1+: SDK CHANGELOG headings (C) name what each release adds; the spellings are the newest
+# mainline's (RS@01610ac2 source/bin/rocprofv3.py). 7.1 (SDK 1.1.0) made -p/--pid visible as --attach.
+_V71_OPTIONS = {**_V70_OPTIONS, "--pid": "-p", "--attach": None, "--attach-duration-msec": None}
+_V72_OPTIONS = {**_V71_OPTIONS, "--profile-mpi-ranks": None}  # SDK 1.1.0 "for ROCm release 7.2"
+# SDK 1.3.0 for 7.13: KFD, HIP graph and rocSHMEM tracing; --pmc repeatable (one pass a group)
+_V713_OPTIONS = {**_V72_OPTIONS, "--kfd-trace": None, "--kfd-page-migration-trace": None,
+                 "--kfd-page-mapping-trace": None, "--kfd-queue-trace": None, "--kfd-dropped-events-trace": None,
+                 "--hip-graph-trace": None, "--rocshmem-trace": None}
+_V714_OPTIONS = {**_V713_OPTIONS, "--spm": None, "--spm-sample-interval": None,  # SDK 1.3.2: SPM (beta)
+                 "--spm-sample-interval-unit": None, "--spm-beta-enabled": None}
+_V100_OPTIONS = {**_V714_OPTIONS, "--ompt-trace": None, "--hipfile-trace": None}  # SDK 1.3.5 for 10.0
+_V101_OPTIONS = {**_V100_OPTIONS, "--hip-event-trace": None}  # "Unreleased" after 1.3.5 (M, U for 10.1)
+
 # kernel_trace.csv headers. SDK@rocm-6.2.0:source/lib/rocprofiler-sdk-tool/generateCSV.cpp:285-302.
 KERNEL_TRACE_HEADER_62 = (
     "Kind", "Agent_Id", "Queue_Id", "Kernel_Id", "Kernel_Name", "Correlation_Id", "Start_Timestamp",
@@ -160,6 +198,11 @@ class Rocprofv3Facts:
     kernel_trace_header: tuple
     marker_preload: bool  # --marker-trace preloads the SDK's roctx, catching apps linked to roctracer's
     pmc_option: bool  # --pmc exists (one pass); several counter groups always need -i FILE (a run each)
+    #: --pmc is repeatable: each group is a pass, a run of the program into <dir>/pass_<n>/ (SDK 1.3.0;
+    #: RS@01610ac2 rocprofv3.py: action="append", sub_directory "pass_"; its help says "multi-pass")
+    multipass_pmc: bool = False
+    #: -i accepts a .txt file of pmc: lines, a run each into <dir>/pmc_<n>/ (removed in SDK 1.3.0)
+    txt_input: bool = True
 
     @property
     def layout(self) -> str:
@@ -193,6 +236,13 @@ _V70 = replace(
     version_flag=True,  # rocprofv3.py:251-252, prints "rocm_version: X.Y.Z" among others (:32-42)
     allow_abbrev=False, kernel_trace_header=KERNEL_TRACE_HEADER_70,
 )
+_V71 = replace(_V70, release="7.1", evidence="C", sdk_version="1.1.0", options=_V71_OPTIONS)
+_V72 = replace(_V71, release="7.2", options=_V72_OPTIONS)  # C: SDK 1.1.0 "for ROCm release 7.2"
+# C: SDK 1.3.0 "for ROCm release 7.13": repeated --pmc groups (pass_<n>/), no .txt counter input
+# ("Counter collection support for plain text (.txt) input files has been deprecated", under Removed).
+# The CHANGELOG also names 1.3.0 "for ROCm release 7.2.4": what that patch's CLI accepts, its help says.
+_V713 = replace(_V72, release="7.13", sdk_version="1.3.0", options=_V713_OPTIONS, multipass_pmc=True,
+                txt_input=False)
 ROCPROFV3 = {
     "6.2.0": _V62,
     "6.2.1": replace(_V62, release="6.2.1"),  # tag rocm-6.2.1 is the rocm-6.2.2 commit: same source
@@ -202,9 +252,16 @@ ROCPROFV3 = {
     "6.3": _V63,
     "6.4": _V64,
     "7.0": _V70,
-    # C/D + U: SDK CHANGELOG "1.1.0 for ROCm 7.1"; docs-7.1.1 lists -f and the rocpd default; the options
-    # are 7.0's (RS develop@1b1610fc2 of 2025-08-09 matches the 7.0 branch; no 7.1 branch was read)
-    "7.1": replace(_V70, release="7.1", evidence="C", sdk_version="1.1.0"),
+    # C: SDK CHANGELOG "1.1.0 for ROCm release 7.1" (process attachment); docs-7.1.1 lists -f and the
+    # rocpd default; layouts as 7.0 (U: no 7.1 branch was read)
+    "7.1": _V71,
+    "7.2": _V72,
+    # U: no CHANGELOG heading names 7.9-7.12 (SDK 1.1.0 for 7.2, then 1.3.0 for 7.13); taken as 7.2's
+    **{key: replace(_V72, release=key, evidence="U") for key in ("7.9", "7.10", "7.11", "7.12")},
+    "7.13": _V713,
+    "7.14": replace(_V713, release="7.14", sdk_version="1.3.2", options=_V714_OPTIONS),
+    "10.0": replace(_V713, release="10.0", sdk_version="1.3.5", options=_V100_OPTIONS),
+    "10.1": replace(_V713, release="10.1", evidence="U", sdk_version="1.3.5", options=_V101_OPTIONS),
 }
 
 
@@ -226,6 +283,13 @@ _SYS_OPTIONS_62 = {
 }
 # RS@572f9532e (6.4, M) and RS@64cf36def (7.0, T): --gpu-events/-G is gone.
 _SYS_OPTIONS_64 = {k: v for k, v in _SYS_OPTIONS_62.items() if k != "--gpu-events"}
+# C (RS@01ad4049 CHANGELOG): 1.4.0 for 7.11 "--trace-legacy / -L"; 1.6.0 for 7.13 presets, domain flags,
+# --selected-regions, rank filters and topic help (--help=<topic>, --help=all).
+_SYS_OPTIONS_711 = {**_SYS_OPTIONS_64, "--trace-legacy": "-L"}
+_SYS_OPTIONS_713 = {**_SYS_OPTIONS_711, "--preset": None, "--list-presets": None, "--explain": None, "--gpu": None,
+                    "--rocm": None, "--cpu": None, "--parallel": None, "--export-config": None,
+                    "--selected-regions": None, "--rank-filter-output": None, "--rank-filter-logs": None,
+                    "--rank-filter-id": None}
 
 
 @dataclass(frozen=True)
@@ -240,6 +304,9 @@ class RocprofSysFacts:
     kernel_category: str  # Perfetto category of GPU kernel slices
     kernel_track: str  # Perfetto track name of kernel slices
     parse_error_exit_code: int  # impl.cpp:289-292 on_error -> exit(EXIT_FAILURE)
+    #: --help shows essential options and topics only; --help=all lists every option (1.6.0 for 7.13:
+    #: "Topic-based help system ... Use --help=all for the full option listing")
+    help_topics: bool = False
 
 
 _SYS62 = RocprofSysFacts(
@@ -257,10 +324,20 @@ _SYS64 = replace(_SYS63, release="6.4", version="1.0.0", options=_SYS_OPTIONS_64
 _SYS70 = replace(_SYS64, release="7.0", evidence="T", version="1.1.0")  # RS@64cf36def categories.hpp:97
 # C + develop@1b1610fc2: kernels grouped by HIP stream by default (CHANGELOG 1.2.0); options U (7.0's)
 _SYS71 = replace(_SYS70, release="7.1", evidence="C", version="1.2.0", kernel_track="HIP Activity Stream {stream}")
+_SYS72 = replace(_SYS71, release="7.2", version="1.3.0")  # C: "1.3.0 for ROCm 7.2.0"; options U (7.1's)
+_SYS713 = replace(_SYS72, release="7.13", version="1.6.0", options=_SYS_OPTIONS_713, help_topics=True)
 ROCPROF_SYS = {
     # one 6.2 branch: its patch releases cannot be told apart
     **{key: replace(_SYS62, release=key) for key in ("6.2.0", "6.2.1", "6.2.2", "6.2.4")},
-    "6.3": _SYS63, "6.4": _SYS64, "7.0": _SYS70, "7.1": _SYS71,
+    "6.3": _SYS63, "6.4": _SYS64, "7.0": _SYS70, "7.1": _SYS71, "7.2": _SYS72,
+    # U: no heading names 7.9 or 7.10 (1.3.0 for 7.2.0, then 1.4.0 for 7.11.0): taken as 7.2's
+    **{key: replace(_SYS72, release=key, evidence="U") for key in ("7.9", "7.10")},
+    "7.11": replace(_SYS72, release="7.11", version="1.4.0", options=_SYS_OPTIONS_711),
+    "7.12": replace(_SYS72, release="7.12", version="1.5.0", options=_SYS_OPTIONS_711),
+    "7.13": _SYS713,
+    "7.14": replace(_SYS713, release="7.14", version="1.7.0"),  # C: "1.7.0 for ROCm 7.14.0"
+    # U: the CHANGELOG read ends at 1.7.0; 10.x taken as 7.14's (its --version names the ROCm: "rocm: v10.1.x")
+    **{key: replace(_SYS713, release=key, evidence="U", version="1.7.0") for key in ("10.0", "10.1")},
 }
 #: Every Perfetto category a rocprof-sys release files GPU kernels under (a trace reader needs no release).
 SYS_KERNEL_CATEGORIES = tuple(dict.fromkeys(f.kernel_category for f in ROCPROF_SYS.values()))
@@ -276,9 +353,48 @@ _C62_OPTIONS = {
 }
 _C64_OPTIONS = {**_C62_OPTIONS, "--subpath": None, "--hip-trace": None, "--kokkos-trace": None,
                 "--spatial-multiplexing": None, "--format-rocprof-output": None}
+# -R/--roofline-data-type came with 3.1.1 (C: "3.1.1 for ROCm 6.4.2"), so 6.4.2+ has it too; the 6.4 key
+# holds 6.4.0's options (RS@611704d82, M)
 _C70_OPTIONS = {**_C64_OPTIONS, "--list-metrics": None, "--config-dir": None, "--pc-sampling-method": None,
                 "--pc-sampling-interval": None, "--rocprofiler-sdk-library-path": None,
                 "--roofline-data-type": "-R"}
+# C (RS@0147bd8a CHANGELOG) for what each version adds or removes; spellings from RS@01295a37 argparser.py.
+# 3.3.0 (7.1): process attach, single-pass sets, rocpd output kept; 3.4.0 (7.2): --list-blocks
+_C71_OPTIONS = {**_C70_OPTIONS, "--attach-pid": None, "--attach-duration-msec": None, "--set": None,
+                "--list-sets": None, "--retain-rocpd-output": None, "--list-available-metrics": None}
+_C72_OPTIONS = {**_C71_OPTIONS, "--list-blocks": None}
+# 3.5.0 (7.12): --output-directory (-p/--path "(DEPRECATED) ... Use --output-directory instead"), the
+# native counter tool, --rocprofiler-sdk-library-path renamed --rocprofiler-sdk-tool-path
+_C712_OPTIONS = {**{k: v for k, v in _C72_OPTIONS.items() if k not in ("--rocprofiler-sdk-library-path",
+                                                                     "--kernel-names")},
+                 "--output-directory": None, "--rocprofiler-sdk-tool-path": None, "--no-native-tool": None,
+                 "--iteration-multiplexing": None, "--experimental": None, "--torch-trace": None}
+# 3.6.0 (7.13): --sort, --mem-level, --roofline-data-type moved to analyze; HIP trace removed
+_C713_OPTIONS = {k: v for k, v in _C712_OPTIONS.items()
+                 if k not in ("--sort", "--mem-level", "--roofline-data-type", "--hip-trace")}
+# 3.7.0 (7.14): "--path and --subpath options have been removed from profile mode"; --bench-only
+_C714_OPTIONS = {**{k: v for k, v in _C713_OPTIONS.items() if k not in ("--path", "--subpath")}, "--bench-only": None}
+# 3.8.0 (10.0): --overwrite ("Profile mode now errors when the target workload directory is non-empty
+# unless --overwrite is passed"); --spatial-multiplexing removed
+_C100_OPTIONS = {**{k: v for k, v in _C714_OPTIONS.items() if k != "--spatial-multiplexing"}, "--overwrite": None}
+# 3.9.0 (10.1): the CSV profile backend and --format-rocprof-output removed; --join-type deprecated, kept
+_C101_OPTIONS = {k: v for k, v in _C100_OPTIONS.items() if k != "--format-rocprof-output"}
+
+# `analyze` options. CMP@rocm-6.2.0 src/argparser.py analyze group (the same through RS@64cf36def).
+_CA62_OPTIONS = {
+    "--version": "-v", "--verbose": "-V", "--quiet": "-q", "--path": "-p", "--list-stats": None,
+    "--list-metrics": None, "--kernel": "-k", "--dispatch": "-d", "--block": "-b", "--gpu-id": None,
+    "--output": "-o", "--save-dfs": None, "--gui": None, "--random-port": None, "--max-stat-num": None,
+    "--normal-unit": "-n", "--time-unit": "-t", "--decimal": None, "--cols": None, "--config-dir": None,
+    "--kernel-verbose": None,
+}
+# 3.3.0 (7.1): "Replace -o / --output analyze mode option with --output-format and --output-name",
+# "Replace --save-dfs analyze mode option with --output-format csv"; --include-cols
+_CA71_OPTIONS = {**{k: v for k, v in _CA62_OPTIONS.items() if k not in ("--output", "--save-dfs")},
+                 "--output-format": None, "--output-name": None, "--include-cols": None, "--tui": None,
+                 "--list-available-metrics": None, "--roofline-data-type": "-R"}
+# 3.6.0 (7.13): --sort and --mem-level arrive from profile mode; --view
+_CA713_OPTIONS = {**_CA71_OPTIONS, "--sort": None, "--mem-level": "-m", "--view": None}
 
 
 @dataclass(frozen=True)
@@ -287,7 +403,7 @@ class RocprofComputeFacts:
     evidence: str
     version: str
     executable: str
-    options: dict
+    options: dict  # of `profile`
     #: launches of the program per profile on MI200 (gfx90a) and MI300 (gfx942); None: not known
     passes: dict
     app_must_be_file: bool  # the program's argv[0] must be an existing file (6.2-6.4), else on PATH
@@ -296,6 +412,22 @@ class RocprofComputeFacts:
     #: GPU architectures it runs no roofline on: --roof-only stops with an error there, and a full
     #: profile writes no roofline.csv (its roofline microbenchmark is never started)
     no_roofline: tuple
+    analyze_options: dict = field(default_factory=lambda: _CA62_OPTIONS)
+    #: what `analyze` writes its per-dispatch tables as (docs/rocm-tools.md, "Speed-of-light tables"):
+    #: "save-dfs" <dir>/<id>_<title>.csv (--save-dfs, to 3.2); "tables" the same files under
+    #: --output-format csv --output-name <dir> (3.3-3.6, utils/tty.py); "views" <dir>/kernel.csv,
+    #: kernel_metric.csv, workload_metric.csv, pc_sampling.csv (3.7+, analysis_db.py write_csv_dir)
+    analyze_csv: str = "save-dfs"
+    #: the speed-of-light percentage's column (or value_name): "Pct of Peak" to 3.7, "Percent of Peak" 3.8+
+    pct_column: str = "Pct of Peak"
+    #: profile writes one results_<pass>.csv a pass and analyze merges them into pmc_perf.csv (3.6.0)
+    results_per_pass: bool = False
+    #: profile refuses a non-empty workload folder unless --overwrite (3.8.0)
+    refuses_non_empty: bool = False
+    #: --roof-only writes roofline.csv only (3.6.0: "Standalone roofline (--roof-only option) in profile
+    #: mode now creates roofline.csv only"): no counters, no kernel table
+    roof_only_bare: bool = False
+    deprecated: tuple = ()  # options its help marks "(DEPRECATED)"
 
 
 #: MI300's architectures: rocprof-compute's SoC classes soc_gfx940/941/942 (MI300A and MI300X).
@@ -323,20 +455,35 @@ _CMP63 = replace(_CMP62, release="6.3", version="3.0.0", executable="rocprof-com
 # brought it back; the CHANGELOG does not say so)
 _CMP64 = replace(_CMP63, release="6.4", evidence="M", version="3.1.0", options=_C64_OPTIONS, no_roofline=())
 _CMP70 = replace(
-    _CMP64, release="7.0", evidence="T", version="3.2.2", options=_C70_OPTIONS,
+    # the release branch's VERSION file reads 3.2.2 (a pre-release); ROCm 7.0.0 shipped 3.2.3 (C)
+    _CMP64, release="7.0", evidence="T", version="3.2.3", options=_C70_OPTIONS,
     passes={},  # counters come from the analysis configs (static pmc files removed, #606): U
     app_must_be_file=False,  # profiler_base.py:299 shutil.which(argv[0])
     name_forbids="/", timestamps_pass=False,  # rocprof_compute_base.py:246-247; soc_base.py:829-837
 )
-_CMP71 = replace(_CMP70, release="7.1", evidence="C", version="3.3.0")  # CHANGELOG 3.3.0; options U (7.0's)
+_CMP71 = replace(_CMP70, release="7.1", evidence="C", version="3.3.0", options=_C71_OPTIONS,
+                 analyze_options=_CA71_OPTIONS, analyze_csv="tables")
+_CMP72 = replace(_CMP71, release="7.2", version="3.4.0", options=_C72_OPTIONS)
+_CMP712 = replace(_CMP72, release="7.12", version="3.5.0", options=_C712_OPTIONS, deprecated=("--path", "--subpath"))
+_CMP713 = replace(_CMP712, release="7.13", version="3.6.0", options=_C713_OPTIONS, analyze_options=_CA713_OPTIONS,
+                  results_per_pass=True, roof_only_bare=True)
+_CMP714 = replace(_CMP713, release="7.14", version="3.7.0", options=_C714_OPTIONS, analyze_csv="views", deprecated=())
+_CMP100 = replace(_CMP714, release="10.0", version="3.8.0", options=_C100_OPTIONS, pct_column="Percent of Peak",
+                  refuses_non_empty=True)
 ROCPROF_COMPUTE = {
     **{key: replace(_CMP62, release=key) for key in ("6.2.0", "6.2.1", "6.2.2", "6.2.4")},
-    "6.3": _CMP63, "6.4": _CMP64, "7.0": _CMP70, "7.1": _CMP71,
+    "6.3": _CMP63, "6.4": _CMP64, "7.0": _CMP70, "7.1": _CMP71, "7.2": _CMP72,
+    # U: no heading names 7.9-7.11 (3.4.0 for 7.2.0, then 3.5.0 for 7.12.0): taken as 7.2's
+    **{key: replace(_CMP72, release=key, evidence="U") for key in ("7.9", "7.10", "7.11")},
+    "7.12": _CMP712, "7.13": _CMP713, "7.14": _CMP714, "10.0": _CMP100,
+    "10.1": replace(_CMP100, release="10.1", version="3.9.0", options=_C101_OPTIONS, deprecated=("--join-type",)),
 }
 
-#: Tool versions printed by --version / -v -> ROCm releases (each project's CHANGELOG), for a tool
-#: whose ROCm tree has no .info/version.
+#: Tool versions printed by --version / -v -> ROCm releases (each project's CHANGELOG headings), for a
+#: tool whose ROCm tree has no .info/version and whose output names no ROCm release.
 SYS_TO_ROCM = {"1.11.2": "6.2", "0.1.0": "6.3", "0.1.1": "6.3", "1.0.0": "6.4", "1.0.1": "6.4", "1.0.2": "6.4",
-               "1.1.0": "7.0", "1.1.1": "7.0", "1.2.0": "7.1", "1.2.1": "7.1"}
+               "1.1.0": "7.0", "1.1.1": "7.0", "1.2.0": "7.1", "1.2.1": "7.1", "1.3.0": "7.2", "1.4.0": "7.11",
+               "1.5.0": "7.12", "1.6.0": "7.13", "1.7.0": "7.14"}
 COMPUTE_TO_ROCM = {"2.0.1": "6.2", "3.0.0": "6.3", "3.1.0": "6.4", "3.1.1": "6.4", "3.2.2": "7.0", "3.2.3": "7.0",
-                   "3.3.0": "7.1", "3.3.1": "7.1"}
+                   "3.3.0": "7.1", "3.3.1": "7.1", "3.4.0": "7.2", "3.5.0": "7.12", "3.6.0": "7.13", "3.7.0": "7.14",
+                   "3.8.0": "10.0", "3.9.0": "10.1"}

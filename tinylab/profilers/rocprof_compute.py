@@ -1,24 +1,29 @@
 """rocprof-compute (Omniperf in ROCm 6.2): hardware counters, speed-of-light and roofline of AMD kernels.
 
-Profile: `<exe> profile -n tinylab -p <out>/workload [--no-roof | --roof-only] [-k ...] [-d ...]
---device <gpu> -- <trainer>`, exe `omniperf` on 6.2 and `rocprof-compute` from 6.3. With -p the
-path is used as is, so the workload is always <out>/workload (docs/rocm-tools.md). The program
-is given as the interpreter's absolute path: 6.2-6.4 refuse an argv[0] that is not a file.
+Every option comes from the installed tool's own help (`profile --help`, `analyze --help`:
+tinylab/profilers/rocm_help.py). Profile: `<exe> profile -n tinylab (--output-directory | -p)
+<out>/workload [--no-roof | --roof-only] [--set NAME] [-k ...] [-d ...] --device <gpu> -- <trainer>`,
+exe `omniperf` on 6.2 and `rocprof-compute` from 6.3; --output-directory where listed (3.5+; -p is
+deprecated there and gone from 3.7, ROCm 7.14), the workload folder always a fresh one (3.8+ refuse a
+non-empty folder without --overwrite, which is passed only if it ever is not). The program is given
+as the interpreter's absolute path: 6.2-6.4 refuse an argv[0] that is not a file.
 
 rocprof-compute runs the program once per group of hardware counters: 15-25 times on MI200/MI300
-(the perfmon/*.txt files it writes first, one a run). It never tells the program which run it is
-in, so the trainer counts its own starts (tinylab/runs/passes.py): pass 1 is the run's record, the
-other passes train only the warm-up and a few steps, their events kept apart. `--device` is the
-run's GPU; rocprof-compute uses it only for its roofline microbenchmark. The run's
-`profile_kernels` (--profile-kernel, an exercise step's preset) become -k, rocprof's kernel filter,
-so every pass collects the kernels that matter only; `--rocprof-compute-dispatch 20:40` (-d)
-narrows them to a dispatch range.
+(the perfmon/*.txt files it writes first, one a run), once with a single-pass metric set (`--set`,
+3.3+: the run's `profile_set`). It never tells the program which run it is in, so the trainer counts
+its own starts (tinylab/runs/passes.py): pass 1 is the run's record, the other passes train only the
+warm-up and a few steps, their events kept apart. `--device` is the run's GPU; rocprof-compute uses
+it only for its roofline microbenchmark. The run's `profile_kernels` (--profile-kernel, an exercise
+step's preset) become -k, rocprof's kernel filter, so every pass collects the kernels that matter
+only; `--rocprof-compute-dispatch 20:40` (-d) narrows them.
 
 Collect then runs `analyze`: `--list-stats` (kernel and dispatch lists; also writes
-pmc_kernel_top.csv) and, for the longest dispatch of each kernel worth it (the top kernel of each
-name in the filter, the top GEMM, the top kernel: analysis_targets), `--dispatch N --save-dfs
-analyze/dispatch_N`, whose per-panel tables (2.1_Speed-of-Light.csv among them) are saved as CSV:
-the fancy_grid boxes are never parsed.
+pmc_kernel_top.csv, and from 3.6 merges the per-pass results_*.csv into pmc_perf.csv) and, for the
+longest dispatch of each kernel worth it (analysis_targets), `--dispatch N` with
+`--output-format csv --output-name analyze/dispatch_N` where listed (3.3+), else `--save-dfs
+analyze/dispatch_N`: per-table CSVs (2.1_Speed-of-Light.csv) to 3.6, one CSV per analysis view
+(kernel_metric.csv) from 3.7. Either is read (tinylab.analysis.formats.rocprof_compute); the
+fancy_grid boxes are never parsed.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
 from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
+from tinylab.profilers.rocm_help import ToolHelp
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
@@ -72,15 +78,20 @@ class RocprofComputeAdapter(RocmToolAdapter):
         m = _VERSION.search(output)
         return m.group(1) if m else None
 
-    def release_from_output(self, path: str, output: str) -> Release | None:
+    def guess_release(self, path: str, output: str) -> Release | None:
+        """Its version names no ROCm: mapped through the CHANGELOGs' headings (rocm_releases.COMPUTE_TO_ROCM),
+        used only where no tree says the release."""
         version = self.version_from_output(output)
         rocm = rr.COMPUTE_TO_ROCM.get(version or "")
         return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None
 
     # ------------------------------------------------------------------ argv
     def check(self, config: "RunConfig") -> None:
-        self._options(config)
+        self._profile_options(config, self.help("profile"))
         if self.mode == "roof-only":
+            if config.profile_set:
+                raise UserError(f"--profile-set {config.profile_set} collects counters: rocprof-compute's --set "
+                                "cannot be used with --roof-only (--rocprof-compute-mode roof-only)")
             arch = gpu_arch(config.device)
             if arch in self.facts().no_roofline:
                 raise self.refuse(f"runs no roofline on MI300 ({arch}): its --roof-only stops with 'Roofline "
@@ -88,20 +99,39 @@ class RocprofComputeAdapter(RocmToolAdapter):
                                   "profile the counters (--rocprof-compute-mode full or counters) or use "
                                   "ROCm 6.4 or newer")
 
-    def _options(self, config: "RunConfig") -> list[str]:
-        flags = ["--name", "--path", "--device"] + ([MODES[self.mode]] if MODES[self.mode] else [])
-        flags += ["--kernel"] if config.profile_kernels else []
-        flags += ["--dispatch"] if self.dispatches else []
-        return [self.option(flag) for flag in flags]
+    def _profile_options(self, config: "RunConfig", listed: ToolHelp) -> dict[str, str | None]:
+        """The profile options this run needs, as the tool spells them (None: not used)."""
+        mode = MODES[self.mode]
+        return {
+            "name": listed.first("-n", "--name"),
+            "out": self.need(listed, "--output-directory", "-p", "--path", purpose="to write its workload into the "
+                                                                                  "run's folder"),
+            "mode": self.need(listed, mode, purpose=f"for --rocprof-compute-mode {self.mode}") if mode else None,
+            "set": self.need(listed, "--set", purpose=f"for --profile-set {config.profile_set} (single-pass "
+                                                      "metric sets came with rocprof-compute 3.3, ROCm 7.1)")
+            if config.profile_set else None,
+            "kernel": self.need(listed, "-k", "--kernel", purpose="for --profile-kernel") if config.profile_kernels else None,
+            "dispatch": self.need(listed, "-d", "--dispatch", purpose="for --rocprof-compute-dispatch")
+            if self.dispatches else None,
+            "device": listed.first("--device"),
+            "overwrite": listed.first("--overwrite"),
+        }
 
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
-        self._options(config)
+        flags = self._profile_options(config, self.help("profile"))
         self.kernels = tuple(config.profile_kernels)
-        argv = [self.argv0(), "profile", "-n", WORKLOAD_NAME, "-p", str(out_dir / "workload")]
-        argv += [MODES[self.mode]] if MODES[self.mode] else []
-        argv += ["-k", *self.kernels] if self.kernels else []
-        argv += ["-d", *self.dispatches] if self.dispatches else []
-        return argv + ["--device", str(gpu_index(config.device)), "--"]
+        workload = out_dir / "workload"
+        argv = [self.argv0(), "profile"]
+        argv += [flags["name"], WORKLOAD_NAME] if flags["name"] else []
+        argv += [flags["out"], str(workload)]  # type: ignore[list-item]
+        if flags["overwrite"] and workload.is_dir() and any(workload.iterdir()):
+            argv.append(flags["overwrite"])  # 3.8+ refuses a folder with files in it; tinylab's is fresh
+        argv += [flags["mode"]] if flags["mode"] else []
+        argv += [flags["set"], config.profile_set] if flags["set"] else []  # type: ignore[list-item]
+        argv += [flags["kernel"], *self.kernels] if flags["kernel"] else []  # type: ignore[list-item]
+        argv += [flags["dispatch"], *self.dispatches] if flags["dispatch"] else []  # type: ignore[list-item]
+        argv += [flags["device"], str(gpu_index(config.device))] if flags["device"] else []
+        return argv + ["--"]  # type: ignore[return-value]
 
     def reruns_program(self, out_dir: Path) -> bool:
         return True
@@ -113,13 +143,28 @@ class RocprofComputeAdapter(RocmToolAdapter):
         if files:
             return len(files)
         path = self.executable_path()
-        release = release_of_tree(path) if path else None
+        release = release_of_tree(path, files_only=True) if path else None  # asked inside the profiled program
         return self.table[release.key].passes.get((arch or "").split(":")[0]) if release else None
+
+    def capabilities(self) -> list[str]:
+        profile, analyze = self.help("profile"), self.help("analyze")
+        found = ["analyze -> " + ("csv (--output-format csv --output-name)" if _csv_output(analyze)
+                                  else "--save-dfs" if analyze.has("--save-dfs") else "no table output")]
+        found.append("profile -> " + (profile.first("--output-directory", "-p", "--path") or "no output folder option"))
+        try:
+            passes = self.facts().passes
+        except UserError:
+            passes = {}
+        found += [f"{n} passes on {arch}" for arch, n in passes.items() if arch == "gfx942"]
+        found += ["single-pass sets (--set)"] if profile.has("--set") else []
+        found += ["--overwrite"] if profile.has("--overwrite") else []
+        return found
 
     # ------------------------------------------------------------------ collect
     def collect(self, out_dir: Path) -> CollectResult:
         from tinylab.analysis.formats.rocprof_compute import (  # pandas: after the run
             find_workload,
+            has_counters,
             read_roofline,
             roofline_disabled,
         )
@@ -128,40 +173,61 @@ class RocprofComputeAdapter(RocmToolAdapter):
         notes = []
         if workload is None:
             return CollectResult(list_artifacts(out_dir), None, f"no rocprof-compute workload under {out_dir}", None)
-        if self.executable_path():
+        counters = has_counters(workload)
+        if not counters:  # 3.6+ --roof-only: "creates roofline.csv only"
+            notes.append("no kernel table: the workload holds roofline.csv only (--roof-only, rocprof-compute 3.6+)")
+        elif self.executable_path():
             notes += self._analyze(workload, out_dir / "analyze")
         roofline = read_roofline(workload)
         if roofline:
             (out_dir / "roofline.json").write_text(json.dumps(roofline, indent=2), encoding="utf-8")
         elif self.mode != "counters":
             notes.append(f"no roofline: {roofline_disabled(workload) or 'no roofline.csv in the workload'}")
-        table, fmt, note = read_table(workload)
+        table, fmt, note = read_table(workload) if counters else (None, None, None)
         notes.insert(0, note)
         return CollectResult(list_artifacts(out_dir), table, "; ".join(n for n in notes if n) or None, fmt)
 
     def _analyze(self, workload: Path, analyze_dir: Path) -> list[str]:
         exe = self.argv0()
-        ok, detail = run_tool([exe, "analyze", "-p", str(workload), "--list-stats"], analyze_dir / "list_stats.txt")
+        try:
+            listed = self.help("analyze")
+            path = self.need(listed, "-p", "--path", purpose="to read the workload")
+            dispatch = self.need(listed, "--dispatch", "-d", purpose="to analyze one dispatch")
+        except UserError as exc:
+            return [f"no analyze: {exc}"]
+        ok, detail = run_tool([exe, "analyze", path, str(workload), "--list-stats"], analyze_dir / "list_stats.txt")
         if not ok:
             return [f"analyze --list-stats failed: {detail}"]
-        from tinylab.analysis.formats.rocprof_compute import SOL_TABLE, analysis_targets
+        from tinylab.analysis.formats.rocprof_compute import analysis_targets, sol_file
         from tinylab.analysis.names import short_name
 
-        done, notes = [], []
-        for dispatch, kernel in analysis_targets(workload, self.kernels):
-            tables = analyze_dir / f"dispatch_{dispatch}"  # --save-dfs makes one folder level: analyze/ exists
-            ok, detail = run_tool(
-                [exe, "analyze", "-p", str(workload), "--dispatch", str(dispatch), "--save-dfs", str(tables)],
-                analyze_dir / f"dispatch_{dispatch}.txt",
-            )
+        if _csv_output(listed):
+            save = ["--output-format", "csv", "--output-name"]
+        elif listed.has("--save-dfs"):
+            save = ["--save-dfs"]
+        else:
+            return [f"no speed-of-light tables: {self.who()} lists neither --output-format nor --save-dfs in "
+                    f"`{listed.command}`"]
+        done, notes, written = [], [], set()
+        for number, kernel in analysis_targets(workload, self.kernels):
+            tables = analyze_dir / f"dispatch_{number}"  # one folder level, as both outputs make: analyze/ exists
+            ok, detail = run_tool([exe, "analyze", path, str(workload), dispatch, str(number), *save, str(tables)],
+                                  analyze_dir / f"dispatch_{number}.txt")
+            found = sol_file(tables)
             if not ok:
-                notes.append(f"analyze --dispatch {dispatch} failed: {detail}")
-            elif (tables / SOL_TABLE).is_file():
-                done.append(f"{dispatch} ({short_name(kernel)})")
+                notes.append(f"analyze --dispatch {number} failed: {detail}")
+            elif found is not None:
+                done.append(f"{number} ({short_name(kernel)})")
+                written.add(found.name)
         if done:
-            notes.insert(0, f"speed-of-light tables ({SOL_TABLE}) in analyze/dispatch_<N>/ for dispatch "
-                            + ", ".join(done))
+            notes.insert(0, f"speed-of-light tables ({', '.join(sorted(written))}) in analyze/dispatch_<N>/ for "
+                            f"dispatch " + ", ".join(done))
         return notes
+
+
+def _csv_output(analyze: ToolHelp) -> bool:
+    """analyze writes its tables with --output-format csv --output-name (rocprof-compute 3.3+)."""
+    return analyze.has("--output-format") and analyze.has("--output-name")
 
 
 def gpu_index(device: str) -> int:

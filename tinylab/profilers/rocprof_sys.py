@@ -1,8 +1,10 @@
 """rocprof-sys (ROCm Systems Profiler; omnitrace in ROCm 6.2): whole-program trace + timemory tables.
 
 `<runner> --profile --trace -o <out> --` with runner `omnitrace-run` on 6.2 and `rocprof-sys-run`
-from 6.3 (rocm_releases.py). Both flags are needed: --profile alone turns the trace off. It
-writes <out>/<timestamp>/perfetto-trace-<pid>.proto (open it in ui.perfetto.dev) and
+from 6.3, each flag one the installed runner's help lists (timemory's help: `--help`, or from
+1.6.0, ROCm 7.13, `--help=all`, since its `--help` shows the essential options and topics only).
+Both flags are needed: --profile alone turns the trace off. It writes
+<out>/<timestamp>/perfetto-trace-<pid>.proto (open it in ui.perfetto.dev) and
 wall_clock-<pid>.{json,txt}. With ROCm support each GPU kernel dispatch is a wall_clock entry named
 by its kernel, so the kernel table comes from wall_clock-<pid>.json. In the Perfetto trace the
 kernels are slices of category device_hip (6.2, 6.3) or rocm_kernel_dispatch (6.4+), and the
@@ -22,11 +24,15 @@ from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
+from tinylab.profilers.rocm_help import ToolHelp, tool_help
 
 if TYPE_CHECKING:
     from tinylab.config import RunConfig
 
 _VERSION = re.compile(r"v(\d+\.\d+\.\d+)")
+#: `--version` names the ROCm it was built for: "(rev: ..., rocm: v7.1.x)" (RS defines.h.in:71-88,
+#: ROCPROFSYS_ROCM_VERSION_COMPAT_STRING "v<major>.<minor>.x").
+_ROCM = re.compile(r"rocm:\s*v(\d+\.\d+)")
 
 
 class RocprofSysAdapter(RocmToolAdapter):
@@ -44,20 +50,41 @@ class RocprofSysAdapter(RocmToolAdapter):
         m = _VERSION.search(output)
         return m.group(1) if m else None
 
-    def release_from_output(self, path: str, output: str) -> Release | None:
+    def tool_release(self, path: str, output: str) -> Release | None:
+        """`--version` names the ROCm it was built for ("rocm: v7.1.x")."""
+        m = _ROCM.search(output)
+        return release_from_version(m.group(1), f"{Path(path).name} --version (rocm: v{m.group(1)}.x)") if m else None
+
+    def guess_release(self, path: str, output: str) -> Release | None:
+        """A version that names no ROCm, mapped through the CHANGELOG (rocm_releases.SYS_TO_ROCM)."""
         version = self.version_from_output(output)
         rocm = rr.SYS_TO_ROCM.get(version or "")
         return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None
+
+    def help(self, *args: str) -> ToolHelp:
+        """Its options; from 1.6.0 `--help` lists the essential ones and topics, `--help=all` every one."""
+        listed = super().help(*args)
+        if listed.says("--help=all"):
+            return tool_help(self.argv0(), (*args, "--help=all"))
+        return listed
 
     def check(self, config: "RunConfig") -> None:
         self._options()
 
     def _options(self) -> list[str]:
-        return [self.option(flag) for flag in ("--profile", "--trace", "--output")]
+        listed = self.help()
+        return [self.need(listed, "--profile", "-P", purpose="for its wall-clock tables"),
+                self.need(listed, "--trace", "-T", purpose="for its timeline (--profile alone turns it off)"),
+                self.need(listed, "-o", "--output", purpose="to write into the run's folder")]
 
     def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
-        self._options()
-        return [self.argv0(), "--profile", "--trace", "-o", str(out_dir), "--"]
+        profile, trace, output = self._options()
+        return [self.argv0(), profile, trace, output, str(out_dir), "--"]
+
+    def capabilities(self) -> list[str]:
+        listed = self.help()
+        return [f"runner {Path(self.argv0()).name}", " ".join(self._options()),
+                "help by topic (--help=all)" if listed.command.endswith("--help=all") else "one --help"]
 
     def collect(self, out_dir: Path) -> CollectResult:
         artifacts = list_artifacts(out_dir)

@@ -15,7 +15,7 @@ import platform
 import shutil
 import subprocess
 import sys
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import psutil
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
+from tinylab.profilers.rocm_doctor import amd_tool_lines, amd_tools
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
@@ -82,6 +83,8 @@ class DoctorReport:
     rocm: RocmInfo | None
     packages: dict[str, str | None]
     profilers: dict[str, ProfilerStatus]
+    #: each AMD tool on PATH: version, ROCm release and how it was learnt, capabilities from its --help
+    amd_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -89,7 +92,7 @@ class DoctorReport:
         return {"os": self.os, "python": self.python, "memory_bytes": self.memory_bytes,
                 "gpu": asdict(self.gpu) if self.gpu else None, "rocm": asdict(self.rocm) if self.rocm else None,
                 "packages": self.packages, "profilers": {name: asdict(p) for name, p in self.profilers.items()},
-                "warnings": list(self.warnings)}
+                "amd_tools": self.amd_tools, "warnings": list(self.warnings)}
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> DoctorReport:
@@ -104,6 +107,7 @@ class DoctorReport:
             rocm=_known(RocmInfo, rocm) if isinstance(rocm, dict) else None,
             packages=dict(doc.get("packages") or {}),
             profilers={name: _known(ProfilerStatus, p) for name, p in (doc.get("profilers") or {}).items()},
+            amd_tools={name: tool for name, tool in (doc.get("amd_tools") or {}).items() if isinstance(tool, dict)},
             warnings=tuple(doc.get("warnings") or ()),
         )
 
@@ -142,6 +146,7 @@ def collect_doctor() -> DoctorReport:
         rocm=rocm,
         packages={name: _version(dists) for name, dists in PACKAGES.items()},
         profilers=profilers,
+        amd_tools=amd_tools(),
         warnings=tuple(warnings),
     )
 
@@ -275,5 +280,6 @@ def render_text(report: DoctorReport) -> str:
         lines.append(f"  {mark}{name:<16} {p.kind:<11} {what}")
         if not p.available and p.fix:
             lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p.fix}")
+    lines += amd_tool_lines(report.amd_tools)
     lines += [f"warning   {w}" for w in report.warnings]
     return "\n".join(lines)

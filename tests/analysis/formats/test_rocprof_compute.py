@@ -100,3 +100,47 @@ def test_the_real_speed_of_light_table():
     assert table["l2 cache bw"] == {"metric": "L2 Cache BW", "value": 1275.1, "unit": "Gb/s", "peak": 3481.6,
                                     "pct": 36.62}
     assert table["lds bank conflicts/access"]["value"] is None and table["l2-fabric read latency"]["pct"] is None
+
+
+def test_the_speed_of_light_table_in_every_layout_and_spelling(tmp_path):
+    """The real table, as 3.8+ spells its percentage ("Percent of Peak") and as 3.7+ writes it: one CSV
+    per analysis view, kernel_metric.csv with a row a (kernel, metric, value_name) (RS@002a2c74
+    utils/analysis_orm.py), the kernel in kernel.csv. Both read to the same table."""
+    import csv
+
+    from tinylab.analysis.formats.rocprof_compute import analyzed_kernels, read_speed_of_light, sol_file
+
+    real = FIX / "rocprof-compute/vcopy_MI200_analyze/dispatch_0"
+    expected = read_speed_of_light(real)
+    renamed = tmp_path / "renamed" / "dispatch_0"
+    renamed.mkdir(parents=True)
+    (renamed / "2.1_Speed-of-Light.csv").write_text(
+        (real / "2.1_Speed-of-Light.csv").read_text().replace("Pct of Peak", "Percent of Peak", 1))
+    (renamed / "0.2_Dispatch_List.csv").write_text((real / "0.2_Dispatch_List.csv").read_text())
+    assert read_speed_of_light(renamed) == expected
+    views = tmp_path / "views" / "dispatch_7"
+    views.mkdir(parents=True)
+    kernel = "vecCopy(double*, double*, double*, int, int) [clone .kd]"
+    (views / "kernel.csv").write_text(f'kernel_uuid,workload_id,workload_name,kernel_name,dispatch_count\n1,1,w,"{kernel}",1\n')
+    with open(real / "2.1_Speed-of-Light.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(views / "kernel_metric.csv", "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["kernel_name", "metric_name", "metric_id", "sub_table_name", "unit", "value_name", "value"])
+        out.writerow([kernel, "Wavefronts Num", "7.1.0", "Wavefront Launch Stats", "Waves", "Avg", "5"])  # another table
+        for i, row in enumerate(rows):
+            for name, column in (("Avg", "Avg"), ("Peak", "Peak"), ("Percent of Peak", "Pct of Peak")):
+                out.writerow([kernel, row["Metric"], f"2.1.{i}", "Speed-of-Light", row["Unit"], name, row[column]])
+    assert sol_file(views).name == "kernel_metric.csv" and sol_file(tmp_path) is None
+    assert analyzed_kernels(views.parent) == [(kernel, views)]
+    assert read_speed_of_light(views) == expected
+
+
+def test_a_workload_before_analyze_merged_its_passes_is_found(tmp_path):
+    """3.6+ writes one results_<pass>.csv a counter pass; analyze merges them into pmc_perf.csv later."""
+    from tinylab.analysis.formats.rocprof_compute import find_workload
+
+    workload = tmp_path / "workload" / "MI300X"
+    workload.mkdir(parents=True)
+    (workload / "results_pmc_perf_0.csv").write_text("Dispatch_ID,Kernel_Name\n")
+    assert find_workload(tmp_path / "workload") == workload

@@ -1,12 +1,16 @@
 """Shared by the stand-in profiler executables in this folder.
 
-A stand-in parses its argv with the flags the real tool has (unknown flags fail with the real
-tool's exit code), writes the real tool's output format (copied from tests/fixtures, or built by
-tests/support/samples.py from the real headers), and runs the program after "--" with the real
+A stand-in answers `--help` as its release's tool does (argparse, or timemory's parser for
+rocprof-sys) and parses its argv with the options that release has (unknown options fail with the
+real tool's exit code); it writes the real tool's output format (copied from tests/fixtures, or built
+by tests/support/samples.py from the real headers), and runs the program after "--" with the real
 tool's exit code convention. The three AMD stand-ins behave as one ROCm release, taken from the
 project's release table (tinylab/profilers/rocm_releases.py, loaded by path): the release in
 $STANDIN_ROCM_RELEASE, else in the .info/version of the ROCm tree they are called from
-(<root>/bin/<tool>, as tests/support/rocm.py lays out), else 7.0. Stdlib only.
+(<root>/bin/<tool>, as tests/support/rocm.py lays out, or a pip install's sibling
+site-packages/_rocm_sdk_core/.info/version), else 7.0. A release newer than the table is the newest
+one's; $STANDIN_EXTRA_OPTIONS and $STANDIN_DROP_OPTIONS (comma lists) add options no table knows and
+take away some it has, as a future release might. Stdlib only.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ sys.path.insert(0, str(HERE.parents[1] / "support"))  # samples.py, rocpd_db.py
 import samples  # noqa: E402
 
 FIXTURES = samples.FIXTURES
-DEFAULT_RELEASE = "7.0"
+DEFAULT_RELEASE = "7.0.0"
 
 
 def releases():
@@ -46,8 +50,27 @@ def version() -> str:
     told = os.environ.get("STANDIN_ROCM_RELEASE")
     if told:
         return told
-    info = Path(os.path.abspath(sys.argv[0])).parent.parent / rr.VERSION_FILE  # not resolved: the tree it was called in
-    return info.read_text().strip() if info.is_file() else DEFAULT_RELEASE
+    tree = Path(os.path.abspath(sys.argv[0])).parent.parent  # not resolved: the tree it was called in
+    for info in (tree / rr.VERSION_FILE, tree.parent / rr.PIP_CORE / rr.VERSION_FILE):  # a pip install's profiler package
+        if info.is_file():
+            return info.read_text().strip()
+    if tree.name.startswith(rr.THEROCK_PREFIX):  # a TheRock package named by its folder: /opt/rocm/core-<M.m>
+        return tree.name[len(rr.THEROCK_PREFIX):] + ".0"
+    return DEFAULT_RELEASE
+
+
+def at_least(major: int, minor: int) -> bool:
+    """This stand-in's release is major.minor or newer."""
+    return rr.version_tuple(version())[:2] >= (major, minor)
+
+
+def options(table: dict) -> dict:
+    """A release's options (long -> short), with $STANDIN_EXTRA_OPTIONS added and $STANDIN_DROP_OPTIONS
+    taken away (long or short names)."""
+    drop = {o for o in os.environ.get("STANDIN_DROP_OPTIONS", "").split(",") if o}
+    extra = {o: None for o in os.environ.get("STANDIN_EXTRA_OPTIONS", "").split(",") if o}
+    kept = {k: v for k, v in {**table, **extra}.items() if k not in drop}
+    return {k: (v if v not in drop else None) for k, v in kept.items()}
 
 
 def release() -> str:
@@ -59,14 +82,14 @@ def release() -> str:
     return key
 
 
-def add_options(parser, options: dict, known: dict) -> None:
-    """Every option of a release's table: `known` gives the argparse keywords of those a stand-in
-    reads (by long name); the rest take any values, as far as this stand-in cares."""
-    for long, short in options.items():
+def add_options(parser, table: dict, known: dict) -> None:
+    """Every option of a release's table (options()): `known` gives the argparse keywords of those a
+    stand-in reads (by long name); the rest take any values, as far as this stand-in cares."""
+    for long, short in options(table).items():
         if long in ("--help", "--version"):
             continue
-        names = [long] + ([short] if short else [])
-        parser.add_argument(*names, **known.get(long, dict(nargs="*")))
+        names = ([short] if short else []) + [long]
+        parser.add_argument(*names, **known.get(long, dict(nargs="*", help="(taken, not read by this stand-in)")))
 
 
 def split_optional(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -1,7 +1,8 @@
 """rocprof-compute (formerly Omniperf): its workload folder (where it is, its dispatches and the ones
 worth a speed-of-light table, its release and GPU, the roofline ceilings), `analyze`'s
-pmc_kernel_top.csv and the speed-of-light tables its --save-dfs writes. The workload's per-dispatch
-files (timestamps.csv, pmc_perf.csv) are read as kernel tables by dispatch.py.
+pmc_kernel_top.csv and the speed-of-light tables analyze writes, in either of its layouts: per-table
+CSVs (`--save-dfs`, or `--output-format csv` to 3.6) or one CSV per analysis view (3.7+). The
+workload's per-dispatch files (timestamps.csv, pmc_perf.csv) are read as kernel tables by dispatch.py.
 """
 
 from __future__ import annotations
@@ -55,15 +56,31 @@ def parse_top(path: Path, head: Head) -> Parsed:
     return Parsed(build_table(pd.DataFrame(records)), "rocprof-compute-top", note)
 
 
+#: What marks a workload folder: its kernel tables, analyze's top list, (3.6+, before analyze has
+#: merged them into pmc_perf.csv) one results_<pass>.csv a counter pass, or (3.6+ --roof-only, which
+#: writes nothing else) roofline.csv.
+_WORKLOAD_MARKERS = ("timestamps.csv", "pmc_perf.csv", "pmc_kernel_top.csv")
+_PASS_RESULTS = "results_*.csv"
+
+
+def has_counters(folder: Path) -> bool:
+    """The folder holds a workload's kernel tables or its per-pass results (something to analyze)."""
+    return any((folder / m).is_file() for m in _WORKLOAD_MARKERS) or any(folder.glob(_PASS_RESULTS))
+
+
+def _is_workload(folder: Path) -> bool:
+    return has_counters(folder) or (folder / "roofline.csv").is_file()
+
+
 def find_workload(root: Path) -> Path | None:
-    """The folder holding pmc_perf.csv/timestamps.csv: root itself or a <gpu_model> child."""
-    markers = ("timestamps.csv", "pmc_perf.csv", "pmc_kernel_top.csv")
+    """The folder holding pmc_perf.csv/timestamps.csv (or 3.6+'s per-pass results_*.csv): root itself
+    or a child (<gpu_model>, a rank's folder)."""
     if not root.is_dir():
         return None
-    if any((root / m).is_file() for m in markers):
+    if _is_workload(root):
         return root
-    for child in sorted(p for p in root.rglob("*") if p.is_dir()):
-        if any((child / m).is_file() for m in markers):
+    for child in sorted(p for p in root.rglob("*") if p.is_dir() and not p.is_symlink()):
+        if _is_workload(child):
             return child
     return None
 
@@ -124,48 +141,85 @@ def analysis_targets(workload: Path, kernels: tuple[str, ...] = ()) -> list[tupl
     return [(longest[n][1], n) for n in chosen]
 
 
-#: The speed-of-light table `analyze --save-dfs` writes (panel 200, table 201: "<id>_<title>.csv").
+#: The speed-of-light table of the per-table layout (panel 200, table 201: "<id>_<title>.csv"), which
+#: --save-dfs (to 3.2) and --output-format csv (3.3-3.6, utils/tty.py format_table_output) write.
 SOL_TABLE = "2.1_Speed-of-Light.csv"
-#: Its header, the same in every release read (analysis_configs/<arch>/0200_system-speed-of-light.yaml
-#: at CMP rocm-6.2.0, rocm-6.3.0 and develop 95b600ea): Metric, Avg, Unit, Peak, Pct of Peak. Older
-#: Omniperf wrote Value and PoP (its docs-1.x), so those are read too.
+DISPATCH_LIST = "0.2_Dispatch_List.csv"
+#: The per-view layout (3.7+: --output-format csv "produces one CSV per analysis view", RS@002a2c74
+#: analysis_db.py run_analysis -> Database.write_csv_dir): kernel.csv (kernel_name, dispatch_count, ...)
+#: and kernel_metric.csv, one row a (kernel, metric, value_name): metric_name, metric_id ("2.1.3"),
+#: table_name, sub_table_name ("Speed-of-Light"), unit, value_name (Avg, Peak, Percent of Peak), value.
+KERNEL_VIEW, METRIC_VIEW = "kernel.csv", "kernel_metric.csv"
+SOL_TABLE_ID = "2.1."
+#: The columns (or value_names) of a metric's value, peak and share of peak, in every spelling read:
+#: Avg/Pct of Peak (analysis_configs 0200_system-speed-of-light.yaml to 3.7), Percent of Peak (3.8:
+#: "Renamed the Pct of Peak / PoP analysis column to Percent of Peak"), Value/PoP (Omniperf 1.x docs).
 _SOL_VALUE = ("avg", "value")
-_SOL_PCT = ("pct of peak", "pop")
+_SOL_PEAK = ("peak", "peak (empirical)")
+_SOL_PCT = ("pct of peak", "percent of peak", "pop")
+
+
+def sol_file(folder: Path) -> Path | None:
+    """The file holding an analyzed dispatch's speed-of-light table, in either layout, or None."""
+    for name in (SOL_TABLE, METRIC_VIEW):
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def read_speed_of_light(folder: Path) -> dict[str, dict[str, Any]]:
-    """The speed-of-light table of one `analyze --dispatch N --save-dfs folder`: metric (lower case) ->
-    {"metric", "value", "unit", "peak", "pct"}; numbers are None where the tool left the cell empty."""
+    """The speed-of-light table of one analyzed dispatch (the folder analyze wrote), in either layout:
+    metric (lower case) -> {"metric", "value", "unit", "peak", "pct"}; numbers are None where the tool
+    left the cell empty."""
     def cell(lowered: dict[str, str], names: tuple[str, ...]) -> float | None:
         """The first of the row's cells (in column order) under one of `names`, as a number."""
-        for key, text in lowered.items():
-            if key in names:
-                try:
-                    value = float(text)
-                except (TypeError, ValueError):
-                    return None
-                return value if math.isfinite(value) else None
-        return None
+        return next((_number(text) for key, text in lowered.items() if key in names), None)
 
-    table = {}
+    table: dict[str, dict[str, Any]] = {}
+    if not (folder / SOL_TABLE).is_file() and (folder / METRIC_VIEW).is_file():
+        kernel = None
+        for row in _csv_rows(folder / METRIC_VIEW):
+            if not (row.get("metric_id") or "").startswith(SOL_TABLE_ID):
+                continue
+            kernel = kernel or row.get("kernel_name")
+            metric = (row.get("metric_name") or "").strip()
+            if not metric or row.get("kernel_name") != kernel:
+                continue
+            entry = table.setdefault(metric.lower(), {"metric": metric, "value": None, "unit": row.get("unit"),
+                                                      "peak": None, "pct": None})
+            name = (row.get("value_name") or "").strip().lower()
+            slot = "value" if name in _SOL_VALUE else "peak" if name in _SOL_PEAK else "pct" if name in _SOL_PCT else None
+            if slot and entry[slot] is None:
+                entry[slot] = _number(row.get("value"))
+        return table
     for row in _csv_rows(folder / SOL_TABLE):
         lowered = {(k or "").strip().lower(): v for k, v in row.items()}
         metric = (lowered.get("metric") or "").strip()
         if metric:
             table[metric.lower()] = {"metric": metric, "value": cell(lowered, _SOL_VALUE), "unit": lowered.get("unit"),
-                                     "peak": cell(lowered, ("peak",)), "pct": cell(lowered, _SOL_PCT)}
+                                     "peak": cell(lowered, _SOL_PEAK), "pct": cell(lowered, _SOL_PCT)}
     return table
 
 
 def analyzed_kernels(analyze_dir: Path) -> list[tuple[str, Path]]:
-    """(kernel name, folder) of every dispatch `analyze --save-dfs` wrote a speed-of-light table for;
-    the kernel is the one its own 0.2_Dispatch_List.csv names."""
+    """(kernel name, folder) of every analyzed dispatch with a speed-of-light table: the kernel its own
+    0.2_Dispatch_List.csv names (per-table layout) or its kernel.csv (per-view layout)."""
     found = []
     for folder in sorted(analyze_dir.glob("dispatch_*")):
-        listing = folder / "0.2_Dispatch_List.csv"
-        if not (folder / SOL_TABLE).is_file() or not listing.is_file():
+        if (folder / SOL_TABLE).is_file() and (folder / DISPATCH_LIST).is_file():
+            names = [row.get("Kernel_Name") or "" for row in _csv_rows(folder / DISPATCH_LIST)]
+        elif (folder / METRIC_VIEW).is_file() and (folder / KERNEL_VIEW).is_file():
+            names = [row.get("kernel_name") or "" for row in _csv_rows(folder / KERNEL_VIEW)]
+        else:
             continue
-        names = [row.get("Kernel_Name") or "" for row in _csv_rows(listing)]
         if names and names[0]:
             found.append((names[0], folder))
     return found
