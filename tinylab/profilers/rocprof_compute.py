@@ -33,6 +33,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tinylab.errors import UserError
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
 from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
