@@ -110,7 +110,7 @@ def fp32_gemms(f: Facts) -> Advice | None:
         impact=impact,
         action=action(f, "train in bf16 autocast (or allow TF32 matmuls with --tf32)", {"precision": "bf16"}),
         lesson="v3-flash-attention step 4",
-        evidence=(f"{f.trace}: step {shown['step']} gemm {cats.get('gemm', 0.0):.2f} ms, attention "
+        evidence=(f"{f.trace}: {f.step_label()} gemm {cats.get('gemm', 0.0):.2f} ms, attention "
                   f"{cats.get('attention', 0.0):.2f} ms, busy {busy:.2f} ms", f"step time: {where} {step:.2f} ms",
                   f"datasheet peaks of {f.device_name} (tinylab.training.flops)"),
     )
@@ -139,7 +139,7 @@ def gemm_bound(f: Facts) -> Advice | None:
                                                      f"GEMMs {gemm / busy:.0%} of it")
         threshold = Quantity(GEMM_BUSY, "fraction", f"idle <= {GPU_BUSY_IDLE:.0%} and GEMMs >= {GEMM_BUSY:.0%} "
                                                     "of the busy time")
-        evidence = (f"{f.trace}: step {shown['step']} busy {busy:.2f} ms, gemm {gemm:.2f} ms",
+        evidence = (f"{f.trace}: {f.step_label()} busy {busy:.2f} ms, gemm {gemm:.2f} ms",
                     f"step time: {where}")
     return Advice(
         rule="gemm-bound",

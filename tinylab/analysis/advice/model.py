@@ -126,6 +126,11 @@ class Facts:
             return None
         return next(a for a in self.timeline["steps"] if a["step"] == self.timeline["shown_step"])
 
+    def step_label(self) -> str:
+        """The shown step as the evidence names it: "step 7", or the one window of a trace without steps."""
+        shown = self.shown_step()
+        return "the trace's one window" if shown is None or shown["step"] is None else f"step {shown['step']}"
+
     def step_ms(self) -> tuple[float | None, str]:
         """The step time bounds are taken against, and where it comes from: the unprofiled steps'
         median (the profiler slows the host), else the summary's median, else the profiled window."""
@@ -135,7 +140,7 @@ class Facts:
         if self.summary and self.summary.step_ms_median:
             return self.summary.step_ms_median, "the summary's median step"
         shown = self.shown_step()
-        return (shown["wall_ms"], f"profiled step {shown['step']}'s window") if shown else (None, "")
+        return (shown["wall_ms"], f"the profiled {self.step_label()}") if shown else (None, "")
 
     def spread(self) -> tuple[float | None, int]:
         """The run's own noise: its p10-p90 step-time spread over the median (0.2 = 20 %), and how

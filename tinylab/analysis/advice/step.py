@@ -76,7 +76,7 @@ def launch_bound(f: Facts) -> Advice | None:
         impact=impact,
         action=action(f, text, changes),
         lesson="v4-fusion step 3",
-        evidence=(f"{f.trace}: step {shown['step']} busy {busy:.2f} ms, gemm {gemm:.2f} ms, {shown['kernels']} "
+        evidence=(f"{f.trace}: {f.step_label()} busy {busy:.2f} ms, gemm {gemm:.2f} ms, {shown['kernels']} "
                   f"kernels, median {median:.1f} µs", f"step time: {where} {step:.2f} ms"),
     )
 
@@ -101,7 +101,7 @@ def host_sync(f: Facts) -> Advice | None:
         action=action(f, "keep values on the device inside the step: no .item(), .cpu() or printing of tensors "
                       "before the optimizer ends", {}),
         lesson="performance-debugging step 3",
-        evidence=(f"{f.trace}: step {shown['step']} cudaStreamSynchronize/cudaDeviceSynchronize/"
+        evidence=(f"{f.trace}: {f.step_label()} cudaStreamSynchronize/cudaDeviceSynchronize/"
                   f"cudaEventSynchronize/cudaMemcpy inside forward/backward/optimizer", f"step time: {where}"),
     )
 
@@ -123,13 +123,13 @@ def layout_copies(f: Facts) -> Advice | None:
                   "view) inside its phases: every copy reads and writes the whole tensor, and a kernel fed a "
                   "transposed layout loads strided instead of coalesced memory",
         measured=Quantity(float(copies["count"]), "copies", f"{copies['count']} layout copies (aten::contiguous) in "
-                                                            f"step {shown['step']}: {ms:.3f} ms with {what}"),
+                                                            f"{f.step_label()}: {ms:.3f} ms with {what}"),
         threshold=Quantity(0.0, "copies", "no layout copy inside forward/backward/optimizer"),
         impact=finding(f, min(ms / step, 0.99), what),
         action=without_fault(f, "non-contiguous", "feed kernels the layout they read (row-major, "
                              "contiguous); drop the .t().contiguous() that makes the copy"),
         lesson="performance-debugging step 2",
-        evidence=(f"{f.trace}: step {shown['step']} aten::contiguous inside the phases", f"step time: {where}"),
+        evidence=(f"{f.trace}: {f.step_label()} aten::contiguous inside the phases", f"step time: {where}"),
     )
 
 

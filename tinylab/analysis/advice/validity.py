@@ -54,7 +54,7 @@ def warmup_in_window(f: Facts) -> Advice | None:
         evidence = (f"{f.trace}: {len(walls)} step windows",)
     else:
         return None
-    steps_needed = (first or 0) + int(f.config.get("profile_steps") or 1) + 1
+    steps_needed = (first or 0) + int(f.config.get("profile_steps") or 1)  # the window fits after warm-up
     return Advice(
         rule="warmup-in-window",
         severity="warning",
@@ -78,12 +78,12 @@ def graph_hides_kernels(f: Facts) -> Advice | None:
         severity="warning",
         condition="the run replays a CUDA/HIP graph, and the profile saw none of the replay's kernels: the tool "
                   "could not trace inside the graph, so its kernel table and timeline miss the step's work",
-        measured=Quantity(0.0, "kernels", f"0 kernels in profiled step {shown['step']} of a graphed run"),
+        measured=Quantity(0.0, "kernels", f"0 kernels in profiled {f.step_label()} of a graphed run"),
         threshold=Quantity(1.0, "kernels", "the replay's kernels visible (>= 1)"),
         impact=Impact(None, None, None, "validity: the GPU time of this profile is not the step's"),
         action=action(f, "profile the same run without the graph to see its kernels", {"cuda_graph": False}),
         lesson="v4-fusion step 3",
-        evidence=(f"{f.trace}: step {shown['step']}, {shown['kernels']} kernels, no graph replay seen",
+        evidence=(f"{f.trace}: {f.step_label()}, {shown['kernels']} kernels, no graph replay seen",
                   "start event: cuda_graph=True"),
     )
 
@@ -102,14 +102,14 @@ def profiler_overhead(f: Facts) -> Advice | None:
         condition="the profiled step is much slower than the unprofiled ones: the profiler's own host work "
                   "stretches the window, so its idle time and host phases are inflated (the advisor's bounds "
                   "use the unprofiled steps instead)",
-        measured=Quantity(slowdown, "x", f"profiled step {shown['step']} window {shown['wall_ms']:.2f} ms = "
+        measured=Quantity(slowdown, "x", f"profiled {f.step_label()} window {shown['wall_ms']:.2f} ms = "
                                          f"{slowdown:.2f}x the unprofiled median {timed['unprofiled_ms']:.2f} ms"),
         threshold=Quantity(PROFILED_SLOWDOWN, "x", f"< {PROFILED_SLOWDOWN:g}x the unprofiled steps"),
         impact=Impact(None, None, None, "validity: read shares (idle, phases) against the unprofiled step time"),
         action=action(f, "profile fewer steps, and without the memory timeline (its Python stacks slow the host)",
                       {"profile_steps": 1} if int(f.config.get("profile_steps") or 1) > 1 else {}),
         lesson="v1-baseline step 2",
-        evidence=(f"{f.trace}: step {shown['step']} window {shown['wall_ms']:.2f} ms",
+        evidence=(f"{f.trace}: {f.step_label()} window {shown['wall_ms']:.2f} ms",
                   f"events.jsonl steps: unprofiled median {timed['unprofiled_ms']:.2f} ms of "
                   f"{timed['unprofiled_steps']} steps"),
     )
