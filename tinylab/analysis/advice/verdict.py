@@ -34,6 +34,13 @@ def _noise(facts: Facts) -> float | None:
     return None if spread is None else spread / 2
 
 
+def _change(metric: str, va: float, vb: float) -> str:
+    """"step median 17.17 -> 2.45 ms": a summary field from A to B, as people read it."""
+    field = FIELD_BY_KEY[metric]
+    unit = f" {field.unit}" if field.unit and field.unit != "fraction" else ""
+    return f"{field.label} {format(va, field.fmt)} -> {format(vb, field.fmt)}{unit}"
+
+
 def applies(item: Advice, b: Facts) -> bool:
     """Whether B's config carries every change of the item's action."""
     return bool(item.action.changes) and all(b.config.get(k) == v for k, v in item.action.changes.items())
@@ -48,15 +55,18 @@ def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice]) -> Verdict:
     bound, metric = item.impact.bound, item.impact.metric
     va, vb = (s.get(metric) if metric else None for s in (a.summary, b.summary))
     if bound is None or not va or not vb:
+        predicted = f"{item.rule} clears (it fires at {item.threshold.text})"
+        measured = _change(metric, va, vb) if va is not None and vb is not None else (
+            still.measured.text if still else f"{item.rule} no longer fires")
         if still:
-            return Verdict(item.rule, False, item.impact.text, still.measured.text,
+            return Verdict(item.rule, False, predicted, measured,
                            f"the change did not work: B still triggers {item.rule}{after}")
-        return Verdict(item.rule, True, item.impact.text, f"{item.rule} no longer fires",
+        return Verdict(item.rule, True, predicted, measured,
                        f"the change worked: B no longer triggers {item.rule} (A: {item.measured.text})")
     field = FIELD_BY_KEY[metric]
     gain = va / vb if field.direction < 0 else vb / va
     noise = max(SAME_WITHIN, *(n for n in (_noise(a), _noise(b)) if n is not None)) if field.timed else SAME_WITHIN
-    measured = f"{field.label} {format(va, field.fmt)} -> {format(vb, field.fmt)} {field.unit}: {ratio(gain)}".strip()
+    measured = f"{_change(metric, va, vb)}: {ratio(gain)}"
     predicted = f"at most {ratio(bound)} ({field.label})"
     if gain - 1 <= noise:
         return Verdict(item.rule, False, predicted, measured, f"the change did not work: {ratio(gain)} is inside the "
