@@ -56,3 +56,10 @@ def test_trying_an_item_launches_b_and_its_verdict_says_the_advice_held(lab):
     (verdict,) = result["verdicts"]
     assert verdict["rule"] == "bad-init" and verdict["held"] is True and "no longer triggers bad-init" in verdict["why"]
     assert result["tried"] == "bad-init" and result["cleared"] == ["bad-init"]
+
+
+def test_the_report_has_an_advice_section_a_run(lab):
+    md = lab.report([A], "md")
+    assert "### Advice" in md and "| ✗ error | bad-init | initial loss 40.00 = 5.8x ln(1000) = 6.91 | - |" in md
+    assert "- bad-init: the same run without --fault missing-init" in md
+    assert "<h3>Advice</h3>" in lab.report([A], "html")

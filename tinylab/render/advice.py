@@ -13,7 +13,7 @@ from tinylab.runs.record import printable
 from tinylab.text import wrap_words
 
 MARKS = {"error": "✗", "warning": "!", "suggestion": "→", "good": "✓"}
-HEADER = ["", "rule", "measured", "at most"]
+HEADER = ["severity", "rule", "measured", "at most"]
 
 
 def mark(severity: str) -> str:
@@ -31,8 +31,8 @@ def bound_text(item: Any) -> str:
 
 
 def rows(items: list[Any]) -> list[list[str]]:
-    """A row an item: its mark, rule, measured value and bound (the report's and the lab's tables)."""
-    return [[MARKS.get(i.severity, "?"), i.rule, printable(i.measured.text), bound_text(i)] for i in items]
+    """A row an item: its severity (mark and word), rule, measured value and bound (the report's tables)."""
+    return [[mark(i.severity), i.rule, printable(i.measured.text), bound_text(i)] for i in items]
 
 
 def detail(item: Any, width: int = 80) -> list[str]:

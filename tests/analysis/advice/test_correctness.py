@@ -7,7 +7,7 @@ import math
 from tinylab.analysis.advice.correctness import INIT_LOSS_FACTOR, bad_init, untrained_parameters
 from tinylab.analysis.advice.model import Facts
 
-from .conftest import config, summary
+from support.advice import config, summary
 
 
 def test_a_first_loss_over_three_times_ln_vocab_is_a_bad_init():

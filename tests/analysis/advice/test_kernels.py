@@ -19,7 +19,7 @@ from tinylab.analysis.advice.kernels import (
 )
 from tinylab.analysis.advice.model import Facts
 
-from .conftest import config, eager_facts, summary, v4_graph_facts
+from support.advice import config, eager_facts, summary, v4_graph_facts
 
 
 def test_fp32_gemms_on_tensor_cores_are_bounded_by_the_datasheet_ratio_and_half_the_bytes():

@@ -10,7 +10,7 @@ import pytest
 from tinylab.analysis.advice import RULE_IDS, advise
 from tinylab.analysis.advice.model import Facts, action, flags, percent, speedup
 
-from .conftest import config, eager_facts, summary
+from support.advice import config, eager_facts, summary
 
 KEYS = {"rule", "severity", "condition", "measured", "threshold", "impact", "action", "lesson", "evidence"}
 

@@ -10,7 +10,7 @@ from tinylab.analysis.advice.model import Facts
 from tinylab.analysis.advice.scale import exposed_communication, memory_capacity, straggler
 from tinylab.events import RankEvent
 
-from .conftest import config, ddp2_facts, summary
+from support.advice import config, ddp2_facts, summary
 
 
 def test_a_peak_near_the_cards_capacity_suggests_recompute_or_bf16():

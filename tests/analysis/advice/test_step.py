@@ -19,7 +19,7 @@ from tinylab.analysis.advice.step import (
 )
 from tinylab.analysis.timeline import analyze
 
-from .conftest import config, eager_facts, summary, v4_graph_facts
+from support.advice import config, eager_facts, summary, v4_graph_facts
 
 
 def test_an_idle_gpu_with_tiny_kernels_is_launch_bound_and_the_bound_is_the_gemms():

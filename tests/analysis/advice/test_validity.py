@@ -15,7 +15,7 @@ from tinylab.analysis.advice.validity import (
     warmup_in_window,
 )
 
-from .conftest import config, summary, v4_graph_facts
+from support.advice import config, summary, v4_graph_facts
 
 
 def test_the_real_graphed_run_is_a_valid_profile():

@@ -9,7 +9,7 @@ from tinylab.analysis.advice import advise, compare_advice
 from tinylab.analysis.advice.model import Facts
 from tinylab.analysis.advice.verdict import check
 
-from .conftest import config, eager_facts, summary
+from support.advice import config, eager_facts, summary
 
 
 def _b(step_ms: float, spread: float = 0.02, **cfg) -> Facts:

@@ -112,7 +112,8 @@ class HotspotsScreen(BaseScreen):
                 "GPUs at this run's model: registers, LDS, occupancy, IR"),
         Binding("t", "next_pane", "Panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
                 "timeline take turns in the last cell"),
-        Binding("a", "advice", "Advice", tooltip="what to try next, from this run's own numbers (tinylab advise)"),
+        Binding("a", "advice", "Advice", show=False,  # 80 columns hold no more keys; the panel strip names it
+                tooltip="what to try next, from this run's own numbers (tinylab advise)"),
         Binding("b", "try_advice", "Try as B", show=False, tooltip="the Advice panel: launch the highlighted "
                 "item's action as run B against this run; Compare opens when B ends"),
         Binding("R", "next_rank", "Next rank", show=False,  # the head says "R: next" where it applies

@@ -82,6 +82,7 @@ class AdvicePanel(Vertical):
         rest = max(20, (self.size.width or 80) - sum(WIDTHS.values()) - 2 * (len(WIDTHS) + 1) - 1)
         for key, label in (("mark", ""), ("rule", "rule"), ("bound", "at most"), ("measured", "measured")):
             table.add_column(label, key=key, width=WIDTHS.get(key, rest))
+        table.display = bool(message.items)
         if message.items is None:
             head.update(Text(f"No advice: {safe(message.error)}"))
             return
