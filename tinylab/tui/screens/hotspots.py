@@ -392,8 +392,9 @@ class HotspotsScreen(BaseScreen):
         self.query_one("#advice", AdvicePanel).try_selected()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "try_advice":
-            return any(i.action.changes for i in self.query_one("#advice", AdvicePanel).items or [])
+        if action == "try_advice":  # (asked before the panel is composed, too)
+            panel = self.query("#advice")
+            return bool(panel) and any(i.action.changes for i in panel.first().items or [])
         if action == "next_rank":
             return self.tables is not None and len(self.tables.ranks) > 1
         return True
