@@ -79,7 +79,7 @@ class AdvicePanel(Vertical):
         table.clear(columns=True)
         # the measured value takes what the row leaves (cells are padded by one a side), so that no
         # horizontal scrollbar takes a line of an 80x24 screen
-        rest = max(20, (self.size.width or 80) - sum(WIDTHS.values()) - 2 * (len(WIDTHS) + 1) - 1)
+        rest = max(20, (self.size.width or 80) - sum(WIDTHS.values()) - 2 * (len(WIDTHS) + 1) - 4)
         for key, label in (("mark", ""), ("rule", "rule"), ("bound", "at most"), ("measured", "measured")):
             table.add_column(label, key=key, width=WIDTHS.get(key, rest))
         table.display = bool(message.items)
