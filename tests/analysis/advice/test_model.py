@@ -70,3 +70,29 @@ def test_every_item_is_json_with_exactly_the_nine_keys():
         doc = json.loads(json.dumps(item.to_json()))
         assert set(doc) == KEYS and doc["rule"] in RULE_IDS
         assert set(doc["measured"]) == {"value", "unit", "text"} and set(doc["impact"]) >= {"bound", "text"}
+
+
+def test_every_lesson_names_a_step_of_a_shipped_scenario():
+    import re
+    from pathlib import Path
+
+    from tinylab import exercises as ex
+    from tinylab.analysis import advice
+
+    scenarios = {s.id: len(s.steps) for s in ex.load_scenarios()}
+    lessons = {m for path in Path(advice.__file__).parent.glob("*.py")
+               for m in re.findall(r'lesson="([^"]+)"', path.read_text())}
+    assert len(lessons) >= 10
+    for lesson in lessons:
+        scenario, _, number = lesson.partition(" step ")
+        assert scenario in scenarios and 1 <= int(number) <= scenarios[scenario], lesson
+
+
+def test_every_rule_is_documented_with_its_threshold_and_source():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "advice.md").read_text(encoding="utf-8")
+    table = [line for line in page.splitlines() if line.startswith("| `")]
+    for rule in RULE_IDS:
+        row = next((line for line in table if line.startswith(f"| `{rule}`")), None)
+        assert row is not None and row.count("|") == 6, rule  # rule, family, fires when, source, action
