@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("tinylab.commands.bench", "benchmark versions and kernels on this device; print a table"),
     "roofline": ("tinylab.commands.roofline", "ASCII roofline of a run against measured ceilings"),
     "timeline": ("tinylab.commands.timeline", "where a profiled step's time goes: GPU busy/idle, gaps, phases, memory"),
+    "advise": ("tinylab.commands.advise", "what to try next, from a run's own numbers: rule, measured, bound, action, lesson"),
     "kernels": ("tinylab.commands.kernels", "compile the Triton kernels for AMD and NVIDIA GPUs: registers, LDS, spills, occupancy"),
     "doctor": ("tinylab.commands.doctor", "report the environment and which profilers are available"),
     "hotspots": ("tinylab.commands.hotspots", "kernel hotspot table of a run or a profiler output"),

@@ -2,8 +2,8 @@
 
 One JSON object per line, each with an "event" key:
 
-start     config, device, device_name, torch, triton, python, pid, params_total, param_tensors,
-          model_flops_per_step, world_size, parallel, host, time
+start     config, device, device_name, device_memory_mb (a GPU's capacity), torch, triton, python, pid,
+          params_total, param_tensors, model_flops_per_step, world_size, parallel, host, time
 step      step, loss, step_ms, fwd_ms, bwd_ms, opt_ms (null when not separable, e.g. graph
           replay), samples_per_s, tokens_per_s, mem_alloc_mb, mem_peak_mb (null on CPU), warmup
 summary   samples_per_s (median after warm-up), tokens_per_s, step_ms_median, step_ms_p10,
@@ -197,6 +197,7 @@ class StartEvent:
     config: dict[str, Any] = field(default_factory=dict)  # the config as it ran (toggles resolved)
     device: str | None = None
     device_name: str | None = None
+    device_memory_mb: float | None = None  # the GPU's capacity (None on a CPU)
     torch: str | None = None
     triton: str | None = None
     python: str | None = None

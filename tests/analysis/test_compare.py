@@ -55,9 +55,12 @@ def test_cli_json_and_text(finished_pair):
     proc = cli("compare", finished_pair.v1.id, finished_pair.v2.id, "--json", "--runs-dir", root)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data) == {"a", "b", "noise", "metrics", "config_diff", "notes", "scaling", "kernel_diff"}
+    assert set(data) == {"a", "b", "noise", "metrics", "config_diff", "notes", "scaling", "kernel_diff", "advice"}
+    assert set(data["advice"]) == {"a", "b", "tried", "verdicts", "cleared", "new", "notes"}  # A's advice against B
     assert data["scaling"] is None  # one world size
+    advice = data.pop("advice")
     assert data == json.loads(json.dumps(compare_runs(finished_pair.v1.record(), finished_pair.v2.record()).to_json()))
+    assert (advice["a"], advice["b"], advice["tried"]) == (finished_pair.v1.id, finished_pair.v2.id, None)
     for m in data["metrics"]:
         assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit", "within_noise"}
     text = cli("compare", finished_pair.v1.id, "last", "--runs-dir", root)

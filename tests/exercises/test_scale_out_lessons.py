@@ -42,3 +42,15 @@ def test_the_straggler_checks_can_fail(lesson_runs, tmp_path):
 def test_the_baseline_is_one_rank(lesson_runs):
     baseline, two = lesson_runs[("scaling", 1)]["runs"]
     assert baseline.record().world_size == 1 and two.record().world_size == 2
+
+
+def test_the_advisor_names_the_straggler_of_the_lessons_run(lesson_runs):
+    """The fault catalogue as the advisor's test suite (tests/analysis/advice/test_faults.py): its
+    two-rank fault, on the runs this lesson trained already."""
+    from tinylab.analysis.advice import advise
+    from tinylab.analysis.advice.facts import run_facts
+
+    _, straggled = lesson_runs[("straggler", 1)]["runs"]
+    item = next((i for i in advise(run_facts(straggled)) if i.rule == "straggler"), None)
+    assert item is not None and "rank 1 forward" in item.measured.text and item.measured.value >= 1.5
+    assert item.action.changes == {"fault": None}

@@ -66,6 +66,12 @@ NON_COMPUTE = frozenset({"memcpy", "communication"})
 #: Collectives as the backend records them on the host: gloo runs them on its own threads (a CPU
 #: run's only record of the collective itself), NCCL/RCCL issue them from the host.
 _HOST_COLLECTIVE = re.compile(r"^(?:gloo|nccl|rccl):")
+#: Host calls the advisor counts inside a step's phases (tinylab.analysis.advice): the runtime's
+#: blocking waits for the device (a `.item()` or a blocking copy ends in one), and the operator that
+#: copies a tensor into a new memory layout (a no-op, so not recorded, when it is contiguous already).
+HOST_CALLS = {**{f"{api}{call}": "sync" for api in ("cuda", "hip")
+                 for call in ("StreamSynchronize", "DeviceSynchronize", "EventSynchronize", "Memcpy")},
+              "aten::contiguous": "layout_copy"}
 
 #: A step whose GPU idles this share of its wall time or more is bound by something else.
 IDLE_BOUND = 0.5
@@ -118,6 +124,7 @@ class Trace:
     notes: list[str] = field(default_factory=list)
     collectives: list[tuple[float, float]] = field(default_factory=list)  # host-recorded collectives (gloo, c10d)
     host_ops: list[tuple[float, float]] = field(default_factory=list)  # the phases' thread's other operators
+    host_calls: list[tuple[str, float, float]] = field(default_factory=list)  # (HOST_CALLS kind, start, end)
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -149,6 +156,7 @@ def load_trace(path: Path) -> Trace:
     host_start, host_end = float("inf"), float("-inf")
     collectives: list[tuple[float, float]] = []
     ops: list[tuple[float, float, Any]] = []
+    calls: list[tuple[str, float, float]] = []
     phase_tids: set[Any] = set()
     for e in events:
         if type(e) is not dict or e.get("ph") != "X":
@@ -164,6 +172,8 @@ def load_trace(path: Path) -> Trace:
         if cat == "gpu_user_annotation":  # Kineto's copy of a host range on the GPU timeline
             continue
         host_start, host_end = min(host_start, ts), max(host_end, ts + dur)
+        if isinstance(name, str) and name in HOST_CALLS:
+            calls.append((HOST_CALLS[name], ts, ts + dur))
         if cat in LAUNCH_CATEGORIES and args.get("correlation") is not None:
             launches[args["correlation"]] = ts
             if isinstance(name, str) and _GRAPH_LAUNCH.match(name):
@@ -206,7 +216,7 @@ def load_trace(path: Path) -> Trace:
     base = _number(doc.get("baseTimeNanoseconds")) if isinstance(doc, dict) else None
     return Trace(str(path), windows, sorted(phases, key=lambda p: p[1]), gpu_events,
                  device if isinstance(device, int) else None, len(counts), base / 1e3 if base else None, notes,
-                 sorted(collectives), merge([(a, b) for a, b, tid in ops if tid in phase_tids]))
+                 sorted(collectives), merge([(a, b) for a, b, tid in ops if tid in phase_tids]), sorted(calls))
 
 
 def _number(value: Any) -> float | None:
@@ -342,8 +352,32 @@ def step_anatomy(trace: Trace, window: Window) -> StepAnatomy:
         lane=lane(busy, lo, hi) if gpu else None,
         host_lane=host_lane(phases, lo, hi),
         graph=_replay(busy, [g for g in mine if g.graph], lo, hi),
+        host_calls=_host_calls(trace, phases, kernels, lo, hi),
     )
     return replace(anatomy, diagnosis=diagnose(anatomy, has_gpu=gpu))
+
+
+def _host_calls(trace: Trace, phases: list[tuple[str, float, float]], kernels: list[GpuEvent], lo: float,
+                hi: float) -> dict[str, dict[str, float]] | None:
+    """HOST_CALLS inside the step's phases: by kind, how many, their host time, and the device time
+    of the kernels each launched and (for a layout copy) of the next kernel launched after it, the
+    one that reads the copy. None for a step without phases (a graph replay, a foreign trace): the
+    loop's own waits (the loss read, the timers) cannot be told from the model's there."""
+    if not phases:
+        return None
+    out: dict[str, dict[str, float]] = {}
+    launched = sorted((g.launch, g.end - g.start) for g in kernels if g.launch is not None)
+    times = [t for t, _ in launched]
+    for kind, a, b in trace.host_calls:
+        if not lo <= a < hi or _phase_at(phases, a) is None:
+            continue
+        row = out.setdefault(kind, {"count": 0, "ms": 0.0, "kernel_ms": 0.0})
+        first, last = bisect.bisect_left(times, a), bisect.bisect_left(times, b)
+        reader = launched[last:last + 1] if kind == "layout_copy" else []
+        row["count"] += 1
+        row["ms"] += (b - a) / 1e3
+        row["kernel_ms"] += sum(d for _, d in launched[first:last] + reader) / 1e3
+    return out
 
 
 def _replay(busy: list[tuple[float, float]], replayed: list[GpuEvent], lo: float, hi: float) -> GraphReplay | None:

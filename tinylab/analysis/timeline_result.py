@@ -67,6 +67,9 @@ class StepAnatomy:
     lane: str | None  # a character a cell along the window: '#' busy ... '.' idle
     host_lane: str  # what the host was in: F forward, B backward, O optimizer, '.' other
     graph: GraphReplay | None
+    #: device syncs and layout copies inside the step's phases, by kind: count, host ms, kernel ms
+    #: (None for a step without phases: a graph replay, a foreign trace)
+    host_calls: dict[str, dict[str, float]] | None = None
     diagnosis: str = ""
 
     def to_json(self) -> dict[str, Any]:

@@ -13,11 +13,16 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from tinylab.render.advice import verdict_lines
     from tinylab.render.compare import format_compare
 
-    result = lab_from(args).compare(args.a, args.b)
+    lab = lab_from(args)
+    result = lab.compare(args.a, args.b)
+    advice = lab.advice_verdict(args.a, args.b)  # A's advice checked against B
     if args.json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "advice": advice})
     else:
-        print(format_compare(result, width=terminal_width(200)))
+        width = terminal_width(200)
+        print(format_compare(result, width=width))
+        print("\nadvice (A's advice checked against B)\n" + "\n".join(verdict_lines(advice, min(width, 100))))
     return 0

@@ -24,7 +24,8 @@ def run(args) -> int:
     fmt = args.format or ("html" if args.output and Path(args.output).suffix.lower() in (".html", ".htm") else "md")
     runs = args.runs
     lab = lab_from(args)
-    text = build_report([lab.run(ref) for ref in runs], fmt)
+    chosen = [lab.run(ref) for ref in runs]
+    text = build_report(chosen, fmt, advice={run.id: lab.advise(str(run.dir)).items for run in chosen})
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -65,14 +65,18 @@ class RunData:
     charts: list[Chart]
     kernels: HotspotSummary | None = None
     notes: list[str] = field(default_factory=list)
+    advice: list[Any] | None = None  # tinylab.analysis.advice.Advice items, when the caller gave them
 
 
-def build_report(runs: list[Run], fmt: str = "md") -> str:
+def build_report(runs: list[Run], fmt: str = "md", advice: dict[str, list[Any]] | None = None) -> str:
+    """`advice`: each run's advice items by run id (a section a run; none without)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if not runs:
         raise UserError("a report needs at least one run")
     data = [collect(run) for run in runs]
+    for d in data:
+        d.advice = (advice or {}).get(d.record.id)
     comparisons = [compare_runs(data[0].record, other.record) for other in data[1:]]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html
@@ -211,6 +215,8 @@ def _markdown(data: list[RunData], comparisons: list[Comparison], overlays: list
         for chart in d.charts:
             out += _md_chart(chart)
         out += _md_kernels(d)
+        if d.advice is not None:
+            out += ["### Advice", ""] + _advice_md(d.advice)
         out += ["### Config", ""] + _md_table(["key", "value"], _config_rows(r.shown_config)) + [""]
     if comparisons:
         out += ["## Comparison", ""]
@@ -252,6 +258,16 @@ def _md_kernels(d: RunData) -> list[str]:
         out += _md_table(KERNEL_HEADER, _kernel_table_rows(k, _md_code)) + [""]
     out += [f"- {_md_text(n)}" for n in d.notes] + ([""] if d.notes else [])
     return out
+
+
+def _advice_md(items: list[Any]) -> list[str]:
+    """The run's advice (tinylab advise): a row an item, then each item's action."""
+    from tinylab.render.advice import HEADER, rows
+
+    if not items:
+        return ["No advice: no rule found anything to say about this run.", ""]
+    return _md_table(HEADER, rows(items)) + [""] + [f"- {_md_text(i.rule)}: {_md_text(i.action.text)}"
+                                                 for i in items] + [""]
 
 
 def _md_comparison(result: Comparison, letter: str) -> list[str]:
@@ -356,6 +372,11 @@ def _html(data: list[RunData], comparisons: list[Comparison], overlays: list[Cha
                            + (f"; note: {e(str(k.note))}" if k.note else "") + "</p>")
                 out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
             out += [f'<p class="note">{e(n)}</p>' for n in d.notes]
+        if d.advice is not None:
+            from tinylab.render.advice import HEADER, rows
+
+            out.append("<h3>Advice</h3>")
+            out += _html_table(HEADER, rows(d.advice)) + [f"<p>{e(i.rule)}: {e(i.action.text)}</p>" for i in d.advice]
         out.append("<details><summary>Config</summary>")
         out += _html_table(["key", "value"], _config_rows(r.shown_config))
         out += ["</details>", "</section>"]

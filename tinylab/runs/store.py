@@ -126,6 +126,10 @@ def _why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+#: Written into a run launched to try an advice item of another run (tinylab.service.advice).
+TRIED_FILE = "tried.json"
+
+
 def write_json(path: Path, obj: dict[str, Any]) -> None:
     """Write-then-rename, so a reader never sees half a record."""
     tmp = path.with_name(path.name + ".tmp")
@@ -224,6 +228,11 @@ class Run:
     @property
     def cancel_record(self) -> dict[str, Any] | None:
         return self._json("cancel.json")
+
+    @property
+    def tried(self) -> dict[str, Any] | None:
+        """The advice item this run was launched to try (TRIED_FILE: run A, the rule, its bound), or None."""
+        return self._json(TRIED_FILE)
 
     @property
     def job(self) -> slurm.Job | None:

@@ -331,6 +331,25 @@ class Lab:
 
         return compare_runs(self.record(a), self.record(b))
 
+    # ------------------------------------------------------------------- advice
+    def advise(self, ref: str, *, kernels: str | bool = False):
+        """The advice of a run or of a PyTorch trace file (tinylab.service.advice.Advised)."""
+        from tinylab.service.advice import advise_ref
+
+        return advise_ref(self, ref, kernels)
+
+    def try_advice(self, ref: str, rule: str):
+        """Launch run `ref`'s advice item `rule` as run B: (B, the item)."""
+        from tinylab.service.advice import try_item
+
+        return try_item(self, ref, rule)
+
+    def advice_verdict(self, a: str, b: str) -> dict[str, Any]:
+        """Whether run B, which applied an item of run A's advice, bore it out, and why."""
+        from tinylab.service.advice import verdict
+
+        return verdict(self, a, b)
+
     # ----------------------------------------------------------------- kernels
     def kernel_pool(self, jobs: int | None = None) -> ContextManager[Any]:
         """The worker pool of one kernel call (tinylab.anatomy.Pool), closed after it; a long-lived

@@ -52,7 +52,8 @@ CATALOGUE: dict[str, Fault] = {
             "forward/backward/optimizer times are read from the host clock without synchronizing "
             "the device; only the step total waits for the GPU",
             "fwd + bwd + opt is far below the step time: the phases measure kernel launches, "
-            "not kernels (on a CPU the work is synchronous, so the numbers agree there)",
+            "not kernels, where the GPU sets the pace (on a CPU the work is synchronous, and in a "
+            "launch-bound step the host takes as long as the kernels, so the numbers agree there)",
             "gpu",
         ),
         Fault(

@@ -429,6 +429,9 @@ class Trainer:
                 config=cfg.resolved().to_dict(),
                 device=str(self.device),
                 device_name=device_name(torch, self.device),
+                # the card's capacity: the advisor's memory rule reads the run's peak against it
+                device_memory_mb=torch.cuda.get_device_properties(self.device).total_memory / 2**20
+                if self.device.type == "cuda" else None,
                 torch=torch.__version__,
                 triton=_triton_version(),
                 python=platform.python_version(),

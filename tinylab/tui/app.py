@@ -183,10 +183,12 @@ class TinyLabApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def open_run(self, run_id: str) -> None:
+    def open_run(self, run_id: str, compare_to: str | None = None) -> None:
+        """The Run view of `run_id`; with `compare_to` (run A of the try-it loop), Compare A/B opens
+        when the run ends."""
         from tinylab.tui.screens.run import RunScreen
 
-        self.push_screen(RunScreen(run_id))
+        self.push_screen(RunScreen(run_id, compare_to))
 
     def open_hotspots(self, run_id: str) -> None:
         from tinylab.tui.screens.hotspots import HotspotsScreen

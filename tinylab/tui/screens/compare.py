@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -22,6 +24,14 @@ CHART_KEYS = ("samples_per_s", "step_ms_median", "fwd_ms_median", "bwd_ms_median
 
 class Compared(Message):
     def __init__(self, result: Comparison) -> None:
+        super().__init__()
+        self.result = result
+
+
+class AdviceChecked(Message):
+    """Run A's advice checked against run B (tinylab.service.Lab.advice_verdict)."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
         super().__init__()
         self.result = result
 
@@ -50,6 +60,8 @@ class CompareScreen(BaseScreen):
             with Pane(title="Kernels", id="kernels-pane"):
                 yield DataTable(id="kernel-diff", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(Static(id="kernel-notes"), id="kernel-notes-box")
+            yield Pane(VerticalScroll(Static("Checking A's advice against B…", id="cmp-advice")), title="Advice",
+                       id="advice-pane")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -63,6 +75,19 @@ class CompareScreen(BaseScreen):
     @background("compare")
     def load(self) -> None:
         self.post_message(Compared(self.backend.compare(self.a_id, self.b_id)))
+        self.post_message(AdviceChecked(self.backend.advice_verdict(self.a_id, self.b_id)))
+
+    @on(AdviceChecked)
+    def _show_advice(self, message: AdviceChecked) -> None:
+        """The try-it loop's answer: for the item B tried, the predicted bound beside the measured
+        change, held or not, and why; shown first when B was launched to try A's advice."""
+        from tinylab.render.advice import verdict_lines
+
+        result = message.result
+        width = max(40, self.query_one("#cmp-advice", Static).size.width or 76)
+        self.query_one("#cmp-advice", Static).update(Text("\n".join(verdict_lines(result, width))))
+        if result.get("tried"):  # after the panes' own mount, which a fast answer can beat
+            self.call_after_refresh(self.query_one("#cmp-panes", Panes).show, "advice-pane")
 
     @on(Compared)
     def _show(self, message: Compared) -> None:

@@ -26,6 +26,7 @@ from tinylab.service.kernels import SHAPING_FIELDS
 from tinylab.service.results import HotspotSummary, Timeline
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.advice import AdvicePanel
 from tinylab.tui.widgets.anatomy import AnatomyText
 from tinylab.tui.widgets.charts import BarChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -112,6 +113,10 @@ class HotspotsScreen(BaseScreen):
                 "GPUs at this run's model: registers, LDS, occupancy, IR"),
         Binding("t", "next_pane", "Panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
                 "timeline take turns in the last cell"),
+        Binding("a", "advice", "Advice", show=False,  # 80 columns hold no more keys; the panel strip names it
+                tooltip="what to try next, from this run's own numbers (tinylab advise)"),
+        Binding("b", "try_advice", "Try as B", show=False, tooltip="the Advice panel: launch the highlighted "
+                "item's action as run B against this run; Compare opens when B ends"),
         Binding("R", "next_rank", "Next rank", show=False,  # the head says "R: next" where it applies
                 tooltip="a run of several ranks: the next rank's table (ranks are never merged; "
                 "`tinylab hotspots RUN --rank all` lists them side by side)"),
@@ -148,11 +153,13 @@ class HotspotsScreen(BaseScreen):
                        classes="detail -detail")
             yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane", classes="detail")
             yield Pane(VerticalScroll(AnatomyText(id="hot-timeline")), title="Timeline", id="timeline-pane", classes="detail")
+            yield Pane(AdvicePanel(id="advice"), title="Advice", id="advice-pane", classes="detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = f"Hotspots {self.run_id}"
         self.load()
+        self.query_one("#advice", AdvicePanel).load(self.run_id)
 
     # ------------------------------------------------------------------ data
     @background("load")
@@ -371,7 +378,22 @@ class HotspotsScreen(BaseScreen):
         self.top = TOPS[(TOPS.index(self.top) + 1) % len(TOPS)] if self.top in TOPS else TOPS[0]
         self.reselect()
 
+    def action_advice(self) -> None:
+        """The Advice panel: narrow, the panel shown; wide, the detail cell's turn."""
+        if self.screen.has_class("-narrow"):
+            self.query_one("#hot-panes", Panes).show("advice-pane")
+        else:
+            for pane in self.query(".detail"):
+                pane.set_class(pane.id == "advice-pane", "-detail")
+        self.query_one("#advice-table").focus()
+
+    def action_try_advice(self) -> None:
+        self.query_one("#advice", AdvicePanel).try_selected()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "try_advice":  # (asked before the panel is composed, too)
+            panel = self.query("#advice")
+            return bool(panel) and any(i.action.changes for i in panel.first().items or [])
         if action == "next_rank":
             return self.tables is not None and len(self.tables.ranks) > 1
         return True

@@ -33,6 +33,7 @@ from tinylab.service.runs import LIVE
 from tinylab.tui.feed import FeedUpdate, RunFeed
 from tinylab.tui.fmt import duration, number, plain, safe
 from tinylab.tui.screens.base import BaseScreen, Cancelled, background
+from tinylab.tui.widgets.advice import AdvicePanel
 from tinylab.tui.widgets.anatomy import AnatomyText
 from tinylab.tui.widgets.charts import SeriesChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -63,11 +64,15 @@ class RunScreen(BaseScreen):
         Binding("t", "next_pane", "Next panel"),
         Binding("g", "next_chart", "Chart", tooltip="the next chart (narrow terminals show one at a time)"),
         Binding("k", "hotspots", "Hotspots", tooltip="kernel table of this run's profile"),
+        Binding("a", "advice", "Advice", tooltip="what to try next, from this run's own numbers (tinylab advise)"),
+        Binding("b", "try_advice", "Try as B", tooltip="launch the highlighted advice item's action as run B "
+                "against this run; Compare opens when B ends"),
     ]
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, compare_to: str | None = None) -> None:
         super().__init__()
         self.run_id = run_id
+        self.compare_to = compare_to  # run A, when this run was launched to try A's advice
         self.status = "running"
         self.record: RunRecord | None = None
         self.start: StartEvent | None = None
@@ -143,6 +148,9 @@ class RunScreen(BaseScreen):
             self._show_outcome()
             if self.has_profile:
                 self.load_step()
+            self._add_advice()
+            if self.compare_to:  # the try-it loop: B has ended, its verdict is in Compare
+                self.app.open_compare(self.compare_to, self.run_id)  # type: ignore[attr-defined]
         self._show_head()
         self._show_progress()
         if (self.status, self.has_profile) != keys_before:  # the footer rebuilds on every refresh
@@ -327,8 +335,18 @@ class RunScreen(BaseScreen):
         elif self.status == "finished" and self.steps:
             panes.show("charts-pane")
 
+    def _add_advice(self) -> None:
+        if self.query("#advice-pane"):
+            return
+        panel = AdvicePanel(id="advice")
+        self.query_one("#run-panes", Panes).add(Pane(panel, title="Advice", id="advice-pane"))
+        panel.load(self.run_id)
+
     # ---------------------------------------------------------------- actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "try_advice":
+            panel = self.query("#advice")
+            return bool(panel) and any(i.action.changes for i in panel.first().items or [])
         if action == "cancel_run":
             return self.status in LIVE
         if action == "next_chart":
@@ -353,6 +371,16 @@ class RunScreen(BaseScreen):
         current = charts[self.chart_index % len(charts)] if charts else None
         for chart in self.query("#charts SeriesChart"):
             chart.set_class(chart is current, "-current")
+
+    def action_advice(self) -> None:
+        if not self.query("#advice-pane"):
+            self.notify("Advice comes when the run has ended: it reads the run's summary and profile.")
+            return
+        self.query_one("#run-panes", Panes).show("advice-pane")
+        self.query_one("#advice-table").focus()
+
+    def action_try_advice(self) -> None:
+        self.query_one("#advice", AdvicePanel).try_selected()
 
     def action_hotspots(self) -> None:
         if not self.has_profile:

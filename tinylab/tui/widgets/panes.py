@@ -22,8 +22,8 @@ class Pane(Vertical):
 class Panes(Container):
     active = reactive(0)
 
-    def on_mount(self) -> None:
-        self.mount(Static(classes="pane-strip"), before=0)
+    async def on_mount(self) -> None:
+        await self.mount(Static(classes="pane-strip"), before=0)
         self._show()
 
     @property
@@ -64,4 +64,5 @@ class Panes(Container):
                 strip.append(" │ ", style="dim")
             strip.append(f" {pane.title} ", style="reverse bold" if i == self.active else "")
         strip.append("   t: next panel", style="dim")
-        self.query_one(".pane-strip", Static).update(strip)
+        for widget in self.query(".pane-strip"):  # none yet while the panes mount: on_mount shows it
+            widget.update(strip)

@@ -1,0 +1,206 @@
+"""Where a GPU step's time goes between kernels: launch overhead, host-device syncs, layout copies,
+the optimizer's share, chains of small elementwise kernels.
+
+Shares are taken against the unprofiled step time (Facts.step_ms): the profiler slows the host,
+never the kernels, so a profiled window's idle share overstates what can be won.
+"""
+
+from __future__ import annotations
+
+from tinylab.analysis.advice.model import (
+    Advice,
+    Facts,
+    Quantity,
+    action,
+    calls_per_step,
+    category_ms,
+    evidence_of_summary,
+    finding,
+    speedup,
+    without_fault,
+)
+from tinylab.analysis.timeline import IDLE_BOUND, LAUNCH_BOUND_US
+
+#: The optimizer above this share of the step is worth a fused one (the lab's v4 AdamW, at its
+#: memory floor, is 18% of a 1.33 ms bf16 step on an H200: docs/performance.md).
+OPTIMIZER_SHARE = 0.15
+#: Elementwise launches per GEMM launch above which a step is a chain of small kernels (the
+#: v1-bottlenecks scenario's "launch-heavy" check, step 1).
+ELEMENTWISE_PER_GEMM = 2.0
+#: v2 with its three fusions on (its defaults), set explicitly: a v1 config resolved them off.
+V2_FUSED = {"version": "v2", "qkv_fusion": True, "sdpa": True, "swiglu_fusion": True}
+
+
+def _eager_step(f: Facts) -> dict | None:
+    """The profiled step's anatomy when it ran kernel by kernel on a GPU (not a graph replay)."""
+    shown = f.shown_step()
+    if shown is None or shown["busy_ms"] is None or shown["kernel_median_us"] is None:
+        return None
+    graph = shown["graph"]
+    return None if graph and graph["kernels"] * 2 >= shown["kernels"] else shown
+
+
+def launch_bound(f: Facts) -> Advice | None:
+    shown = _eager_step(f)
+    step, where = f.step_ms()
+    if shown is None or not step:
+        return None
+    busy, median = shown["busy_ms"], shown["kernel_median_us"]
+    idle = max(0.0, 1.0 - busy / step)
+    if idle < IDLE_BOUND or median >= LAUNCH_BOUND_US:
+        return None
+    gemm = shown["categories_ms"].get("gemm", 0.0)
+    version, cfg = f.version, f.config
+    if (version == "v1" or (version == "v2" and not cfg.get("torch_compile"))) and gemm > 0:
+        changes = {**(V2_FUSED if version == "v1" else {}), "torch_compile": True, "cuda_graph": True}
+        floor, what = gemm, (f"a graph removes the {step - busy:.2f} ms of idle time and compile's fusion the "
+                             f"non-GEMM kernels: the step cannot beat its GEMMs' {gemm:.2f} ms (at their speed in "
+                             "this run)")
+        text = "fuse and graph the step: v2 with its fusions, torch.compile and a CUDA graph"
+    else:
+        changes = {"cuda_graph": True}
+        floor, what = busy, f"a graph removes the idle time: the step cannot beat its {busy:.2f} ms of GPU work"
+        text = "capture the step in a CUDA graph, launched once a step"
+    impact = speedup(f, step / floor, what)
+    if impact is None:
+        return None
+    return Advice(
+        rule="launch-bound",
+        severity="suggestion",
+        condition="the GPU idles most of the step while its kernels are shorter than a launch from PyTorch "
+                  "takes: the host cannot launch them fast enough, so the GPU waits for the next one",
+        measured=Quantity(idle, "fraction", f"GPU idle {idle:.0%} of the {step:.2f} ms step (busy {busy:.2f} ms), "
+                                            f"median kernel {median:.1f} µs over {shown['kernels']} kernels"),
+        threshold=Quantity(IDLE_BOUND, "fraction", f"idle >= {IDLE_BOUND:.0%} and median kernel < "
+                                                   f"{LAUNCH_BOUND_US:g} µs"),
+        impact=impact,
+        action=action(f, text, changes),
+        lesson="v4-fusion step 3",
+        evidence=(f"{f.trace}: {f.step_label()} busy {busy:.2f} ms, gemm {gemm:.2f} ms, {shown['kernels']} "
+                  f"kernels, median {median:.1f} µs", f"step time: {where} {step:.2f} ms"),
+    )
+
+
+def host_sync(f: Facts) -> Advice | None:
+    shown = f.shown_step()
+    step, where = f.step_ms()
+    sync = ((shown or {}).get("host_calls") or {}).get("sync")
+    if not sync or not step:
+        return None
+    share = min(sync["ms"] / step, 0.99)
+    return Advice(
+        rule="host-sync",
+        severity="suggestion",
+        condition="the host waits for the device inside the step's forward, backward or optimizer (an "
+                  ".item(), a print of a tensor, a blocking copy): the host stops launching work until the "
+                  "GPU drains",
+        measured=Quantity(float(sync["count"]), "syncs", f"{sync['count']} device syncs in the phases of step "
+                                                         f"{shown['step']}, {sync['ms']:.2f} ms of waiting"),
+        threshold=Quantity(0.0, "syncs", "no sync inside the phases (the trainer syncs once, after them)"),
+        impact=finding(f, share, "the waits' own time"),
+        action=action(f, "keep values on the device inside the step: no .item(), .cpu() or printing of tensors "
+                      "before the optimizer ends", {}),
+        lesson="performance-debugging step 3",
+        evidence=(f"{f.trace}: {f.step_label()} cudaStreamSynchronize/cudaDeviceSynchronize/"
+                  f"cudaEventSynchronize/cudaMemcpy inside forward/backward/optimizer", f"step time: {where}"),
+    )
+
+
+def layout_copies(f: Facts) -> Advice | None:
+    shown = f.shown_step()
+    step, where = f.step_ms()
+    copies = ((shown or {}).get("host_calls") or {}).get("layout_copy")
+    if not copies or not step:
+        return None
+    gpu = f.on_gpu
+    ms = copies["kernel_ms"] if gpu else copies["ms"]
+    what = ("the copies and the kernels that read them" if gpu else "the copies' own time (a CPU has no "
+            "strided-load cost to add)")
+    return Advice(
+        rule="layout-copies",
+        severity="suggestion",
+        condition="the step copies tensors into a new memory layout (.contiguous() of a transposed or strided "
+                  "view) inside its phases: every copy reads and writes the whole tensor, and a kernel fed a "
+                  "transposed layout loads strided instead of coalesced memory",
+        measured=Quantity(float(copies["count"]), "copies", f"{copies['count']} layout copies (aten::contiguous) in "
+                                                            f"{f.step_label()}: {ms:.3f} ms with {what}"),
+        threshold=Quantity(0.0, "copies", "no layout copy inside forward/backward/optimizer"),
+        impact=finding(f, min(ms / step, 0.99), what),
+        action=without_fault(f, "non-contiguous", "feed kernels the layout they read (row-major, "
+                             "contiguous); drop the .t().contiguous() that makes the copy"),
+        lesson="performance-debugging step 2",
+        evidence=(f"{f.trace}: {f.step_label()} aten::contiguous inside the phases", f"step time: {where}"),
+    )
+
+
+def optimizer_share(f: Facts) -> Advice | None:
+    s = f.summary
+    if not f.on_gpu or s is None or not s.step_ms_median or s.opt_ms_median is None:
+        return None
+    share = s.opt_ms_median / s.step_ms_median
+    if share < OPTIMIZER_SHARE or f.version not in ("v1", "v2", "v3"):
+        return None  # v4's AdamW is one fused kernel at its memory floor already
+    if f.version == "v1":  # v2 with every fusion off is v1's math with the fused AdamW
+        changes = {"version": "v2", "qkv_fusion": False, "sdpa": False, "swiglu_fusion": False}
+        text = "the fused AdamW (one kernel for every parameter), as v2 uses; v2 with its fusions off is v1's math"
+    else:
+        changes, text = {"version": "v4"}, "v4: its AdamW updates one flat buffer in one kernel and writes the " \
+                                           "next step's low-precision copy"
+    impact = speedup(f, 1.0 / (1.0 - share), f"the step without its {s.opt_ms_median:.2f} ms optimizer")
+    if impact is None:
+        return None
+    return Advice(
+        rule="optimizer-share",
+        severity="suggestion",
+        condition="the optimizer takes a large share of the step: torch's AdamW updates each parameter tensor "
+                  "with its own kernels",
+        measured=Quantity(share, "fraction", f"optimizer {s.opt_ms_median:.2f} ms = {share:.0%} of the "
+                                             f"{s.step_ms_median:.2f} ms step"),
+        threshold=Quantity(OPTIMIZER_SHARE, "fraction", f">= {OPTIMIZER_SHARE:.0%} of the step"),
+        impact=impact,
+        action=action(f, text, changes),
+        lesson="v4-fusion step 2",
+        evidence=(evidence_of_summary(f, "opt_ms_median", "step_ms_median"),),
+    )
+
+
+def elementwise_chains(f: Facts) -> Advice | None:
+    step, where = f.step_ms()
+    elementwise = calls_per_step(f, "elementwise")
+    gemms = calls_per_step(f, "gemm")
+    ms, source = category_ms(f, "elementwise")
+    if not f.on_gpu or not step or not elementwise or not gemms or ms is None:
+        return None
+    per_gemm = elementwise / gemms
+    if per_gemm < ELEMENTWISE_PER_GEMM:
+        return None
+    version, cfg = f.version, f.config
+    if version == "v1":
+        changes, text = {**V2_FUSED, "torch_compile": True}, "fuse them: v2's fusions and torch.compile"
+    elif version == "v2" and not cfg.get("torch_compile"):
+        changes, text = {"torch_compile": True}, "let torch.compile fuse the elementwise chains"
+    elif version == "v3":
+        changes, text = {"version": "v4"}, "v4 fuses the residual adds, norms, RoPE and the loss"
+    else:
+        return None
+    impact = speedup(f, 1.0 / (1.0 - min(ms / step, 0.99)), f"the step without its {ms:.2f} ms of elementwise "
+                                                             "kernels")
+    if impact is None:
+        return None
+    return Advice(
+        rule="elementwise-chains",
+        severity="suggestion",
+        condition="most launches are small elementwise kernels, each reading and writing whole activations: "
+                  "fusion turns a chain of them into one kernel and one pass over memory",
+        measured=Quantity(per_gemm, "per GEMM", f"{elementwise:.0f} elementwise launches a step, {per_gemm:.1f} per "
+                                                f"GEMM launch; {ms:.2f} ms a step"),
+        threshold=Quantity(ELEMENTWISE_PER_GEMM, "per GEMM", f"> {ELEMENTWISE_PER_GEMM:g} elementwise launches a "
+                                                             "GEMM launch"),
+        impact=impact,
+        action=action(f, text, changes),
+        lesson="v2-fusion step 6",
+        evidence=(f"{f.kernel_source}: calls by category over {f.kernel_steps} steps", source, f"step time: {where}"),
+    )
+
+
+RULES = (launch_bound, host_sync, layout_copies, optimizer_share, elementwise_chains)
