@@ -59,7 +59,11 @@ def test_trying_an_item_launches_b_and_its_verdict_says_the_advice_held(lab):
 
 
 def test_the_report_has_an_advice_section_a_run(lab):
-    md = lab.report([A], "md")
+    from tinylab.render.report import build_report
+
+    run = lab.run(A)
+    advice = {run.id: lab.advise(str(run.dir)).items}  # as `tinylab report` asks the Lab for it
+    md = build_report([run], "md", advice=advice)
     assert "### Advice" in md and "| ✗ error | bad-init | initial loss 40.00 = 5.8x ln(1000) = 6.91 | - |" in md
     assert "- bad-init: the same run without --fault missing-init" in md
-    assert "<h3>Advice</h3>" in lab.report([A], "html")
+    assert "<h3>Advice</h3>" in build_report([run], "html", advice=advice)

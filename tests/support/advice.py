@@ -5,6 +5,7 @@ written by hand (its first loss 40, 6x ln(1000)), so that its one advice item, b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -45,8 +46,8 @@ def jsonl(path: Path) -> list[dict]:
 def v4_graph_facts(**fields) -> Facts:
     """The H100 v4 fp32 graphed run: its trace, its step events, a summary made from them."""
     steps = jsonl(H100_V4 / "steps.jsonl")
-    timeline = analyze(H100_V4 / "trace.json.gz")
-    timeline["timed"] = trainer_timing(steps, timeline)
+    analyzed = analyze(H100_V4 / "trace.json.gz")
+    timeline = dataclasses.replace(analyzed, ranks=(), timed=trainer_timing(steps, analyzed)).to_json()
     measured = sorted(e["step_ms"] for e in steps if not e["warmup"])
     s = summary(step_ms_median=statistics.median(measured), step_ms_p10=measured[len(measured) // 10],
                 step_ms_p90=measured[len(measured) * 9 // 10], measured_steps=len(measured), steps=len(steps),
@@ -59,7 +60,7 @@ def v4_graph_facts(**fields) -> Facts:
 
 def eager_facts(**fields) -> Facts:
     """The eager H100 trace as a v1 fp32 run's profile (its one window, 17 ms, is the step)."""
-    timeline = analyze(H100_EAGER)
+    timeline = analyze(H100_EAGER).to_json()
     wall = timeline["steps"][0]["wall_ms"]
     base = dict(source="v1", config=config(), status="finished", device="cuda:0", device_name=H100,
                 summary=summary(step_ms_median=wall, step_ms_p10=0.97 * wall, step_ms_p90=1.03 * wall),

@@ -74,13 +74,13 @@ def synced_trace(tmp_path):
 
 
 def test_the_timeline_counts_host_calls_inside_the_phases_only(synced_trace):
-    calls = analyze(synced_trace)["steps"][0]["host_calls"]
+    calls = analyze(synced_trace).to_json()["steps"][0]["host_calls"]
     assert calls["sync"] == {"count": 1, "ms": 0.2, "kernel_ms": 0.0}
     assert calls["layout_copy"] == {"count": 1, "ms": pytest.approx(0.04), "kernel_ms": pytest.approx(0.05)}
 
 
 def test_syncs_and_layout_copies_in_the_phases_are_findings_sized_by_their_time(synced_trace):
-    f = Facts("r", config=config(version="v3", fault="non-contiguous"), device="cuda:0", timeline=analyze(synced_trace),
+    f = Facts("r", config=config(version="v3", fault="non-contiguous"), device="cuda:0", timeline=analyze(synced_trace).to_json(),
               trace="trace.json.gz", summary=summary(step_ms_median=1.0, step_ms_p10=0.99, step_ms_p90=1.01))
     sync = host_sync(f)
     assert "1 device syncs in the phases of step 3, 0.20 ms" in sync.measured.text
@@ -92,7 +92,7 @@ def test_syncs_and_layout_copies_in_the_phases_are_findings_sized_by_their_time(
 
 
 def test_a_finding_inside_the_noise_says_so_instead_of_claiming_a_gain(synced_trace):
-    f = Facts("r", config=config(version="v3"), device="cuda:0", timeline=analyze(synced_trace), trace="t",
+    f = Facts("r", config=config(version="v3"), device="cuda:0", timeline=analyze(synced_trace).to_json(), trace="t",
               summary=summary(step_ms_median=100.0, step_ms_p10=80.0, step_ms_p90=120.0))
     copies = layout_copies(f)
     assert copies.impact.bound is None and "inside this run's p10-p90 spread of 40%" in copies.impact.text

@@ -45,7 +45,9 @@ async def test_the_try_it_loop_from_the_run_screen_to_compare(tmp_path: Path):
                                                                                      .render()), what="the verdict")
         verdict = str(compare.query_one("#cmp-advice").render())
         assert "✓ held  bad-init" in verdict and "initial loss 40.0000 -> " in verdict
-        assert compare.query_one("#cmp-panes").current.id == "advice-pane"
+        # shown after the next refresh (the panes' own mount may come after a fast answer)
+        await wait_for(pilot, lambda: compare.query_one("#cmp-panes").current.id == "advice-pane",
+                       what="the Advice pane in front")
 
 
 async def test_the_hotspots_screen_has_the_panel_and_a_finding_launches_nothing(tmp_path: Path):

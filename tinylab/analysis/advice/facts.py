@@ -45,8 +45,9 @@ def run_facts(run: Any, log: EventLog | None = None, *, ceilings: dict[str, Any]
         trace = _relative(path, run.dir)
         try:
             analyzed = analyze(path, memory)
-            if not rank:  # the run's step events are rank 0's
-                analyzed = replace(analyzed, timed=trainer_timing(log.of("step"), analyzed))
+            ranks = tuple(sorted(r for r in traced if r is not None))
+            analyzed = replace(analyzed, rank=rank, ranks=ranks,  # the run's step events are rank 0's
+                               timed=None if rank else trainer_timing(log.of("step"), analyzed))
             timeline = analyzed.to_json()  # the rules read the `--json` form of each result
         except UserError as exc:
             problems.append(str(exc))
