@@ -34,13 +34,27 @@ from kernels._utils import (
     row_max,
     row_sum,
     tile_rows,
+    work_metadata,
 )
+from tinylab.analysis import kernel_work
 
 # Widest block of a row per loop step.
 MAX_BLOCK_V = 4096
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.cross_entropy(args["N"], args["V"], args["LOGITS"].element_size()))
+
+
+def _mean_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.loss_mean(args["N"], args["TARGETS"].element_size()))
+
+
+def _scale_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.scale(args["n"], args["X"].element_size()))
+
+
+@triton.jit(launch_metadata=_work)
 def _cross_entropy_kernel(
     LOGITS, stride_n, stride_v,
     TARGETS, LOSS, GRAD,
@@ -86,7 +100,7 @@ def _cross_entropy_kernel(
                 tl.store(grad_rows + cols, grad.to(GRAD.dtype.element_ty), mask=row_ok & (cols < V))
 
 
-@triton.jit
+@triton.jit(launch_metadata=_mean_work)
 def _mean_kernel(LOSS, TARGETS, MEAN, N_VALID, N, ignore_index, BLOCK: tl.constexpr):
     """One program: the mean of the row losses over rows whose target is not ignored (0/0 = NaN
     when all are, as torch's mean reduction), and that row count, for the backward."""
@@ -102,7 +116,7 @@ def _mean_kernel(LOSS, TARGETS, MEAN, N_VALID, N, ignore_index, BLOCK: tl.conste
     tl.store(N_VALID, n_valid)
 
 
-@triton.jit
+@triton.jit(launch_metadata=_scale_work)
 def _scale_kernel(X, GO, N_VALID, OUT, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n

@@ -17,10 +17,15 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch
+from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch, work_metadata
+from tinylab.analysis import kernel_work
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.embedding_backward(args["T"], args["N"]))
+
+
+@triton.jit(launch_metadata=_work)
 def _embedding_backward_kernel(
     IDX, G, DW, T, N, stride_g, stride_dw, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr
 ):

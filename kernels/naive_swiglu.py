@@ -19,10 +19,15 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, launch, tile_rows
+from kernels._utils import as_rows, check_tensors, launch, tile_rows, work_metadata
+from tinylab.analysis import kernel_work
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.naive_swiglu_ffn(args["M"], args["F"], args["D"], args["X"].element_size()))
+
+
+@triton.jit(launch_metadata=_work)
 def _naive_swiglu_ffn_kernel(
     X, stride_xm, stride_xk,
     WG, stride_gf, stride_gk,

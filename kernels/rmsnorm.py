@@ -34,7 +34,9 @@ from kernels._utils import (
     row_sum,
     sm_count,
     tile_rows,
+    work_metadata,
 )
+from tinylab.analysis import kernel_work
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192
@@ -74,7 +76,11 @@ def _load_input(x_rows, stride_xn, r_rows, stride_rn, H, out_off, cols, mask, HA
     return x
 
 
-@triton.jit
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rmsnorm_fwd(args["M"], args["N"], args["X"].element_size(), args["HAS_RESIDUAL"]))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _rmsnorm_fwd_kernel(
     X, stride_xm, stride_xn,
     R, stride_rm, stride_rn,
@@ -155,7 +161,12 @@ def _advance_rows(n, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD
     return DY + n * stride_dym, X + n * stride_xm, DH + n * stride_dhm, DX + n * N, DX2 + n * N, RSTD + n
 
 
-@triton.jit
+def _bwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rmsnorm_bwd(args["M"], args["N"], args["X"].element_size(),
+                                                 args["HAS_DRESIDUAL"]))
+
+
+@triton.jit(launch_metadata=_bwd_work)
 def _rmsnorm_bwd_kernel(
     DY, stride_dym, stride_dyn,
     X, stride_xm, stride_xn,
@@ -254,7 +265,11 @@ def _rmsnorm_bwd_kernel(
                 ROWS, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD, N)
 
 
-@triton.jit
+def _column_sum_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.column_sum(args["R"], args["N"]))
+
+
+@triton.jit(launch_metadata=_column_sum_work)
 def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """OUT[c] = sum_r P[r, c] for a block of columns; rows in fixed order (deterministic).
 

@@ -15,14 +15,20 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows
+from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows, work_metadata
+from tinylab.analysis import kernel_work
 
 # Elements of x1 (half of each head) per program on a GPU, so about 4K of x: enough bytes in
 # flight per program while leaving many programs.
 MAX_BLOCK_ELEMS = 2048
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rope(args["n_pos"], args["H"], args["ROTATED"], 2 * args["HALF"],
+                                          args["X"].element_size()))
+
+
+@triton.jit(launch_metadata=_work)
 def _rope_kernel(
     X, sxb, sxs, sxh, sxd,
     Y, syb, sys_, syh, syd,

@@ -19,7 +19,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows
+from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows, work_metadata
+from tinylab.analysis import kernel_work
 
 
 @triton.jit
@@ -35,7 +36,17 @@ def _cos_sin(COS, SIN, s, d, HALF):
     return tl.load(COS + s * HALF + d, mask=ok, other=0.0), tl.load(SIN + s * HALF + d, mask=ok, other=0.0)
 
 
-@triton.jit
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rope_gqa(args["n_pos"], args["H"], args["KVH"], 2 * args["HALF"],
+                                              args["QKV"].element_size()))
+
+
+def _bwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rope_gqa(args["n_pos"], args["H"], args["KVH"], 2 * args["HALF"],
+                                              args["DQ"].element_size()))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _rope_gqa_fwd_kernel(
     QKV, sqb, sqs, Q, K, V, COS, SIN,
     S, H, KVH, HALF, n_pos,
@@ -65,7 +76,7 @@ def _rope_gqa_fwd_kernel(
         tl.store(dst + HALF, x2.to(dst.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@triton.jit(launch_metadata=_bwd_work)
 def _rope_gqa_bwd_kernel(
     DQ, sqb, sqh, sqs, sqd,
     DK, skb, skh, sks, skd,

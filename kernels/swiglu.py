@@ -15,7 +15,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, interpreter_config, launch, program_rows, tile_rows
+from kernels._utils import as_rows, check_tensors, interpreter_config, launch, program_rows, tile_rows, work_metadata
+from tinylab.analysis import kernel_work
 
 
 @triton.jit
@@ -31,14 +32,22 @@ def _load_gate_up(GU, stride_gu, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     return rows, cols, mask, gate, up
 
 
-@triton.jit
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.swiglu_fwd(args["M"], args["F"], args["GU"].element_size()))
+
+
+def _bwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.swiglu_bwd(args["M"], args["F"], args["GU"].element_size()))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     rows, cols, mask, gate, up = _load_gate_up(GU, stride_gu, F, M, ROWS, BLOCK)
     y = gate * tl.sigmoid(gate) * up
     tl.store(Y + rows * F + cols, y.to(Y.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+@triton.jit(launch_metadata=_bwd_work)
 def _swiglu_bwd_kernel(
     GU, stride_gu, DY, stride_dy, DGU, Y, F, M, STORE_Y: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr
 ):

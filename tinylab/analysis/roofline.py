@@ -26,10 +26,11 @@ import json
 import math
 import re
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinylab.analysis import kernel_work as work
+from tinylab.analysis.kernel_work import OpModel
 from tinylab.analysis.names import short_name
 from tinylab.config import RunConfig, profile_schedule
 from tinylab.errors import UserError
@@ -45,51 +46,32 @@ ABOVE_ROOF = ("above its roof: the model counts more bytes or FLOPs than the ker
               "is divided by the wrong number of steps")
 
 
-@dataclass
-class OpModel:
-    """FLOPs and minimum bytes (every input read once, every output written once) of an op.
-
-    per="call": one launch does this work; per="step": all of a step's launches together (v4's
-    AdamW runs one launch per layer, each over that layer's stretch of the flat weights)."""
-
-    flops: float
-    bytes: float
-    per: str = "call"
-
-
 def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
-    """Per-call models of the lab's own Triton kernels at this config's shapes."""
+    """Per-call models of the lab's own Triton kernels at this config's shapes (the formulas are
+    tinylab.analysis.kernel_work's, which the kernels' launch metadata evaluates too)."""
     eb = ELEMENT_BYTES.get(cfg.precision, 4)
     t = cfg.batch_size * cfg.seq_len  # token rows
     d, f, v, hd = cfg.hidden_dim, cfg.ffn_dim, cfg.vocab_size, cfg.head_dim
     h, kv, s, b = cfg.num_heads, cfg.num_kv_heads, cfg.seq_len, cfg.batch_size
-    causal_pairs = b * h * s * (s + 1) / 2
     gemm_weights = v * d + cfg.num_layers * (d * (h + 2 * kv) * hd + h * hd * d + 3 * f * d)
-    attn_fwd = OpModel(4 * causal_pairs * hd, b * s * (2 * h + 2 * kv) * hd * eb)  # q, k, v in; o out
     return [
-        (re.compile(r"^_rmsnorm_fwd"), OpModel(4 * t * d, 2 * t * d * eb)),
-        (re.compile(r"^_rmsnorm_bwd"), OpModel(8 * t * d, 3 * t * d * eb)),
-        (re.compile(r"^_add_rmsnorm_fwd"), OpModel(5 * t * d, 4 * t * d * eb)),
-        (re.compile(r"^_add_rmsnorm_bwd"), OpModel(9 * t * d, 4 * t * d * eb)),
-        (re.compile(r"^_swiglu_fwd"), OpModel(5 * t * f, 3 * t * f * eb)),
-        (re.compile(r"^_swiglu_bwd"), OpModel(9 * t * f, 5 * t * f * eb)),
-        # v4: reads the fused qkv projection, writes rotated q and k and the v heads
-        (re.compile(r"^_rope_gqa"), OpModel(3 * t * (h + kv) * hd, 2 * t * (h + 2 * kv) * hd * eb)),
+        (re.compile(r"^_rmsnorm_fwd"), work.rmsnorm_fwd(t, d, eb)),
+        (re.compile(r"^_rmsnorm_bwd"), work.rmsnorm_bwd(t, d, eb)),
+        (re.compile(r"^_add_rmsnorm_fwd"), work.rmsnorm_fwd(t, d, eb, residual=True)),
+        (re.compile(r"^_add_rmsnorm_bwd"), work.rmsnorm_bwd(t, d, eb, residual=True)),
+        (re.compile(r"^_swiglu_fwd"), work.swiglu_fwd(t, f, eb)),
+        (re.compile(r"^_swiglu_bwd"), work.swiglu_bwd(t, f, eb)),
+        (re.compile(r"^_rope_gqa"), work.rope_gqa(t, h, kv, hd, eb)),
         # v3: one call rotates the q and k heads together (models/v3_triton.py)
-        (re.compile(r"^_rope"), OpModel(3 * t * (h + kv) * hd, 2 * t * (h + kv) * hd * eb)),
-        (re.compile(r"^_attn_fwd"), attn_fwd),
-        # reads q, k, v, dO; writes dK, dV (kernels/flash_attention.py)
-        (re.compile(r"^_attn_bwd_dkdv"), OpModel(2 * attn_fwd.flops, b * s * (2 * h + 4 * kv) * hd * eb)),
-        # reads q, k, v, dO and O (for delta); writes dQ
-        (re.compile(r"^_attn_bwd_dq"), OpModel(1.5 * attn_fwd.flops, b * s * (4 * h + 2 * kv) * hd * eb)),
-        (re.compile(r"^_cross_entropy"), OpModel(5 * t * v, 2 * t * v * eb)),
-        # the cross-entropy backward: the stored gradient scaled by the incoming one
-        (re.compile(r"^_scale_kernel$"), OpModel(t * v, 2 * t * v * eb)),
-        # v4's optimizer over its flat GEMM weights, a launch per layer: reads weight, gradient
-        # and two moments and writes three of them in fp32, plus the next step's copy of the
-        # weights at the compute precision (kernels/adamw.py)
-        (re.compile(r"^_adamw"), OpModel(15 * gemm_weights, gemm_weights * (7 * 4 + (eb if eb < 4 else 0)), per="step")),
-        (re.compile(r"^_embedding_backward"), OpModel(t * d, 2 * t * d * 4)),
+        (re.compile(r"^_rope"), work.rope(t, h + kv, h + kv, hd, eb)),
+        (re.compile(r"^_attn_fwd"), work.attention_fwd(b, h, kv, s, hd, eb)),
+        (re.compile(r"^_attn_bwd_dkdv"), work.attention_bwd_dkdv(b, h, kv, s, hd, eb)),
+        (re.compile(r"^_attn_bwd_dq"), work.attention_bwd_dq(b, h, kv, s, hd, eb)),
+        (re.compile(r"^_cross_entropy"), work.cross_entropy(t, v, eb)),
+        (re.compile(r"^_scale_kernel$"), work.scale(t * v, eb)),
+        # v4's optimizer over its flat GEMM weights, a launch per layer (kernels/adamw.py)
+        (re.compile(r"^_adamw"), dataclasses.replace(work.adamw(gemm_weights, eb if eb < 4 else 0), per="step")),
+        (re.compile(r"^_embedding_backward"), work.embedding_backward(t, d)),
     ]
 
 
