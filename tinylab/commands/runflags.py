@@ -19,6 +19,7 @@ from tinylab.config import (
     FAULTS,
     PRECISIONS,
     PROFILERS,
+    PROTON_BACKENDS,
     TOGGLE_HELP,
     TOGGLES,
     VERSIONS,
@@ -81,6 +82,9 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     e.add_argument("--profile-kernel", dest="profile_kernels", action="append", default=[], metavar="NAME",
                    help="collect rocprof-compute's counters for kernels whose name holds NAME only (repeatable; "
                         "default: every kernel, in each of its passes)")
+    e.add_argument("--proton-backend", choices=PROTON_BACKENDS, default=_DEFAULTS.proton_backend,
+                   help="how --profile proton measures: auto (kernel times through the backend proton picks for "
+                        "the GPU) or instrumentation (cycles of the regions inside kernels; default %(default)s)")
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")
