@@ -15,8 +15,14 @@ number of steps, or (the common case at the workshop size) the kernel's data sat
 cache, whose bandwidth is a multiple of DRAM's, so the DRAM roof does not bound it. The byte
 models are checked against the bytes the kernels really load and store (tests/analysis/
 test_roofline.py counts them in the Triton interpreter). Per-step work is divided by the steps
-the tool saw: the PyTorch profiler's active window, or every step of the run for a tool that
-wraps the whole process; ncu sees its first N launches, which are not whole steps.
+the tool saw: the PyTorch profiler's (and proton's) active window, or every step of the run for
+a tool that wraps the whole process; ncu sees its first N launches, which are not whole steps.
+
+Under proton a Triton kernel's FLOPs and bytes are proton's own: what the kernel's launch metadata
+gave it at each launch's shapes (the same formulas, tinylab.analysis.kernel_work). Each such
+point says how its counts compare with the model's at the config's shapes ("model_ratio"): where
+they differ, a launch ran at other shapes or dtypes than the config's (a residual stream's norm,
+an fp32 input under autocast).
 """
 
 from __future__ import annotations
@@ -102,11 +108,15 @@ def roof(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
     return min(peak_tflops, intensity * bandwidth_gbps / 1e3)
 
 
+#: Tools whose table covers the PyTorch profiler's active window (tinylab.config.profile_schedule).
+WINDOW_TOOLS = ("pytorch", "proton")
+
+
 def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int | None:
-    """How many training steps a tool's kernel table covers: the PyTorch profiler's active window,
-    every step of the run for a tool that wraps the process, and None (unknown) otherwise: ncu
-    profiles its first N launches, which cut through a step."""
-    if tool == "pytorch":
+    """How many training steps a tool's kernel table covers: the PyTorch profiler's (and proton's)
+    active window, every step of the run for a tool that wraps the process, and None (unknown)
+    otherwise: ncu profiles its first N launches, which cut through a step."""
+    if tool in WINDOW_TOOLS:
         return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph),
                                 cfg.graph_warmup_iters)[2]
     if tool in WHOLE_RUN_TOOLS:
@@ -115,20 +125,24 @@ def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int |
 
 
 def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param_elements: int,
-          peak_tflops: float, bandwidth_gbps: float, l2_bytes: float | None = None) -> dict[str, Any]:
+          peak_tflops: float, bandwidth_gbps: float, l2_bytes: float | None = None,
+          counted: dict[str, OpModel] | None = None) -> dict[str, Any]:
     """Points for the step and each modelled kernel, with their roof and bound; points above their
     roof go to "flagged" with the reason, per-step models without a step count to "skipped".
 
-    `steps`: the training steps the table covers (steps_seen), None when unknown."""
+    `steps`: the training steps the table covers (steps_seen), None when unknown. `counted`: per
+    kernel name, the FLOPs and bytes a launch did by the profiler's own count (proton's launch
+    metadata, per call): those kernels are placed from it, with its ratio to the model."""
     points: list[dict[str, Any]] = []
     flagged: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
     unplaced: list[str] = []
     ridge = peak_tflops * 1e3 / bandwidth_gbps
 
-    def add(name: str, model: OpModel, seconds: float, repeats: float, launches: float | None = None) -> None:
+    def add(name: str, model: OpModel, seconds: float, repeats: float, launches: float | None = None,
+            **extra: Any) -> None:
         """`repeats` times the model's work took `seconds`; `launches` kernel launches did it."""
-        if seconds <= 0:
+        if seconds <= 0 or model.bytes <= 0:
             return
         ai = model.flops / model.bytes
         achieved = model.flops * repeats / seconds / 1e12
@@ -141,6 +155,7 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
             "roof_tflops": ceiling,
             "pct_of_roof": 100 * achieved / ceiling,
             "bound": "memory" if ai < ridge else "compute",
+            **extra,
         }
         if point["pct_of_roof"] <= 100 * (1 + ROOF_TOLERANCE):
             points.append(point)
@@ -170,6 +185,12 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
         for _, row in table.iterrows():
             name = str(row["name"])
             model = next((m for pattern, m in models if pattern.search(name)), None)
+            own = (counted or {}).get(name)
+            if own is not None and math.isfinite(float(row["total_ns"])) and row["total_ns"] > 0:
+                calls = int(row["calls"])
+                add(name, own, float(row["total_ns"]) / 1e9, calls, calls, source="proton",
+                    model_ratio=_model_ratio(own, model, calls, steps))
+                continue
             if model is None:
                 if row["category"] != "gemm":
                     unplaced.append(name)
@@ -185,6 +206,27 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
     return {"points": points, "flagged": flagged, "skipped": skipped, "unplaced": unplaced,
             "steps_seen": steps, "peak_tflops": peak_tflops, "bandwidth_gbps": bandwidth_gbps,
             "l2_bytes": l2_bytes, "ridge_intensity": ridge}
+
+
+def _model_ratio(own: OpModel, model: OpModel | None, calls: int, steps: int | None) -> dict[str, float] | None:
+    """A launch's counted FLOPs and bytes over the model's (a per-step model against the launches
+    of a step), or None where there is no model to compare with."""
+    if model is None or model.flops <= 0 or model.bytes <= 0:
+        return None
+    if model.per == "step":
+        if not steps:
+            return None
+        per = calls / steps
+        return {"flops": own.flops * per / model.flops, "bytes": own.bytes * per / model.bytes}
+    return {"flops": own.flops / model.flops, "bytes": own.bytes / model.bytes}
+
+
+def counted_work(hatchet) -> dict[str, OpModel]:
+    """Per kernel, the FLOPs and bytes of one launch by proton's count (its tree's totals over its
+    launches), for the kernels whose launch metadata gave both."""
+    return {name: OpModel(row["flops"] / row["calls"], row["bytes"] / row["calls"])
+            for name, row in hatchet.kernels.items()
+            if row["calls"] > 0 and row.get("has_flops") and row.get("has_bytes")}
 
 
 def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20) -> str:
@@ -211,6 +253,16 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
         star = "*" if p["pct_of_roof"] > 100 else " "
         lines.append(f"{i % 10:>2} {short_name(p['name'])[:42]:<42} {p['intensity']:>8.2f} {p['achieved_tflops']:>9.3f} "
                      f"{p['achieved_gbps']:>8,.0f} {p['pct_of_roof']:>6.1f}%{star} {p['bound']}")
+    own = [p for p in (*result["points"], *result.get("flagged", [])) if p.get("source") == "proton"]
+    if own:
+        off = [p for p in own if p.get("model_ratio") and any(abs(r - 1) > 0.01 for r in p["model_ratio"].values())]
+        checked = sum(1 for p in own if p.get("model_ratio"))
+        line = (f"FLOPs and bytes of {len(own)} Triton kernel{'s' if len(own) > 1 else ''}: proton's own counts "
+                f"(launch metadata); against the model at the run's shapes: {checked - len(off)} of {checked} agree")
+        line += "" if not off else "; " + ", ".join(
+            f"{short_name(p['name'])} {p['model_ratio']['flops']:.2f}x FLOPs {p['model_ratio']['bytes']:.2f}x bytes"
+            for p in off)
+        lines += textwrap.wrap(line, width, subsequent_indent="  ")
     if any(p["pct_of_roof"] > 100 for p in result["points"]):
         lines += textwrap.wrap(f"* at the roof: above the measured ceiling by less than its noise ({ROOF_TOLERANCE:.0%}; "
                                "the ceiling's own kernel is not the fastest possible)", width, subsequent_indent="  ")
@@ -260,8 +312,24 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str,
     loaded = load_run_kernel_table(run.dir, record.profiles) if record.has_kernel_table else None
     table = loaded[0] if loaded else None
     tool = table.attrs.get("tool") if table is not None else None
+    counted = None
+    if tool == "proton":
+        from tinylab.analysis.formats.proton import load_hatchet
+
+        counted = counted_work(load_hatchet(_proton_tree(run.dir, record.profiles, table.attrs.get("rank"))))
     result = place(cfg, table, record.summary.step_ms_median, steps_seen(tool, cfg, record.summary.steps),
                    int((record.start.param_elements if record.start else None) or 0), gemm[key]["large"],
-                   ceilings["copy_gbps"], ceilings.get("l2_bytes"))
+                   ceilings["copy_gbps"], ceilings.get("l2_bytes"), counted)
     title = f"{run.id} {cfg.version} {cfg.precision} on {record.device_name}"
     return result, title, table is not None
+
+
+def _proton_tree(run_dir: Path, profiles, rank: int | None) -> Path:
+    """The .hatchet tree of a run's proton profile (of `rank` in a run of several)."""
+    from tinylab.analysis.formats.proton import HATCHET
+
+    event = next((p for p in reversed(list(profiles)) if p.tool == "proton" and p.rank == rank
+                  and HATCHET in p.artifacts), None)
+    if event is None:
+        raise UserError(f"{run_dir.name}: its proton profile lists no {HATCHET}")
+    return Path(run_dir) / event.artifacts[HATCHET]

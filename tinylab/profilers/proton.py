@@ -94,7 +94,7 @@ class ProtonAdapter(InProcessAdapter):
     name = "proton"
     description = ("Triton's profiler: kernel times by phase and kernel, TFLOP/s and GB/s of each Triton kernel "
                    "from its launch metadata; regions inside kernels with --proton-backend instrumentation")
-    fix = "pip install triton (proton is part of its wheel, 3.6 or newer) and run on an NVIDIA or AMD GPU"
+    fix = "proton comes with triton (3.6 or newer: pip install triton) and needs an NVIDIA or AMD GPU"
 
     def available(self) -> Availability:
         spec = importlib.util.find_spec("triton")

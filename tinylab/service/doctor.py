@@ -49,6 +49,9 @@ def collect_doctor() -> dict[str, Any]:
             "description": adapter.description,
             "fix": None if status.available else adapter.fix,
         }
+        ways = adapter.backends()
+        if ways is not None:
+            profilers[adapter.name]["backends"] = ways
     foreign = foreign_packages()
     rocm = rocm_info()
     warnings = [describe(foreign)] if foreign else []
@@ -204,5 +207,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {mark}{name:<16} {p['kind']:<11} {what}")
         if not p["available"] and p.get("fix"):
             lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p['fix']}")
+        if p.get("backends"):
+            lines.append(f"  {'':<3}{'':<16} {'':<11} backends: {'; '.join(p['backends'])}")
     lines += [f"warning   {w}" for w in report.get("warnings", [])]
     return "\n".join(lines)
