@@ -172,8 +172,10 @@ class ProtonHook(InProcessHook):
             self.backend = _tracing_backend()
         self.out_dir.mkdir(parents=True, exist_ok=True)
         # the tree's name without its suffix: proton adds ".hatchet"
+        # the launch hook ("triton") records each Triton kernel's launch metadata; the
+        # instrumentation backend measures cycles, not FLOPs, so it goes without
         self.session = proton.start(str(self.out_dir / Path(HATCHET).stem), context="shadow", data="tree",
-                                    backend=self.backend, hook="triton")
+                                    backend=self.backend, hook=None if instrument else "triton")
         self.proton = proton
         proton.deactivate(self.session)  # until the first recorded step
         session = {"tool": "proton", "backend": self.backend, "asked": self.config.proton_backend,
