@@ -86,7 +86,11 @@ def _region_marks():
     """(enter, exit) of a named region inside a kernel, which proton's instrumentation mode times
     (`enter_region("name")` ... `exit_region("name")`, literal names). Compiled without
     instrumentation they emit nothing. The Triton interpreter, and a Triton built without proton,
-    have no such builtins: there they are calls of a kernel that does nothing."""
+    have no such builtins: there they are calls of a kernel that does nothing.
+
+    Every kernel of this package marks at least one region (its "body", or the flash-attention
+    forward's four): under instrumentation, proton of Triton 3.6 dies of a division by zero
+    (SIGFPE) when a kernel that marks none returns (measured on an H100, 2026-11-28)."""
     if not triton.knobs.runtime.interpret:
         try:
             from triton.profiler.language import enter_scope, exit_scope

@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch, work_metadata
+from kernels._utils import INTERPRETER_TILE, check_tensors, enter_region, exit_region, interpreter_config, launch, work_metadata
 from tinylab.analysis import kernel_work
 
 
@@ -58,6 +58,7 @@ def _adamw_kernel(
     WRITE_LP: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
+    enter_region("body")
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     step = tl.load(STEP).to(tl.float32)
@@ -80,6 +81,7 @@ def _adamw_kernel(
             tl.store(LP + offs, _to_bf16_nearest_even(p), mask=ok)
         else:
             tl.store(LP + offs, p.to(LP.dtype.element_ty), mask=ok)
+    exit_region("body")
 
 
 def _flat_fp32(name: str, t: Tensor, n: int) -> None:

@@ -262,6 +262,7 @@ def _attn_bwd_dkdv_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
+    enter_region("body")
     start_n = tl.program_id(1) * BLOCK_N  # first key blocks (most queries) first: see _grid
     off_bkv = tl.program_id(0)
     b = (off_bkv // KVH).to(tl.int64)
@@ -309,6 +310,7 @@ def _attn_bwd_dkdv_kernel(
         DV + b * sdvb + kvh * sdvh + offs_n[:, None] * sdvn + offs_d[None, :] * sdvd,
         dv.to(DV.dtype.element_ty), mask=col_ok,
     )
+    exit_region("body")
 
 
 @triton.jit
@@ -358,6 +360,7 @@ def _attn_bwd_dq_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
+    enter_region("body")
     start_m, off_bh = _query_block(BLOCK_M)
     b = (off_bh // H).to(tl.int64)
     h = off_bh % H
@@ -404,6 +407,7 @@ def _attn_bwd_dq_kernel(
         DQ + b * sdqb + h * sdqh + offs_m[:, None] * sdqm + offs_d[None, :] * sdqd,
         dq.to(DQ.dtype.element_ty), mask=row_ok[:, None],
     )
+    exit_region("body")
 
 
 def _interpreter_config(seq_len: int) -> dict:

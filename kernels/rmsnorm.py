@@ -27,6 +27,8 @@ from torch import Tensor
 from kernels._utils import (
     as_rows,
     check_tensors,
+    enter_region,
+    exit_region,
     interpreter_config,
     launch,
     program_rows,
@@ -96,6 +98,7 @@ def _rmsnorm_fwd_kernel(
     H is rounded to the input dtype before the norm, exactly like the unfused eager code
     ``h = x + r; y = norm(h)``, so the backward (which reads the stored H) sees the same input.
     """
+    enter_region("body")
     rows, row_ok = program_rows(M, ROWS)
     rows = rows.to(tl.int64)
     x_rows = X + rows * stride_xm
@@ -128,6 +131,7 @@ def _rmsnorm_fwd_kernel(
             w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
             tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
     tl.store(RSTD + rows, rstd, mask=row_ok)
+    exit_region("body")
 
 
 @triton.jit
@@ -187,6 +191,7 @@ def _rmsnorm_bwd_kernel(
     With DX2, dx is stored a second time in DX2's dtype (add_rmsnorm's bf16 branch input beside
     its fp32 residual).
     """
+    enter_region("body")
     pid = tl.program_id(0)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
@@ -263,6 +268,7 @@ def _rmsnorm_bwd_kernel(
                 tl.store(dw_row + cols, dw + tl.sum(dy * xhat, axis=0)[None, :], mask=cols < N)
             DY, X, DH, DX, DX2, RSTD = _advance_rows(
                 ROWS, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD, N)
+    exit_region("body")
 
 
 def _column_sum_work(grid, kernel, args) -> dict[str, float]:
@@ -274,6 +280,7 @@ def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexp
     """OUT[c] = sum_r P[r, c] for a block of columns; rows in fixed order (deterministic).
 
     Each program owns BLOCK_C columns and reads BLOCK_R rows per step."""
+    enter_region("body")
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
     rows = tl.arange(0, BLOCK_R)[:, None]
     total = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
@@ -281,6 +288,7 @@ def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexp
         ok = (start + rows < R) & (cols < N)
         total += tl.load(P + (start + rows).to(tl.int64) * N + cols, mask=ok, other=0.0)
     tl.store(OUT + cols, tl.sum(total, axis=0)[None, :], mask=cols < N)
+    exit_region("body")
 
 
 def column_sum(partial: Tensor) -> Tensor:

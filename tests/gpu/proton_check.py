@@ -139,7 +139,9 @@ def main() -> int:
     log(f"card {card}; torch {torch.__version__}; triton {triton.__version__}")
 
     # 1. proton's tracing backend beside the PyTorch profiler
-    probe = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=ENV, timeout=120)
+    script = out.resolve().parent / "proton_probe.py"  # Triton compiles only kernels defined in a file
+    script.write_text(PROBE, encoding="utf-8")
+    probe = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=ENV, timeout=120)
     log(f"== probe: proton with the PyTorch profiler (rc {probe.returncode})\n{probe.stdout}{probe.stderr[-2000:]}")
     try:
         results["probe"] = json.loads(probe.stdout.strip().splitlines()[-1])
@@ -200,6 +202,9 @@ def main() -> int:
                            "--runs-dir", str(runs)], capture_output=True, text=True, timeout=400, cwd=REPO,
                           env={**ENV, "TINYLAB_PROGRESS_FILE": str(progress)})
     log(f"== exercises check v3-flash-attention --step 5 (rc {step.returncode})\n{step.stdout}{step.stderr[-3000:]}")
+    newest = max(runs.glob("*/output.log"), key=lambda p: p.stat().st_mtime, default=None)
+    if step.returncode != 0 and newest is not None:
+        log(f"== {newest}\n{newest.read_text(errors='replace')[-4000:]}")
     instrumented = sorted(runs.glob("*/profiles/proton/proton.hatchet"), key=lambda p: p.stat().st_mtime)
     if instrumented and instrumented[-1].parent.parent.parent != Path(proton_run["dir"] if proton_run else "/"):
         tree = instrumented[-1]

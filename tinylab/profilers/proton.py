@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 TRITON_DISTS = ("triton", "pytorch-triton-rocm", "pytorch-triton")
 #: Variables proton's AMD tracing backends refuse (they select devices below HIP): its own check.
 AMD_DEVICE_VARIABLES = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+#: proton's instrumentation mode: its default (cycles, per warp), records kept in global memory.
+INSTRUMENT_MODE = "default:buffer_type=global"
 AMD_GRAPH = ("proton's AMD tracing backends see no kernel inside a HIP graph replay: add --no-cuda-graph "
              "(or --proton-backend instrumentation)")
 
@@ -147,6 +149,7 @@ class ProtonHook(InProcessHook):
         self.session: int | None = None
         self.backend: str | None = None
         self.active = False
+        self.finalized = False
         self.recorded = 0
 
     def on_train_start(self, model: Any, device: Any) -> None:
@@ -163,49 +166,70 @@ class ProtonHook(InProcessHook):
             if found:
                 raise UserError(f"--profile proton on an AMD GPU: proton refuses {found[0]}: unset it and choose "
                                 "GPUs with ROCR_VISIBLE_DEVICES")
+        self.proton = proton
+        self.out_dir.mkdir(parents=True, exist_ok=True)
         if instrument:
             import triton.profiler.language as pl
 
             pl.enable_semantic("triton")  # proton instruments Gluon kernels only, unless asked
-            self.backend = "instrumentation"
+            self.backend = "instrumentation"  # its session starts at the first recorded step
         else:
             self.backend = _tracing_backend()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        # the tree's name without its suffix: proton adds ".hatchet"
-        # the launch hook ("triton") records each Triton kernel's launch metadata; the
-        # instrumentation backend measures cycles, not FLOPs, so it goes without
-        self.session = proton.start(str(self.out_dir / Path(HATCHET).stem), context="shadow", data="tree",
-                                    backend=self.backend, hook=None if instrument else "triton")
-        self.proton = proton
-        proton.deactivate(self.session)  # until the first recorded step
+            self._start()
+            proton.deactivate(self.session)  # until the first recorded step
         session = {"tool": "proton", "backend": self.backend, "asked": self.config.proton_backend,
                    "triton": triton_version(), "steps": [self.first, self.last], "device": torch.cuda.get_device_name(device)}
         (self.out_dir / SESSION).write_text(json.dumps(session, indent=2) + "\n", encoding="utf-8")
 
+    def _start(self) -> None:
+        """A proton session writing the tree here (proton adds ".hatchet" to the name). The launch
+        hook ("triton") records each Triton kernel's launch metadata; the instrumentation backend
+        measures cycles, not FLOPs, and keeps its records in global memory, leaving the kernels'
+        shared memory as it is."""
+        instrument = self.backend == "instrumentation"
+        self.session = self.proton.start(str(self.out_dir / Path(HATCHET).stem), context="shadow", data="tree",
+                                         backend=self.backend, hook=None if instrument else "triton",
+                                         mode=INSTRUMENT_MODE if instrument else None)
+
     def on_step_start(self, step: int) -> None:
-        if self.proton is not None and step == self.first and not self.active:
-            self.proton.activate(self.session)
+        if self.proton is not None and step == self.first and not self.active and not self.finalized:
+            if self.session is None:
+                self._start()
+            else:
+                self.proton.activate(self.session)
             self.active = True
 
     def phase(self, name: str) -> ContextManager[Any]:
-        return self.proton.scope(name) if self.active else contextlib.nullcontext()
+        """The phase's scope under a tracing backend (the instrumentation's view is regions)."""
+        if self.active and self.backend != "instrumentation":
+            return self.proton.scope(name)
+        return contextlib.nullcontext()
 
     def on_step_end(self, step: int) -> None:
         if self.active:  # after the loss was read: every kernel of the step has run
             self.recorded += 1
             if step >= self.last:
-                self.proton.deactivate(self.session)
-                self.active = False
+                self._stop()
+
+    def _stop(self) -> None:
+        """Recording ends: a tracing session waits, deactivated, for the run's end; the
+        instrumentation session is finalized at once, so that no later launch runs instrumented."""
+        self.active = False
+        if self.backend == "instrumentation":
+            self.proton.finalize(self.session)
+            self.finalized = True
+        else:
+            self.proton.deactivate(self.session)
 
     def on_train_end(self) -> CollectResult:
-        if self.proton is None:
-            return CollectResult(list_artifacts(self.out_dir), None, "proton did not start", None)
+        if self.proton is None or self.session is None:
+            return CollectResult(list_artifacts(self.out_dir), None, "proton recorded no step", None)
         if self.active:
-            self.proton.deactivate(self.session)
-            self.active = False
-        self.proton.finalize(self.session)
-        note = f"steps {self.first}..{self.first + self.recorded - 1} profiled" if self.recorded else \
-            "the run ended before proton's first step"
+            self._stop()
+        if not self.finalized:
+            self.proton.finalize(self.session)
+            self.finalized = True
+        note = f"steps {self.first}..{self.first + self.recorded - 1} profiled"
         if self.first < self.clean_from:
             note += f"; the run is too short to profile past its warm-up (step {self.clean_from} on)"
         table, fmt, table_note = read_table(self.out_dir / HATCHET)
