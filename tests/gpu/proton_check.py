@@ -7,7 +7,8 @@
    counts at or under the card's measured roofs (or flagged with the reason), its counts equal
    to the model's (v3 fp32 launches at the config's shapes).
 4. The intra-kernel step: `tinylab exercises check v3-flash-attention --step 5` (instrumentation).
-5. v4 (bf16, graphed) under proton, for the record: what a graph replay gives proton on this card.
+5. v4 (bf16, graphed) under proton, for the record: what a graph replay gives proton on this card
+   (SKIP_V4=1 leaves it out).
 
 Run from the repo root on an NVIDIA or AMD GPU (about 4 minutes):
     python3 tests/gpu/proton_check.py
@@ -215,7 +216,7 @@ def main() -> int:
                    step.stdout.strip().splitlines()[-1][:100] if step.stdout.strip() else "no output"))
 
     # 5. v4 graphed under proton: what a replay gives proton here (recorded, not a check)
-    v4 = train(runs, "--version", "v4", "--precision", "bf16", "--num-steps", "10", "--warmup-steps", "2",
+    v4 = None if os.environ.get("SKIP_V4") == "1" else train(runs, "--version", "v4", "--precision", "bf16", "--num-steps", "10", "--warmup-steps", "2",
                "--profile", "proton", "--label", "v4-proton", timeout=300)
     if v4:
         table = kernel_table(Path(v4["dir"]), "proton")
