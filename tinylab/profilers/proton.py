@@ -229,9 +229,11 @@ class ProtonHook(InProcessHook):
         if not self.finalized:
             self.proton.finalize(self.session)
             self.finalized = True
-        note = f"steps {self.first}..{self.first + self.recorded - 1} profiled"
+        note = None  # the table's note says which steps (from the session file)
         if self.first < self.clean_from:
-            note += f"; the run is too short to profile past its warm-up (step {self.clean_from} on)"
+            note = f"the run is too short to profile past its warm-up (step {self.clean_from} on)"
+        if self.recorded < self.last - self.first + 1:
+            note = "; ".join(filter(None, [note, f"the run ended after {self.recorded} of the planned steps"]))
         table, fmt, table_note = read_table(self.out_dir / HATCHET)
         notes = "; ".join(n for n in (note, table_note) if n)
         return CollectResult(list_artifacts(self.out_dir), table, notes, fmt, steps=self.recorded or None)

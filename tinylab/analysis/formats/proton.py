@@ -98,8 +98,8 @@ def _add(found: Hatchet, name: str, metrics: dict[str, Any], phase: str | None, 
     time_ns = json_number(metrics.get("time (ns)"))
     flops, moved = json_number(metrics.get("flops")), json_number(metrics.get("bytes"))
     kernel = "device_id" in metrics or "device_type" in metrics
-    if not (kernel and not math.isnan(time_ns)) and math.isnan(flops) and math.isnan(moved):
-        return
+    if not (kernel and not math.isnan(time_ns)) and not flops > 0 and not moved > 0:
+        return  # a scope, or the root with its zero totals
     row = found.kernels.setdefault(name, {"calls": 0.0, "total_ns": 0.0, "flops": 0.0, "bytes": 0.0})
     if kernel and not math.isnan(time_ns):
         count = json_number(metrics.get("count"))
@@ -108,7 +108,7 @@ def _add(found: Hatchet, name: str, metrics: dict[str, Any], phase: str | None, 
         if phase is not None:
             found.phases_ns[phase] = found.phases_ns.get(phase, 0.0) + time_ns
     for key, value in (("flops", flops), ("bytes", moved)):
-        if value >= 0:
+        if value > 0:
             row[key] += value
             row[f"has_{key}"] = 1.0
 
