@@ -61,6 +61,16 @@ def test_defaults_are_the_workshop_model():
         ({"profilers": ["rocprof-compute"], "profile_kernels": [f"k{i}" for i in range(9)]}, "at most 8 kernel names"),
         ({"profilers": ["rocprofv3"], "profile_kernels": ["_attn_fwd"]},
          "--profile-kernel _attn_fwd narrows rocprof-compute's counters: add --profile rocprof-compute"),
+        # proton's tracing backend takes the vendor's one tracing interface (CUPTI: measured on an H100,
+        # tests/gpu/proton_check.py's probe: cuptiSubscribe failed with error 39 beside the PyTorch profiler)
+        *[({"profilers": ["proton", tool]}, f"--profile proton and --profile {tool} would both trace the GPU's kernels")
+          for tool in ("pytorch", "rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")],
+        ({"profilers": ["proton"], "proton_backend": "cupti"}, "unknown proton backend 'cupti': choose one of auto, "
+                                                                "instrumentation"),
+        ({"proton_backend": "instrumentation"}, "--proton-backend instrumentation says how proton measures: add "
+                                                "--profile proton"),
+        ({"version": "v4", "cuda_graph": True, "profilers": ["proton"], "proton_backend": "instrumentation"},
+         "proton's instrumentation reads each launch's record when Triton's launcher returns"),
     ],
 )
 def test_bad_values_get_one_line_errors(kwargs, fragment):
@@ -116,3 +126,15 @@ def test_graph_warm_up_is_longer_under_ddp():
     """DDP rebuilds its buckets in its first iterations: a graphed DDP rank warms up for 11 steps."""
     assert RunConfig(version="v4").graph_warmup_iters == GRAPH_WARMUP_ITERS == 3
     assert RunConfig(version="v4", parallel="ddp").graph_warmup_iters == 11
+
+
+def test_proton_beside_other_tools():
+    """The instrumentation traces nothing, so it may run beside a tracing tool (rocprofv3 included);
+    DeepSpeed's FLOPS profiler hooks modules and traces nothing either."""
+    RunConfig(profilers=["proton", "deepspeed"]).validate()
+    RunConfig(profilers=["proton", "rocprofv3"], proton_backend="instrumentation").validate()
+    RunConfig(profilers=["proton", "pytorch"], proton_backend="instrumentation").validate()
+    # under the instrumentation v4's default graph gives way, as under DeepSpeed
+    assert RunConfig(version="v4", profilers=["proton"], proton_backend="instrumentation").toggle("cuda_graph") is False
+    assert RunConfig(version="v4", profilers=["proton"]).toggle("cuda_graph") is True
+    assert RunConfig.from_dict({"version": "v3"}).proton_backend == "auto"  # an older config.json
