@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING, Any, ContextManager
 from tinylab.analysis.formats.proton import HATCHET, SESSION
 from tinylab.config import first_clean_step, profile_schedule
 from tinylab.errors import UserError
+from tinylab.profilers import base
 from tinylab.profilers.base import (
     Availability,
     CollectResult,
     InProcessAdapter,
     InProcessHook,
-    gpu_vendors,
     list_artifacts,
     read_table,
 )
@@ -106,17 +106,17 @@ class ProtonAdapter(InProcessAdapter):
         if not (Path(spec.origin).parent / "profiler" / "__init__.py").is_file():
             return Availability(False, f"triton {version or '?'} was built without proton (no triton.profiler)",
                                 version)
-        if not gpu_vendors():
+        if not base.gpu_vendors():
             return Availability(False, f"triton {version or '?'} found, but no GPU is visible: proton times kernels "
                                        "through the GPU vendor's tracing interface", version)
         return Availability(True, None, version)
 
     def backends(self) -> list[str]:
-        return backends(triton_version(), gpu_vendors())
+        return backends(triton_version(), base.gpu_vendors())
 
     def check(self, config: "RunConfig") -> None:
         """What proton cannot do on this machine's AMD GPUs (the vendor-free limits are RunConfig's)."""
-        if config.proton_backend != "auto" or "amd" not in gpu_vendors():
+        if config.proton_backend != "auto" or "amd" not in base.gpu_vendors():
             return
         if config.toggle("cuda_graph"):
             raise UserError(f"--profile proton on an AMD GPU: {AMD_GRAPH}")
