@@ -48,14 +48,19 @@ def make_run(tmp_path):
     return run
 
 
-def test_roofline_command_places_step_gemms_and_kernels(tmp_path):
-    run = make_run(tmp_path / "runs")
+def roofline_json(run, tmp_path):
+    """`tinylab roofline RUN --json` of a run in tmp_path/runs with CEILINGS: (result, ceilings file)."""
     ceilings = tmp_path / "ceil.json"
     ceilings.write_text(json.dumps({"ceilings": CEILINGS}))
     res = subprocess.run([sys.executable, "-m", "tinylab", "roofline", run.id, "--runs-dir", str(tmp_path / "runs"),
                           "--ceilings", str(ceilings), "--json"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
+    return json.loads(res.stdout), ceilings
+
+
+def test_roofline_command_places_step_gemms_and_kernels(tmp_path):
+    run = make_run(tmp_path / "runs")
+    out, ceilings = roofline_json(run, tmp_path)
     names = [p["name"] for p in out["points"]]
     assert names[:2] == ["training step", "all GEMMs (vendor BLAS)"]
     norm = next(p for p in out["points"] if p["name"] == "_rmsnorm_fwd_kernel")
@@ -248,13 +253,7 @@ def make_proton_run(root):
 def test_a_proton_run_places_its_triton_kernels_from_protons_counts(tmp_path):
     """The H100 tree's counts (launch metadata at the run's shapes, fp32) equal the model's for all
     eight Triton kernels of v3; the points are placed from them and say so."""
-    run = make_proton_run(tmp_path / "runs")
-    ceilings = tmp_path / "ceil.json"
-    ceilings.write_text(json.dumps({"ceilings": CEILINGS}))
-    res = subprocess.run([sys.executable, "-m", "tinylab", "roofline", run.id, "--runs-dir", str(tmp_path / "runs"),
-                          "--ceilings", str(ceilings), "--json"], capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
+    out, _ = roofline_json(make_proton_run(tmp_path / "runs"), tmp_path)
     own = [p for p in (*out["points"], *out["flagged"]) if p.get("source") == "proton"]
     assert {p["name"] for p in own} == {"_rmsnorm_fwd_kernel", "_rmsnorm_bwd_kernel", "_rope_kernel", "_swiglu_fwd_kernel",
                                         "_swiglu_bwd_kernel", "_attn_fwd_kernel", "_attn_bwd_dq_kernel",

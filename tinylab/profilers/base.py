@@ -119,6 +119,18 @@ class InProcessAdapter(ProfilerAdapter):
         """The hook the trainer calls around every step, writing into out_dir."""
 
 
+def dist_version(*dists: str) -> str | None:
+    """The installed version of the first of these distributions that is installed, or None."""
+    import importlib.metadata
+
+    for dist in dists:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 # ----------------------------------------------------------------------------- wrappers
 def gpu_vendors() -> set[str]:
     """GPU vendors whose device nodes are visible here (cheap: no driver library is loaded).

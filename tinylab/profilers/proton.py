@@ -22,7 +22,6 @@ tracing interface with another tool (tinylab.config.TRACING_PROFILERS).
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -39,6 +38,7 @@ from tinylab.profilers.base import (
     CollectResult,
     InProcessAdapter,
     InProcessHook,
+    dist_version,
     list_artifacts,
     read_table,
 )
@@ -57,12 +57,7 @@ AMD_GRAPH = ("proton's AMD tracing backends see no kernel inside a HIP graph rep
 
 
 def triton_version() -> str | None:
-    for dist in TRITON_DISTS:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+    return dist_version(*TRITON_DISTS)
 
 
 def _release(version: str | None) -> tuple[int, int] | None:

@@ -7,7 +7,6 @@ measured, not assumed: a profiler is "available" only when its executable answer
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import platform
 import shutil
@@ -19,6 +18,7 @@ from typing import Any
 import psutil
 
 from tinylab.training.packages import describe, foreign_packages
+from tinylab.profilers.base import dist_version
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
 
@@ -63,7 +63,7 @@ def collect_doctor() -> dict[str, Any]:
         "memory_bytes": psutil.virtual_memory().total,
         "gpu": gpu_info(),
         "rocm": rocm,
-        "packages": {name: _version(dists) for name, dists in PACKAGES.items()},
+        "packages": {name: dist_version(*dists) for name, dists in PACKAGES.items()},
         "profilers": profilers,
         "warnings": warnings,
     }
@@ -87,15 +87,6 @@ def _torch_hip() -> str | None:
     import torch
 
     return getattr(torch.version, "hip", None)
-
-
-def _version(dists: tuple[str, ...]) -> str | None:
-    for dist in dists:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def gpu_info() -> dict[str, Any] | None:
