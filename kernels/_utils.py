@@ -17,6 +17,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
+from tinylab.analysis.kernel_work import OpModel
+
 # Elements of one program's tile in the interpreter (see tile_rows).
 INTERPRETER_TILE = 1 << 17
 
@@ -64,6 +66,42 @@ def launch(kernel, grid, /, *args, **kwargs) -> None:
         _plan.launches.append((kernel, tuple(grid), args, kwargs))
     else:
         kernel[grid](*args, **kwargs)
+
+
+def work_metadata(model: OpModel) -> dict[str, float]:
+    """A launch's FLOPs and bytes as Triton's launch metadata (``@triton.jit(launch_metadata=f)``,
+    f(grid, compiled kernel, {argument name: value}) returning this): Triton calls it only while a
+    launch hook is set, i.e. under proton, which records the counts beside the kernel's time. The
+    formulas are tinylab.analysis.kernel_work's, which the roofline evaluates too. A metadata
+    function reads shapes and element sizes only: a kernel it launched would be profiled too."""
+    return {"flops": float(model.flops), "bytes": float(model.bytes)}
+
+
+@triton.jit
+def _no_region(name: tl.constexpr):
+    pass
+
+
+def _region_marks():
+    """(enter, exit) of a named region inside a kernel, which proton's instrumentation mode times
+    (`enter_region("name")` ... `exit_region("name")`, literal names). Compiled without
+    instrumentation they emit nothing. The Triton interpreter, and a Triton built without proton,
+    have no such builtins: there they are calls of a kernel that does nothing.
+
+    Every kernel of this package marks at least one region (its "body", or the flash-attention
+    forward's four): under instrumentation, proton of Triton 3.6 dies of a division by zero
+    (SIGFPE) when a kernel that marks none returns (measured on an H100, 2026-11-28)."""
+    if not triton.knobs.runtime.interpret:
+        try:
+            from triton.profiler.language import enter_scope, exit_scope
+        except ImportError:
+            pass
+        else:
+            return enter_scope, exit_scope
+    return _no_region, _no_region
+
+
+enter_region, exit_region = _region_marks()
 
 
 def interpreting() -> bool:

@@ -22,7 +22,8 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch
+from kernels._utils import INTERPRETER_TILE, check_tensors, enter_region, exit_region, interpreter_config, launch, work_metadata
+from tinylab.analysis import kernel_work
 
 
 @triton.jit
@@ -46,13 +47,18 @@ def _one_minus_pow(log_beta, step):
     return -tl.where(u == 1.0, x, (u - 1.0) * x / tl.log(u))
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.adamw(args["n"], args["LP"].element_size() if args["WRITE_LP"] else 0))
+
+
+@triton.jit(launch_metadata=_work)
 def _adamw_kernel(
     P, G, M, V, LP, STEP, n,
     lr, beta1, beta2, log_beta1, log_beta2, eps, weight_decay,
     WRITE_LP: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
+    enter_region("body")
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     step = tl.load(STEP).to(tl.float32)
@@ -75,6 +81,7 @@ def _adamw_kernel(
             tl.store(LP + offs, _to_bf16_nearest_even(p), mask=ok)
         else:
             tl.store(LP + offs, p.to(LP.dtype.element_ty), mask=ok)
+    exit_region("body")
 
 
 def _flat_fp32(name: str, t: Tensor, n: int) -> None:

@@ -26,6 +26,8 @@ from torch import Tensor
 from kernels._utils import (
     INTERPRETER_TILE,
     check_tensors,
+    enter_region,
+    exit_region,
     interpreter_config,
     launch,
     program_rows,
@@ -34,13 +36,27 @@ from kernels._utils import (
     row_max,
     row_sum,
     tile_rows,
+    work_metadata,
 )
+from tinylab.analysis import kernel_work
 
 # Widest block of a row per loop step.
 MAX_BLOCK_V = 4096
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.cross_entropy(args["N"], args["V"], args["LOGITS"].element_size()))
+
+
+def _mean_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.loss_mean(args["N"], args["TARGETS"].element_size()))
+
+
+def _scale_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.scale(args["n"], args["X"].element_size()))
+
+
+@triton.jit(launch_metadata=_work)
 def _cross_entropy_kernel(
     LOGITS, stride_n, stride_v,
     TARGETS, LOSS, GRAD,
@@ -49,6 +65,7 @@ def _cross_entropy_kernel(
     ROWS: tl.constexpr,
     BLOCK_V: tl.constexpr,
 ):
+    enter_region("body")
     rows, row_ok = program_rows(N, ROWS)
     rows = rows.to(tl.int64)
     logits_rows = LOGITS + rows * stride_n
@@ -84,12 +101,14 @@ def _cross_entropy_kernel(
                 p = tl.exp(x - lse)
                 grad = tl.where(ignored, 0.0, tl.where(cols == target, p - 1.0, p))
                 tl.store(grad_rows + cols, grad.to(GRAD.dtype.element_ty), mask=row_ok & (cols < V))
+    exit_region("body")
 
 
-@triton.jit
+@triton.jit(launch_metadata=_mean_work)
 def _mean_kernel(LOSS, TARGETS, MEAN, N_VALID, N, ignore_index, BLOCK: tl.constexpr):
     """One program: the mean of the row losses over rows whose target is not ignored (0/0 = NaN
     when all are, as torch's mean reduction), and that row count, for the backward."""
+    enter_region("body")
     total = tl.zeros([BLOCK], dtype=tl.float32)
     count = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, N, BLOCK):
@@ -100,16 +119,19 @@ def _mean_kernel(LOSS, TARGETS, MEAN, N_VALID, N, ignore_index, BLOCK: tl.conste
     n_valid = tl.sum(count, axis=0)
     tl.store(MEAN, tl.where(n_valid > 0, tl.sum(total, axis=0) / tl.maximum(n_valid, 1.0), float("nan")))
     tl.store(N_VALID, n_valid)
+    exit_region("body")
 
 
-@triton.jit
+@triton.jit(launch_metadata=_scale_work)
 def _scale_kernel(X, GO, N_VALID, OUT, n, BLOCK: tl.constexpr):
+    enter_region("body")
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     ok = offs < n
     x = tl.load(X + offs, mask=ok).to(tl.float32)
     n_valid = tl.load(N_VALID)
     scale = tl.where(n_valid > 0, tl.load(GO).to(tl.float32) / tl.maximum(n_valid, 1.0), 0.0)  # none valid: all 0
     tl.store(OUT + offs, (x * scale).to(OUT.dtype.element_ty), mask=ok)
+    exit_region("body")
 
 
 def _mean(loss_rows: Tensor, targets: Tensor, ignore_index: int) -> tuple[Tensor, Tensor]:

@@ -17,19 +17,26 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import INTERPRETER_TILE, check_tensors, interpreter_config, launch
+from kernels._utils import INTERPRETER_TILE, check_tensors, enter_region, exit_region, interpreter_config, launch, work_metadata
+from tinylab.analysis import kernel_work
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.embedding_backward(args["T"], args["N"]))
+
+
+@triton.jit(launch_metadata=_work)
 def _embedding_backward_kernel(
     IDX, G, DW, T, N, stride_g, stride_dw, BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr
 ):
+    enter_region("body")
     rows = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     ok = (rows < T)[:, None] & (cols < N)[None, :]
     ids = tl.load(IDX + rows, mask=rows < T, other=0).to(tl.int64)
     g = tl.load(G + rows[:, None].to(tl.int64) * stride_g + cols[None, :], mask=ok, other=0.0)
     tl.atomic_add(DW + ids[:, None] * stride_dw + cols[None, :], g.to(tl.float32), mask=ok, sem="relaxed")
+    exit_region("body")
 
 
 def embedding_backward(idx: Tensor, grad: Tensor, out: Tensor) -> Tensor:

@@ -28,7 +28,9 @@ import triton.language as tl
 from torch import Tensor
 
 from kernels import _utils
-from kernels._utils import check_tensors, device_arch, interpreter_config, interpreting, is_amd, launch
+from kernels._utils import (check_tensors, device_arch, enter_region, exit_region, interpreter_config, interpreting,
+                            is_amd, launch, work_metadata)
+from tinylab.analysis import kernel_work
 from kernels.rope import apply_rope
 
 _LOG2E = 1.4426950408889634
@@ -124,7 +126,25 @@ def _fwd_inner(
     return acc, l_i, m_i
 
 
-@triton.jit
+def _shapes(args, kv_heads: int) -> tuple:
+    """(batch, heads, kv heads, seq, head dim, element bytes, causal) of an attention launch."""
+    return (args["Q"].shape[0], args["H"], kv_heads, args["S"], args["HEAD_DIM"], args["Q"].element_size(),
+            bool(args["CAUSAL"]))
+
+
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.attention_fwd(*_shapes(args, args["H"] // args["GROUP"])))
+
+
+def _dq_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.attention_bwd_dq(*_shapes(args, args["H"] // args["GROUP"])))
+
+
+def _dkdv_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.attention_bwd_dkdv(*_shapes(args, args["KVH"])))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _attn_fwd_kernel(
     Q, K, V, O, LSE,
     sqb, sqh, sqm, sqd,
@@ -138,6 +158,9 @@ def _attn_fwd_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
+    # Regions (enter_region/exit_region) are what proton's instrumentation mode times inside
+    # the kernel: the v3-flash-attention lesson's view of where a program's cycles go.
+    enter_region("load_q")
     start_m, off_bh = _query_block(BLOCK_M)
     b = (off_bh // H).to(tl.int64)
     h = off_bh % H
@@ -149,6 +172,7 @@ def _attn_fwd_kernel(
         Q + b * sqb + h * sqh + offs_m[:, None] * sqm + offs_d[None, :] * sqd,
         mask=row_ok[:, None], other=0.0,
     )
+    exit_region("load_q")
     K_head = K + b * skb + kvh * skh
     V_head = V + b * svb + kvh * svh
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
@@ -156,17 +180,21 @@ def _attn_fwd_kernel(
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     if CAUSAL:
         # Keys below this query block: no mask. BLOCK_M % BLOCK_N == 0 keeps them whole blocks.
+        enter_region("below_diagonal")
         acc, l_i, m_i = _fwd_inner(
             acc, l_i, m_i, q, K_head, V_head, skn, skd, svn, svd,
             offs_m, offs_d, 0, start_m, S, qk_scale,
             CAUSAL_MASK=False, BOUND_MASK=False, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
         )
+        exit_region("below_diagonal")
         # The diagonal blocks; keys above the diagonal are never visited.
+        enter_region("diagonal")
         acc, l_i, m_i = _fwd_inner(
             acc, l_i, m_i, q, K_head, V_head, skn, skd, svn, svd,
             offs_m, offs_d, start_m, tl.minimum(start_m + BLOCK_M, S), S, qk_scale,
             CAUSAL_MASK=True, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
         )
+        exit_region("diagonal")
     else:
         full = (S // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _fwd_inner(
@@ -179,12 +207,14 @@ def _attn_fwd_kernel(
             offs_m, offs_d, full, S, S, qk_scale,
             CAUSAL_MASK=False, BOUND_MASK=True, BLOCK_N=BLOCK_N, FP32_DOT=FP32_DOT,
         )
+    enter_region("store")
     tl.store(LSE + off_bh.to(tl.int64) * S + offs_m, m_i + tl.log2(l_i), mask=row_ok)
     o = acc / l_i[:, None]
     tl.store(
         O + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :] * sod,
         o.to(O.dtype.element_ty), mask=row_ok[:, None],
     )
+    exit_region("store")
 
 
 @triton.jit
@@ -215,7 +245,7 @@ def _bwd_dkdv_inner(
     return dk, dv
 
 
-@triton.jit
+@triton.jit(launch_metadata=_dkdv_work)
 def _attn_bwd_dkdv_kernel(
     Q, K, V, DO, DK, DV, LSE, DELTA, COS, SIN,
     sqb, sqh, sqm, sqd,
@@ -232,6 +262,7 @@ def _attn_bwd_dkdv_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
+    enter_region("body")
     start_n = tl.program_id(1) * BLOCK_N  # first key blocks (most queries) first: see _grid
     off_bkv = tl.program_id(0)
     b = (off_bkv // KVH).to(tl.int64)
@@ -279,6 +310,7 @@ def _attn_bwd_dkdv_kernel(
         DV + b * sdvb + kvh * sdvh + offs_n[:, None] * sdvn + offs_d[None, :] * sdvd,
         dv.to(DV.dtype.element_ty), mask=col_ok,
     )
+    exit_region("body")
 
 
 @triton.jit
@@ -311,7 +343,7 @@ def _bwd_dq_inner(
     return dq
 
 
-@triton.jit
+@triton.jit(launch_metadata=_dq_work)
 def _attn_bwd_dq_kernel(
     Q, K, V, O, DO, DQ, LSE, DELTA, COS, SIN,
     sqb, sqh, sqm, sqd,
@@ -328,6 +360,7 @@ def _attn_bwd_dq_kernel(
     HEAD_DIM: tl.constexpr,
     FP32_DOT: tl.constexpr,
 ):
+    enter_region("body")
     start_m, off_bh = _query_block(BLOCK_M)
     b = (off_bh // H).to(tl.int64)
     h = off_bh % H
@@ -374,6 +407,7 @@ def _attn_bwd_dq_kernel(
         DQ + b * sdqb + h * sdqh + offs_m[:, None] * sdqm + offs_d[None, :] * sdqd,
         dq.to(DQ.dtype.element_ty), mask=row_ok[:, None],
     )
+    exit_region("body")
 
 
 def _interpreter_config(seq_len: int) -> dict:

@@ -19,10 +19,15 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, launch, tile_rows
+from kernels._utils import as_rows, check_tensors, enter_region, exit_region, launch, tile_rows, work_metadata
+from tinylab.analysis import kernel_work
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.naive_swiglu_ffn(args["M"], args["F"], args["D"], args["X"].element_size()))
+
+
+@triton.jit(launch_metadata=_work)
 def _naive_swiglu_ffn_kernel(
     X, stride_xm, stride_xk,
     WG, stride_gf, stride_gk,
@@ -39,6 +44,7 @@ def _naive_swiglu_ffn_kernel(
     outputs; each element is still a separate multiply-and-reduce over D (no tl.dot, no reuse
     beyond what broadcasting the loaded rows gives numpy).
     """
+    enter_region("body")
     pid = tl.program_id(0)
     if ROWS * COLS == 1:
         m = (pid // F).to(tl.int64)
@@ -68,6 +74,7 @@ def _naive_swiglu_ffn_kernel(
     gate = tl.sum(acc_gate, axis=-1)
     up = tl.sum(acc_up, axis=-1)
     tl.store(out, (gate * tl.sigmoid(gate) * up).to(Y.dtype.element_ty), mask=out_ok)
+    exit_region("body")
 
 
 class _NaiveSwiGLUFFN(torch.autograd.Function):

@@ -27,6 +27,8 @@ from torch import Tensor
 from kernels._utils import (
     as_rows,
     check_tensors,
+    enter_region,
+    exit_region,
     interpreter_config,
     launch,
     program_rows,
@@ -34,7 +36,9 @@ from kernels._utils import (
     row_sum,
     sm_count,
     tile_rows,
+    work_metadata,
 )
+from tinylab.analysis import kernel_work
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192
@@ -74,7 +78,11 @@ def _load_input(x_rows, stride_xn, r_rows, stride_rn, H, out_off, cols, mask, HA
     return x
 
 
-@triton.jit
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rmsnorm_fwd(args["M"], args["N"], args["X"].element_size(), args["HAS_RESIDUAL"]))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _rmsnorm_fwd_kernel(
     X, stride_xm, stride_xn,
     R, stride_rm, stride_rn,
@@ -90,6 +98,7 @@ def _rmsnorm_fwd_kernel(
     H is rounded to the input dtype before the norm, exactly like the unfused eager code
     ``h = x + r; y = norm(h)``, so the backward (which reads the stored H) sees the same input.
     """
+    enter_region("body")
     rows, row_ok = program_rows(M, ROWS)
     rows = rows.to(tl.int64)
     x_rows = X + rows * stride_xm
@@ -122,6 +131,7 @@ def _rmsnorm_fwd_kernel(
             w = tl.load(W + cols, mask=cols < N, other=0.0).to(tl.float32)
             tl.store(Y + out_off + cols, (x * rstd * w).to(Y.dtype.element_ty), mask=mask)
     tl.store(RSTD + rows, rstd, mask=row_ok)
+    exit_region("body")
 
 
 @triton.jit
@@ -155,7 +165,12 @@ def _advance_rows(n, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD
     return DY + n * stride_dym, X + n * stride_xm, DH + n * stride_dhm, DX + n * N, DX2 + n * N, RSTD + n
 
 
-@triton.jit
+def _bwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rmsnorm_bwd(args["M"], args["N"], args["X"].element_size(),
+                                                 args["HAS_DRESIDUAL"]))
+
+
+@triton.jit(launch_metadata=_bwd_work)
 def _rmsnorm_bwd_kernel(
     DY, stride_dym, stride_dyn,
     X, stride_xm, stride_xn,
@@ -176,6 +191,7 @@ def _rmsnorm_bwd_kernel(
     With DX2, dx is stored a second time in DX2's dtype (add_rmsnorm's bf16 branch input beside
     its fp32 residual).
     """
+    enter_region("body")
     pid = tl.program_id(0)
     row_start = pid * rows_per_program
     row_end = tl.minimum(row_start + rows_per_program, M)
@@ -252,13 +268,19 @@ def _rmsnorm_bwd_kernel(
                 tl.store(dw_row + cols, dw + tl.sum(dy * xhat, axis=0)[None, :], mask=cols < N)
             DY, X, DH, DX, DX2, RSTD = _advance_rows(
                 ROWS, DY, stride_dym, X, stride_xm, DH, stride_dhm, DX, DX2, RSTD, N)
+    exit_region("body")
 
 
-@triton.jit
+def _column_sum_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.column_sum(args["R"], args["N"]))
+
+
+@triton.jit(launch_metadata=_column_sum_work)
 def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
     """OUT[c] = sum_r P[r, c] for a block of columns; rows in fixed order (deterministic).
 
     Each program owns BLOCK_C columns and reads BLOCK_R rows per step."""
+    enter_region("body")
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)[None, :]
     rows = tl.arange(0, BLOCK_R)[:, None]
     total = tl.zeros([BLOCK_R, BLOCK_C], dtype=tl.float32)
@@ -266,6 +288,7 @@ def _column_sum_kernel(P, OUT, R, N, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexp
         ok = (start + rows < R) & (cols < N)
         total += tl.load(P + (start + rows).to(tl.int64) * N + cols, mask=ok, other=0.0)
     tl.store(OUT + cols, tl.sum(total, axis=0)[None, :], mask=cols < N)
+    exit_region("body")
 
 
 def column_sum(partial: Tensor) -> Tensor:

@@ -15,14 +15,21 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows
+from kernels._utils import (check_tensors, enter_region, exit_region, interpreter_config, launch, program_rows, tile_rows,
+                            work_metadata)
+from tinylab.analysis import kernel_work
 
 # Elements of x1 (half of each head) per program on a GPU, so about 4K of x: enough bytes in
 # flight per program while leaving many programs.
 MAX_BLOCK_ELEMS = 2048
 
 
-@triton.jit
+def _work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rope(args["n_pos"], args["H"], args["ROTATED"], 2 * args["HALF"],
+                                          args["X"].element_size()))
+
+
+@triton.jit(launch_metadata=_work)
 def _rope_kernel(
     X, sxb, sxs, sxh, sxd,
     Y, syb, sys_, syh, syd,
@@ -35,6 +42,7 @@ def _rope_kernel(
 ):
     """Rotates ROWS (batch, position) pairs by a block of heads; tiles are [ROWS, BLOCK_H, BLOCK_D].
     Heads from ROTATED on are copied unrotated (v beside q and k in a fused projection)."""
+    enter_region("body")
     pos, pos_ok = program_rows(n_pos, ROWS, RANK=3)
     b = (pos // S).to(tl.int64)
     s = pos % S  # in range even for out-of-bounds pos, so cos/sin loads need no row mask
@@ -57,6 +65,7 @@ def _rope_kernel(
     y2 = x2 * cos + x1 * sin
     tl.store(y_ptrs, y1.to(Y.dtype.element_ty), mask=mask)
     tl.store(y_ptrs + HALF * syd, y2.to(Y.dtype.element_ty), mask=mask)
+    exit_region("body")
 
 
 def _config(n_pos: int, heads: int, half: int) -> tuple[int, int, int]:

@@ -19,7 +19,9 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import check_tensors, interpreter_config, launch, program_rows, tile_rows
+from kernels._utils import (check_tensors, enter_region, exit_region, interpreter_config, launch, program_rows, tile_rows,
+                            work_metadata)
+from tinylab.analysis import kernel_work
 
 
 @triton.jit
@@ -35,13 +37,24 @@ def _cos_sin(COS, SIN, s, d, HALF):
     return tl.load(COS + s * HALF + d, mask=ok, other=0.0), tl.load(SIN + s * HALF + d, mask=ok, other=0.0)
 
 
-@triton.jit
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rope_gqa(args["n_pos"], args["H"], args["KVH"], 2 * args["HALF"],
+                                              args["QKV"].element_size()))
+
+
+def _bwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.rope_gqa(args["n_pos"], args["H"], args["KVH"], 2 * args["HALF"],
+                                              args["DQ"].element_size()))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _rope_gqa_fwd_kernel(
     QKV, sqb, sqs, Q, K, V, COS, SIN,
     S, H, KVH, HALF, n_pos,
     GROUP: tl.constexpr, ROWS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_D: tl.constexpr,
 ):
     """q, k, v: [B, S, H, D] contiguous; query head h reads kv head h // GROUP."""
+    enter_region("body")
     b, s, pos_ok = _position(n_pos, S, ROWS)
     h = tl.arange(0, BLOCK_H)[None, :, None]
     d = tl.arange(0, BLOCK_D)[None, None, :]
@@ -63,9 +76,10 @@ def _rope_gqa_fwd_kernel(
             x1, x2 = x1 * cos - x2 * sin, x2 * cos + x1 * sin
         tl.store(dst, x1.to(dst.dtype.element_ty), mask=mask)
         tl.store(dst + HALF, x2.to(dst.dtype.element_ty), mask=mask)
+    exit_region("body")
 
 
-@triton.jit
+@triton.jit(launch_metadata=_bwd_work)
 def _rope_gqa_bwd_kernel(
     DQ, sqb, sqh, sqs, sqd,
     DK, skb, skh, sks, skd,
@@ -76,6 +90,7 @@ def _rope_gqa_bwd_kernel(
 ):
     """dq, dk, dv: [B, H, S, D] views (any strides) -> d(qkv) [B, S, (H + 2 * KVH) * D]
     contiguous: dk and dv summed over each kv head's GROUP query heads, RoPE undone on q and k."""
+    enter_region("body")
     b, s, pos_ok = _position(n_pos, S, ROWS)
     h = tl.arange(0, BLOCK_H)[None, :, None]
     d = tl.arange(0, BLOCK_D)[None, None, :]
@@ -109,6 +124,7 @@ def _rope_gqa_bwd_kernel(
         dst = row + (first + h) * D + d
         tl.store(dst, g1.to(DQKV.dtype.element_ty), mask=mask)
         tl.store(dst + HALF, g2.to(DQKV.dtype.element_ty), mask=mask)
+    exit_region("body")
 
 
 def _launch(n_pos: int, heads: int, half: int) -> tuple[tuple[int], int, int, int]:

@@ -15,7 +15,9 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from kernels._utils import as_rows, check_tensors, interpreter_config, launch, program_rows, tile_rows
+from kernels._utils import (as_rows, check_tensors, enter_region, exit_region, interpreter_config, launch, program_rows,
+                            tile_rows, work_metadata)
+from tinylab.analysis import kernel_work
 
 
 @triton.jit
@@ -31,19 +33,30 @@ def _load_gate_up(GU, stride_gu, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
     return rows, cols, mask, gate, up
 
 
-@triton.jit
+def _fwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.swiglu_fwd(args["M"], args["F"], args["GU"].element_size()))
+
+
+def _bwd_work(grid, kernel, args) -> dict[str, float]:
+    return work_metadata(kernel_work.swiglu_bwd(args["M"], args["F"], args["GU"].element_size()))
+
+
+@triton.jit(launch_metadata=_fwd_work)
 def _swiglu_fwd_kernel(GU, stride_gu, Y, F, M, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    enter_region("body")
     rows, cols, mask, gate, up = _load_gate_up(GU, stride_gu, F, M, ROWS, BLOCK)
     y = gate * tl.sigmoid(gate) * up
     tl.store(Y + rows * F + cols, y.to(Y.dtype.element_ty), mask=mask)
+    exit_region("body")
 
 
-@triton.jit
+@triton.jit(launch_metadata=_bwd_work)
 def _swiglu_bwd_kernel(
     GU, stride_gu, DY, stride_dy, DGU, Y, F, M, STORE_Y: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr
 ):
     """d(gate_up) from gate_up and dy; with STORE_Y, also the forward's y, recomputed (for a
     caller that did not keep it, see models/v4_ultra.py)."""
+    enter_region("body")
     rows, cols, mask, gate, up = _load_gate_up(GU, stride_gu, F, M, ROWS, BLOCK)
     dy = tl.load(DY + rows * stride_dy + cols, mask=mask, other=0.0).to(tl.float32)
     sig = tl.sigmoid(gate)
@@ -55,6 +68,7 @@ def _swiglu_bwd_kernel(
     tl.store(dgu + F, (dy * silu).to(DGU.dtype.element_ty), mask=mask)
     if STORE_Y:
         tl.store(Y + rows * F + cols, (silu * up).to(Y.dtype.element_ty), mask=mask)
+    exit_region("body")
 
 
 def _config(rows: int, f: int) -> tuple[int, int, int]:

@@ -66,6 +66,16 @@ def test_defaults_are_the_workshop_model():
         ({"profilers": ["rocprof-compute"], "profile_set": "roof line"}, "--profile-set 'roof line' is not a metric set name"),
         ({"profilers": ["rocprofv3"], "profile_set": "launch_stats"},
          "--profile-set launch_stats is a rocprof-compute metric set: add --profile rocprof-compute"),
+        # proton's tracing backend takes the vendor's one tracing interface (CUPTI: measured on an H100,
+        # tests/gpu/proton_check.py's probe: cuptiSubscribe failed with error 39 beside the PyTorch profiler)
+        *[({"profilers": ["proton", tool]}, f"--profile proton and --profile {tool} would both trace the GPU's kernels")
+          for tool in ("pytorch", "rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")],
+        ({"profilers": ["proton"], "proton_backend": "cupti"}, "unknown proton backend 'cupti': choose one of auto, "
+                                                                "instrumentation"),
+        ({"proton_backend": "instrumentation"}, "--proton-backend instrumentation says how proton measures: add "
+                                                "--profile proton"),
+        ({"version": "v4", "cuda_graph": True, "profilers": ["proton"], "proton_backend": "instrumentation"},
+         "proton's instrumentation reads each launch's record when Triton's launcher returns"),
     ],
 )
 def test_bad_values_get_one_line_errors(kwargs, fragment):
@@ -191,3 +201,13 @@ def test_a_run_folder_config_reads_as_a_typed_view():
     assert RunConfig.read({**cfg, "from_the_future": 1}) is None
     assert RunConfig.read({**cfg, "batch_size": "8"}) is None
     assert RunConfig.read([1, 2]) is None
+def test_proton_beside_other_tools():
+    """The instrumentation traces nothing, so it may run beside a tracing tool (rocprofv3 included);
+    DeepSpeed's FLOPS profiler hooks modules and traces nothing either."""
+    RunConfig(profilers=["proton", "deepspeed"]).validate()
+    RunConfig(profilers=["proton", "rocprofv3"], proton_backend="instrumentation").validate()
+    RunConfig(profilers=["proton", "pytorch"], proton_backend="instrumentation").validate()
+    # under the instrumentation v4's default graph gives way, as under DeepSpeed
+    assert RunConfig(version="v4", profilers=["proton"], proton_backend="instrumentation").toggle("cuda_graph") is False
+    assert RunConfig(version="v4", profilers=["proton"]).toggle("cuda_graph") is True
+    assert RunConfig.from_dict({"version": "v3"}).proton_backend == "auto"  # an older config.json

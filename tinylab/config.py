@@ -125,7 +125,17 @@ PROFILERS = (
     "rocprof-compute",
     "ncu",
     "nsys",
+    "proton",
 )
+#: Profilers that run inside the trainer (hooks); the others wrap its process, one at a time.
+IN_PROCESS_PROFILERS = ("pytorch", "deepspeed", "proton")
+#: How proton measures (tinylab/profilers/proton.py): `auto`, kernel times through the tracing
+#: backend proton picks for the GPU and Triton release; `instrumentation`, cycles of the regions
+#: inside kernels that the kernels mark.
+PROTON_BACKENDS = ("auto", "instrumentation")
+#: Profilers that take the GPU vendor's kernel-tracing interface (CUPTI, ROCm's tracer and queue
+#: interception) for themselves, which proton's tracing backends need too.
+TRACING_PROFILERS = ("pytorch", "rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")
 
 
 #: Model and batch sizes by machine. The workshop's sizes are the RunConfig defaults and what a
@@ -219,6 +229,8 @@ class RunConfig:
     rocprof_compute_dispatch: list[str] = field(default_factory=list)
     #: a rocprof-compute metric set (its --set, 3.3+: one pass instead of 15-25); None: every counter
     profile_set: str | None = None
+    #: how --profile proton measures: one of PROTON_BACKENDS
+    proton_backend: str = "auto"
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
@@ -274,6 +286,9 @@ class RunConfig:
             return "fault 'unsynced-timing' times phases, which a graph replay does not have: add --no-cuda-graph"
         if "deepspeed" in self.profilers:
             return "the DeepSpeed FLOPS profiler hooks an eager forward, which a graph replay skips: add --no-cuda-graph"
+        if "proton" in self.profilers and self.proton_backend == "instrumentation":
+            return ("proton's instrumentation reads each launch's record when Triton's launcher returns, which a "
+                    "graph replay skips: add --no-cuda-graph")
         if self.parallel in ("fsdp", "zero1", "zero2"):
             return (f"--parallel {self.parallel} gathers and partitions outside the step a graph would replay: "
                     "add --no-cuda-graph, or use --parallel ddp")
@@ -395,7 +410,8 @@ class RunConfig:
                 raise ConfigError(f"profiler {prof!r} is asked for twice: name each tool once")
         self._validate_profile_kernels()
         self._validate_profiler_settings()
-        wrappers = [p for p in self.profilers if p not in ("pytorch", "deepspeed")]
+        self._validate_proton()
+        wrappers = [p for p in self.profilers if p not in IN_PROCESS_PROFILERS]
         if len(wrappers) > 1:
             raise ConfigError(
                 f"only one external profiler can wrap a run, got {', '.join(wrappers)}"
@@ -445,6 +461,19 @@ class RunConfig:
                 raise ConfigError(f"--rdzv-endpoint must be HOST:PORT (the first node's address), got {self.rdzv_endpoint!r}")
             if self.nnodes == 1:
                 raise ConfigError("--rdzv-endpoint applies to runs of several nodes (--nnodes 2 or more)")
+
+    def _validate_proton(self) -> None:
+        if not isinstance(self.proton_backend, str) or self.proton_backend not in PROTON_BACKENDS:
+            raise ConfigError(f"unknown proton backend {self.proton_backend!r}: choose one of {', '.join(PROTON_BACKENDS)}"[:200])
+        if "proton" not in self.profilers:
+            if self.proton_backend != "auto":
+                raise ConfigError(f"--proton-backend {self.proton_backend} says how proton measures: add --profile proton")
+            return
+        clash = [p for p in self.profilers if p in TRACING_PROFILERS]
+        if clash and self.proton_backend == "auto":
+            raise ConfigError(f"--profile proton and --profile {clash[0]} would both trace the GPU's kernels through "
+                              "the vendor's one tracing interface (CUPTI on NVIDIA, ROCm's tracer on AMD): profile "
+                              "them in two runs, or add --proton-backend instrumentation (it traces nothing)")
 
     def _validate_profile_kernels(self) -> None:
         kernels = self.profile_kernels

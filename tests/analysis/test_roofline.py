@@ -48,14 +48,19 @@ def make_run(tmp_path):
     return run
 
 
-def test_roofline_command_places_step_gemms_and_kernels(tmp_path):
-    run = make_run(tmp_path / "runs")
+def roofline_json(run, tmp_path):
+    """`tinylab roofline RUN --json` of a run in tmp_path/runs with CEILINGS: (result, ceilings file)."""
     ceilings = tmp_path / "ceil.json"
     ceilings.write_text(json.dumps({"ceilings": CEILINGS}))
     res = subprocess.run([sys.executable, "-m", "tinylab", "roofline", run.id, "--runs-dir", str(tmp_path / "runs"),
                           "--ceilings", str(ceilings), "--json"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
+    return json.loads(res.stdout), ceilings
+
+
+def test_roofline_command_places_step_gemms_and_kernels(tmp_path):
+    run = make_run(tmp_path / "runs")
+    out, ceilings = roofline_json(run, tmp_path)
     names = [p["name"] for p in out["points"]]
     assert names[:2] == ["training step", "all GEMMs (vendor BLAS)"]
     norm = next(p for p in out["points"] if p["name"] == "_rmsnorm_fwd_kernel")
@@ -220,3 +225,61 @@ def test_adamw_model_is_what_the_kernel_moves_per_weight(precision):
         adamw_step(p, g, m, s.abs(), torch.ones(1), lr=1e-3, low_precision_out=lp)
     ((read, written),) = log["_adamw_kernel"]
     assert model.bytes / weights == pytest.approx((read + written - 4) / n)  # the step counter: one fp32 read
+
+
+# ------------------------------------------------------------------------ proton's own counts
+def make_proton_run(root):
+    """A v3 run whose profile is the H100's proton tree (tests/fixtures/proton): the kernel table
+    as the hook stores it, the tree and session file beside it."""
+    import shutil
+
+    from support.paths import FIX
+
+    from tinylab.profilers.base import write_kernel_table
+    from tinylab.profilers.proton import ProtonAdapter
+
+    cfg = RunConfig(version="v3", num_steps=12, warmup_steps=5, profilers=["proton"])
+    run = RunStore(root).create(cfg)
+    folder = run.dir / "profiles" / "proton"
+    folder.mkdir(parents=True)
+    for name in ("proton.hatchet", "proton-session.json"):
+        shutil.copy(FIX / "proton" / name, folder / name)
+    fields = write_kernel_table(run.dir, "proton", ProtonAdapter().collect(folder))
+    with EventWriter(run.dir / "events.jsonl") as ev:
+        ev.emit("start", config=cfg.resolved().to_dict(), device="cuda", device_name="NVIDIA H100 80GB HBM3",
+                param_elements=31_977_984)
+        ev.emit("summary", step_ms_median=20.0, samples_per_s=400.0, params_trained=50, params_total=50)
+        ev.emit("profile", **fields)
+        ev.emit("exit", returncode=0, signal=None)
+    return run
+
+
+def test_a_proton_run_places_its_triton_kernels_from_protons_counts(tmp_path):
+    """The H100 tree's counts (launch metadata at the run's shapes, fp32) equal the model's for all
+    eight Triton kernels of v3; the points are placed from them and say so."""
+    out, _ = roofline_json(make_proton_run(tmp_path / "runs"), tmp_path)
+    own = [p for p in (*out["points"], *out["flagged"]) if p.get("source") == "proton"]
+    assert {p["name"] for p in own} == {"_rmsnorm_fwd_kernel", "_rmsnorm_bwd_kernel", "_rope_kernel", "_swiglu_fwd_kernel",
+                                        "_swiglu_bwd_kernel", "_attn_fwd_kernel", "_attn_bwd_dq_kernel",
+                                        "_attn_bwd_dkdv_kernel"}
+    assert all(p["model_ratio"] == {"flops": 1.0, "bytes": 1.0} for p in own)
+    assert out["steps_seen"] == 3  # proton records the PyTorch profiler's window
+    text = " ".join(roofline.render(out, "t").split())
+    assert "FLOPs and bytes of 8 Triton kernels: proton's own counts (launch metadata); against the model at the" in text
+    assert "8 of 8 agree" in text
+
+
+def test_counts_that_differ_from_the_model_are_named():
+    """A launch at other shapes than the config's (here: half the bytes counted) is placed from its
+    own count, and the text names the ratio; a kernel without a model is placed from its count alone."""
+    cfg = RunConfig(version="v3", batch_size=8, seq_len=128)
+    model = next(m for p, m in roofline.op_models(cfg) if p.search("_rmsnorm_fwd_kernel"))
+    table = table_rows(("_rmsnorm_fwd_kernel", 51, 1e6, "norm"), ("_mean_kernel", 3, 1e4, "reduction"))
+    counted = {"_rmsnorm_fwd_kernel": roofline.OpModel(model.flops, model.bytes / 2), "_mean_kernel": roofline.OpModel(2048, 8200)}
+    result = roofline.place(cfg, table, None, 3, V4_PARAMS, 50.0, 4101.0, counted=counted)
+    points = {p["name"]: p for p in result["points"]}
+    assert points["_rmsnorm_fwd_kernel"]["model_ratio"] == {"flops": 1.0, "bytes": 0.5}
+    assert points["_rmsnorm_fwd_kernel"]["achieved_gbps"] == pytest.approx(51 * model.bytes / 2 / 1e-3 / 1e9)
+    assert points["_mean_kernel"]["model_ratio"] is None and not result["unplaced"]
+    text = " ".join(roofline.render(result, "t").split())
+    assert "against the model at the run's shapes: 0 of 1 agree; _rmsnorm_fwd_kernel 1.00x FLOPs 0.50x bytes" in text

@@ -15,7 +15,7 @@ from support import samples
 from support.paths import BIN
 
 from tinylab.cli import main
-from tinylab.config import PROFILERS, RunConfig
+from tinylab.config import IN_PROCESS_PROFILERS, PROFILERS, RunConfig
 from tinylab.errors import UserError
 from tinylab.profilers.base import IN_PROCESS, WRAPPER
 from tinylab.profilers.registry import all_adapters, get_adapter, inprocess_hooks
@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_registry_matches_config_names():
     adapters = all_adapters()
     assert [a.name for a in adapters] == list(PROFILERS)
-    assert {a.name for a in adapters if a.kind == IN_PROCESS} == {"pytorch", "deepspeed"}
+    assert {a.name for a in adapters if a.kind == IN_PROCESS} == set(IN_PROCESS_PROFILERS) == {"pytorch", "deepspeed",
+                                                                                                "proton"}
     assert all(a.kind in (IN_PROCESS, WRAPPER) and a.description and a.fix for a in adapters)
     with pytest.raises(UserError, match="unknown profiler 'vtune': choose from pytorch, deepspeed, rocprofv3"):
         get_adapter("vtune")

@@ -213,5 +213,8 @@ def fake_doctor() -> DoctorReport:
             "rocprof-compute": missing("rocprof-compute not found on PATH", "install ROCm >= 6.3 with rocprofiler-compute"),
             "ncu": missing("ncu not found on PATH", "install Nsight Compute; needs an NVIDIA GPU"),
             "nsys": missing("nsys not found on PATH", "install Nsight Systems; needs an NVIDIA GPU"),
+            "proton": {**missing("triton 3.7.1 found, but no GPU is visible", "proton comes with triton and needs a GPU",
+                                 "in-process"), "version": "3.7.1",
+                       "backends": ["cupti (auto on NVIDIA)", "roctracer (auto on AMD)", "instrumentation"]},
         },
     })

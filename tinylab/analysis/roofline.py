@@ -15,8 +15,14 @@ number of steps, or (the common case at the workshop size) the kernel's data sat
 cache, whose bandwidth is a multiple of DRAM's, so the DRAM roof does not bound it. The byte
 models are checked against the bytes the kernels really load and store (tests/analysis/
 test_roofline.py counts them in the Triton interpreter). Per-step work is divided by the steps
-the tool saw: the PyTorch profiler's active window, or every step of the run for a tool that
-wraps the whole process; ncu sees its first N launches, which are not whole steps.
+the tool saw: the PyTorch profiler's (and proton's) active window, or every step of the run for
+a tool that wraps the whole process; ncu sees its first N launches, which are not whole steps.
+
+Under proton a Triton kernel's FLOPs and bytes are proton's own: what the kernel's launch metadata
+gave it at each launch's shapes (the same formulas, tinylab.analysis.kernel_work). Each such
+point says how its counts compare with the model's at the config's shapes ("model_ratio"): where
+they differ, a launch ran at other shapes or dtypes than the config's (a residual stream's norm,
+an fp32 input under autocast).
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tinylab.analysis import kernel_work as work
+from tinylab.analysis.kernel_work import OpModel
 
 from tinylab.config import RunConfig, profile_schedule
 from tinylab.errors import UserError
@@ -43,51 +52,32 @@ ABOVE_ROOF = ("above its roof: the model counts more bytes or FLOPs than the ker
               "is divided by the wrong number of steps")
 
 
-@dataclass
-class OpModel:
-    """FLOPs and minimum bytes (every input read once, every output written once) of an op.
-
-    per="call": one launch does this work; per="step": all of a step's launches together (v4's
-    AdamW runs one launch per layer, each over that layer's stretch of the flat weights)."""
-
-    flops: float
-    bytes: float
-    per: str = "call"
-
-
 def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
-    """Per-call models of the lab's own Triton kernels at this config's shapes."""
+    """Per-call models of the lab's own Triton kernels at this config's shapes (the formulas are
+    tinylab.analysis.kernel_work's, which the kernels' launch metadata evaluates too)."""
     eb = ELEMENT_BYTES.get(cfg.precision, 4)
     t = cfg.batch_size * cfg.seq_len  # token rows
     d, f, v, hd = cfg.hidden_dim, cfg.ffn_dim, cfg.vocab_size, cfg.head_dim
     h, kv, s, b = cfg.num_heads, cfg.num_kv_heads, cfg.seq_len, cfg.batch_size
-    causal_pairs = b * h * s * (s + 1) / 2
     gemm_weights = v * d + cfg.num_layers * (d * (h + 2 * kv) * hd + h * hd * d + 3 * f * d)
-    attn_fwd = OpModel(4 * causal_pairs * hd, b * s * (2 * h + 2 * kv) * hd * eb)  # q, k, v in; o out
     return [
-        (re.compile(r"^_rmsnorm_fwd"), OpModel(4 * t * d, 2 * t * d * eb)),
-        (re.compile(r"^_rmsnorm_bwd"), OpModel(8 * t * d, 3 * t * d * eb)),
-        (re.compile(r"^_add_rmsnorm_fwd"), OpModel(5 * t * d, 4 * t * d * eb)),
-        (re.compile(r"^_add_rmsnorm_bwd"), OpModel(9 * t * d, 4 * t * d * eb)),
-        (re.compile(r"^_swiglu_fwd"), OpModel(5 * t * f, 3 * t * f * eb)),
-        (re.compile(r"^_swiglu_bwd"), OpModel(9 * t * f, 5 * t * f * eb)),
-        # v4: reads the fused qkv projection, writes rotated q and k and the v heads
-        (re.compile(r"^_rope_gqa"), OpModel(3 * t * (h + kv) * hd, 2 * t * (h + 2 * kv) * hd * eb)),
+        (re.compile(r"^_rmsnorm_fwd"), work.rmsnorm_fwd(t, d, eb)),
+        (re.compile(r"^_rmsnorm_bwd"), work.rmsnorm_bwd(t, d, eb)),
+        (re.compile(r"^_add_rmsnorm_fwd"), work.rmsnorm_fwd(t, d, eb, residual=True)),
+        (re.compile(r"^_add_rmsnorm_bwd"), work.rmsnorm_bwd(t, d, eb, residual=True)),
+        (re.compile(r"^_swiglu_fwd"), work.swiglu_fwd(t, f, eb)),
+        (re.compile(r"^_swiglu_bwd"), work.swiglu_bwd(t, f, eb)),
+        (re.compile(r"^_rope_gqa"), work.rope_gqa(t, h, kv, hd, eb)),
         # v3: one call rotates the q and k heads together (models/v3_triton.py)
-        (re.compile(r"^_rope"), OpModel(3 * t * (h + kv) * hd, 2 * t * (h + kv) * hd * eb)),
-        (re.compile(r"^_attn_fwd"), attn_fwd),
-        # reads q, k, v, dO; writes dK, dV (kernels/flash_attention.py)
-        (re.compile(r"^_attn_bwd_dkdv"), OpModel(2 * attn_fwd.flops, b * s * (2 * h + 4 * kv) * hd * eb)),
-        # reads q, k, v, dO and O (for delta); writes dQ
-        (re.compile(r"^_attn_bwd_dq"), OpModel(1.5 * attn_fwd.flops, b * s * (4 * h + 2 * kv) * hd * eb)),
-        (re.compile(r"^_cross_entropy"), OpModel(5 * t * v, 2 * t * v * eb)),
-        # the cross-entropy backward: the stored gradient scaled by the incoming one
-        (re.compile(r"^_scale_kernel$"), OpModel(t * v, 2 * t * v * eb)),
-        # v4's optimizer over its flat GEMM weights, a launch per layer: reads weight, gradient
-        # and two moments and writes three of them in fp32, plus the next step's copy of the
-        # weights at the compute precision (kernels/adamw.py)
-        (re.compile(r"^_adamw"), OpModel(15 * gemm_weights, gemm_weights * (7 * 4 + (eb if eb < 4 else 0)), per="step")),
-        (re.compile(r"^_embedding_backward"), OpModel(t * d, 2 * t * d * 4)),
+        (re.compile(r"^_rope"), work.rope(t, h + kv, h + kv, hd, eb)),
+        (re.compile(r"^_attn_fwd"), work.attention_fwd(b, h, kv, s, hd, eb)),
+        (re.compile(r"^_attn_bwd_dkdv"), work.attention_bwd_dkdv(b, h, kv, s, hd, eb)),
+        (re.compile(r"^_attn_bwd_dq"), work.attention_bwd_dq(b, h, kv, s, hd, eb)),
+        (re.compile(r"^_cross_entropy"), work.cross_entropy(t, v, eb)),
+        (re.compile(r"^_scale_kernel$"), work.scale(t * v, eb)),
+        # v4's optimizer over its flat GEMM weights, a launch per layer (kernels/adamw.py)
+        (re.compile(r"^_adamw"), dataclasses.replace(work.adamw(gemm_weights, eb if eb < 4 else 0), per="step")),
+        (re.compile(r"^_embedding_backward"), work.embedding_backward(t, d)),
     ]
 
 
@@ -118,11 +108,15 @@ def roof(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
     return min(peak_tflops, intensity * bandwidth_gbps / 1e3)
 
 
+#: Tools whose table covers the PyTorch profiler's active window (tinylab.config.profile_schedule).
+WINDOW_TOOLS = ("pytorch", "proton")
+
+
 def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int | None:
-    """How many training steps a tool's kernel table covers: the PyTorch profiler's active window,
-    every step of the run for a tool that wraps the process, and None (unknown) otherwise: ncu
-    profiles its first N launches, which cut through a step."""
-    if tool == "pytorch":
+    """How many training steps a tool's kernel table covers: the PyTorch profiler's (and proton's)
+    active window, every step of the run for a tool that wraps the process, and None (unknown)
+    otherwise: ncu profiles its first N launches, which cut through a step."""
+    if tool in WINDOW_TOOLS:
         return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph),
                                 cfg.graph_warmup_iters)[2]
     if tool in WHOLE_RUN_TOOLS:
@@ -142,11 +136,14 @@ class RooflinePoint:
     pct_of_roof: float
     bound: str  # "memory" (left of the ridge) or "compute"
     reason: str | None = None  # why a flagged point cannot sit where its numbers put it
+    source: str | None = None  # "proton": its FLOPs and bytes are the profiler's own count, not the model's
+    model_ratio: dict[str, float] | None = None  # that count over the model's ("flops", "bytes")
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "intensity": self.intensity, "achieved_tflops": self.achieved_tflops,
                 "achieved_gbps": self.achieved_gbps, "roof_tflops": self.roof_tflops, "pct_of_roof": self.pct_of_roof,
-                "bound": self.bound, **({"reason": self.reason} if self.reason is not None else {})}
+                "bound": self.bound, **({"reason": self.reason} if self.reason is not None else {}),
+                **({"source": self.source, "model_ratio": self.model_ratio} if self.source is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -182,26 +179,30 @@ class Placement:
 
 
 def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param_elements: int,
-          peak_tflops: float, bandwidth_gbps: float, l2_bytes: float | None = None) -> Placement:
+          peak_tflops: float, bandwidth_gbps: float, l2_bytes: float | None = None,
+          counted: dict[str, OpModel] | None = None) -> Placement:
     """Points for the step and each modelled kernel, with their roof and bound; points above their
     roof go to `flagged` with the reason, per-step models without a step count to `skipped`.
 
-    `steps`: the training steps the table covers (steps_seen), None when unknown."""
+    `steps`: the training steps the table covers (steps_seen), None when unknown. `counted`: per
+    kernel name, the FLOPs and bytes a launch did by the profiler's own count (proton's launch
+    metadata, per call): those kernels are placed from it, with its ratio to the model."""
     points: list[RooflinePoint] = []
     flagged: list[RooflinePoint] = []
     skipped: list[NotPlaced] = []
     unplaced: list[str] = []
     ridge = peak_tflops * 1e3 / bandwidth_gbps
 
-    def add(name: str, model: OpModel, seconds: float, repeats: float, launches: float | None = None) -> None:
+    def add(name: str, model: OpModel, seconds: float, repeats: float, launches: float | None = None,
+            **extra: Any) -> None:
         """`repeats` times the model's work took `seconds`; `launches` kernel launches did it."""
-        if seconds <= 0:
+        if seconds <= 0 or model.bytes <= 0:
             return
         ai = model.flops / model.bytes
         achieved = model.flops * repeats / seconds / 1e12
         ceiling = roof(ai, peak_tflops, bandwidth_gbps)
         point = RooflinePoint(name, ai, achieved, model.bytes * repeats / seconds / 1e9, ceiling,
-                              100 * achieved / ceiling, "memory" if ai < ridge else "compute")
+                              100 * achieved / ceiling, "memory" if ai < ridge else "compute", **extra)
         if point.pct_of_roof <= 100 * (1 + ROOF_TOLERANCE):
             points.append(point)
             return
@@ -230,6 +231,12 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
         for _, row in table.iterrows():
             name = str(row["name"])
             model = next((m for pattern, m in models if pattern.search(name)), None)
+            own = (counted or {}).get(name)
+            if own is not None and math.isfinite(float(row["total_ns"])) and row["total_ns"] > 0:
+                calls = int(row["calls"])
+                add(name, own, float(row["total_ns"]) / 1e9, calls, calls, source="proton",
+                    model_ratio=_model_ratio(own, model, calls, steps))
+                continue
             if model is None:
                 if row["category"] != "gemm":
                     unplaced.append(name)
@@ -243,6 +250,27 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
             add(name, model, float(row["total_ns"]) / 1e9, repeats, int(row["calls"]))
     return Placement(tuple(points), tuple(flagged), tuple(skipped), tuple(unplaced), steps, peak_tflops,
                      bandwidth_gbps, l2_bytes, ridge)
+
+
+def _model_ratio(own: OpModel, model: OpModel | None, calls: int, steps: int | None) -> dict[str, float] | None:
+    """A launch's counted FLOPs and bytes over the model's (a per-step model against the launches
+    of a step), or None where there is no model to compare with."""
+    if model is None or model.flops <= 0 or model.bytes <= 0:
+        return None
+    if model.per == "step":
+        if not steps:
+            return None
+        per = calls / steps
+        return {"flops": own.flops * per / model.flops, "bytes": own.bytes * per / model.bytes}
+    return {"flops": own.flops / model.flops, "bytes": own.bytes / model.bytes}
+
+
+def counted_work(hatchet) -> dict[str, OpModel]:
+    """Per kernel, the FLOPs and bytes of one launch by proton's count (its tree's totals over its
+    launches), for the kernels whose launch metadata gave both."""
+    return {name: OpModel(row["flops"] / row["calls"], row["bytes"] / row["calls"])
+            for name, row in hatchet.kernels.items()
+            if row["calls"] > 0 and row.get("has_flops") and row.get("has_bytes")}
 
 
 def ceilings_cache(runs_root: Path, device_name: str | None) -> Path:
@@ -275,8 +303,24 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool
     loaded = load_run_kernel_table(run.dir, record.profiles) if record.has_kernel_table else None
     table = loaded[0] if loaded else None
     tool = table.attrs.get("tool") if table is not None else None
+    counted = None
+    if tool == "proton":
+        from tinylab.analysis.formats.proton import load_hatchet
+
+        counted = counted_work(load_hatchet(_proton_tree(run.dir, record.profiles, table.attrs.get("rank"))))
     result = place(cfg, table, record.summary.step_ms_median, steps_seen(tool, cfg, record.summary.steps),
                    int((record.start.param_elements if record.start else None) or 0), gemm[key]["large"],
-                   ceilings["copy_gbps"], ceilings.get("l2_bytes"))
+                   ceilings["copy_gbps"], ceilings.get("l2_bytes"), counted)
     title = f"{run.id} {cfg.version} {cfg.precision} on {record.device_name}"
     return result, title, table is not None
+
+
+def _proton_tree(run_dir: Path, profiles, rank: int | None) -> Path:
+    """The .hatchet tree of a run's proton profile (of `rank` in a run of several)."""
+    from tinylab.analysis.formats.proton import HATCHET
+
+    event = next((p for p in reversed(list(profiles)) if p.tool == "proton" and p.rank == rank
+                  and HATCHET in p.artifacts), None)
+    if event is None:
+        raise UserError(f"{run_dir.name}: its proton profile lists no {HATCHET}")
+    return Path(run_dir) / event.artifacts[HATCHET]

@@ -23,6 +23,7 @@ from tinylab.config import (
     ROCPROF_COMPUTE_MODES,
     ROCPROFV3_FORMATS,
     ROCPROFV3_TRACES,
+    PROTON_BACKENDS,
     TOGGLE_HELP,
     TOGGLES,
     VERSIONS,
@@ -108,6 +109,9 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     e.add_argument("--profile-set", dest="profile_set", default=None, metavar="NAME",
                    help="rocprof-compute: collect one metric set in a single pass (its --set, ROCm 7.1+; "
                         "rocprof-compute profile --list-sets names them)")
+    e.add_argument("--proton-backend", choices=PROTON_BACKENDS, default=_DEFAULTS.proton_backend,
+                   help="how --profile proton measures: auto (kernel times through the backend proton picks for "
+                        "the GPU) or instrumentation (cycles of the regions inside kernels; default %(default)s)")
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")

@@ -25,8 +25,9 @@ total milliseconds and share of all kernel time of the kernels whose name contai
 the measured peak) of the kernel with the most time among those whose name contains `sel` or
 whose category is `sel`; over its rocprof-compute speed-of-light tables sol_pct(sel, metric) and
 sol_value(sel, metric) ("Pct of Peak" and "Avg" of the metric so named, e.g. "MFMA Utilization", of
-the analyzed kernel whose name contains `sel` or whose category is `sel`); and profile_files(part),
-the files its profilers wrote whose path holds `part`. The run functions take the "baseline."
+the analyzed kernel whose name contains `sel` or whose category is `sel`); over its proton
+instrumentation profile region_pct(kernel, region), the share of the kernel's measured cycles spent
+in that region; and profile_files(part), the files its profilers wrote whose path holds `part`. The run functions take the "baseline."
 prefix too: baseline.kernel_calls("copy").
 
 Anatomy functions read the step's Triton kernels compiled for a GPU on this machine (what
@@ -69,10 +70,11 @@ KERNEL_FUNCTIONS: dict[str, str] = {
     "kernel_calls": NUM, "kernel_ms": NUM, "kernel_pct": NUM,
     "top_bound": STR, "top_intensity": NUM, "top_bw_pct": NUM, "top_flops_pct": NUM,
     "sol_pct": NUM, "sol_value": NUM,
+    "region_pct": NUM,
     "profile_files": NUM,
 }
 #: How many text arguments a run function takes, where not one: sol_pct(sel, metric).
-RUN_FUNCTION_ARGS = {"sol_pct": 2, "sol_value": 2}
+RUN_FUNCTION_ARGS = {"sol_pct": 2, "sol_value": 2, "region_pct": 2}
 #: Anatomy functions: they read the kernels compiled for a target; name -> result type. Their
 #: arguments are one of ANATOMY_ARGS, literals only.
 ANATOMY_FUNCTIONS: dict[str, str] = {

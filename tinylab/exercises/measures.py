@@ -326,7 +326,40 @@ class Measured:
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile recorded {value!r}")
         return value * 1e3 if name == "deepspeed_fwd_ms" else value
 
+    def region_share(self, kernel: str, region: str) -> float:
+        """region_pct: the share (%) of the cycles proton's instrumentation measured in the regions of
+        the kernel whose name contains `kernel` that were spent in `region`."""
+        call = f"region_pct({kernel!r}, {region!r})"
+        event = next((p for p in reversed(self.profiles) if p.tool == "proton"), None)
+        if event is None or self.run is None:
+            raise checks.Missing(call, f"the {self.role} was not profiled with --profile proton "
+                                       "--proton-backend instrumentation" if self.summary else self._no_summary())
+        from tinylab.analysis.formats.proton import HATCHET, load_hatchet
+
+        relative = event.artifacts.get(HATCHET)
+        if relative is None:
+            raise checks.Missing(call, f"the {self.role}'s proton profile wrote no {HATCHET}"
+                                 + (f" ({event.note})" if event.note else ""))
+        try:
+            regions = load_hatchet(Path(self.run.dir) / relative).regions
+        except UserError as exc:
+            raise checks.Missing(call, str(exc)) from None
+        kernels = [name for name in regions if kernel.lower() in name.lower()]
+        if not kernels:
+            raise checks.Missing(call, f"no kernel of the {self.role} matching {kernel!r} has measured regions "
+                                       "(was it profiled with --proton-backend instrumentation?)")
+        cycles: dict[str, float] = {}
+        for name in kernels:
+            for part, value in regions[name].items():
+                cycles[part] = cycles.get(part, 0.0) + value
+        total = sum(cycles.values())
+        if region not in cycles or total <= 0:
+            raise checks.Missing(call, f"{kernels[0]} has no region {region!r} (its regions: {', '.join(sorted(cycles))})")
+        return 100.0 * cycles[region] / total
+
     def kernel_function(self, fname: str, part: str, *more: str) -> Any:
+        if fname == "region_pct":
+            return self.region_share(part, *more)
         if fname.startswith("sol_"):
             return self.speed_of_light(fname, part, *more)
         if fname.startswith("top_"):

@@ -11,6 +11,7 @@ availability and build argv, which must stay fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -18,7 +19,7 @@ import subprocess
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ContextManager
 
 from tinylab.errors import UserError
 
@@ -69,6 +70,10 @@ class ProfilerAdapter(ABC):
     def check(self, config: "RunConfig") -> None:
         """Refuse, before anything starts, what this tool cannot do for `config` (one-line UserError)."""
 
+    def backends(self) -> list[str] | None:
+        """The ways the tool can measure, for the doctor's report (None: one way, nothing to list)."""
+        return None
+
     def collect(self, out_dir: Path) -> CollectResult:
         """Artifacts and kernel table found in out_dir; a missing or unreadable table is a note."""
         artifacts = list_artifacts(out_dir)
@@ -94,6 +99,11 @@ class InProcessHook:
     def on_forward_end(self, step: int) -> None:
         pass
 
+    def phase(self, name: str) -> ContextManager[Any]:
+        """Entered around each phase of an eager step ("forward", "backward", "optimizer"): a tool
+        that attributes kernels to scopes opens one here."""
+        return contextlib.nullcontext()
+
     def on_step_end(self, step: int) -> None:
         pass
 
@@ -107,6 +117,18 @@ class InProcessAdapter(ProfilerAdapter):
     @abstractmethod
     def make_hook(self, config: "RunConfig", out_dir: Path) -> InProcessHook:
         """The hook the trainer calls around every step, writing into out_dir."""
+
+
+def dist_version(*dists: str) -> str | None:
+    """The installed version of the first of these distributions that is installed, or None."""
+    import importlib.metadata
+
+    for dist in dists:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 # ----------------------------------------------------------------------------- wrappers

@@ -15,7 +15,6 @@ is the operator table by self CPU time (CI and laptops are CPU-only and still ge
 from __future__ import annotations
 
 import csv
-import importlib.metadata
 import importlib.util
 import warnings
 from pathlib import Path
@@ -29,6 +28,7 @@ from tinylab.profilers.base import (
     CollectResult,
     InProcessAdapter,
     InProcessHook,
+    dist_version,
     list_artifacts,
     read_table,
 )
@@ -64,7 +64,7 @@ class PyTorchAdapter(InProcessAdapter):
     def available(self) -> Availability:
         if importlib.util.find_spec("torch") is None:
             return Availability(False, "torch is not installed", None)
-        return Availability(True, None, _dist_version("torch"))
+        return Availability(True, None, dist_version("torch"))
 
     def make_hook(self, config: "RunConfig", out_dir: Path) -> "PyTorchHook":
         if importlib.util.find_spec("torch") is None:
@@ -75,13 +75,6 @@ class PyTorchAdapter(InProcessAdapter):
         source = out_dir / TRACE if (out_dir / TRACE).is_file() else out_dir
         table, fmt, note = read_table(source)
         return CollectResult(list_artifacts(out_dir), table, note, fmt)
-
-
-def _dist_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 class PyTorchHook(InProcessHook):

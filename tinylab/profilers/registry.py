@@ -27,6 +27,7 @@ def _registry(config: "RunConfig | None" = None) -> dict[str, ProfilerAdapter]:
     from tinylab.profilers.deepspeed import DeepSpeedAdapter
     from tinylab.profilers.ncu import NcuAdapter
     from tinylab.profilers.nsys import NsysAdapter
+    from tinylab.profilers.proton import ProtonAdapter
     from tinylab.profilers.pytorch import PyTorchAdapter
     from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
     from tinylab.profilers.rocprof_sys import RocprofSysAdapter
@@ -39,6 +40,7 @@ def _registry(config: "RunConfig | None" = None) -> dict[str, ProfilerAdapter]:
         RocprofComputeAdapter.from_config(config),
         NcuAdapter.from_config(config),
         NsysAdapter(),
+        ProtonAdapter(),
     ]
     return {a.name: a for a in adapters}
 

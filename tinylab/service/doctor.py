@@ -9,7 +9,6 @@ GPU of its vendor is visible.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import platform
 import shutil
@@ -22,6 +21,7 @@ from typing import Any
 import psutil
 
 from tinylab.training.packages import describe, foreign_packages
+from tinylab.profilers.base import dist_version
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
 from tinylab.profilers.rocm_doctor import amd_tool_lines, amd_tools
@@ -50,6 +50,7 @@ class ProfilerStatus:
     kind: str | None = None  # "in-process" or "wrapper"
     description: str = ""
     fix: str | None = None
+    backends: list[str] | None = None  # how the tool can measure here (proton), where it says
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,7 @@ def collect_doctor() -> DoctorReport:
             kind=adapter.kind,
             description=adapter.description,
             fix=None if status.available else adapter.fix,
+            backends=adapter.backends(),
         )
     foreign = foreign_packages()
     rocm = rocm_info()
@@ -144,7 +146,7 @@ def collect_doctor() -> DoctorReport:
         memory_bytes=psutil.virtual_memory().total,
         gpu=gpu_info(),
         rocm=rocm,
-        packages={name: _version(dists) for name, dists in PACKAGES.items()},
+        packages={name: dist_version(*dists) for name, dists in PACKAGES.items()},
         profilers=profilers,
         amd_tools=amd_tools(),
         warnings=tuple(warnings),
@@ -168,15 +170,6 @@ def _torch_hip() -> str | None:
     import torch
 
     return getattr(torch.version, "hip", None)
-
-
-def _version(dists: tuple[str, ...]) -> str | None:
-    for dist in dists:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def gpu_info() -> GpuInfo | None:
@@ -280,6 +273,8 @@ def render_text(report: DoctorReport) -> str:
         lines.append(f"  {mark}{name:<16} {p.kind:<11} {what}")
         if not p.available and p.fix:
             lines.append(f"  {'':<3}{'':<16} {'':<11} fix: {p.fix}")
+        if p.backends:
+            lines.append(f"  {'':<3}{'':<16} {'':<11} backends: {'; '.join(p.backends)}")
     lines += amd_tool_lines(report.amd_tools)
     lines += [f"warning   {w}" for w in report.warnings]
     return "\n".join(lines)

@@ -262,14 +262,15 @@ class Trainer:
               file=self.out, flush=True)
 
     def _range(self, name: str):
-        """A named range: record_function for the PyTorch profiler and, on a GPU, a roctx/NVTX range
-        that rocprofv3 --marker-trace, rocprof-sys and Nsight Systems record."""
-        rf = self.torch.profiler.record_function(name)
-        if not self.markers:
-            return rf
+        """A named range: record_function for the PyTorch profiler, on a GPU a roctx/NVTX range that
+        rocprofv3 --marker-trace, rocprof-sys and Nsight Systems record, and each in-process
+        profiler's phase (proton's scope)."""
         stack = contextlib.ExitStack()
-        stack.enter_context(rf)
-        stack.enter_context(self.torch.cuda.nvtx.range(name))
+        stack.enter_context(self.torch.profiler.record_function(name))
+        if self.markers:
+            stack.enter_context(self.torch.cuda.nvtx.range(name))
+        for hook in self.hooks:
+            stack.enter_context(hook.phase(name))
         return stack
 
     def _step_marker(self, step: int, warmup: bool):

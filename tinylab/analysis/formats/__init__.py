@@ -1,6 +1,6 @@
 """Readers for every native profiler output tinylab understands, chosen by content.
 
-One module per tool (rocprofv3, rocpd, rocprof_compute, rocprof_sys, ncu, nsys, pytorch,
+One module per tool (rocprofv3, rocpd, rocprof_compute, rocprof_sys, ncu, nsys, pytorch, proton,
 kernels_csv; dispatch.py for the per-dispatch CSVs several tools write), detection in detect.py,
 and here the one registry: format name -> description, reader, and whether several files of it in
 one folder are processes of one run (their tables add up).
@@ -27,6 +27,7 @@ from tinylab.analysis.formats import (
     kernels_csv,
     ncu,
     nsys,
+    proton,
     pytorch,
     rocpd,
     rocprof_compute,
@@ -64,7 +65,8 @@ def _trace(fmt: str) -> Callable[[Path, Head], Parsed]:
 
 
 def _parse_json(path: Path, head: Head) -> Parsed:
-    """A PyTorch/Chrome trace or rocprof-sys timemory JSON: which one, the whole content decides."""
+    """A PyTorch/Chrome trace, a rocprof-sys timemory JSON or a proton tree: which one, the whole
+    content decides."""
     text = read_text(path, head)
     try:
         data = json.loads(text)
@@ -72,6 +74,8 @@ def _parse_json(path: Path, head: Head) -> Parsed:
         raise FormatError(f"not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     if isinstance(data, dict) and "timemory" in data:
         return rocprof_sys.parse_timemory(path, data)
+    if proton.is_hatchet(data):
+        return proton.parse_data(path, data)
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise FormatError("JSON without traceEvents (not a PyTorch/Chrome trace) or timemory data")
@@ -91,6 +95,7 @@ REGISTRY: tuple[Format, ...] = (
     Format("ncu", "Nsight Compute --csv (details or raw page)", ncu.parse),
     Format("pytorch-trace", "PyTorch profiler Chrome/Perfetto trace (.json / .json.gz)", _parse_json),
     Format("pytorch-operators", "tinylab operators.csv (PyTorch key_averages attributes)", pytorch.parse_operators),
+    Format("proton", "Triton proton .hatchet tree (JSON)", proton.parse),
     Format("rocprof-sys-json", "rocprof-sys wall_clock-<pid>.json", _parse_json, True),
     Format("rocprof-sys-wall-clock", "rocprof-sys wall_clock-<pid>.txt", rocprof_sys.parse_wall_clock_text, True),
     Format("rocprof-sys-perfetto", "rocprof-sys perfetto-trace-<pid>.proto (needs the perfetto package)",
@@ -103,7 +108,7 @@ REGISTRY: tuple[Format, ...] = (
     Format("tinylab", "tinylab normalized kernels.csv", kernels_csv.parse),
 )
 FORMATS: dict[str, Format] = {f.name: f for f in REGISTRY}
-_JSON = Format("json", "JSON (PyTorch trace or rocprof-sys timemory)", _parse_json)
+_JSON = Format("json", "JSON (PyTorch trace, rocprof-sys timemory or proton tree)", _parse_json)
 
 
 #: A rocprof-compute workload's kernel table, best first (see _load_folder).

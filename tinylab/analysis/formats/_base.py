@@ -28,7 +28,8 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-EXPECTED = "expected rocprofv3 kernel_stats/kernel_trace, rocpd, rocprof-compute, rocprof-sys, ncu, nsys or PyTorch trace"
+EXPECTED = ("expected rocprofv3 kernel_stats/kernel_trace, rocpd, rocprof-compute, rocprof-sys, ncu, nsys, PyTorch "
+            "trace or proton tree")
 _UNIT_NS = {
     "ns": 1.0, "nsec": 1.0, "nsecond": 1.0, "nanosecond": 1.0,
     "us": 1e3, "usec": 1e3, "usecond": 1e3, "microsecond": 1e3, "µs": 1e3,

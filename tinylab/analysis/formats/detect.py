@@ -148,6 +148,8 @@ def json_kind(path: Path, head: Head) -> str | None:
         return "pytorch-trace"
     if '"timemory"' in text:
         return "rocprof-sys-json"
+    if text.lstrip("\ufeff \t\r\n").startswith("[") and '"frame"' in text and '"metrics"' in text:
+        return "proton"
     return None
 
 
