@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from tinylab.analysis import roofline
+from tinylab.render.roofline import render as render_roofline
 from tinylab.config import RunConfig
 from tinylab.events import EventWriter
 from tinylab.runs.store import RunStore
@@ -257,14 +258,17 @@ def make_proton_run(root):
 def test_a_proton_run_places_its_triton_kernels_from_protons_counts(tmp_path):
     """The H100 tree's counts (launch metadata at the run's shapes, fp32) equal the model's for all
     eight Triton kernels of v3; the points are placed from them and say so."""
-    out, _ = roofline_json(make_proton_run(tmp_path / "runs"), tmp_path)
+    run = make_proton_run(tmp_path / "runs")
+    out, ceilings = roofline_json(run, tmp_path)
     own = [p for p in (*out["points"], *out["flagged"]) if p.get("source") == "proton"]
     assert {p["name"] for p in own} == {"_rmsnorm_fwd_kernel", "_rmsnorm_bwd_kernel", "_rope_kernel", "_swiglu_fwd_kernel",
                                         "_swiglu_bwd_kernel", "_attn_fwd_kernel", "_attn_bwd_dq_kernel",
                                         "_attn_bwd_dkdv_kernel"}
     assert all(p["model_ratio"] == {"flops": 1.0, "bytes": 1.0} for p in own)
     assert out["steps_seen"] == 3  # proton records the PyTorch profiler's window
-    text = " ".join(roofline.render(out, "t").split())
+    res = subprocess.run([sys.executable, "-m", "tinylab", "roofline", run.id, "--runs-dir", str(tmp_path / "runs"),
+                          "--ceilings", str(ceilings)], capture_output=True, text=True, timeout=120)
+    text = " ".join(res.stdout.split())
     assert "FLOPs and bytes of 8 Triton kernels: proton's own counts (launch metadata); against the model at the" in text
     assert "8 of 8 agree" in text
 
@@ -277,9 +281,9 @@ def test_counts_that_differ_from_the_model_are_named():
     table = table_rows(("_rmsnorm_fwd_kernel", 51, 1e6, "norm"), ("_mean_kernel", 3, 1e4, "reduction"))
     counted = {"_rmsnorm_fwd_kernel": roofline.OpModel(model.flops, model.bytes / 2), "_mean_kernel": roofline.OpModel(2048, 8200)}
     result = roofline.place(cfg, table, None, 3, V4_PARAMS, 50.0, 4101.0, counted=counted)
-    points = {p["name"]: p for p in result["points"]}
-    assert points["_rmsnorm_fwd_kernel"]["model_ratio"] == {"flops": 1.0, "bytes": 0.5}
-    assert points["_rmsnorm_fwd_kernel"]["achieved_gbps"] == pytest.approx(51 * model.bytes / 2 / 1e-3 / 1e9)
-    assert points["_mean_kernel"]["model_ratio"] is None and not result["unplaced"]
-    text = " ".join(roofline.render(result, "t").split())
+    points = {p.name: p for p in result.points}
+    assert points["_rmsnorm_fwd_kernel"].model_ratio == {"flops": 1.0, "bytes": 0.5}
+    assert points["_rmsnorm_fwd_kernel"].achieved_gbps == pytest.approx(51 * model.bytes / 2 / 1e-3 / 1e9)
+    assert points["_mean_kernel"].model_ratio is None and not result.unplaced
+    text = " ".join(render_roofline(result, "t").split())
     assert "against the model at the run's shapes: 0 of 1 agree; _rmsnorm_fwd_kernel 1.00x FLOPs 0.50x bytes" in text
