@@ -468,8 +468,13 @@ class RunConfig:
 
     @classmethod
     def from_json_file(cls, path: str) -> "RunConfig":
-        with open(path, encoding="utf-8") as fh:
-            return cls.from_dict(json.load(fh))
+        """A config.json (the trainer's and the supervisor's input): bounded, never through a link."""
+        from tinylab.safeio import read_json
+
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} holds a {type(data).__name__}, not an object")
+        return cls.from_dict(data)
 
 
 def _flag(name: str) -> str:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tinylab.safeio import FULL_DISK, UnsafeFile, open_regular, release_space
+from tinylab.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
 
 EVENTS_FILE = "events.jsonl"
 KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "error", "exit")
@@ -384,7 +384,7 @@ class EventWriter:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: see _after_fragment
+        self._fd = open_append(self.path)  # never through a planted link; read: see _after_fragment
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
         record = {"event": kind, "time": time.time(), **fields}
@@ -478,7 +478,7 @@ def parse_lines(data: bytes, first_line_no: int = 1) -> tuple[list[dict[str, Any
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)  # depth and integer size bounded: 5,000 brackets are a corrupt line
         except (ValueError, UnicodeDecodeError):
             corrupt.append(first_line_no + i)
             continue

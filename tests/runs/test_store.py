@@ -395,3 +395,39 @@ def test_an_unreadable_store_entry_is_skipped_with_a_note(tmp_path, monkeypatch)
     assert run_dir_state(tmp_path / "20260101-000000-bbbb") is None
     with pytest.raises(UserError, match="permission denied: nothing done"):
         store.resolve(str(tmp_path / "20260101-000000-bbbb"))
+
+
+# ------------------------------------------------------------------------------ a hostile neighbour's files
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "config.json", "process.json", "trainer.json", "cancel.json",
+                                  "job.json", "ranks/rank0.json", MARKER])
+def test_json_nested_5000_deep_in_any_record_costs_that_run_at_most(tmp_path, capsys, name):
+    """One such file made `runs` list no run at all (RecursionError): now the other runs list, and
+    the damaged one lists as damaged or not at all (a marker that does not parse is no run)."""
+    from tinylab.cli import main
+
+    make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY, exit_event(0)])
+    bad = make_run(tmp_path, "20260101-000000-bbbb", [START, STEP, SUMMARY, exit_event(0)])
+    (bad.dir / name).parent.mkdir(exist_ok=True)
+    with open(bad.dir / name, "a" if name == "events.jsonl" else "w") as fh:
+        fh.write("[" * 2040 + "]" * 2040 if name == MARKER else DEEP + "\n")  # a marker holds at most 4 KB
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "20260101-000000-aaaa" in out
+    assert ("20260101-000000-bbbb" in out) == (name != MARKER)
+    if name != MARKER:
+        assert main(["show", "20260101-000000-bbbb", "--runs-dir", str(tmp_path)]) in (0, 2)
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_400_digit_integer_in_a_summary_is_a_corrupt_line(tmp_path, capsys):
+    from tinylab.cli import main
+
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP])
+    with open(run.dir / "events.jsonl", "a") as fh:
+        fh.write('{"event": "summary", "time": 1.0, "samples_per_s": ' + "9" * 400 + "}\n")
+    assert run.record().corrupt_lines == (3,)
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    assert "20260101-000000-aaaa" in capsys.readouterr().out

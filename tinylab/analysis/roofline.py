@@ -22,7 +22,6 @@ wraps the whole process; ncu sees its first N launches, which are not whole step
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 import textwrap
@@ -33,6 +32,7 @@ from typing import Any
 from tinylab.analysis.names import short_name
 from tinylab.config import RunConfig, profile_schedule
 from tinylab.errors import UserError
+from tinylab.safeio import DOCUMENT_LIMIT, read_json
 from tinylab.training.flops import forward_flops_per_token, training_flops_per_step
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -249,15 +249,19 @@ def render(result: dict[str, Any], title: str, width: int = 78, height: int = 20
 
 
 def ceilings_cache(runs_root: Path, device_name: str | None) -> Path:
-    """Where measured ceilings of a card are kept, beside the runs measured on it."""
-    return Path(runs_root) / f"ceilings-{(device_name or 'unknown').replace(' ', '_')}.json"
+    """Where measured ceilings of a card are kept, beside the runs measured on it. The name comes
+    from a run's events (a file anyone may have written): only letters, digits, '.', '_' and '-' of
+    it make the file name, so it never names a path outside the store."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", device_name or "unknown").lstrip(".")[:100]
+    return Path(runs_root) / f"ceilings-{safe}.json"
 
 
 def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] | None:
     try:
-        return json.loads(ceilings_cache(runs_root, device_name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(ceilings_cache(runs_root, device_name), DOCUMENT_LIMIT)
+    except (OSError, UserError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def for_run(run, record, ceilings: dict[str, Any]) -> tuple[dict[str, Any], str, bool]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tinylab.errors import UserError
+from tinylab.safeio import open_append, read_tail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -243,14 +244,14 @@ def run_tool(argv: list[str], log: Path, timeout: float = 600.0) -> tuple[bool, 
     """Run a post-processing step (nsys stats, rocprof-compute analyze); output goes to log."""
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with open(log, "w", encoding="utf-8") as fh:
+        with os.fdopen(open_append(log, truncate=True), "w", encoding="utf-8") as fh:
             proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return False, f"{Path(argv[0]).name} {argv[1]} timed out after {timeout:.0f} s"
     except OSError as exc:
         return False, f"{Path(argv[0]).name}: {exc.strerror or exc}"
     if proc.returncode != 0:
-        tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split())[-200:]
+        tail = " ".join(read_tail(log, 4096).decode("utf-8", "replace").split())[-200:]
         return False, f"{Path(argv[0]).name} {argv[1]} exited {proc.returncode}: {tail}"
     return True, ""
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinylab import childproc
 from tinylab.errors import UserError
+from tinylab.safeio import read_json
 from tinylab.training.flops import device_peak_tflops
 from tinylab.profilers.base import (
     Availability,
@@ -79,8 +80,8 @@ class DeepSpeedAdapter(InProcessAdapter):
         path = out_dir / FLOPS_JSON
         if path.is_file():
             try:
-                note = json.loads(path.read_text(encoding="utf-8")).get("note")
-            except (ValueError, AttributeError):
+                note = read_json(path).get("note")
+            except (OSError, UserError, AttributeError):
                 note = f"{FLOPS_JSON} is not valid JSON"
         return CollectResult(list_artifacts(out_dir), None, note, "deepspeed-flops")
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.errors import UserError
+from tinylab.safeio import read_bounded
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, probe, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
@@ -147,8 +148,8 @@ class Rocprofv3Adapter(RocmToolAdapter):
 
     def planned_passes(self, out_dir: Path, arch: str | None) -> int | None:
         try:
-            lines = (out_dir / COUNTERS_FILE).read_text(encoding="utf-8").splitlines()
-        except OSError:
+            lines = read_bounded(out_dir / COUNTERS_FILE, 1 << 20).decode("utf-8", "replace").splitlines()
+        except (OSError, UserError):
             return None
         return sum(line.startswith("pmc:") for line in lines) or None
 

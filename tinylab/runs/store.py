@@ -53,7 +53,7 @@ from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord, printable
-from tinylab.safeio import FULL_DISK, UnsafeFile, read_bounded, release_space, reserve_space
+from tinylab.safeio import FULL_DISK, read_json, release_space, reserve_space, write_atomic
 
 STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
@@ -97,10 +97,10 @@ def run_dir_state(path: Path, *, legacy: bool = True) -> bool | None:
         if not stat.S_ISDIR(path.lstat().st_mode):
             return False
         try:
-            data = json.loads(read_bounded(path / MARKER, limit=MARKER_LIMIT))
+            data = read_json(path / MARKER, limit=MARKER_LIMIT)
         except FileNotFoundError:
             pass
-        except (UserError, ValueError, UnicodeDecodeError):  # a link, a FIFO, too large, not JSON
+        except UserError:  # a link, a FIFO, too large, not JSON, nested too deep
             return False
         else:
             return isinstance(data, dict) and data.get("id") == path.name
@@ -127,14 +127,10 @@ def _why(exc: OSError) -> str:
 
 
 def write_json(path: Path, obj: dict[str, Any]) -> None:
-    """Write-then-rename, so a reader never sees half a record."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    """A record of a run folder, written then renamed (tinylab.safeio.write_atomic): a reader never
+    sees half a record, and a link planted at its name, or a run folder that is a link, is never
+    written through."""
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True).encode("utf-8"), follow_dir_link=False)
 
 
 def write_record(run_dir: Path, name: str, obj: dict[str, Any]) -> None:
@@ -173,13 +169,13 @@ class Run:
     def _read_json(self, name: str) -> dict[str, Any]:
         """A record file as an object; UserError (one line) when missing, unsafe, too large or not an object."""
         try:
-            data = json.loads(read_bounded(self.dir / name))
+            data = read_json(self.dir / name)
         except FileNotFoundError:
             raise UserError(f"{name} is missing") from None
-        except UnsafeFile as exc:
-            raise UserError(str(exc).replace(str(self.dir) + os.sep, "")) from None
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise UserError(f"{name} is not valid JSON ({type(exc).__name__})") from None
+        except UserError as exc:  # a link, a FIFO, too large, not JSON, nested too deep
+            raise UserError(printable(str(exc).replace(str(self.dir) + os.sep, ""))) from None
+        except OSError as exc:
+            raise UserError(f"{name} cannot be read ({exc.strerror or type(exc).__name__})") from None
         if not isinstance(data, dict):
             raise UserError(f"{name} holds a {type(data).__name__}, not an object")
         return data

@@ -34,7 +34,7 @@ from tinylab.profilers.registry import wrapper_adapter
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
 from tinylab.runs.store import process_start_time, write_json, write_record
-from tinylab.safeio import UnsafeFile, read_tail
+from tinylab.safeio import UnsafeFile, read_tail, write_atomic
 
 
 #: What the other nodes of a run started by hand (not through Slurm) run to join it.
@@ -110,9 +110,9 @@ def supervise(run_dir: Path) -> int:
         except OSError:  # the run goes on; seen from elsewhere it reads as lost until it ends
             pass
     if cfg.nnodes > 1 and not through_srun(cfg):  # started by hand: the other nodes join by hand
-        (run_dir / NODES_FILE).write_text(
+        write_atomic(run_dir / NODES_FILE, (
             f"This run has {cfg.nnodes} nodes; this one started it. On each of the others, in a folder that sees\n"
-            f"{run_dir.resolve()} at the same path, run:\n\n  {shlex.join(argv)}\n", encoding="utf-8")
+            f"{run_dir.resolve()} at the same path, run:\n\n  {shlex.join(argv)}\n").encode("utf-8"), follow_dir_link=False)
     try:
         print("$ " + " ".join(argv), flush=True)
     except OSError:  # output.log on a full disk: the run still starts, and its events say how it ends
