@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tinylab import childproc
 from tinylab.errors import UserError
 from tinylab.safeio import open_append, read_tail
 
@@ -180,10 +181,8 @@ _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*(?:[-+.][0-9A-Za-z.]+)?")
 
 def probe(path: str, args: tuple[str, ...], timeout: float = 30.0) -> tuple[int | None, str]:
     """(exit code, stdout + stderr) of `path args`; (None, why) when it could not run."""
-    try:
-        proc = subprocess.run(
-            [path, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, errors="replace"
-        )
+    try:  # killed with whatever it started when it hangs; its output bounded
+        proc = childproc.run_bounded([path, *args], timeout)
     except subprocess.TimeoutExpired:
         return None, f"no answer within {timeout:.0f} s"
     except OSError as exc:

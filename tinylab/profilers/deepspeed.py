@@ -58,8 +58,7 @@ class DeepSpeedAdapter(InProcessAdapter):
             return Availability(False, "deepspeed is not installed", None)
         try:  # -P and a folder of its own: a deepspeed.py or torch.py where tinylab runs is never imported
             with childproc.neutral_cwd() as cwd:
-                proc = subprocess.run(childproc.python("-c", _IMPORT_CHECK), capture_output=True, text=True,
-                                      timeout=180, errors="replace", cwd=cwd)
+                proc = childproc.run_bounded(childproc.python("-c", _IMPORT_CHECK), 180, cwd=cwd)
         except subprocess.TimeoutExpired:
             return Availability(False, "importing deepspeed took more than 180 s", None)
         lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinylab import tomlfile
+from tinylab import childproc, tomlfile
 from tinylab.config import MAX_PER_NODE, MAX_WORLD, RunConfig
 from tinylab.errors import UserError
 from tinylab.training.parallel import ENDPOINT_ENV
@@ -41,8 +41,13 @@ RDZV_PORT = 29500
 RDZV_PORTS = 1000
 #: How long an answer about a live job is kept (seconds); an ended job's answer is kept for good.
 CACHE_S = 5.0
-#: The longest a Slurm command may take to answer (a busy controller) before it counts as no answer.
+#: The longest sbatch or scancel may take to answer (a busy controller) before it counts as no answer.
 CALL_TIMEOUT_S = 30.0
+#: The same for the status queries (squeue, sacct): a listing asks one per Slurm run.
+QUERY_TIMEOUT_S = 5.0
+#: After a command did not answer in time, it is not asked again for this long: a hung squeue costs
+#: a listing of many Slurm runs one timeout, not one a run.
+SILENT_S = 60.0
 
 QUEUED = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"})
 RUNNING = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING",
@@ -332,7 +337,7 @@ def _ask(job_id: str) -> str | None:
     answered = False
     for argv in (["squeue", "-h", "-j", job_id, "-o", "%T"],
                  ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"]):
-        proc = _call(argv)
+        proc = _call(argv, QUERY_TIMEOUT_S)
         if isinstance(proc, str) or proc.returncode != 0:
             continue  # absent, or it failed (squeue of a job the controller forgot, accounting off)
         answered = True
@@ -342,16 +347,26 @@ def _ask(job_id: str) -> str | None:
     return "" if answered else None
 
 
-def _call(argv: list[str]) -> subprocess.CompletedProcess | str:
-    """The finished command, or why it could not be run."""
-    if shutil.which(argv[0]) is None:
-        return f"{argv[0]} is not on PATH"
+#: command -> when it last failed to answer in time (time.monotonic()), see SILENT_S.
+_silent: dict[str, float] = {}
+
+
+def _call(argv: list[str], timeout: float = CALL_TIMEOUT_S) -> subprocess.CompletedProcess | str:
+    """The finished command, or why it could not be run (tinylab.childproc.run_bounded: killed with
+    what it started after `timeout` seconds, its output bounded)."""
+    name = argv[0]
+    if shutil.which(name) is None:
+        return f"{name} is not on PATH"
+    since = _silent.get(name)
+    if since is not None and time.monotonic() - since < SILENT_S:
+        return f"{name} did not answer within {timeout:.0f} s {time.monotonic() - since:.0f} s ago"
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=CALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return childproc.run_bounded(argv, timeout)
     except subprocess.TimeoutExpired:
-        return f"{argv[0]} did not answer within {CALL_TIMEOUT_S:.0f} s"
+        _silent[name] = time.monotonic()
+        return f"{name} did not answer within {timeout:.0f} s"
     except OSError as exc:
-        return f"could not start {argv[0]}: {exc.strerror or exc}"
+        return f"could not start {name}: {exc.strerror or exc}"
 
 
 def _last_line(text: str) -> str:

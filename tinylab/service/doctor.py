@@ -18,6 +18,7 @@ from typing import Any
 
 import psutil
 
+from tinylab import childproc
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
@@ -135,10 +136,8 @@ def _nvidia_smi_gpu() -> dict[str, Any] | None:
     if exe is None:
         return None
     try:
-        proc = subprocess.run(
-            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20,
-        )  # fmt: skip
+        proc = childproc.run_bounded([exe, "--query-gpu=name,driver_version,memory.total",
+                                      "--format=csv,noheader,nounits"], 20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     rows = [[c.strip() for c in line.split(",")] for line in proc.stdout.splitlines() if line.count(",") >= 2]
