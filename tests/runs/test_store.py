@@ -431,3 +431,20 @@ def test_a_400_digit_integer_in_a_summary_is_a_corrupt_line(tmp_path, capsys):
     assert run.record().corrupt_lines == (3,)
     assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
     assert "20260101-000000-aaaa" in capsys.readouterr().out
+
+
+def test_a_store_others_may_write_into_is_a_warning(tmp_path, capsys):
+    from tinylab.cli import main
+
+    store = tmp_path / "runs"
+    make_run(store, "20260101-000000-aaaa", [START, STEP, SUMMARY, exit_event(0)])
+    store.chmod(0o755)
+    assert main(["runs", "--runs-dir", str(store)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    store.chmod(0o777)
+    try:
+        assert main(["runs", "--runs-dir", str(store)]) == 0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "writable by its group and everyone" in err and "chmod go-w" in err
+    finally:
+        store.chmod(0o755)

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 
 from tinylab.errors import UserError
+from tinylab.commands._common import check_output, write_output
 from tinylab.commands.runflags import add_run_arguments, config_from_args
 
 
 def _csv(kind):
+    """An argparse type: a comma-separated list (argparse turns ArgumentTypeError into its usage error)."""
     def parse(text: str):
         try:
             return [kind(x) for x in text.split(",") if x]
         except ValueError:
-            raise UserError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
 
     return parse
 
@@ -44,6 +47,8 @@ def run(args) -> int:
 
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.out is not None:
+        check_output(args.out, "--out")
     base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", version="v1", telemetry=False)
     cases = bench.build_matrix(args.cases, args.precisions, args.seq_lens or [base.seq_len], base)
     import torch
@@ -78,7 +83,7 @@ def run(args) -> int:
         env["liger_kernel"] = liger_version()
     doc = {"environment": env, "config": base.to_dict(), "rows": rows, **extra}
     if args.out:
-        args.out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+        write_output(args.out, json.dumps(doc, indent=2, default=str) + "\n", "--out")
     problems = bench.check_regression(rows, baseline, args.max_regression) if baseline else []
     print()
     print(f"{env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']} | "

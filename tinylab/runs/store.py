@@ -53,7 +53,7 @@ from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord, printable
-from tinylab.safeio import FULL_DISK, read_json, release_space, reserve_space, write_atomic
+from tinylab.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
 
 STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost")
 TERMINAL = ("finished", "failed", "cancelled", "lost")
@@ -385,6 +385,16 @@ class RunStore:
         names = ", ".join(self.unreadable[:3]) + (", ..." if len(self.unreadable) > 3 else "")
         return (f"skipped {len(self.unreadable)} entr{'y' if len(self.unreadable) == 1 else 'ies'} of "
                 f"{self.root} that could not be read (permission denied): {printable(names)}")
+
+    def exposure_note(self) -> str | None:
+        """One line when others may write into the store's folder (shared scratch made group- or
+        world-writable): they could plant, replace or delete runs there. None otherwise."""
+        who = exposed(self.root)
+        if who is None:
+            return None
+        shown = printable(str(self.root))
+        return (f"warning: the run store {shown} is writable by {who}: a neighbour could plant, replace or delete "
+                f"runs there (chmod go-w {shown}, or use a --runs-dir of your own)")
 
     def _exists(self) -> bool:
         try:
