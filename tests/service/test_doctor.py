@@ -27,8 +27,8 @@ def fast_deepspeed_check(monkeypatch):
 
 def test_report_shape_and_packages():
     report = doctor.collect_doctor()
-    assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "warnings"}
-    assert report["memory_bytes"] > 2**28
+    assert set(report) == {"os", "python", "memory_bytes", "cpus", "gpu", "rocm", "packages", "profilers", "warnings"}
+    assert report["memory_bytes"] > 2**28 and report["cpus"] >= 1
     assert report["warnings"] == []
     assert list(report["profilers"]) == list(PROFILERS)
     for name, p in report["profilers"].items():

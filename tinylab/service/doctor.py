@@ -22,6 +22,7 @@ from tinylab import childproc
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
+from tinylab.service.machine import usable_cpus
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
@@ -59,6 +60,7 @@ def collect_doctor() -> dict[str, Any]:
         "os": {"system": platform.system(), "release": platform.release(), "machine": platform.machine()},
         "python": {"version": platform.python_version(), "executable": sys.executable},
         "memory_bytes": psutil.virtual_memory().total,
+        "cpus": usable_cpus(),
         "gpu": gpu_info(),
         "rocm": rocm,
         "packages": {name: _version(dists) for name, dists in PACKAGES.items()},

@@ -8,6 +8,7 @@ into the one the trainer will get, or a one-line error.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,14 @@ from tinylab.config import ConfigError
 from tinylab.profilers.base import gpu_vendors
 
 
+def usable_cpus() -> int | None:
+    """CPU cores this process may run on (its affinity: a Slurm job's or a container's share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
 @dataclass(frozen=True)
 class Machine:
     gpus: int = 0  # GPUs torch can use
@@ -24,6 +33,7 @@ class Machine:
     gpu_name: str | None = None
     gpu_memory_bytes: int | None = None  # of one GPU
     host_memory_bytes: int | None = None
+    cpus: int | None = None  # CPU cores this process may run on (None: unknown)
 
     def memory_bytes(self, device_type: str) -> int | None:
         """The memory a run on this device type may use (None: unknown, nothing is refused)."""
@@ -53,24 +63,25 @@ class Machine:
     @classmethod
     def probe(cls) -> "Machine":
         """This machine, as the trainer's torch will see it."""
-        host = psutil.virtual_memory().total
+        host, cpus = psutil.virtual_memory().total, usable_cpus()
         if not gpu_vendors():
-            return cls(host_memory_bytes=host)  # no GPU device node: no torch import needed to know
+            return cls(host_memory_bytes=host, cpus=cpus)  # no GPU device node: no torch import needed to know
         import torch
 
         if not torch.cuda.is_available():
-            return cls(host_memory_bytes=host)
+            return cls(host_memory_bytes=host, cpus=cpus)
         return cls(torch.cuda.device_count(), "amd" if getattr(torch.version, "hip", None) else "nvidia",
-                   torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory, host)
+                   torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory, host, cpus)
 
     @classmethod
     def from_doctor(cls, report: dict[str, Any] | None) -> "Machine":
         """From `tinylab doctor --json` (the lab's view): only a GPU torch can use counts."""
         report = report or {}
         host = report.get("memory_bytes") if isinstance(report.get("memory_bytes"), int) else None
+        cpus = report.get("cpus") if isinstance(report.get("cpus"), int) else None
         gpu = report.get("gpu") or {}
         if not gpu.get("torch_sees_gpu"):
-            return cls(host_memory_bytes=host)
+            return cls(host_memory_bytes=host, cpus=cpus)
         memory = gpu.get("memory_gb")
         return cls(int(gpu.get("count") or 1), gpu.get("vendor"), gpu.get("name"),
-                   int(memory * 2**30) if isinstance(memory, (int, float)) else None, host)
+                   int(memory * 2**30) if isinstance(memory, (int, float)) else None, host, cpus)
