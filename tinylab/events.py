@@ -21,7 +21,7 @@ pass      pass, planned, tool, steps: a counter-pass tool started the program ag
 telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null), rank (each rank
           samples its own GPU in a run of several)
 error     type, message, traceback, rank (any rank of a run of several may write one)
-exit      returncode, signal (written by the supervisor after the trainer ends)
+exit      returncode, signal, note (written by the supervisor after the trainer ends)
 
 Readers must tolerate a partly written last line and corrupt records: they are skipped and
 counted, never fatal. A record that parses but breaks FIELD_TYPES (a hand edit, a damaged line
@@ -305,6 +305,7 @@ class ErrorEvent:
 class ExitEvent:
     returncode: int
     signal: str | None = None
+    note: str | None = None  # what the supervisor saw besides the code (torchrun killed while its ranks trained on)
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "ExitEvent":

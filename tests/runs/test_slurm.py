@@ -27,7 +27,8 @@ def test_slurm_time_forms_are_accepted(value):
 
 
 @pytest.mark.parametrize("value", ["1h", "", "01:60:00", "00:30:60", "1-24:00:00", "1-", "-1", "1:2:3:4", "30:61",
-                                   "01:30:00\n#SBATCH --x"])
+                                   "01:30:00\n#SBATCH --x",
+                                   "99999999999999999999", "4294967295", "3000000-00:00:00"])
 def test_other_times_are_refused(value):
     assert not slurm.valid_time(value)
 

@@ -448,3 +448,37 @@ def test_a_store_others_may_write_into_is_a_warning(tmp_path, capsys):
         assert err.count("\n") == 1 and "writable by its group and everyone" in err and "chmod go-w" in err
     finally:
         store.chmod(0o755)
+
+
+@pytest.mark.parametrize("events", [
+    [START, STEP, SUMMARY, exit_event(-2, "SIGINT")],
+    [START, STEP, SUMMARY, {**ERROR, "type": "KeyboardInterrupt", "message": "interrupted by SIGINT"}, exit_event(130)],
+])
+def test_a_cancel_landing_after_the_summary_leaves_the_run_finished_whatever_it_interrupted(tmp_path, events):
+    """The one case of the last pass still failing: the cancel's SIGINT reached the trainer after its
+    summary (during the profile's export) and the exit code -2 made the run `failed`."""
+    run = make_run(tmp_path, "20260101-000000-aaaa", events)
+    (run.dir / "cancel.json").write_text(json.dumps({"time": 1.0, "by_pid": 1}))
+    assert run.status() == "finished"
+    other = make_run(tmp_path, "20260101-000000-bbbb", [START, STEP, SUMMARY, ERROR, exit_event(1)])
+    (other.dir / "cancel.json").write_text(json.dumps({"time": 1.0, "by_pid": 1}))
+    assert other.status() == "failed"  # a real error after the summary is still a failure
+
+
+def test_a_dry_run_submission_is_listed_as_a_dry_run(tmp_path):
+    from tinylab.runs.slurm import JOB_FILE, SCRIPT_FILE
+
+    run = make_run(tmp_path, "20260101-000000-aaaa")
+    (run.dir / SCRIPT_FILE).write_text("#!/bin/bash\n")
+    assert run.status() == "dry-run"
+    (run.dir / JOB_FILE).write_text('{"job_id": "12"}')  # the supervisor records the job once it starts
+    assert run.status() != "dry-run"
+
+
+def test_rm_of_one_run_named_twice_removes_it_once(tmp_path, capsys):
+    from tinylab.cli import main
+
+    make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY, exit_event(0)])
+    assert main(["rm", "20260101-000000-aaaa", "20260101-000000-aaaa", "--runs-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "removed 20260101-000000-aaaa\n"
+    assert RunStore(tmp_path).list() == []

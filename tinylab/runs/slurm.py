@@ -66,6 +66,8 @@ FAILED: dict[str, str] = {
 }
 ENDED = frozenset({"COMPLETED", "CANCELLED", *FAILED})
 
+#: Slurm counts a time limit in minutes in 32 bits, below its "no value" marker: sbatch refuses more.
+MAX_TIME_MINUTES = 0xFFFFFFFE - 1
 _TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 #: What a path in an #SBATCH line may hold: sbatch splits those lines on blanks and expands `%`.
@@ -145,14 +147,19 @@ def valid_time(value: str) -> bool:
     """One of sbatch's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (minutes and seconds below
     60 after a larger unit, hours below 24 after days)."""
     m = _TIME.fullmatch(value)
-    if m is None:
+    if m is None or any(len(v) > 9 for v in m.groups() if v is not None):
         return False
     days, d_hours, d_minutes, d_seconds, first, second, third = m.groups()
     if days is not None:
-        return int(d_hours) < 24 and all(int(v) < 60 for v in (d_minutes, d_seconds) if v is not None)
-    if third is not None:  # H:M:S
-        return int(second) < 60 and int(third) < 60
-    return second is None or int(second) < 60  # M or M:S
+        minutes = int(days) * 1440 + int(d_hours) * 60 + int(d_minutes or 0)
+        ok = int(d_hours) < 24 and all(int(v) < 60 for v in (d_minutes, d_seconds) if v is not None)
+    elif third is not None:  # H:M:S
+        minutes = int(first) * 60 + int(second)
+        ok = int(second) < 60 and int(third) < 60
+    else:  # M or M:S
+        minutes = int(first)
+        ok = second is None or int(second) < 60
+    return ok and minutes <= MAX_TIME_MINUTES
 
 
 def check_size(nodes: Any, gpus_per_node: Any) -> None:

@@ -25,9 +25,11 @@ remote     the run was started on another host and has not ended: its processes 
            from here (a compute node's run, seen from the login node); or it is a Slurm job and no
            Slurm can be asked here (a laptop reading a shared folder)
 cancelled  cancel.json exists, the process is gone, and it wrote no summary; or Slurm cancelled its job
+           (a cancel that lands after the summary leaves the run finished: it interrupted no training)
 failed     an error event, or a non-zero exit code; or Slurm ended its job as failed (TIMEOUT, NODE_FAIL ...)
 finished   a summary event and a zero (or not yet recorded) exit code
 lost       the process is gone with no summary, error or exit record
+dry-run    `tinylab submit --dry-run` wrote the job script and nobody submitted it through tinylab
 
 A Slurm run whose supervisor has not recorded its end (no `exit` event) asks Slurm first.
 """
@@ -55,8 +57,12 @@ from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord, printable
 from tinylab.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
 
-STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost")
-TERMINAL = ("finished", "failed", "cancelled", "lost")
+STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost", "dry-run")
+#: Statuses that do not change by themselves (a dry run's script waits for a hand-typed sbatch).
+TERMINAL = ("finished", "failed", "cancelled", "lost", "dry-run")
+#: Exit codes a cancel's signals give: killed by SIGINT, SIGTERM or SIGKILL, or the trainer's own
+#: code for an interrupt (130); a shell's 128 + signal for the others.
+CANCEL_CODES = (-2, -15, -9, 130, 143, 137)
 #: What a cancel stops (and `rm` refuses without --force).
 LIVE = ("queued", "running")
 ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
@@ -278,15 +284,24 @@ class Run:
         return self._ended(log, process), job
 
     def _ended(self, log: EventLog, process: dict[str, Any] | None) -> str:
-        if _remote(process) and log.last("summary") is None and log.last("exit") is None and log.last("error") is None \
-                and self.cancel_record is None:
+        if process is None and not log.events and (self.dir / slurm.SCRIPT_FILE).exists() \
+                and not (self.dir / slurm.JOB_FILE).exists():
+            return "dry-run"  # a job script that `submit --dry-run` wrote; tinylab submitted nothing
+        cancel, summary = self.cancel_record, log.last("summary")
+        if _remote(process) and summary is None and log.last("exit") is None and log.last("error") is None \
+                and cancel is None:
             return "remote"
-        if self.cancel_record is not None and log.last("summary") is None:  # a cancel after the summary
-            return "cancelled"                                               # came too late to stop it
-        exit_ev = log.last("exit")
-        if log.last("error") is not None or (exit_ev is not None and exit_ev.get("returncode") != 0):
+        if cancel is not None and summary is None:
+            return "cancelled"
+        errors, exit_ev = log.of("error"), log.last("exit")
+        if cancel is not None:  # a cancel after the summary came too late to stop the training: what its
+            # signal interrupted (a profile's export, the teardown) is no failure of the run
+            errors = [e for e in errors if e.get("type") != "KeyboardInterrupt"]
+            if exit_ev is not None and exit_ev.get("returncode") in CANCEL_CODES:
+                exit_ev = None
+        if errors or (exit_ev is not None and exit_ev.get("returncode") != 0):
             return "failed"
-        if log.last("summary") is not None:
+        if summary is not None:
             return "finished"
         return "lost"
 

@@ -181,8 +181,9 @@ class Lab:
         return launcher.cancel(ref if isinstance(ref, Run) else self.run(ref))
 
     def remove(self, refs: list[str], force: bool = False) -> list[str]:
-        """Delete runs (all refs are resolved before anything is deleted); returns their ids."""
-        runs = [self.run(ref) for ref in refs]
+        """Delete runs (all refs are resolved before anything is deleted, a run named twice once);
+        returns their ids."""
+        runs = list({run.dir: run for run in (self.run(ref) for ref in refs)}.values())
         for run in runs:
             if force:
                 launcher.cancel(run)
