@@ -122,6 +122,7 @@ def fake_slurm(monkeypatch, tmp_path) -> FakeSlurm:
     monkeypatch.setenv("SLURM_STANDIN_DIR", str(folder))
     monkeypatch.setattr(slurm, "CACHE_S", 0.0)
     monkeypatch.setattr(slurm, "_answers", {})
+    monkeypatch.setattr(slurm, "_silent", {})
     return FakeSlurm(folder)
 
 

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
+from tinylab.config import GRAPH_WARMUP_ITERS, PRESETS, ConfigError, RunConfig
 
 
 def test_defaults_are_the_workshop_model():
@@ -211,3 +211,25 @@ def test_proton_beside_other_tools():
     assert RunConfig(version="v4", profilers=["proton"], proton_backend="instrumentation").toggle("cuda_graph") is False
     assert RunConfig(version="v4", profilers=["proton"]).toggle("cuda_graph") is True
     assert RunConfig.from_dict({"version": "v3"}).proton_backend == "auto"  # an older config.json
+@pytest.mark.parametrize("endpoint", ["127.0.0.1:99999", "--help:1", "node1:0", "-x:29500", "node1", "a b:1"])
+def test_a_rendezvous_endpoint_is_a_host_and_a_port(endpoint):
+    """torchrun read `--help:1` as its own flag, and 99999 is no port."""
+    cfg = RunConfig(parallel="ddp", nproc_per_node=1, nnodes=2, rdzv_endpoint=endpoint)
+    with pytest.raises(ConfigError, match="--rdzv-endpoint must be HOST:PORT"):
+        cfg.validate()
+
+
+def test_rendezvous_endpoints_of_names_and_addresses_pass():
+    for endpoint in ("node-01.cluster:29500", "10.0.0.7:1", "[fe80::1]:65535"):
+        RunConfig(parallel="ddp", nnodes=2, rdzv_endpoint=endpoint).validate()
+
+
+def test_the_memory_floor_counts_what_grows_with_the_vocabulary_and_the_sequence():
+    base = RunConfig(**PRESETS["cpu"])
+    assert base.memory_floor_bytes() < 2**30
+    long = RunConfig(**{**PRESETS["cpu"], "seq_len": 16384})
+    assert long.memory_floor_parts()["attention"] == (2 + 2) * 4 * 4 * 16384**2 * 4  # 64 GiB of fp32 scores
+    flash = RunConfig(**{**PRESETS["cpu"], "seq_len": 16384, "version": "v2", "sdpa": True})
+    assert flash.memory_floor_parts()["attention"] == 0
+    wide = RunConfig(**{**PRESETS["cpu"], "vocab_size": 20_000_000})
+    assert wide.memory_floor_parts()["logits"] == 3 * 4 * 64 * 20_000_000 * 4

@@ -78,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)
-    except UserError as exc:
-        print(f"tinylab: error: {exc}", file=sys.stderr)
+    except UserError as exc:  # one line, whatever a file it names put into it (an escape sequence, a newline)
+        from tinylab.runs.record import printable
+
+        print(f"tinylab: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("tinylab: interrupted", file=sys.stderr)

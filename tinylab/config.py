@@ -457,8 +457,12 @@ class RunConfig:
             raise ConfigError(f"--device {self.device} names one GPU, but each of {self.nproc_per_node} ranks takes "
                               "the GPU of its local rank: use --device cuda")
         if self.rdzv_endpoint is not None:
-            if not isinstance(self.rdzv_endpoint, str) or not re.fullmatch(r"[A-Za-z0-9.\-_]+:\d{1,5}", self.rdzv_endpoint):
-                raise ConfigError(f"--rdzv-endpoint must be HOST:PORT (the first node's address), got {self.rdzv_endpoint!r}")
+            # a host name or address, never something torchrun would read as a flag (`--help:1`)
+            endpoint = re.fullmatch(r"(?:[A-Za-z0-9][A-Za-z0-9.\-_]*|\[[0-9A-Fa-f:.]+\]):(\d{1,5})", self.rdzv_endpoint) \
+                if isinstance(self.rdzv_endpoint, str) else None
+            if endpoint is None or not 1 <= int(endpoint.group(1)) <= 65535:
+                raise ConfigError(f"--rdzv-endpoint must be HOST:PORT, the first node's name or address and a port "
+                                  f"from 1 to 65535, got {self.rdzv_endpoint!r}"[:200])
             if self.nnodes == 1:
                 raise ConfigError("--rdzv-endpoint applies to runs of several nodes (--nnodes 2 or more)")
 
@@ -544,22 +548,55 @@ class RunConfig:
         per_layer = d * self.num_heads * hd * 2 + d * self.num_kv_heads * hd * 2 + 3 * d * self.ffn_dim + 2 * d
         return self.vocab_size * d + self.num_layers * per_layer + d
 
-    def memory_floor_bytes(self) -> int:
-        """A lower bound on the memory training needs: fp32 weights, gradients and AdamW's two moments
-        (16 bytes a parameter), plus the activations every version keeps for the backward (about 10
-        hidden-sized and 3 ffn-sized fp32 values a token and layer). A run above it cannot fit."""
+    def memory_floor_parts(self) -> dict[str, int]:
+        """Lower bounds, in bytes, on what one rank's training holds at once, by what holds it:
+
+        - weights: fp32 weights, gradients and AdamW's two moments (16 bytes a parameter);
+        - activations: what every version keeps for the backward (about 10 hidden-sized and 3
+          ffn-sized fp32 values a token and layer);
+        - logits: the loss's [batch x seq, vocab] fp32 tensors: in the backward of v1-v3's
+          cross-entropy the log-probabilities it saved, their gradient and the logits' gradient
+          (3 copies); v4's fused cross-entropy works in place on the logits (1 copy);
+        - attention: eager attention (v1, v2 without SDPA) saves each layer's fp32 [batch, heads,
+          seq, seq] softmax, and the backward of the last layer holds that softmax's gradient and
+          its input's besides (layers + 2 copies): the term that grows with the square of --seq-len.
+        """
         tokens = self.batch_size * self.seq_len
-        activations = 4 * tokens * self.num_layers * (10 * self.hidden_dim + 3 * self.ffn_dim)
-        return 16 * self.parameter_count() + activations
+        element = 4 if self.precision == "fp32" else 2
+        eager = self.version == "v1" or (self.version == "v2" and not self.toggle("sdpa"))
+        return {
+            "weights": 16 * self.parameter_count(),
+            "activations": 4 * tokens * self.num_layers * (10 * self.hidden_dim + 3 * self.ffn_dim),
+            "logits": tokens * self.vocab_size * (element if self.version == "v4" else 3 * 4),
+            "attention": (self.num_layers + 2) * self.batch_size * self.num_heads * self.seq_len ** 2 * 4 if eager else 0,
+        }
+
+    def memory_floor_bytes(self) -> int:
+        """A lower bound on the memory one rank's training needs (memory_floor_parts): a run above it
+        cannot fit."""
+        return sum(self.memory_floor_parts().values())
 
     def check_fits(self, available_bytes: int | None, where: str) -> "RunConfig":
-        """Refuse, from the estimate, a model that cannot fit in `available_bytes` of `where`."""
-        need = self.memory_floor_bytes()
+        """Refuse, from the estimate, a model that cannot fit in `available_bytes` of `where`, naming
+        what takes most of it and the flags that shrink that."""
+        parts = self.memory_floor_parts()
+        need = sum(parts.values())
         if available_bytes and need > available_bytes:
+            largest = max(parts, key=parts.__getitem__)
+            what, fix = {
+                "weights": (f"{self.parameter_count():,} parameters", "fewer --num-layers, a smaller --hidden-dim "
+                            "or --vocab-size"),
+                "activations": (f"activations of {self.num_layers} layers x {self.batch_size * self.seq_len:,} tokens",
+                                "a smaller --batch-size or --seq-len, or fewer --num-layers"),
+                "logits": (f"the loss's logits, {self.batch_size * self.seq_len:,} tokens x a vocabulary of "
+                           f"{self.vocab_size:,}", "a smaller --vocab-size, --batch-size or --seq-len"),
+                "attention": (f"eager attention's [batch, heads, seq, seq] scores at seq {self.seq_len:,}",
+                              "a smaller --seq-len or --batch-size, or attention that keeps no scores "
+                              "(--version v2 --sdpa, v3, v4)"),
+            }[largest]
             raise ConfigError(
-                f"this model needs at least {need / 2**30:,.1f} GiB ({self.parameter_count():,} parameters, "
-                f"{self.num_layers} layers of hidden {self.hidden_dim}) and {where} has {available_bytes / 2**30:,.1f} GiB: "
-                "use fewer --num-layers, a smaller --hidden-dim or --batch-size")
+                f"this run needs at least {need / 2**30:,.1f} GiB ({parts[largest] / 2**30:,.1f} GiB of it {what}) and "
+                f"{where} has {available_bytes / 2**30:,.1f} GiB: use {fix}")
         return self
 
     # ----------------------------------------------------------- (de)serialise
@@ -592,8 +629,13 @@ class RunConfig:
 
     @classmethod
     def from_json_file(cls, path: str) -> "RunConfig":
-        with open(path, encoding="utf-8") as fh:
-            return cls.from_dict(json.load(fh))
+        """A config.json (the trainer's and the supervisor's input): bounded, never through a link."""
+        from tinylab.safeio import read_json
+
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path} holds a {type(data).__name__}, not an object")
+        return cls.from_dict(data)
 
 
 def _flag(name: str) -> str:

@@ -21,7 +21,7 @@ pass      pass, planned, tool, steps: a counter-pass tool started the program ag
 telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null), rank (each rank
           samples its own GPU in a run of several)
 error     type, message, traceback, rank (any rank of a run of several may write one)
-exit      returncode, signal (written by the supervisor after the trainer ends)
+exit      returncode, signal, note (written by the supervisor after the trainer ends)
 
 Readers must tolerate a partly written last line and corrupt records: they are skipped and
 counted, never fatal. A record that parses but breaks FIELD_TYPES (a hand edit, a damaged line
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tinylab.safeio import FULL_DISK, UnsafeFile, open_regular, release_space
+from tinylab.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
 
 EVENTS_FILE = "events.jsonl"
 KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "error", "exit")
@@ -306,6 +306,7 @@ class ErrorEvent:
 class ExitEvent:
     returncode: int
     signal: str | None = None
+    note: str | None = None  # what the supervisor saw besides the code (torchrun killed while its ranks trained on)
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "ExitEvent":
@@ -385,7 +386,7 @@ class EventWriter:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)  # read: see _after_fragment
+        self._fd = open_append(self.path)  # never through a planted link; read: see _after_fragment
 
     def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
         record = {"event": kind, "time": time.time(), **fields}
@@ -479,7 +480,7 @@ def parse_lines(data: bytes, first_line_no: int = 1) -> tuple[list[dict[str, Any
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = loads_json(raw)  # depth and integer size bounded: 5,000 brackets are a corrupt line
         except (ValueError, UnicodeDecodeError):
             corrupt.append(first_line_no + i)
             continue

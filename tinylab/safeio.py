@@ -1,24 +1,35 @@
-"""Reading files a neighbour could have tampered with: never through a link, never a FIFO or a
-device, never more than a bound.
+"""Reading and writing files a neighbour could have tampered with: never through a link, never a
+FIFO or a device, never more than a bound, never outside the run folder.
 
 Run folders often live on shared scratch space. A run's events.jsonl symlinked to /dev/zero, its
 output.log to /etc/shadow, or a FIFO where a profiler output should be, must not make a reader
 hang, print someone else's file, or eat the machine's memory: each ends in a one-line error
-naming the file.
+naming the file. The same holds for what tinylab writes: a `cancel.json` planted as a link to a
+victim file is replaced, never written through (write_atomic), and a path a run records is
+followed only inside that run's folder (inside).
+
+JSON is parsed with a depth cap and a value budget (loads_json): Python's parser recurses, so
+5,000 nested brackets raise RecursionError, and a few MB of `[0,0,0,...]` become GBs of objects.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import re
+import secrets
 import stat
+import zlib
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from tinylab.errors import UserError
 
 #: The most any record file (config.json, process.json, cancel.json ...) may hold.
 RECORD_LIMIT = 1 << 20
+#: The most a JSON document a user names may hold (a bench baseline, ceilings: a full bench matrix
+#: with kernels is ~100 KB).
+DOCUMENT_LIMIT = 16 << 20
 
 
 class UnsafeFile(UserError):
@@ -58,6 +69,104 @@ def read_bounded(path: str | os.PathLike[str], limit: int = RECORD_LIMIT, *, fol
     if len(data) > limit:
         raise UnsafeFile(f"{path}: larger than {limit // 1024:,} KiB; not read")
     return data
+
+
+def read_gzip_bounded(path: str | os.PathLike[str], limit: int, *, follow_links: bool = False) -> bytes:
+    """A file's bytes, gunzipped when it starts with gzip's magic, at most `limit` bytes either way:
+    a 400 KB gzip bomb stops at the bound, after decompressing no more than it."""
+    data = read_bounded(path, limit, follow_links=follow_links)
+    return gunzip_bounded(data, limit, str(path)) if data[:2] == b"\x1f\x8b" else data
+
+
+def gunzip_bounded(data: bytes, limit: int, name: str) -> bytes:
+    """gzip data (one member or several) decompressed to at most `limit` bytes; UnsafeFile past it,
+    UserError for corrupt or truncated data."""
+    out = bytearray()
+    while data:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            pending = data
+            while pending and not inflater.eof:
+                out += inflater.decompress(pending, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise UnsafeFile(f"{name}: decompresses to more than {limit >> 20:,} MiB; not read")
+                pending = inflater.unconsumed_tail
+        except zlib.error as exc:
+            raise UserError(f"{name}: corrupt gzip data ({exc})") from None
+        if not inflater.eof:
+            raise UserError(f"{name}: truncated gzip data")
+        data = inflater.unused_data.lstrip(b"\0")  # gzip allows zero padding after the last member
+    return bytes(out)
+
+
+#: How deep JSON that tinylab reads may nest (its own records nest 3 or 4 levels; a trace 5).
+JSON_DEPTH = 64
+#: The most digits an integer may have (int64 has 19): a 400-digit "step" is no number tinylab wrote,
+#: and one would overflow every float conversion that reads it.
+JSON_INT_DIGITS = 20
+
+
+class JSONLimit(ValueError):
+    """JSON beyond a bound (depth, integer size, value count): a ValueError, like invalid JSON."""
+
+
+_STRING = {bytes: re.compile(rb'"(?:[^"\\]|\\.)*"', re.S), str: re.compile(r'"(?:[^"\\]|\\.)*"', re.S)}
+_BRACKETS = {bytes: re.compile(rb"[\[\]{}]"), str: re.compile(r"[\[\]{}]")}
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > JSON_INT_DIGITS:
+        raise JSONLimit(f"an integer of {len(text.lstrip('-'))} digits (at most {JSON_INT_DIGITS})")
+    return int(text)
+
+
+def json_depth(data: bytes | str) -> int:
+    """How deep brackets nest outside strings (a bound from counting alone when that is smaller)."""
+    kind = type(data)
+    opens = data.count(b"[" if kind is bytes else "[") + data.count(b"{" if kind is bytes else "{")  # type: ignore[arg-type]
+    if opens <= JSON_DEPTH:
+        return opens
+    depth = deepest = 0
+    for m in _BRACKETS[kind].finditer(_STRING[kind].sub(b'""' if kind is bytes else '""', data)):  # type: ignore[arg-type]
+        if m.group() in (b"[", b"{", "[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads_json(data: bytes | str, *, max_depth: int = JSON_DEPTH, max_values: int | None = None) -> Any:
+    """json.loads, refusing (JSONLimit, a ValueError) what nests deeper than `max_depth`, integers of
+    more than JSON_INT_DIGITS digits and, with `max_values`, more values than that (each costs
+    tens of bytes once parsed, however short its text)."""
+    if max_values is not None:
+        comma, opens = (b",", (b"[", b"{")) if isinstance(data, bytes) else (",", ("[", "{"))
+        values = data.count(comma) + sum(data.count(o) for o in opens)  # type: ignore[arg-type]
+        if values > max_values:
+            raise JSONLimit(f"more than {max_values:,} values")
+    depth = json_depth(data)
+    if depth > max_depth:
+        raise JSONLimit(f"nested {depth} levels deep (at most {max_depth})")
+    import json
+
+    try:
+        return json.loads(data, parse_int=_parse_int)
+    except RecursionError:  # pragma: no cover - json_depth refuses such nesting first
+        raise JSONLimit(f"nested too deep (at most {max_depth})") from None
+
+
+def read_json(path: str | os.PathLike[str], limit: int = RECORD_LIMIT, *, follow_links: bool = False,
+              max_values: int | None = None) -> Any:
+    """A JSON file through read_bounded and loads_json. FileNotFoundError passes through; anything
+    else wrong is a UserError of one line naming the file (UnsafeFile for links, FIFOs, sizes)."""
+    data = read_bounded(path, limit, follow_links=follow_links)
+    try:
+        return loads_json(data, max_values=max_values)
+    except JSONLimit as exc:
+        raise UnsafeFile(f"{path}: JSON {exc}; not read") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path} is not valid JSON ({str(exc)[:100]})") from None
 
 
 def read_tail(path: str | os.PathLike[str], size: int) -> bytes:
@@ -113,3 +222,89 @@ def release_space(run_dir: Path) -> bool:
 
 
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+
+
+# ----------------------------------------------------------------------------- writing
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, follow_dir_link: bool = True) -> None:
+    """Write `data` to a new file beside `path`, then rename it over `path`: a reader never sees half
+    a file, a failure (a full disk) leaves the old file as it was, and a link planted at `path` (or
+    at the temporary name) is replaced, never written through. With follow_dir_link=False the
+    folder itself must not be a link either (a run folder; a path the user typed may pass through
+    one). OSError passes through, with nothing left behind."""
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_dir_link:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        dir_fd = os.open(path.parent, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and not follow_dir_link:
+            raise UnsafeFile(f"{path.parent}: is a symbolic link or not a folder; nothing written there") from None
+        raise
+    try:
+        tmp = f".{path.name}.{secrets.token_hex(4)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o666, dir_fd=dir_fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.close(fd)
+            fd = -1
+            os.replace(tmp, path.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            if fd >= 0:
+                os.close(fd)
+            try:
+                os.unlink(tmp, dir_fd=dir_fd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(dir_fd)
+
+
+def open_append(path: str | os.PathLike[str], *, truncate: bool = False) -> int:
+    """A descriptor appending to `path` (created if missing; emptied first with `truncate`), never
+    through a link, never a FIFO or a device (what a neighbour may have planted in a run folder
+    before its writer starts)."""
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+                 | getattr(os, "O_CLOEXEC", 0), 0o644)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UnsafeFile(f"{path}: is not a regular file; not written")
+    os.set_blocking(fd, True)
+    if truncate:
+        os.ftruncate(fd, 0)
+    return fd
+
+
+# ----------------------------------------------------------------------------- paths a run records
+def inside(folder: Path, relative: str | os.PathLike[str]) -> Path:
+    """`folder / relative` for a path a run recorded (a profile artifact), refused unless it stays in
+    the folder: not absolute, no `..`, and no link on the way (a `profiles/` planted as a link to
+    a neighbour's folder); UnsafeFile otherwise. The file itself is opened with open_regular."""
+    rel = Path(relative)
+    shown = str(relative)[:200]
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise UnsafeFile(f"{folder.name}: recorded path {shown!r} leads outside the run folder; not read")
+    here = folder
+    for part in rel.parts[:-1]:
+        here = here / part
+        if not is_plain_dir(here):
+            raise UnsafeFile(f"{folder.name}: recorded path {shown!r}: {part} is a link or not a folder; not read")
+    target = folder / rel
+    if os.path.islink(target):
+        raise UnsafeFile(f"{folder.name}: recorded path {shown!r} is a symbolic link; not followed")
+    return target
+
+
+def exposed(folder: Path) -> str | None:
+    """Who besides its owner may write into `folder` ("group and others"), or None."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return None
+    who = [name for bit, name in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "everyone")) if mode & bit]
+    return " and ".join(who) or None

@@ -184,3 +184,42 @@ def test_cli_on_a_store_with_an_unreadable_entry(capsys, tmp_path, monkeypatch):
     deny(monkeypatch, run.parent / "20260102-000000-ffff")
     code, out, err = run_cli(capsys, "last", "--json", "--runs-dir", str(run.parent))
     assert code == 0 and json.loads(out)["kernels"][0]["name"] == "aten::mm", err
+
+
+def test_kernel_and_file_names_reach_the_terminal_without_escape_sequences(tmp_path, capsys):
+    from tinylab.cli import main
+
+    evil = "\x1b]52;c;ZXZpbA==\x07\x1b[2J"
+    path = tmp_path / f"k{evil}ernel_stats.csv"
+    path.write_text("Name,Calls,TotalDurationNs,AverageNs,Percentage,MinNs,MaxNs\n"
+                    f'"{evil}gemm_kernel",10,1000,100,100.0,90,110\n')
+    assert main(["hotspots", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "?]52;c;ZXZpbA==?" in out
+
+
+@pytest.mark.parametrize("where", ["absolute", "dotdot", "profiles-link"])
+def test_a_kernel_table_outside_the_run_folder_is_never_read(tmp_path, capsys, where):
+    """A neighbour's secret CSV was shown as the run's kernel table: through an absolute or `../`
+    path in a profile event, or a `profiles/` folder that is a link to their folder."""
+    from support.runs import make_run
+
+    from tinylab.cli import main
+
+    secret_dir = tmp_path / "neighbour"
+    secret_dir.mkdir()
+    (secret_dir / "kernels.csv").write_text("Name,Calls,TotalDurationNs,AverageNs,Percentage,MinNs,MaxNs\n"
+                                            "SECRET_kernel,1,1000,1000,100.0,1000,1000\n")
+    store = tmp_path / "runs"
+    paths = {"absolute": str(secret_dir / "kernels.csv"), "dotdot": "../../neighbour/kernels.csv",
+             "profiles-link": "profiles/pytorch/kernels.csv"}
+    run = make_run(store, "20260101-000000-aaaa", [
+        {"event": "profile", "time": 1.0, "tool": "pytorch", "artifacts": {}, "kernel_table": paths[where]}])
+    if where == "profiles-link":
+        (secret_dir / "pytorch").mkdir()
+        (secret_dir / "pytorch" / "kernels.csv").write_text((secret_dir / "kernels.csv").read_text())
+        (run.dir / "profiles").symlink_to(secret_dir)
+    code = main(["hotspots", run.id, "--runs-dir", str(store)])
+    captured = capsys.readouterr()
+    assert "SECRET" not in captured.out + captured.err
+    assert code == 2 and captured.err.count("\n") == 1

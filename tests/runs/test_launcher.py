@@ -318,6 +318,26 @@ def test_cancel_signals_a_group_started_for_the_run(tmp_path):
         proc.wait()
 
 
+def test_cancel_never_writes_through_a_planted_cancel_json_link(tmp_path):
+    """A neighbour with write access plants cancel.json as a link to a victim file: the cancel
+    replaces the link with its own record; the victim is untouched."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    run = make_run(tmp_path / "runs", "20260101-000000-aaaa", [])
+    (run.dir / "cancel.json").symlink_to(victim)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(run.dir)],
+                            start_new_session=True)
+    try:
+        write_json(run.dir / "process.json", _process_record(proc.pid))
+        assert cancel(run, grace_s=(0.5, 0.5)) is True
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert victim.read_text() == "precious"
+    assert not (run.dir / "cancel.json").is_symlink() and run.cancel_record is not None
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 4 MiB tmpfs (root only): a real full disk, not a simulated one."""

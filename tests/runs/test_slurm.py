@@ -27,7 +27,8 @@ def test_slurm_time_forms_are_accepted(value):
 
 
 @pytest.mark.parametrize("value", ["1h", "", "01:60:00", "00:30:60", "1-24:00:00", "1-", "-1", "1:2:3:4", "30:61",
-                                   "01:30:00\n#SBATCH --x"])
+                                   "01:30:00\n#SBATCH --x",
+                                   "99999999999999999999", "4294967295", "3000000-00:00:00"])
 def test_other_times_are_refused(value):
     assert not slurm.valid_time(value)
 
@@ -178,6 +179,29 @@ def test_a_job_slurm_does_not_know_and_no_slurm_at_all(fake_slurm, monkeypatch, 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert slurm.job_state("9") is None
     assert slurm.status_of(slurm.job_state("9"), False) == "remote"
+
+
+def test_a_hung_squeue_costs_a_listing_one_timeout(fake_slurm, monkeypatch, tmp_path):
+    """`tinylab runs` took 122 s when squeue hung: 30 s a command a Slurm run. Now a command that
+    did not answer is killed (with what it started) and not asked again for a while."""
+    import time
+
+    from support.runs import make_run
+
+    hung = tmp_path / "hung"
+    hung.mkdir()
+    for tool in ("squeue", "sacct"):
+        (hung / tool).write_text("#!/bin/sh\nsleep 60 &\nsleep 60\n")
+        (hung / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{hung}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(slurm, "QUERY_TIMEOUT_S", 0.5)
+    for k in range(4):
+        run = make_run(tmp_path / "runs", f"20260101-000000-000{k}", [])
+        (run.dir / slurm.JOB_FILE).write_text(f'{{"job_id": "{100 + k}"}}')
+    started = time.monotonic()
+    statuses = [run.status() for run in RunStore(tmp_path / "runs").list()]
+    assert time.monotonic() - started < 3.0  # one timeout each of squeue and sacct, not eight
+    assert statuses == ["remote"] * 4  # nobody could say whether the jobs live
 
 
 def test_answers_are_kept_a_few_seconds_and_an_ended_jobs_for_good(fake_slurm, monkeypatch):

@@ -395,3 +395,90 @@ def test_an_unreadable_store_entry_is_skipped_with_a_note(tmp_path, monkeypatch)
     assert run_dir_state(tmp_path / "20260101-000000-bbbb") is None
     with pytest.raises(UserError, match="permission denied: nothing done"):
         store.resolve(str(tmp_path / "20260101-000000-bbbb"))
+
+
+# ------------------------------------------------------------------------------ a hostile neighbour's files
+DEEP = "[" * 5000 + "]" * 5000
+
+
+@pytest.mark.parametrize("name", ["events.jsonl", "config.json", "process.json", "trainer.json", "cancel.json",
+                                  "job.json", "ranks/rank0.json", MARKER])
+def test_json_nested_5000_deep_in_any_record_costs_that_run_at_most(tmp_path, capsys, name):
+    """One such file made `runs` list no run at all (RecursionError): now the other runs list, and
+    the damaged one lists as damaged or not at all (a marker that does not parse is no run)."""
+    from tinylab.cli import main
+
+    make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY, exit_event(0)])
+    bad = make_run(tmp_path, "20260101-000000-bbbb", [START, STEP, SUMMARY, exit_event(0)])
+    (bad.dir / name).parent.mkdir(exist_ok=True)
+    with open(bad.dir / name, "a" if name == "events.jsonl" else "w") as fh:
+        fh.write("[" * 2040 + "]" * 2040 if name == MARKER else DEEP + "\n")  # a marker holds at most 4 KB
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "20260101-000000-aaaa" in out
+    assert ("20260101-000000-bbbb" in out) == (name != MARKER)
+    if name != MARKER:
+        assert main(["show", "20260101-000000-bbbb", "--runs-dir", str(tmp_path)]) in (0, 2)
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_400_digit_integer_in_a_summary_is_a_corrupt_line(tmp_path, capsys):
+    from tinylab.cli import main
+
+    run = make_run(tmp_path, "20260101-000000-aaaa", [START, STEP])
+    with open(run.dir / "events.jsonl", "a") as fh:
+        fh.write('{"event": "summary", "time": 1.0, "samples_per_s": ' + "9" * 400 + "}\n")
+    assert run.record().corrupt_lines == (3,)
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    assert "20260101-000000-aaaa" in capsys.readouterr().out
+
+
+def test_a_store_others_may_write_into_is_a_warning(tmp_path, capsys):
+    from tinylab.cli import main
+
+    store = tmp_path / "runs"
+    make_run(store, "20260101-000000-aaaa", [START, STEP, SUMMARY, exit_event(0)])
+    store.chmod(0o755)
+    assert main(["runs", "--runs-dir", str(store)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    store.chmod(0o777)
+    try:
+        assert main(["runs", "--runs-dir", str(store)]) == 0
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "writable by its group and everyone" in err and "chmod go-w" in err
+    finally:
+        store.chmod(0o755)
+
+
+@pytest.mark.parametrize("events", [
+    [START, STEP, SUMMARY, exit_event(-2, "SIGINT")],
+    [START, STEP, SUMMARY, {**ERROR, "type": "KeyboardInterrupt", "message": "interrupted by SIGINT"}, exit_event(130)],
+])
+def test_a_cancel_landing_after_the_summary_leaves_the_run_finished_whatever_it_interrupted(tmp_path, events):
+    """The one case of the last pass still failing: the cancel's SIGINT reached the trainer after its
+    summary (during the profile's export) and the exit code -2 made the run `failed`."""
+    run = make_run(tmp_path, "20260101-000000-aaaa", events)
+    (run.dir / "cancel.json").write_text(json.dumps({"time": 1.0, "by_pid": 1}))
+    assert run.status() == "finished"
+    other = make_run(tmp_path, "20260101-000000-bbbb", [START, STEP, SUMMARY, ERROR, exit_event(1)])
+    (other.dir / "cancel.json").write_text(json.dumps({"time": 1.0, "by_pid": 1}))
+    assert other.status() == "failed"  # a real error after the summary is still a failure
+
+
+def test_a_dry_run_submission_is_listed_as_a_dry_run(tmp_path):
+    from tinylab.runs.slurm import JOB_FILE, SCRIPT_FILE
+
+    run = make_run(tmp_path, "20260101-000000-aaaa")
+    (run.dir / SCRIPT_FILE).write_text("#!/bin/bash\n")
+    assert run.status() == "dry-run"
+    (run.dir / JOB_FILE).write_text('{"job_id": "12"}')  # the supervisor records the job once it starts
+    assert run.status() != "dry-run"
+
+
+def test_rm_of_one_run_named_twice_removes_it_once(tmp_path, capsys):
+    from tinylab.cli import main
+
+    make_run(tmp_path, "20260101-000000-aaaa", [START, STEP, SUMMARY, exit_event(0)])
+    assert main(["rm", "20260101-000000-aaaa", "20260101-000000-aaaa", "--runs-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "removed 20260101-000000-aaaa\n"
+    assert RunStore(tmp_path).list() == []

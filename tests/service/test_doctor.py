@@ -28,8 +28,8 @@ def fast_deepspeed_check(monkeypatch):
 def test_report_shape_and_packages():
     collected = doctor.collect_doctor()
     report = collected.to_json()  # `tinylab doctor --json`
-    assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "amd_tools", "warnings"}
-    assert report["memory_bytes"] > 2**28
+    assert set(report) == {"os", "python", "memory_bytes", "gpu", "rocm", "packages", "profilers", "amd_tools", "cpus", "warnings"}
+    assert report["memory_bytes"] > 2**28 and report["cpus"] >= 1
     assert report["warnings"] == []
     assert list(report["profilers"]) == list(PROFILERS)
     for name, p in report["profilers"].items():

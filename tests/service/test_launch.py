@@ -23,6 +23,13 @@ def test_a_good_config_passes_and_comes_back_validated():
     ({"device": "cuda:3"}, Machine(1, "nvidia"), ConfigError, "this machine has 1 GPU"),
     ({"num_heads": 5}, Machine(), ConfigError, "--num-heads 5 must divide --hidden-dim 64"),
     ({"profilers": ["rocprofv3"]}, Machine(), UserError, "profiler 'rocprofv3' is not available here"),
+    # the allocator failed 30-45 s into these, after a size estimate that left out the logits and scores
+    ({"seq_len": 16384}, Machine(host_memory_bytes=32 << 30), ConfigError, "of it eager attention's .* scores"),
+    ({"vocab_size": 20_000_000}, Machine(host_memory_bytes=32 << 30), ConfigError, "of it the loss.s logits"),
+    ({"parallel": "ddp", "nproc_per_node": 256}, Machine(host_memory_bytes=64 << 30, cpus=2), ConfigError,
+     "256 starts that many training processes on this machine's 2 CPU cores"),
+    ({"parallel": "ddp", "nproc_per_node": 16}, Machine(host_memory_bytes=4 << 30, cpus=64), ConfigError,
+     "each of 16 ranks' share of this machine"),
 ])
 def test_what_the_trainer_would_refuse_is_refused_first(tmp_path, overrides, machine, error, message, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no profiler executable anywhere

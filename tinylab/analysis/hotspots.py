@@ -24,7 +24,7 @@ from tinylab.analysis.hotspots_result import (ALL_RANKS, CategoryTime, HotspotSu
 from tinylab.analysis.kernel_table import has_durations
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
-from tinylab.safeio import is_plain_dir
+from tinylab.safeio import inside, is_plain_dir
 
 
 # ----------------------------------------------------------------------------- loading
@@ -130,10 +130,12 @@ def _run_profiles(run_dir: Path, profiles: Any = None) -> tuple[ProfileEvent, di
     """The newest "profile" event with a kernel table on disk and, by rank (ascending), the events of
     its tool that the tables are read from (a rank's later table wins; rank None only in a run of
     one process), or None. `profiles`: the run's profile events when the caller holds them (a
-    RunRecord's `.profiles`), else they are read from its events.jsonl."""
+    RunRecord's `.profiles`), else they are read from its events.jsonl. A kernel table path that
+    leads outside the run folder (absolute, `..`, a link on the way) is an UnsafeFile: a
+    neighbour's file is never read as the run's."""
     if profiles is None:
         profiles = (ProfileEvent.from_event(e) for e in read_events(run_dir / EVENTS_FILE).of("profile"))
-    usable = [p for p in profiles if p.kernel_table and (run_dir / p.kernel_table).is_file()]
+    usable = [p for p in profiles if p.kernel_table and inside(run_dir, p.kernel_table).is_file()]
     if not usable:
         return None
     newest = usable[-1]
@@ -144,7 +146,7 @@ def _run_profiles(run_dir: Path, profiles: Any = None) -> tuple[ProfileEvent, di
 
 
 def _load_profile_table(run_dir: Path, profile: ProfileEvent) -> pd.DataFrame:
-    table = formats.load(run_dir / profile.kernel_table).table
+    table = formats.load(inside(run_dir, profile.kernel_table)).table
     table.attrs.update(format=profile.format or profile.tool or "tinylab", note=profile.note, tool=profile.tool)
     return table
 

@@ -28,7 +28,6 @@ an fp32 input under autocast).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from tinylab.analysis.kernel_work import OpModel
 
 from tinylab.config import RunConfig, profile_schedule
 from tinylab.errors import UserError
+from tinylab.safeio import DOCUMENT_LIMIT, read_json
 from tinylab.training.flops import forward_flops_per_token, training_flops_per_step
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
@@ -274,15 +274,19 @@ def counted_work(hatchet) -> dict[str, OpModel]:
 
 
 def ceilings_cache(runs_root: Path, device_name: str | None) -> Path:
-    """Where measured ceilings of a card are kept, beside the runs measured on it."""
-    return Path(runs_root) / f"ceilings-{(device_name or 'unknown').replace(' ', '_')}.json"
+    """Where measured ceilings of a card are kept, beside the runs measured on it. The name comes
+    from a run's events (a file anyone may have written): only letters, digits, '.', '_' and '-' of
+    it make the file name, so it never names a path outside the store."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", device_name or "unknown").lstrip(".")[:100]
+    return Path(runs_root) / f"ceilings-{safe}.json"
 
 
 def cached_ceilings(runs_root: Path, device_name: str | None) -> dict[str, Any] | None:
     try:
-        return json.loads(ceilings_cache(runs_root, device_name).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(ceilings_cache(runs_root, device_name), DOCUMENT_LIMIT)
+    except (OSError, UserError):
         return None
+    return data if isinstance(data, dict) else None
 
 
 def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool]:

@@ -35,8 +35,6 @@ Pure Python, no pandas: the lab's workers and the CLI read million-event traces 
 from __future__ import annotations
 
 import bisect
-import gzip
-import json
 import re
 import statistics
 from dataclasses import dataclass, field, replace
@@ -47,6 +45,8 @@ from tinylab.analysis.categories import categorize
 from tinylab.analysis.timeline_result import (Communication, Gaps, GraphReplay, MemoryPeak, PhaseTime, StepAnatomy,
                                              Timeline, TrainerTiming)
 from tinylab.errors import UserError
+from tinylab.runs.record import printable
+from tinylab.safeio import JSONLimit, inside, loads_json, read_gzip_bounded
 
 #: Kineto's categories of events that run on the device.
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
@@ -128,23 +128,31 @@ class Trace:
 
 
 # ------------------------------------------------------------------------------------ reading
-def read_json(path: Path) -> Any:
-    """A JSON document, gzipped or not; UserError naming the file otherwise."""
+#: The most trace text read (gunzipped) and the most JSON values parsed of it: a PyTorch profiler
+#: trace holds ~75,000 values a MB (3 steps of the workshop model: ~5 MB). These bounds keep a
+#: gzip bomb or a crafted `[0.5,0.5,...]` under ~500 MB of memory; a real trace of ~100 MB still reads.
+TRACE_LIMIT = 128 << 20
+TRACE_VALUES = 8_000_000
+
+
+def read_document(path: Path) -> Any:
+    """A JSON document, gzipped or not, bounded (safeio: a regular file, TRACE_LIMIT bytes gunzipped,
+    TRACE_VALUES values, nested at most safeio.JSON_DEPTH); UserError naming the file otherwise."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        return json.loads(raw)
+        raw = read_gzip_bounded(path, TRACE_LIMIT, follow_links=True)
+        return loads_json(raw, max_values=TRACE_VALUES)
     except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        raise UserError(f"{printable(str(path))}: cannot read: {exc.strerror or exc}") from None
+    except JSONLimit as exc:
+        raise UserError(f"{printable(str(path))}: JSON {exc}: not a trace tinylab reads") from None
     except (EOFError, ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a readable JSON trace (truncated or corrupt?): {str(exc)[:120]}") from None
+        raise UserError(f"{printable(str(path))}: not a readable JSON trace (truncated or corrupt?): "
+                        f"{printable(str(exc)[:120])}") from None
 
 
 def load_trace(path: Path) -> Trace:
     """Step windows, phases and GPU events of a PyTorch profiler (Kineto) Chrome trace."""
-    doc = read_json(path)
+    doc = read_document(path)
     events = doc.get("traceEvents") if isinstance(doc, dict) else doc
     if not isinstance(events, list):
         raise UserError(f"{path}: no traceEvents: not a PyTorch profiler trace")
@@ -436,12 +444,15 @@ def format_us(value: float | None) -> str:
 # ------------------------------------------------------------------------------------- memory
 def load_memory(path: Path) -> tuple[list[float], list[list[int]]]:
     """torch's export_memory_timeline JSON: ([times µs], [[0, bytes per category...] per time])."""
-    doc = read_json(path)
+    doc = read_document(path)
     if (not isinstance(doc, list) or len(doc) != 2 or not isinstance(doc[0], list) or not isinstance(doc[1], list)
             or len(doc[0]) != len(doc[1])):
         raise UserError(f"{path}: not a PyTorch memory timeline ([times, sizes] from export_memory_timeline)")
-    times = [float(t) for t in doc[0]]
-    sizes = [[int(v) for v in row[1:1 + len(MEMORY_CATEGORIES)]] for row in doc[1]]
+    try:
+        times = [float(t) for t in doc[0]]
+        sizes = [[int(v) for v in row[1:1 + len(MEMORY_CATEGORIES)]] for row in doc[1]]
+    except (TypeError, ValueError, OverflowError):
+        raise UserError(f"{printable(str(path))}: a PyTorch memory timeline with values that are not numbers") from None
     return times, sizes
 
 
@@ -481,13 +492,16 @@ def memory_in_window(times: list[float], sizes: list[list[int]], trace: Trace, w
 # ------------------------------------------------------------------------------------ the whole
 def run_traces(run_dir: Path, profiles: Any) -> dict[int | None, tuple[Path, Path | None]]:
     """Each rank's (PyTorch trace, memory timeline or None) among a run's profile artifacts; the
-    key is the rank, None for a run of one process."""
+    key is the rank, None for a run of one process. An artifact path that leads outside the run
+    folder (absolute, `..`, a link on the way) is an UnsafeFile: a neighbour's file is never read."""
     from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE  # pandas: only when a run is read
 
     found: dict[int | None, dict[str, Path]] = {}
     for profile in profiles:
         for name, rel in profile.artifacts.items():
-            full = Path(run_dir) / rel
+            if not name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and name != MEMORY_TIMELINE:
+                continue
+            full = inside(Path(run_dir), rel)  # UnsafeFile: absolute, `..`, or a link on the way
             if name.endswith((".trace.json.gz", ".trace.json", "trace.json.gz")) and full.is_file():
                 found.setdefault(profile.rank, {})["trace"] = full
             elif name == MEMORY_TIMELINE and full.is_file():

@@ -257,7 +257,8 @@ def sass(cubin: bytes) -> str:
     with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
         fh.write(cubin)
         fh.flush()
-        done = subprocess.run([knobs.nvidia.nvdisasm.path, "-c", fh.name], capture_output=True, text=True, check=True)
+        done = subprocess.run([knobs.nvidia.nvdisasm.path, "-c", fh.name], capture_output=True, text=True, check=True,
+                              timeout=120)
     return done.stdout
 
 

@@ -6,8 +6,11 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from tinylab.errors import UserError
+from tinylab.safeio import write_atomic
 from tinylab.service.lab import Lab
 
 
@@ -17,12 +20,37 @@ def add_runs_dir(p: argparse.ArgumentParser) -> None:
 
 
 def lab_from(args: argparse.Namespace) -> Lab:
-    return Lab(getattr(args, "runs_dir", None))
+    """The Lab of the command's run store; a store others may write into is a warning on stderr."""
+    lab = Lab(getattr(args, "runs_dir", None))
+    note = lab.store.exposure_note()
+    if note is not None:
+        print(f"tinylab: {note}", file=sys.stderr)
+    return lab
 
 
 def print_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")
+
+
+def check_output(path: Path, flag: str) -> None:
+    """Refuse, before any work, an output file that cannot be written: a folder, or a file in a
+    folder that does not exist (a bench of many minutes must not fail at its very end)."""
+    if path.is_dir():
+        raise UserError(f"{flag} {path}: is a folder; name a file")
+    if not path.parent.is_dir():
+        raise UserError(f"{flag} {path}: no folder {path.parent}")
+
+
+def write_output(path: Path, text: str, flag: str) -> None:
+    """Write a command's output file through a temporary file renamed over it: a full disk leaves
+    the old file as it was, never truncated; UserError (one line) when it cannot be written."""
+    check_output(path, flag)
+    try:
+        write_atomic(path, text.encode("utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot write {flag} {path}: {exc.strerror or exc}"
+                        f"{' (it is unchanged)' if path.exists() else ''}") from None
 
 
 def terminal_width(pipe: int) -> int:

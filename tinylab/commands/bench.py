@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
 from tinylab.errors import UserError
+from tinylab.commands._common import check_output
 from tinylab.commands.runflags import add_run_arguments, config_from_args
 
 
 def _csv(kind):
+    """An argparse type: a comma-separated list (argparse turns ArgumentTypeError into its usage error)."""
     def parse(text: str):
         try:
             return [kind(x) for x in text.split(",") if x]
         except ValueError:
-            raise UserError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {kind.__name__}, got {text!r}") from None
 
     return parse
 
@@ -43,6 +46,8 @@ def run(args) -> int:
 
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")
+    if args.out is not None:
+        check_output(args.out, "--out")
     base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", version="v1", telemetry=False)
     result = run_bench(base, args.cases, args.precisions, args.seq_lens or [base.seq_len], args.repeats,
                        kernels=args.kernels, roofline=args.roofline, baseline=args.baseline,

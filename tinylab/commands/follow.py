@@ -16,7 +16,8 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     run = lab_from(args).run(args.run)
-    print(f"following run {run.id} ({run.status()}), Ctrl-C stops following (the run keeps going)", file=sys.stderr)
+    print(f"following run {run.id} ({_shown(run, run.status())}), Ctrl-C stops following (the run keeps going)",
+          file=sys.stderr)
     status, said = "running", None
     try:
         for status in watch(run, sys.stdout, from_start=not args.tail):
@@ -30,5 +31,11 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print(f"\nstopped following; run {run.id} keeps going", file=sys.stderr)
         return 0
-    print(f"run {run.id} {status}", file=sys.stderr)
+    print(f"run {run.id} {_shown(run, status)}", file=sys.stderr)
     return EXIT_CODES[status]
+
+
+def _shown(run, status: str) -> str:
+    """The status as `runs` and `show` name it: a run whose config or events cannot be read is damaged."""
+    problem = run.record().problem  # the record's, which `runs` and `show` print
+    return f"damaged ({status}): {problem}" if problem else status

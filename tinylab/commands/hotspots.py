@@ -7,6 +7,7 @@ import sys
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.service.kernels import CATEGORIES
+from tinylab.runs.record import printable_lines
 
 DEFAULT_TOP = 25  # text output only: --json and --csv give every kernel unless --top is set
 
@@ -63,6 +64,7 @@ def run(args) -> int:
     elif args.csv:
         write_csv(summary, sys.stdout)
     else:
-        print(render_text(summary, args.path, width=terminal_width(160)))
+        # kernel and file names come from files anyone may write: no escape sequence reaches the terminal
+        print(printable_lines(render_text(summary, args.path, width=terminal_width(160))))
     return 0
 

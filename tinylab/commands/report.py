@@ -5,8 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tinylab.commands._common import add_runs_dir, lab_from
-from tinylab.errors import UserError
+from tinylab.commands._common import add_runs_dir, check_output, lab_from, write_output
 
 
 def add_arguments(p) -> None:
@@ -23,15 +22,14 @@ def run(args) -> int:
 
     fmt = args.format or ("html" if args.output and Path(args.output).suffix.lower() in (".html", ".htm") else "md")
     runs = args.runs
+    if args.output is not None:
+        check_output(Path(args.output), "-o")
     lab = lab_from(args)
     chosen = [lab.run(ref) for ref in runs]
     text = build_report(chosen, fmt, advice={run.id: lab.advise(str(run.dir)).items for run in chosen})
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    try:
-        Path(args.output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    write_output(Path(args.output), text, "-o")  # written then renamed: a full disk never truncates the old one
     print(f"wrote {args.output} ({fmt}, {len(runs)} run{'s' if len(runs) > 1 else ''})", file=sys.stderr)
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.runs.record import printable_lines
 
 
 def add_arguments(p) -> None:
@@ -23,7 +24,7 @@ def run(args) -> int:
     if args.json:
         print_json(plot.result.to_json())
         return 0
-    print(render(plot.result, plot.title))
+    print(printable_lines(render(plot.result, plot.title)))  # kernel and device names from the run's files
     if not plot.has_table:
         print("no kernel table: profile the run (--profile pytorch, ncu, rocprofv3 ...) to place its kernels")
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
+from tinylab.runs.record import printable_lines
 
 
 def add_arguments(p) -> None:
@@ -24,5 +25,6 @@ def run(args) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        print(render(result, result.title))
+        # kernel, file and device names come from files anyone may write: no escape sequence reaches the terminal
+        print(printable_lines(render(result, result.title)))
     return 0

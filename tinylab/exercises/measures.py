@@ -7,7 +7,6 @@ pandas (for kernel tables) is imported only when a check reads one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +16,7 @@ from tinylab.exercises import checks
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
+from tinylab.safeio import inside, read_json
 from tinylab.exercises.model import Recorded, Step
 from tinylab.exercises.names import (DEEPSPEED_NAMES, KERNEL_NAMES, PROFILE_NAMES, RANK_NAMES, START_NAMES,
                                      SUMMARY_NAMES, TIMELINE_NAMES, category_names)
@@ -317,9 +317,9 @@ class Measured:
             raise checks.Missing(name, f"the {self.role} was not profiled with --profile deepspeed")
         relative = event.artifacts.get("flops.json")
         try:
-            report = json.loads((Path(self.run.dir) / relative).read_text(encoding="utf-8"))
+            report = read_json(inside(Path(self.run.dir), relative))  # never a file outside the run
             value = report[DEEPSPEED_NAMES[name][0]]
-        except (TypeError, OSError, ValueError, KeyError):
+        except (TypeError, OSError, ValueError, KeyError, UserError):
             raise checks.Missing(name, f"the {self.role}'s DeepSpeed profile has no flops.json value"
                                  + (f" ({event.note})" if event.note else "")) from None
         if not isinstance(value, (int, float)) or isinstance(value, bool):

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.errors import UserError
-from tinylab.safeio import UnsafeFile, read_bounded
+from tinylab.safeio import UnsafeFile, read_json, write_atomic
 from tinylab.exercises.evaluate import step_passed
 from tinylab.exercises.model import CheckResult, PROGRESS_ENV, PROGRESS_LIMIT, Scenario
 
@@ -31,14 +31,26 @@ def load_progress() -> dict:
     """
     path = progress_path()
     try:
-        data = json.loads(read_bounded(path, PROGRESS_LIMIT, follow_links=True))
-    except (FileNotFoundError, IsADirectoryError, ValueError, UnicodeDecodeError):
+        data = read_json(path, PROGRESS_LIMIT, follow_links=True)
+    except (FileNotFoundError, IsADirectoryError):
         return {"scenarios": {}}
     except UnsafeFile as exc:
         raise UserError(f"progress file ({PROGRESS_ENV}): {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), dict):
+    except UserError:  # not JSON: a fresh start, as for a missing file
         return {"scenarios": {}}
-    return data
+    return _well_formed(data)
+
+
+def _well_formed(data: Any) -> dict:
+    """Progress as readers take it: every scenario an object of `steps`, every step's attempt an
+    object; anything else in a hand-edited or damaged file (steps that are a number, say) is dropped."""
+    scenarios = data.get("scenarios") if isinstance(data, dict) else None
+    out: dict[str, Any] = {}
+    for scenario_id, entry in (scenarios.items() if isinstance(scenarios, dict) else ()):
+        steps = entry.get("steps") if isinstance(entry, dict) else None
+        if isinstance(steps, dict):
+            out[scenario_id] = {**entry, "steps": {k: v for k, v in steps.items() if isinstance(v, dict)}}
+    return {**data, "scenarios": out} if isinstance(data, dict) else {"scenarios": out}
 
 
 def record_progress(scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:
@@ -58,9 +70,7 @@ def record_progress(scenario_id: str, step: int, results: list[CheckResult], run
     }
     path = progress_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
 
 
 def _jsonable(value: Any) -> Any:

@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager
 
+from tinylab import childproc
 from tinylab.errors import UserError
+from tinylab.safeio import open_append, read_tail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -201,10 +203,8 @@ _VERSION = re.compile(r"\d+\.\d+(?:\.\d+)*(?:[-+.][0-9A-Za-z.]+)?")
 
 def probe(path: str, args: tuple[str, ...], timeout: float = 30.0) -> tuple[int | None, str]:
     """(exit code, stdout + stderr) of `path args`; (None, why) when it could not run."""
-    try:
-        proc = subprocess.run(
-            [path, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, errors="replace"
-        )
+    try:  # killed with whatever it started when it hangs; its output bounded
+        proc = childproc.run_bounded([path, *args], timeout)
     except subprocess.TimeoutExpired:
         return None, f"no answer within {timeout:.0f} s"
     except OSError as exc:
@@ -265,14 +265,14 @@ def run_tool(argv: list[str], log: Path, timeout: float = 600.0) -> tuple[bool, 
     """Run a post-processing step (nsys stats, rocprof-compute analyze); output goes to log."""
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with open(log, "w", encoding="utf-8") as fh:
+        with os.fdopen(open_append(log, truncate=True), "w", encoding="utf-8") as fh:
             proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return False, f"{Path(argv[0]).name} {argv[1]} timed out after {timeout:.0f} s"
     except OSError as exc:
         return False, f"{Path(argv[0]).name}: {exc.strerror or exc}"
     if proc.returncode != 0:
-        tail = " ".join(log.read_text(encoding="utf-8", errors="replace").split())[-200:]
+        tail = " ".join(read_tail(log, 4096).decode("utf-8", "replace").split())[-200:]
         return False, f"{Path(argv[0]).name} {argv[1]} exited {proc.returncode}: {tail}"
     return True, ""
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinylab import childproc
 from tinylab.errors import UserError
+from tinylab.safeio import read_json
 from tinylab.training.flops import device_peak_tflops
 from tinylab.profilers.base import (
     Availability,
@@ -57,8 +58,7 @@ class DeepSpeedAdapter(InProcessAdapter):
             return Availability(False, "deepspeed is not installed", None)
         try:  # -P and a folder of its own: a deepspeed.py or torch.py where tinylab runs is never imported
             with childproc.neutral_cwd() as cwd:
-                proc = subprocess.run(childproc.python("-c", _IMPORT_CHECK), capture_output=True, text=True,
-                                      timeout=180, errors="replace", cwd=cwd)
+                proc = childproc.run_bounded(childproc.python("-c", _IMPORT_CHECK), 180, cwd=cwd)
         except subprocess.TimeoutExpired:
             return Availability(False, "importing deepspeed took more than 180 s", None)
         lines = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
@@ -79,8 +79,8 @@ class DeepSpeedAdapter(InProcessAdapter):
         path = out_dir / FLOPS_JSON
         if path.is_file():
             try:
-                note = json.loads(path.read_text(encoding="utf-8")).get("note")
-            except (ValueError, AttributeError):
+                note = read_json(path).get("note")
+            except (OSError, UserError, AttributeError):
                 note = f"{FLOPS_JSON} is not valid JSON"
         return CollectResult(list_artifacts(out_dir), None, note, "deepspeed-flops")
 

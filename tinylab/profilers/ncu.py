@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.config import NCU_LAUNCH_COUNT
+from tinylab.safeio import read_tail
 from tinylab.profilers.base import (
     CollectResult,
     WrapperAdapter,
@@ -54,7 +55,7 @@ class NcuAdapter(WrapperAdapter):
         if not log.is_file():
             return CollectResult(artifacts, None, f"ncu wrote no {LOG_FILE} (did the run start?)", None)
         table, fmt, note = read_table(log)
-        if table is None and PERMISSION_ERROR in log.read_text(encoding="utf-8", errors="replace"):
+        if table is None and PERMISSION_ERROR in read_tail(log, 1 << 20).decode("utf-8", "replace"):
             note = (
                 "ncu may not read GPU performance counters here (ERR_NVGPUCTRPERM): "
                 "see https://developer.nvidia.com/ERR_NVGPUCTRPERM"

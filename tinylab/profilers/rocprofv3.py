@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.errors import UserError
+from tinylab.safeio import read_bounded
 from tinylab.profilers import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
@@ -173,13 +174,13 @@ class Rocprofv3Adapter(RocmToolAdapter):
 
     def planned_passes(self, out_dir: Path, arch: str | None) -> int | None:
         try:
-            lines = (out_dir / COUNTERS_FILE).read_text(encoding="utf-8").splitlines()
+            lines = read_bounded(out_dir / COUNTERS_FILE, 1 << 20).decode("utf-8", "replace").splitlines()
             return sum(line.startswith("pmc:") for line in lines) or None
-        except OSError:
+        except (OSError, UserError):
             pass
         try:
-            text = (out_dir / PASSES_FILE).read_text(encoding="utf-8").strip()
-        except OSError:
+            text = read_bounded(out_dir / PASSES_FILE, 1 << 10).decode("utf-8", "replace").strip()
+        except (OSError, UserError):
             return None
         return int(text) if text.isdigit() and int(text) > 0 else None
 

@@ -13,7 +13,7 @@ from tinylab.safeio import open_regular
 READ_CHUNK = 4 << 20
 
 #: Exit codes of `follow`, `run` and `train` by final status.
-EXIT_CODES = {"finished": 0, "failed": 1, "lost": 3, "cancelled": 130}
+EXIT_CODES = {"finished": 0, "failed": 1, "lost": 3, "cancelled": 130, "dry-run": 4}
 
 
 def watch(run: Run, out: TextIO | None = None, poll_s: float = 0.2, from_start: bool = True,

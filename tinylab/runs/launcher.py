@@ -9,7 +9,6 @@ the whole group.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -22,7 +21,8 @@ from tinylab.runs import slurm
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import printable
-from tinylab.runs.store import LIVE, Run, RunStore, process_start_time, record_alive, write_record
+from tinylab.runs.store import LIVE, Run, RunStore, process_start_time, record_alive, write_json, write_record
+from tinylab.safeio import UnsafeFile, open_append
 
 #: Python flags of every process tinylab starts (tinylab.childproc): `-P` (3.11+) keeps the
 #: caller's folder off sys.path, so a `models/` or `torch.py` there is never imported into a run.
@@ -49,7 +49,7 @@ def launch(store: RunStore, cfg: RunConfig, env: dict[str, str] | None = None) -
     child_env = dict(os.environ if env is None else env)
     child_env.setdefault("PYTHONUNBUFFERED", "1")
     argv = supervisor_argv(run_dir)
-    with open(run.output_log, "ab") as log, open(os.devnull, "rb") as devnull:
+    with os.fdopen(open_append(run.output_log), "ab") as log, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             argv,
             stdin=devnull,
@@ -117,7 +117,15 @@ def _cancel_job(run: Run, job: slurm.Job) -> bool:
 
 
 def _record_cancel(run: Run) -> None:
-    (run.dir / "cancel.json").write_text(json.dumps({"time": time.time(), "by_pid": os.getpid()}), encoding="utf-8")
+    """cancel.json, written then renamed: one planted as a link is replaced, never written through; a
+    run folder that is itself a link is refused (UnsafeFile, before anything is signalled). On a
+    full disk the cancel goes on without its record (the run then reads as ended by a signal)."""
+    try:
+        write_json(run.dir / "cancel.json", {"time": time.time(), "by_pid": os.getpid()})
+    except UnsafeFile:
+        raise
+    except OSError:
+        pass
 
 
 def run_group(run: Run) -> int | None:

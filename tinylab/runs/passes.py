@@ -24,6 +24,8 @@ from tinylab.config import RunConfig
 from tinylab.events import EVENTS_FILE, PassEvent
 from tinylab.profilers.base import profile_dir
 from tinylab.profilers.registry import wrapper_adapter
+from tinylab.errors import UserError
+from tinylab.safeio import open_append, read_bounded
 
 PASSES_FILE = "passes.log"
 #: Measured steps a later pass trains after the warm-up.
@@ -57,7 +59,7 @@ def claim(run_dir: Path, cfg: RunConfig, arch: str | None) -> CounterPass | None
     out_dir = profile_dir(run_dir, adapter.name) if adapter else None
     if adapter is None or out_dir is None or not adapter.reruns_program(out_dir):
         return None
-    with open(run_dir / PASSES_FILE, "a+", encoding="utf-8") as fh:
+    with os.fdopen(open_append(run_dir / PASSES_FILE), "a+", encoding="utf-8") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # released on close
         fh.seek(0)
         number = len(fh.read().splitlines()) + 1
@@ -69,8 +71,8 @@ def claim(run_dir: Path, cfg: RunConfig, arch: str | None) -> CounterPass | None
 def passes_run(run_dir: Path) -> int:
     """How many times the trainer started in this run (0: it was never run in passes)."""
     try:
-        return len((Path(run_dir) / PASSES_FILE).read_text(encoding="utf-8").splitlines())
-    except OSError:
+        return len(read_bounded(Path(run_dir) / PASSES_FILE, 1 << 20).splitlines())
+    except (OSError, UserError):
         return 0
 
 

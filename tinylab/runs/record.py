@@ -43,6 +43,11 @@ def printable(text: str) -> str:
     return _CONTROL.sub("?", text)
 
 
+def printable_lines(text: str) -> str:
+    """Text of several lines (a table, a chart) as a terminal may show it: each line printable."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def key_config(cfg: RunConfig | None) -> str:
     """The few settings that tell two runs apart, in one short string ("?" for a damaged config).
 

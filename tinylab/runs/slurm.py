@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinylab import tomlfile
+from tinylab import childproc, tomlfile
 from tinylab.config import MAX_PER_NODE, MAX_WORLD, RunConfig
 from tinylab.errors import UserError
 from tinylab.training.parallel import ENDPOINT_ENV
@@ -41,8 +41,13 @@ RDZV_PORT = 29500
 RDZV_PORTS = 1000
 #: How long an answer about a live job is kept (seconds); an ended job's answer is kept for good.
 CACHE_S = 5.0
-#: The longest a Slurm command may take to answer (a busy controller) before it counts as no answer.
+#: The longest sbatch or scancel may take to answer (a busy controller) before it counts as no answer.
 CALL_TIMEOUT_S = 30.0
+#: The same for the status queries (squeue, sacct): a listing asks one per Slurm run.
+QUERY_TIMEOUT_S = 5.0
+#: After a command did not answer in time, it is not asked again for this long: a hung squeue costs
+#: a listing of many Slurm runs one timeout, not one a run.
+SILENT_S = 60.0
 
 QUEUED = frozenset({"PENDING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESV_DEL_HOLD"})
 RUNNING = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "STOPPED", "RESIZING", "SIGNALING",
@@ -61,6 +66,8 @@ FAILED: dict[str, str] = {
 }
 ENDED = frozenset({"COMPLETED", "CANCELLED", *FAILED})
 
+#: Slurm counts a time limit in minutes in 32 bits, below its "no value" marker: sbatch refuses more.
+MAX_TIME_MINUTES = 0xFFFFFFFE - 1
 _TIME = re.compile(r"(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)")
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
 #: What a path in an #SBATCH line may hold: sbatch splits those lines on blanks and expands `%`.
@@ -140,14 +147,19 @@ def valid_time(value: str) -> bool:
     """One of sbatch's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (minutes and seconds below
     60 after a larger unit, hours below 24 after days)."""
     m = _TIME.fullmatch(value)
-    if m is None:
+    if m is None or any(len(v) > 9 for v in m.groups() if v is not None):
         return False
     days, d_hours, d_minutes, d_seconds, first, second, third = m.groups()
     if days is not None:
-        return int(d_hours) < 24 and all(int(v) < 60 for v in (d_minutes, d_seconds) if v is not None)
-    if third is not None:  # H:M:S
-        return int(second) < 60 and int(third) < 60
-    return second is None or int(second) < 60  # M or M:S
+        minutes = int(days) * 1440 + int(d_hours) * 60 + int(d_minutes or 0)
+        ok = int(d_hours) < 24 and all(int(v) < 60 for v in (d_minutes, d_seconds) if v is not None)
+    elif third is not None:  # H:M:S
+        minutes = int(first) * 60 + int(second)
+        ok = int(second) < 60 and int(third) < 60
+    else:  # M or M:S
+        minutes = int(first)
+        ok = second is None or int(second) < 60
+    return ok and minutes <= MAX_TIME_MINUTES
 
 
 def check_size(nodes: Any, gpus_per_node: Any) -> None:
@@ -332,7 +344,7 @@ def _ask(job_id: str) -> str | None:
     answered = False
     for argv in (["squeue", "-h", "-j", job_id, "-o", "%T"],
                  ["sacct", "-n", "-X", "-P", "-j", job_id, "-o", "State"]):
-        proc = _call(argv)
+        proc = _call(argv, QUERY_TIMEOUT_S)
         if isinstance(proc, str) or proc.returncode != 0:
             continue  # absent, or it failed (squeue of a job the controller forgot, accounting off)
         answered = True
@@ -342,16 +354,26 @@ def _ask(job_id: str) -> str | None:
     return "" if answered else None
 
 
-def _call(argv: list[str]) -> subprocess.CompletedProcess | str:
-    """The finished command, or why it could not be run."""
-    if shutil.which(argv[0]) is None:
-        return f"{argv[0]} is not on PATH"
+#: command -> when it last failed to answer in time (time.monotonic()), see SILENT_S.
+_silent: dict[str, float] = {}
+
+
+def _call(argv: list[str], timeout: float = CALL_TIMEOUT_S) -> subprocess.CompletedProcess | str:
+    """The finished command, or why it could not be run (tinylab.childproc.run_bounded: killed with
+    what it started after `timeout` seconds, its output bounded)."""
+    name = argv[0]
+    if shutil.which(name) is None:
+        return f"{name} is not on PATH"
+    since = _silent.get(name)
+    if since is not None and time.monotonic() - since < SILENT_S:
+        return f"{name} did not answer within {timeout:.0f} s {time.monotonic() - since:.0f} s ago"
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=CALL_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        return childproc.run_bounded(argv, timeout)
     except subprocess.TimeoutExpired:
-        return f"{argv[0]} did not answer within {CALL_TIMEOUT_S:.0f} s"
+        _silent[name] = time.monotonic()
+        return f"{name} did not answer within {timeout:.0f} s"
     except OSError as exc:
-        return f"could not start {argv[0]}: {exc.strerror or exc}"
+        return f"could not start {name}: {exc.strerror or exc}"
 
 
 def _last_line(text: str) -> str:

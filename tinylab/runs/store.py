@@ -25,9 +25,11 @@ remote     the run was started on another host and has not ended: its processes 
            from here (a compute node's run, seen from the login node); or it is a Slurm job and no
            Slurm can be asked here (a laptop reading a shared folder)
 cancelled  cancel.json exists, the process is gone, and it wrote no summary; or Slurm cancelled its job
+           (a cancel that lands after the summary leaves the run finished: it interrupted no training)
 failed     an error event, or a non-zero exit code; or Slurm ended its job as failed (TIMEOUT, NODE_FAIL ...)
 finished   a summary event and a zero (or not yet recorded) exit code
 lost       the process is gone with no summary, error or exit record
+dry-run    `tinylab submit --dry-run` wrote the job script and nobody submitted it through tinylab
 
 A Slurm run whose supervisor has not recorded its end (no `exit` event) asks Slurm first.
 """
@@ -53,10 +55,14 @@ from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RunRecord, printable
-from tinylab.safeio import FULL_DISK, UnsafeFile, read_bounded, release_space, reserve_space
+from tinylab.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
 
-STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost")
-TERMINAL = ("finished", "failed", "cancelled", "lost")
+STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost", "dry-run")
+#: Statuses that do not change by themselves (a dry run's script waits for a hand-typed sbatch).
+TERMINAL = ("finished", "failed", "cancelled", "lost", "dry-run")
+#: Exit codes a cancel's signals give: killed by SIGINT, SIGTERM or SIGKILL, or the trainer's own
+#: code for an interrupt (130); a shell's 128 + signal for the others.
+CANCEL_CODES = (-2, -15, -9, 130, 143, 137)
 #: What a cancel stops (and `rm` refuses without --force).
 LIVE = ("queued", "running")
 ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
@@ -97,10 +103,10 @@ def run_dir_state(path: Path, *, legacy: bool = True) -> bool | None:
         if not stat.S_ISDIR(path.lstat().st_mode):
             return False
         try:
-            data = json.loads(read_bounded(path / MARKER, limit=MARKER_LIMIT))
+            data = read_json(path / MARKER, limit=MARKER_LIMIT)
         except FileNotFoundError:
             pass
-        except (UserError, ValueError, UnicodeDecodeError):  # a link, a FIFO, too large, not JSON
+        except UserError:  # a link, a FIFO, too large, not JSON, nested too deep
             return False
         else:
             return isinstance(data, dict) and data.get("id") == path.name
@@ -131,14 +137,10 @@ TRIED_FILE = "tried.json"
 
 
 def write_json(path: Path, obj: dict[str, Any]) -> None:
-    """Write-then-rename, so a reader never sees half a record."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(obj, indent=2, sort_keys=True), encoding="utf-8")
-        tmp.replace(path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    """A record of a run folder, written then renamed (tinylab.safeio.write_atomic): a reader never
+    sees half a record, and a link planted at its name, or a run folder that is a link, is never
+    written through."""
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True).encode("utf-8"), follow_dir_link=False)
 
 
 def write_record(run_dir: Path, name: str, obj: dict[str, Any]) -> None:
@@ -177,13 +179,13 @@ class Run:
     def _read_json(self, name: str) -> dict[str, Any]:
         """A record file as an object; UserError (one line) when missing, unsafe, too large or not an object."""
         try:
-            data = json.loads(read_bounded(self.dir / name))
+            data = read_json(self.dir / name)
         except FileNotFoundError:
             raise UserError(f"{name} is missing") from None
-        except UnsafeFile as exc:
-            raise UserError(str(exc).replace(str(self.dir) + os.sep, "")) from None
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
-            raise UserError(f"{name} is not valid JSON ({type(exc).__name__})") from None
+        except UserError as exc:  # a link, a FIFO, too large, not JSON, nested too deep
+            raise UserError(printable(str(exc).replace(str(self.dir) + os.sep, ""))) from None
+        except OSError as exc:
+            raise UserError(f"{name} cannot be read ({exc.strerror or type(exc).__name__})") from None
         if not isinstance(data, dict):
             raise UserError(f"{name} holds a {type(data).__name__}, not an object")
         return data
@@ -291,15 +293,24 @@ class Run:
         return self._ended(log, process), job
 
     def _ended(self, log: EventLog, process: dict[str, Any] | None) -> str:
-        if _remote(process) and log.last("summary") is None and log.last("exit") is None and log.last("error") is None \
-                and self.cancel_record is None:
+        if process is None and not log.events and (self.dir / slurm.SCRIPT_FILE).exists() \
+                and not (self.dir / slurm.JOB_FILE).exists():
+            return "dry-run"  # a job script that `submit --dry-run` wrote; tinylab submitted nothing
+        cancel, summary = self.cancel_record, log.last("summary")
+        if _remote(process) and summary is None and log.last("exit") is None and log.last("error") is None \
+                and cancel is None:
             return "remote"
-        if self.cancel_record is not None and log.last("summary") is None:  # a cancel after the summary
-            return "cancelled"                                               # came too late to stop it
-        exit_ev = log.last("exit")
-        if log.last("error") is not None or (exit_ev is not None and exit_ev.get("returncode") != 0):
+        if cancel is not None and summary is None:
+            return "cancelled"
+        errors, exit_ev = log.of("error"), log.last("exit")
+        if cancel is not None:  # a cancel after the summary came too late to stop the training: what its
+            # signal interrupted (a profile's export, the teardown) is no failure of the run
+            errors = [e for e in errors if e.get("type") != "KeyboardInterrupt"]
+            if exit_ev is not None and exit_ev.get("returncode") in CANCEL_CODES:
+                exit_ev = None
+        if errors or (exit_ev is not None and exit_ev.get("returncode") != 0):
             return "failed"
-        if log.last("summary") is not None:
+        if summary is not None:
             return "finished"
         return "lost"
 
@@ -398,6 +409,16 @@ class RunStore:
         names = ", ".join(self.unreadable[:3]) + (", ..." if len(self.unreadable) > 3 else "")
         return (f"skipped {len(self.unreadable)} entr{'y' if len(self.unreadable) == 1 else 'ies'} of "
                 f"{self.root} that could not be read (permission denied): {printable(names)}")
+
+    def exposure_note(self) -> str | None:
+        """One line when others may write into the store's folder (shared scratch made group- or
+        world-writable): they could plant, replace or delete runs there. None otherwise."""
+        who = exposed(self.root)
+        if who is None:
+            return None
+        shown = printable(str(self.root))
+        return (f"warning: the run store {shown} is writable by {who}: a neighbour could plant, replace or delete "
+                f"runs there (chmod go-w {shown}, or use a --runs-dir of your own)")
 
     def _exists(self) -> bool:
         try:

@@ -18,8 +18,10 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -33,8 +35,8 @@ from tinylab.profilers.base import profile_dir, write_kernel_table
 from tinylab.profilers.registry import wrapper_adapter
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
-from tinylab.runs.store import process_start_time, write_json, write_record
-from tinylab.safeio import UnsafeFile, read_tail
+from tinylab.runs.store import process_start_time, record_alive, write_json, write_record
+from tinylab.safeio import UnsafeFile, read_tail, write_atomic
 
 
 #: What the other nodes of a run started by hand (not through Slurm) run to join it.
@@ -110,9 +112,9 @@ def supervise(run_dir: Path) -> int:
         except OSError:  # the run goes on; seen from elsewhere it reads as lost until it ends
             pass
     if cfg.nnodes > 1 and not through_srun(cfg):  # started by hand: the other nodes join by hand
-        (run_dir / NODES_FILE).write_text(
+        write_atomic(run_dir / NODES_FILE, (
             f"This run has {cfg.nnodes} nodes; this one started it. On each of the others, in a folder that sees\n"
-            f"{run_dir.resolve()} at the same path, run:\n\n  {shlex.join(argv)}\n", encoding="utf-8")
+            f"{run_dir.resolve()} at the same path, run:\n\n  {shlex.join(argv)}\n").encode("utf-8"), follow_dir_link=False)
     try:
         print("$ " + " ".join(argv), flush=True)
     except OSError:  # output.log on a full disk: the run still starts, and its events say how it ends
@@ -120,6 +122,8 @@ def supervise(run_dir: Path) -> int:
     # Cancel signals the whole group; the supervisor outlives the trainer to record the end.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if cfg.parallel is not None:
+        adopt_orphans()
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=_default_signals, cwd=run_dir)
     except OSError as exc:
@@ -130,11 +134,15 @@ def supervise(run_dir: Path) -> int:
     except OSError:  # a full disk: process.json (ours) still shows the run as running while we live
         pass
     rc = proc.wait()
+    note = None
+    if cfg.parallel is not None and rc != 0:  # torchrun killed alone: its ranks train on; the run ends with them
+        rc, note = _after_ranks(run_dir, cfg, rc)
     with EventWriter(run_dir / EVENTS_FILE) as ev:
         if cfg.parallel is not None and rc != 0:
             for error in silent_ranks(run_dir, cfg):
                 ev.emit("error", **error)
-        ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None)
+        ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None,
+                **({"note": note} if note else {}))
         if adapter is not None:
             ranks = [None] if cfg.parallel is None else list(range(cfg.world_size))
             for rank in ranks:
@@ -146,6 +154,43 @@ def supervise(run_dir: Path) -> int:
                 except OSError:  # no room for the profile: the run's end is already recorded
                     pass
     return 0 if rc == 0 else 1
+
+
+def adopt_orphans() -> bool:
+    """Make this process the one that orphaned descendants are re-parented to (Linux's child
+    subreaper): when torchrun alone is killed, its ranks train on as this process's children, so
+    their end is waited for and their exit codes are known. False where the system has no such thing."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _after_ranks(run_dir: Path, cfg: RunConfig, rc: int) -> tuple[int, str | None]:
+    """Wait for the ranks of this host that outlived torchrun (each rank's own record names it), and
+    the run's exit code: torchrun's, unless it died while every rank of the run trained on here to
+    exit code 0 (then 0, with a note of what happened to torchrun)."""
+    here = socket.gethostname()
+    records = {r["pid"]: r for r in parallel.rank_records(run_dir) if r.get("host") == here and isinstance(r.get("pid"), int)}
+    codes: dict[int, int | None] = {}
+    for pid, record in records.items():
+        try:  # re-parented to this process (adopt_orphans): its exit code, even if it has already ended
+            codes[pid] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        except ChildProcessError:  # not this process's child: it ended under torchrun, or no subreaper here
+            while record_alive(record):
+                time.sleep(RANK_POLL_S)
+            codes[pid] = None
+    outlived = [pid for pid, code in codes.items() if code is not None]
+    if not outlived or len(codes) != cfg.world_size or any(codes[pid] != 0 for pid in codes):
+        return rc, None
+    how = f"was killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exited {rc}"
+    return 0, f"torchrun {how} while its {len(codes)} ranks trained on; every rank ended with exit code 0"
+
+
+#: How often the supervisor looks whether a rank it cannot wait for (not its child) has ended.
+RANK_POLL_S = 0.5
 
 
 #: torchrun's report of a failed worker ("rank      : 1 (local_rank: 1)" then "exitcode  : -9 (pid: 41)").

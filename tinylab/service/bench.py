@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from tinylab.config import RunConfig
 from tinylab.errors import UserError
+from tinylab.safeio import write_atomic
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,10 @@ def run_bench(base: RunConfig, cases: list[str], precisions: list[str], seq_lens
         env["liger_kernel"] = liger_version()
         kernels_table = format_rows(extra["kernels"])
     doc = {"environment": env, "config": base.to_dict(), "rows": rows, **extra}
-    if out:
-        out.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    if out:  # through a temporary file renamed over it: a full disk never truncates an old result
+        try:
+            write_atomic(out, (json.dumps(doc, indent=2, default=str) + "\n").encode("utf-8"))
+        except OSError as exc:
+            raise UserError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     problems = bench.check_regression(rows, saved, max_regression) if saved else []
     return BenchResult(env, rows, problems, bench.format_table(rows), kernels_table)

@@ -20,11 +20,13 @@ from typing import Any
 
 import psutil
 
+from tinylab import childproc
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.base import dist_version
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
 from tinylab.profilers.rocm_doctor import amd_tool_lines, amd_tools
+from tinylab.service.machine import usable_cpus
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {
@@ -80,6 +82,7 @@ class DoctorReport:
     os: dict[str, str]  # system, release, machine
     python: dict[str, str]  # version, executable
     memory_bytes: int | None
+    cpus: int | None  # the CPUs this process may use (its affinity), not the machine's
     gpu: GpuInfo | None
     rocm: RocmInfo | None
     packages: dict[str, str | None]
@@ -90,7 +93,7 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, Any]:
         """The `tinylab doctor --json` object."""
-        return {"os": self.os, "python": self.python, "memory_bytes": self.memory_bytes,
+        return {"os": self.os, "python": self.python, "memory_bytes": self.memory_bytes, "cpus": self.cpus,
                 "gpu": asdict(self.gpu) if self.gpu else None, "rocm": asdict(self.rocm) if self.rocm else None,
                 "packages": self.packages, "profilers": {name: asdict(p) for name, p in self.profilers.items()},
                 "amd_tools": self.amd_tools, "warnings": list(self.warnings)}
@@ -104,6 +107,7 @@ class DoctorReport:
             os=dict(doc.get("os") or {}),
             python=dict(doc.get("python") or {}),
             memory_bytes=memory if isinstance(memory, int) and not isinstance(memory, bool) else None,
+            cpus=cpus if isinstance(cpus := doc.get("cpus"), int) and not isinstance(cpus, bool) else None,
             gpu=_known(GpuInfo, gpu) if isinstance(gpu, dict) else None,
             rocm=_known(RocmInfo, rocm) if isinstance(rocm, dict) else None,
             packages=dict(doc.get("packages") or {}),
@@ -149,6 +153,7 @@ def collect_doctor() -> DoctorReport:
         packages={name: dist_version(*dists) for name, dists in PACKAGES.items()},
         profilers=profilers,
         amd_tools=amd_tools(),
+        cpus=usable_cpus(),
         warnings=tuple(warnings),
     )
 
@@ -209,10 +214,8 @@ def _nvidia_smi_gpu() -> GpuInfo | None:
     if exe is None:
         return None
     try:
-        proc = subprocess.run(
-            [exe, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=20,
-        )  # fmt: skip
+        proc = childproc.run_bounded([exe, "--query-gpu=name,driver_version,memory.total",
+                                      "--format=csv,noheader,nounits"], 20)
     except (OSError, subprocess.TimeoutExpired):
         return None
     rows = [[c.strip() for c in line.split(",")] for line in proc.stdout.splitlines() if line.count(",") >= 2]

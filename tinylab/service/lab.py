@@ -30,6 +30,7 @@ from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
+from tinylab.safeio import DOCUMENT_LIMIT, is_plain_dir, read_json, write_atomic
 
 if TYPE_CHECKING:
     from tinylab.analysis.hotspots import KernelTables
@@ -182,8 +183,9 @@ class Lab:
         return launcher.cancel(ref if isinstance(ref, Run) else self.run(ref))
 
     def remove(self, refs: list[str], force: bool = False) -> list[str]:
-        """Delete runs (all refs are resolved before anything is deleted); returns their ids."""
-        runs = [self.run(ref) for ref in refs]
+        """Delete runs (all refs are resolved before anything is deleted, a run named twice once);
+        returns their ids."""
+        runs = list({run.dir: run for run in (self.run(ref) for ref in refs)}.values())
         for run in runs:
             if force:
                 launcher.cancel(run)
@@ -231,7 +233,7 @@ class Lab:
         if found is not None:
             return found
         profiles = run_dir / "profiles"
-        if _kind(profiles) == "dir" and _children(profiles):
+        if is_plain_dir(profiles) and _children(profiles):  # never a `profiles` link to a neighbour's folder
             return load_kernel_tables(profiles)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
@@ -301,10 +303,17 @@ class Lab:
 
         if path is not None:
             try:
-                doc = json.loads(path.read_text(encoding="utf-8"))
-                return doc.get("ceilings", doc)
-            except (OSError, ValueError) as exc:
-                raise UserError(f"--ceilings {path}: {exc}") from None
+                doc = read_json(path, DOCUMENT_LIMIT, follow_links=True)
+            except FileNotFoundError:
+                raise UserError(f"--ceilings {path}: no such file") from None
+            except OSError as exc:
+                raise UserError(f"--ceilings {path}: {exc.strerror or exc}") from None
+            except UserError as exc:  # a FIFO, a device, too large, nested too deep, not JSON
+                raise UserError(f"--ceilings: {exc}") from None
+            ceilings = doc.get("ceilings", doc) if isinstance(doc, dict) else None
+            if not isinstance(ceilings, dict):
+                raise UserError(f"--ceilings {path}: not a `tinylab bench --roofline --out` JSON (no ceilings object)")
+            return ceilings
         cached = cached_ceilings(self.store.root, device_name)
         if cached is not None:
             return cached
@@ -323,7 +332,7 @@ class Lab:
 
         ceilings = measure_ceilings()
         self.store.root.mkdir(parents=True, exist_ok=True)
-        ceilings_cache(self.store.root, device_name).write_text(json.dumps(ceilings), encoding="utf-8")
+        write_atomic(ceilings_cache(self.store.root, device_name), json.dumps(ceilings).encode("utf-8"))
         return ceilings
 
     def compare(self, a: str, b: str) -> Comparison:

@@ -15,6 +15,10 @@ from tinylab.profilers.registry import get_adapter
 from tinylab.service.machine import Machine
 
 
+#: What a rank's process takes before any tensor of the model (Python, torch, gloo): ~400 MB measured
+#: on a CPU; a lower bound, so that nothing that fits is refused.
+RANK_PROCESS_BYTES = 256 << 20
+
 #: name -> why that profiler cannot run here (None: it can), with the fix when there is one.
 ProfilerCheck = Callable[[str], "str | None"]
 
@@ -34,7 +38,15 @@ def check_run(cfg: RunConfig, machine: Machine, profiler_problem: ProfilerCheck 
     if device_type == "cuda" and cfg.nproc_per_node > machine.gpus:
         raise ConfigError(f"--nproc-per-node {cfg.nproc_per_node} wants a GPU a rank, and this node has {machine.gpus}: "
                           f"use --nproc-per-node {machine.gpus} or fewer (or --device cpu: gloo ranks on the CPU)")
-    cfg.check_fits(machine.memory_bytes(device_type), "the GPU" if device_type == "cuda" else "this machine")
+    if device_type == "cpu" and machine.cpus and cfg.nproc_per_node > machine.cpus:
+        raise ConfigError(f"--nproc-per-node {cfg.nproc_per_node} starts that many training processes on this machine's "
+                          f"{machine.cpus} CPU cores: use --nproc-per-node {machine.cpus} or fewer")
+    memory = machine.memory_bytes(device_type)
+    if device_type == "cpu" and memory and cfg.nproc_per_node > 1:  # the ranks share the host's memory
+        memory = max(0, memory // cfg.nproc_per_node - RANK_PROCESS_BYTES) or 1
+        cfg.check_fits(memory, f"each of {cfg.nproc_per_node} ranks' share of this machine (less its Python and torch)")
+    else:
+        cfg.check_fits(memory, "the GPU" if device_type == "cuda" else "this machine")
     if cfg.parallel in ("zero1", "zero2") and importlib.util.find_spec("deepspeed") is None:
         raise UserError(f"--parallel {cfg.parallel} runs DeepSpeed, which is not installed: pip install deepspeed "
                         "(or use --parallel ddp or fsdp)")

@@ -8,6 +8,7 @@ into the one the trainer will get, or a one-line error.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,14 @@ if TYPE_CHECKING:
     from tinylab.service.doctor import DoctorReport
 
 
+def usable_cpus() -> int | None:
+    """CPU cores this process may run on (its affinity: a Slurm job's or a container's share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
 @dataclass(frozen=True)
 class Machine:
     gpus: int = 0  # GPUs torch can use
@@ -27,6 +36,7 @@ class Machine:
     gpu_name: str | None = None
     gpu_memory_bytes: int | None = None  # of one GPU
     host_memory_bytes: int | None = None
+    cpus: int | None = None  # CPU cores this process may run on (None: unknown)
 
     def memory_bytes(self, device_type: str) -> int | None:
         """The memory a run on this device type may use (None: unknown, nothing is refused)."""
@@ -56,23 +66,24 @@ class Machine:
     @classmethod
     def probe(cls) -> "Machine":
         """This machine, as the trainer's torch will see it."""
-        host = psutil.virtual_memory().total
+        host, cpus = psutil.virtual_memory().total, usable_cpus()
         if not gpu_vendors():
-            return cls(host_memory_bytes=host)  # no GPU device node: no torch import needed to know
+            return cls(host_memory_bytes=host, cpus=cpus)  # no GPU device node: no torch import needed to know
         import torch
 
         if not torch.cuda.is_available():
-            return cls(host_memory_bytes=host)
+            return cls(host_memory_bytes=host, cpus=cpus)
         return cls(torch.cuda.device_count(), "amd" if getattr(torch.version, "hip", None) else "nvidia",
-                   torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory, host)
+                   torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory, host, cpus)
 
     @classmethod
     def from_doctor(cls, report: DoctorReport | None) -> "Machine":
         """From the doctor report (the lab's view): only a GPU torch can use counts."""
         host = report.memory_bytes if report else None
+        cpus = report.cpus if report else None
         gpu = report.gpu if report else None
         if gpu is None or not gpu.torch_sees_gpu:
-            return cls(host_memory_bytes=host)
+            return cls(host_memory_bytes=host, cpus=cpus)
         memory = gpu.memory_gb
         return cls(int(gpu.count or 1), gpu.vendor, gpu.name,
-                   int(memory * 2**30) if isinstance(memory, (int, float)) else None, host)
+                   int(memory * 2**30) if isinstance(memory, (int, float)) else None, host, cpus)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import json
 import statistics
 import tempfile
 import time
@@ -230,21 +229,32 @@ def environment() -> dict[str, Any]:
 def load_baseline(baseline_path: Path) -> dict:
     """A saved bench JSON measured on this card; read before any case runs, so a wrong path or
     card fails in seconds rather than after the whole bench."""
+    from tinylab.safeio import DOCUMENT_LIMIT, UnsafeFile, read_json
+
     try:
-        baseline = json.loads(baseline_path.read_text(encoding="utf-8"))
+        baseline = read_json(baseline_path, DOCUMENT_LIMIT, follow_links=True)
     except FileNotFoundError:
         raise UserError(f"--baseline {baseline_path}: no such file") from None
-    except ValueError:
-        baseline = None
+    except OSError as exc:  # a folder, permission denied
+        raise UserError(f"--baseline {baseline_path}: {exc.strerror or exc}") from None
+    except UnsafeFile as exc:  # a FIFO, a device, too large, nested too deep
+        raise UserError(f"--baseline: {exc}") from None
+    except UserError:
+        raise UserError(f"--baseline {baseline_path}: not a tinylab bench JSON (not valid JSON)") from None
+    from tinylab.runs.record import printable
+
     if not isinstance(baseline, dict) or not isinstance(baseline.get("rows"), list):
         raise UserError(f"--baseline {baseline_path}: not a tinylab bench JSON (no 'rows')")
+    rows = [r for r in baseline["rows"] if isinstance(r, dict) and isinstance(r.get("case"), str)
+            and isinstance(r.get("precision"), str) and isinstance(r.get("seq_len"), int)
+            and isinstance(r.get("samples_per_s"), (int, float, type(None)))]  # a damaged row compares nothing
     here = environment()["device"]
-    if baseline.get("environment", {}).get("device") not in (None, here):
-        raise UserError(
-            f"--baseline {baseline_path} was measured on {baseline['environment']['device']}, this is {here}: "
-            "compare on the same card"
-        )
-    return baseline
+    env = baseline.get("environment")
+    device = env.get("device") if isinstance(env, dict) else None
+    if device is not None and device != here:
+        raise UserError(f"--baseline {baseline_path} was measured on {printable(str(device))[:80]}, this is {here}: "
+                        "compare on the same card")
+    return {**baseline, "rows": rows}
 
 
 def check_regression(rows: list[dict], baseline: dict, max_regression_pct: float) -> list[str]:

@@ -14,7 +14,6 @@ without paying for a torch import.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import socket
@@ -72,18 +71,21 @@ def rank_file(run_dir: Path, rank: int) -> Path:
 
 def rank_records(run_dir: Path) -> list[dict[str, Any]]:
     """The ranks/rank<k>.json records of a run, by rank (a damaged one is skipped)."""
-    from tinylab.safeio import UnsafeFile, read_bounded
+    from tinylab.errors import UserError
+    from tinylab.safeio import is_plain_dir, read_json
 
-    out = []
+    out: list[dict[str, Any]] = []
     folder = run_dir / RANKS_DIR
+    if not is_plain_dir(folder):  # missing, or a link planted to another run's ranks
+        return out
     try:
         names = sorted(p.name for p in folder.iterdir() if re.fullmatch(r"rank\d+\.json", p.name))
     except OSError:
         return []
     for name in names:
         try:
-            data = json.loads(read_bounded(folder / name, 64 << 10))
-        except (OSError, UnsafeFile, ValueError, UnicodeDecodeError):
+            data = read_json(folder / name, 64 << 10)
+        except (OSError, UserError):  # a link, a FIFO, too large, not JSON, nested too deep
             continue
         if isinstance(data, dict) and isinstance(data.get("rank"), int):
             out.append(data)

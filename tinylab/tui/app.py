@@ -32,9 +32,9 @@ from tinylab.tui.screens.base import background
 
 
 class LiveRunsScanned(Message):
-    def __init__(self, live: list[RunRecord], announce: bool) -> None:
+    def __init__(self, live: list[RunRecord], announce: bool, store_note: str | None = None) -> None:
         super().__init__()
-        self.live, self.announce = live, announce
+        self.live, self.announce, self.store_note = live, announce, store_note
 
 
 class DoctorCollected(Message):
@@ -127,8 +127,9 @@ class TinyLabApp(App):
 
     @background("live-scan")
     def scan_live_runs(self, announce: bool = True) -> None:
+        note = self.backend.store.exposure_note() if announce else None  # others may write into the store
         live = [record for record in self.backend.records() if record.status == "running"]
-        self.post_message(LiveRunsScanned(live, announce))
+        self.post_message(LiveRunsScanned(live, announce, note))
 
     def _rescan_live(self) -> None:
         if self.live_runs:
@@ -138,6 +139,8 @@ class TinyLabApp(App):
     def _set_live(self, message: LiveRunsScanned) -> None:
         live = message.live
         self.live_runs = live
+        if message.store_note:
+            self.notify(message.store_note, title="Run store", severity="warning", timeout=15)
         if message.announce and live:
             newest = live[-1]
             more = f" (and {len(live) - 1} more: r lists them)" if len(live) > 1 else ""
