@@ -3,10 +3,9 @@ tinylab's operators.csv of key_averages()."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
@@ -15,10 +14,10 @@ from tinylab.analysis.formats._base import (
     Parsed,
     complete_rows,
     join,
-    json_number,
     number,
 )
 from tinylab.analysis.formats.detect import csv_table
+from tinylab.analysis.formats.trace_events import TraceEvents
 from tinylab.analysis.kernel_table import build_table, table_from_durations
 
 #: The files the PyTorch profiler adapter writes in its folder (tinylab/profilers/pytorch.py).
@@ -27,63 +26,52 @@ OPERATORS_CSV = "operators.csv"
 MEMORY_TIMELINE = "memory_timeline.json.gz"
 
 
-def parse_events(events: list[Any]) -> Parsed:
+#: Kineto's categories of device kernels (older traces: "Kernel") and of CPU operators.
+KERNEL_CATS = ("kernel", "Kernel")
+OPERATOR_CATS = ("cpu_op", "Operator", "operator")
+
+
+def parse_trace(events: TraceEvents) -> Parsed:
     """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise."""
-    kernels_name: list[str] = []
-    kernels_dur: list[float] = []
-    ops: list[tuple[Any, Any, float, float, str]] = []
-    wanted = {"kernel": True, "Kernel": True, "cpu_op": False, "Operator": False, "operator": False}
-    for e in events:  # the hot loop of a million-event trace: cheapest test first
-        if type(e) is not dict:
-            continue
-        cat = e.get("cat")
-        is_kernel = wanted.get(cat) if type(cat) is str else None
-        if is_kernel is None or e.get("ph") != "X":
-            continue
-        name, dur = e.get("name"), json_number(e.get("dur"))
-        if not isinstance(name, str) or not dur >= 0:
-            continue
-        if is_kernel:
-            kernels_name.append(name)
-            kernels_dur.append(dur * 1e3)
-        else:
-            ts = json_number(e.get("ts"))
-            if not math.isnan(ts):
-                ops.append((_hashable(e.get("pid")), _hashable(e.get("tid")), ts, dur, name))
-    if kernels_name:
-        return Parsed(table_from_durations(pd.Series(kernels_name), pd.Series(kernels_dur)), "pytorch-trace", None)
-    if not ops:
+    named = events.named()
+    kernels = events.of_cats(KERNEL_CATS) & named
+    if kernels.any():
+        table = table_from_durations(pd.Series(events.name_of(events.name[kernels]), dtype=object),
+                                     pd.Series(events.dur[kernels] * 1e3))
+        return Parsed(table, "pytorch-trace", None)
+    ops = np.flatnonzero(events.of_cats(OPERATOR_CATS) & named & ~np.isnan(events.ts))
+    if not len(ops):
         raise FormatError("trace has no kernel or cpu_op events")
-    names, self_ns = _self_times(ops)
+    names, self_ns = _self_times(events, ops)
     return Parsed(
-        table_from_durations(pd.Series(names), pd.Series(self_ns)),
+        table_from_durations(pd.Series(names, dtype=object), pd.Series(self_ns)),
         "pytorch-trace",
         "CPU run: no device kernels; table shows operators by self CPU time",
     )
 
 
-def _hashable(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float)) or value is None else repr(value)
-
-
-def _self_times(ops: list[tuple[Any, Any, float, float, str]]) -> tuple[list[str], list[float]]:
-    """Self time of each op = its duration minus its directly nested ops, per thread."""
-    ops.sort(key=lambda o: (str(o[0]), str(o[1]), o[2], -o[3]))
-    names: list[str] = []
+def _self_times(events: TraceEvents, ops: np.ndarray) -> tuple[list[str | None], list[float]]:
+    """Self time of each op = its duration minus its directly nested ops, per thread (threads in
+    the order of their ids as text, ops by start, the longer first)."""
+    by_text = {code: rank for rank, code in enumerate(sorted(range(len(events.ids)), key=lambda c: str(events.ids[c])))}
+    rank = np.array([by_text[c] for c in range(len(events.ids))], dtype=np.int64)
+    pid, tid, ts, dur = events.pid[ops], events.tid[ops], events.ts[ops], events.dur[ops]
+    order = np.lexsort((-dur, ts, rank[tid], rank[pid]))  # stable: ties keep the file's order
+    ops = ops[order]
+    names = events.name_of(events.name[ops])
     self_ns: list[float] = []
     stack: list[tuple[float, int]] = []  # (end, index into self_ns)
     thread = None
-    for pid, tid, ts, dur, name in ops:
-        if (pid, tid) != thread:
-            stack, thread = [], (pid, tid)
-        while stack and stack[-1][0] <= ts:
+    for p, t, start, length in zip(events.pid[ops].tolist(), events.tid[ops].tolist(), events.ts[ops].tolist(),
+                                   events.dur[ops].tolist()):
+        if (p, t) != thread:
+            stack, thread = [], (p, t)
+        while stack and stack[-1][0] <= start:
             stack.pop()
         if stack:
-            parent = stack[-1][1]
-            self_ns[parent] -= dur * 1e3
-        names.append(name)
-        self_ns.append(dur * 1e3)
-        stack.append((ts + dur, len(self_ns) - 1))
+            self_ns[stack[-1][1]] -= length * 1e3
+        self_ns.append(length * 1e3)
+        stack.append((start + length, len(self_ns) - 1))
     return names, [max(0.0, v) for v in self_ns]
 
 
