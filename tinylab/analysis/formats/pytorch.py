@@ -18,7 +18,7 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.formats.trace_events import TraceEvents
-from tinylab.analysis.kernel_table import build_table, table_from_durations
+from tinylab.analysis.kernel_table import build_table, table_from_codes, table_from_durations
 
 #: The files the PyTorch profiler adapter writes in its folder (tinylab/profilers/pytorch.py).
 TRACE = "trace.json.gz"
@@ -36,8 +36,7 @@ def parse_trace(events: TraceEvents) -> Parsed:
     named = events.named()
     kernels = events.of_cats(KERNEL_CATS) & named
     if kernels.any():
-        table = table_from_durations(pd.Series(events.name_of(events.name[kernels]), dtype=object),
-                                     pd.Series(events.dur[kernels] * 1e3))
+        table = table_from_codes(events.name[kernels], events.names, events.dur[kernels] * 1e3)
         return Parsed(table, "pytorch-trace", None)
     ops = np.flatnonzero(events.of_cats(OPERATOR_CATS) & named & ~np.isnan(events.ts))
     if not len(ops):
