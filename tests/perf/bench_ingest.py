@@ -11,7 +11,8 @@ shipped in tests/fixtures:
   joining agent, event, string, symbol, queue, stream, process and thread) of --events dispatches,
   the H100 trace's kernels in turn;
 - a rocprofv3 kernel_trace.csv and an nsys cuda_gpu_trace CSV of --events dispatches;
-- a gzip bomb: about 400 KB of gzip that inflates to about 400 MB of valid trace JSON.
+- two gzip bombs of valid trace JSON that inflate to about 400 MB: tiny events (1.4 MB of gzip) and
+  white space (400 KB of gzip).
 Then runs every reader as a user does, one fresh process each (`tinylab hotspots FILE --top 3`,
 `tinylab timeline FILE`), --repeat times, and prints the median wall time, the peak memory (the
 child's max RSS) and the machine's load average before the run; with --hta PYTHON, also Holistic
@@ -48,15 +49,22 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from support import samples  # noqa: E402
 
-#: The child: tinylab's CLI, then its own peak memory on stderr's last line.
-WRAPPER = ("import resource, sys\nfrom tinylab.cli import main\ncode = main(sys.argv[1:])\nsys.stdout.flush()\n"
-           "print(f'peak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)\nsys.exit(code)")
+#: The peak memory of the process running it, printed last on stderr: VmHWM (ru_maxrss of a child
+#: started by fork counts its parent's pages from before the exec).
+PEAK = ("def _peak():\n    import resource\n    try:\n"
+        "        with open('/proc/self/status') as fh:\n"
+        "            return next(int(l.split()[1]) for l in fh if l.startswith('VmHWM:'))\n"
+        "    except (OSError, StopIteration):\n"
+        "        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n")
+#: The child: tinylab's CLI, then its peak memory.
+WRAPPER = PEAK + ("import sys\nfrom tinylab.cli import main\ncode = main(sys.argv[1:])\nsys.stdout.flush()\n"
+                  "print(f'peak_kb={_peak()}', file=sys.stderr)\nsys.exit(code)")
 #: HTA in its own interpreter: load the trace, then the kernel breakdown (the same question as hotspots).
-HTA = ("import resource, shutil, sys, tempfile\nfrom pathlib import Path\n"
-       "from hta.trace_analysis import TraceAnalysis\n"
-       "d = tempfile.mkdtemp()\nshutil.copy(sys.argv[1], Path(d) / 'rank0.trace.json.gz')\n"
-       "t = TraceAnalysis(trace_dir=d)\nt.get_gpu_kernel_breakdown(visualize=False)\n"
-       "print(f'peak_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}', file=sys.stderr)")
+HTA = PEAK + ("import shutil, sys, tempfile\nfrom pathlib import Path\n"
+              "from hta.trace_analysis import TraceAnalysis\n"
+              "d = tempfile.mkdtemp()\nshutil.copy(sys.argv[1], Path(d) / 'rank0.trace.json.gz')\n"
+              "t = TraceAnalysis(trace_dir=d)\nt.get_gpu_kernel_breakdown(visualize=False)\n"
+              "print(f'peak_kb={_peak()}', file=sys.stderr)")
 
 
 # ----------------------------------------------------------------------------- generated files
@@ -187,20 +195,24 @@ def write_text(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def write_bomb(path: Path, inflated: int = 400 << 20) -> None:
-    """A gzip file of valid trace JSON that inflates to `inflated` bytes: one tiny kernel event
-    repeated (deflate's best case, about 1000:1)."""
+def write_bomb(path: Path, unit: bytes, inflated: int = 400 << 20) -> None:
+    """A gzip file of valid trace JSON that inflates to about `inflated` bytes: `unit` repeated
+    inside the traceEvents array (a tiny event: deflate packs about 300:1; white space: 1000:1)."""
     import zlib
 
-    event = b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 1.0},\n'
-    block = event * ((1 << 20) // len(event))
+    block = unit * ((1 << 20) // len(unit))
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     with open(path, "wb") as fh:
         fh.write(z.compress(b'{"traceEvents": [\n'))
         for _ in range(inflated // len(block)):
             fh.write(z.compress(block))
-        fh.write(z.compress(event[:-2] + b"\n]}\n"))
+        fh.write(z.compress(b'{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.0, "dur": 1.0}\n]}\n'))
         fh.write(z.flush())
+
+
+#: The unit of each bomb.
+EVENT = b'{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 1.0},\n'
+SPACE = b" " * 1024
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -277,7 +289,8 @@ def main() -> int:
         "kernel_trace": (args.dir / f"rocprofv3_{n}_kernel_trace.csv",
                          lambda p: write_text(p, samples.rocprofv3_trace_6x(dispatches(n)))),
         "nsys": (args.dir / f"nsys_{n}_cuda_gpu_trace.csv", lambda p: write_text(p, samples.nsys_gpu_trace(dispatches(n)))),
-        "bomb": (args.dir / "bomb.json.gz", write_bomb),
+        "event bomb": (args.dir / "event_bomb.json.gz", lambda p: write_bomb(p, EVENT)),
+        "space bomb": (args.dir / "space_bomb.json.gz", lambda p: write_bomb(p, SPACE)),
     }
     for key, (path, make) in files.items():
         if not path.exists():
@@ -300,8 +313,10 @@ def main() -> int:
          ["hotspots", str(files["kernel_trace"][0]), "--top", "3"], {}),
         ("hotspots: nsys cuda_gpu_trace.csv", files["nsys"][0], f"{n:,} dispatches",
          ["hotspots", str(files["nsys"][0]), "--top", "3"], {}),
-        ("hotspots: gzip bomb (400 MB of JSON)", files["bomb"][0], "valid JSON", ["hotspots", str(files["bomb"][0])],
-         {"target_mb": 500.0, "expect_error": True}),
+        ("hotspots: gzip bomb, 400 MB of events", files["event bomb"][0], "valid JSON",
+         ["hotspots", str(files["event bomb"][0])], {"target_mb": 500.0, "expect_error": True}),
+        ("hotspots: gzip bomb, 400 MB of spaces", files["space bomb"][0], "valid JSON",
+         ["hotspots", str(files["space bomb"][0])], {"target_mb": 500.0, "expect_error": True}),
     ]
     results = [measure(label, path, items, argv, args.repeat, **extra) for label, path, items, argv, extra in rows
                if args.only is None or args.only in label]

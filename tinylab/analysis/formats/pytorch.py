@@ -18,7 +18,7 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.formats.trace_events import TraceEvents
-from tinylab.analysis.kernel_table import build_table, table_from_codes, table_from_durations
+from tinylab.analysis.kernel_table import build_table, table_from_codes
 
 #: The files the PyTorch profiler adapter writes in its folder (tinylab/profilers/pytorch.py).
 TRACE = "trace.json.gz"
@@ -41,37 +41,41 @@ def parse_trace(events: TraceEvents) -> Parsed:
     ops = np.flatnonzero(events.of_cats(OPERATOR_CATS) & named & ~np.isnan(events.ts))
     if not len(ops):
         raise FormatError("trace has no kernel or cpu_op events")
-    names, self_ns = _self_times(events, ops)
     return Parsed(
-        table_from_durations(pd.Series(names, dtype=object), pd.Series(self_ns)),
+        table_from_codes(*_self_times(events, ops)),
         "pytorch-trace",
         "CPU run: no device kernels; table shows operators by self CPU time",
     )
 
 
-def _self_times(events: TraceEvents, ops: np.ndarray) -> tuple[list[str | None], list[float]]:
-    """Self time of each op = its duration minus its directly nested ops, per thread (threads in
-    the order of their ids as text, ops by start, the longer first)."""
-    by_text = {code: rank for rank, code in enumerate(sorted(range(len(events.ids)), key=lambda c: str(events.ids[c])))}
-    rank = np.array([by_text[c] for c in range(len(events.ids))], dtype=np.int64)
+def _self_times(events: TraceEvents, ops: np.ndarray) -> tuple[np.ndarray, tuple[str | None, ...], np.ndarray]:
+    """(name codes, names, self ns) of the ops: self time = an op's duration minus its directly
+    nested ops', per thread (threads in the order of their ids as text, ops by start, the longer
+    first); each op's parent is the innermost op still open when it starts."""
+    by_text = sorted(range(len(events.ids)), key=lambda c: str(events.ids[c]))
+    rank = np.empty(len(events.ids), dtype=np.int64)
+    rank[by_text] = np.arange(len(by_text))
     pid, tid, ts, dur = events.pid[ops], events.tid[ops], events.ts[ops], events.dur[ops]
     order = np.lexsort((-dur, ts, rank[tid], rank[pid]))  # stable: ties keep the file's order
-    ops = ops[order]
-    names = events.name_of(events.name[ops])
-    self_ns: list[float] = []
-    stack: list[tuple[float, int]] = []  # (end, index into self_ns)
-    thread = None
-    for p, t, start, length in zip(events.pid[ops].tolist(), events.tid[ops].tolist(), events.ts[ops].tolist(),
-                                   events.dur[ops].tolist()):
-        if (p, t) != thread:
-            stack, thread = [], (p, t)
-        while stack and stack[-1][0] <= start:
+    ops, pid, tid, ts, dur = ops[order], pid[order], tid[order], ts[order], dur[order]
+    new_thread = np.ones(len(ops), dtype=bool)
+    new_thread[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])
+    parent = np.full(len(ops), -1, dtype=np.int64)
+    starts, ends, fresh = ts.tolist(), (ts + dur).tolist(), new_thread.tolist()
+    stack: list[int] = []
+    for i, start in enumerate(starts):
+        if fresh[i]:
+            stack = []
+        while stack and ends[stack[-1]] <= start:
             stack.pop()
         if stack:
-            self_ns[stack[-1][1]] -= length * 1e3
-        self_ns.append(length * 1e3)
-        stack.append((start + length, len(self_ns) - 1))
-    return names, [max(0.0, v) for v in self_ns]
+            parent[i] = stack[-1]
+        stack.append(i)
+    dur_ns = dur * 1e3
+    self_ns = dur_ns.copy()
+    nested = parent >= 0
+    np.subtract.at(self_ns, parent[nested], dur_ns[nested])  # one op at a time, in the order they were met
+    return events.name[ops], events.names, np.where(self_ns > 0.0, self_ns, 0.0)
 
 
 def parse_operators(path: Path, head: Head) -> Parsed:

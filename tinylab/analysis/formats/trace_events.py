@@ -57,8 +57,10 @@ TRACE_LIMIT = 4 << 30
 MAX_EVENTS = 5_000_000
 #: How far into the document the traceEvents array must start (deviceProperties come before it).
 HEAD_LIMIT = 16 << 20
-#: Split points tried, last first, before a block is grown instead.
+#: Split points tried, last first, before a block is grown instead; they are looked for in the
+#: block's last WINDOW bytes first (an event is a few hundred).
 TRIES = 8
+WINDOW = 1 << 20
 
 _ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
@@ -325,10 +327,11 @@ def read_events(path: Path) -> TraceEvents:
         with _no_gc():
             blocks = iter(inflow)
             head, buf = _find_array(blocks)
+            searched = 0
             for block in blocks:
                 buf += block
                 if len(buf) >= BLOCK:
-                    _decode_some(buf, builder)
+                    searched = _decode_some(buf, builder, searched)
             _decode_last(head, buf, builder)
     except msgspec.DecodeError as exc:
         raise FormatError(f"not valid JSON (truncated?): {exc}") from None
@@ -378,12 +381,14 @@ def _decode(chunk: Any, typed: Any) -> tuple[Any, bool]:
         return _ANY.decode(chunk), False
 
 
-def _decode_some(buf: bytearray, builder: _Builder) -> None:
+def _decode_some(buf: bytearray, builder: _Builder, searched: int) -> int:
     """Decode the events of buf (which starts with "[") up to its last split point that decodes,
-    and drop them from buf, which then starts with "[" again. In place: a block is never copied."""
-    candidates = list(_BETWEEN.finditer(buf, max(0, len(buf) - (1 << 20))))[-TRIES:]
+    and drop them from buf, which then starts with "[" again (in place: a block is never copied).
+    Split points before `searched` failed already (the bytes before a split point decide, and
+    they do not change): returns where the next search starts."""
+    candidates = list(_BETWEEN.finditer(buf, max(searched, len(buf) - WINDOW)))[-TRIES:]
     if not candidates:
-        candidates = list(_BETWEEN.finditer(buf))[-TRIES:]
+        candidates = list(_BETWEEN.finditer(buf, searched))[-TRIES:]
     for found in reversed(candidates):
         end = found.start() + 1  # after the "}": a "," or white space, made the "]" for a moment
         kept, buf[end] = buf[end], 0x5D
@@ -397,8 +402,8 @@ def _decode_some(buf: bytearray, builder: _Builder) -> None:
         builder.add(events, typed)
         del buf[: found.end() - 2]  # up to the "," or white space before the next "{"
         buf[0] = 0x5B
-        return
-    # no split point decodes: keep reading (the block grows)
+        return 0
+    return max(0, len(buf) - 64)  # no split point decodes: keep reading (the block grows)
 
 
 def _decode_last(head: bytes, buf: bytearray, builder: _Builder) -> None:
