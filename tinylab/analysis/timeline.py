@@ -589,14 +589,16 @@ def collectives(trace: Trace) -> tuple[float, float | None] | None:
     (`c10d::allreduce_`: a step thread that waits in one hides nothing).
     """
     starts = [g.start for g in trace.events]
+    op_starts, op_ends = [a for a, _ in trace.host_ops], [b for _, b in trace.host_ops]  # merged: both sorted
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
         if trace.events:
             comm = merge(_clipped(trace.events, starts, w.start, w.end, _is_communication))
-            compute = merge(_clipped(trace.events, starts, w.start, w.end, _is_compute))
+            compute = merge(_clipped(trace.events, starts, w.start, w.end, _is_compute)) if comm else []
         else:
             comm = merge(_clip(trace.collectives, w.start, w.end))
-            compute = _clip(trace.host_ops, w.start, w.end)  # merged when the trace was read
+            inside = trace.host_ops[bisect.bisect_right(op_ends, w.start): bisect.bisect_left(op_starts, w.end)]
+            compute = _clip(inside, w.start, w.end) if comm else []
         comm_us.append(_total(comm))
         # both are unions of disjoint intervals: their overlap is what their union lacks of their sum
         hidden_us += max(0.0, _total(comm) + _total(compute) - _total(merge(comm + compute)))
