@@ -186,7 +186,7 @@ def read_trace(path: Path) -> TraceEvents:
         with _budget():
             fmt, head = sniff(path)
             if fmt != "json":
-                raise FormatError(f"this is {FORMATS[fmt].description}, not a JSON trace")
+                raise FormatError(f"it is {FORMATS[fmt].description}")
             found = _trace_or_document(path, head)
     except Bounded as exc:
         raise UserError(f"{path}: {exc}") from None

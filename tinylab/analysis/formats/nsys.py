@@ -70,11 +70,23 @@ def parse_gpu_trace(path: Path, head: Head) -> Parsed:
         note = None
         if not last_complete and not blank.any() and len(df):
             df, note = df.iloc[:-1], "the last row was incomplete (truncated file?) and was skipped"
-        plain = all(pd.api.types.is_numeric_dtype(df[f"c{i}"]) for i in wanted if i != i_name)
+        plain = _numbers(df, [f"c{i}" for i in wanted if i != i_name])
         if plain and len(df) and not df.isna().any(axis=None):
             durations = df[f"c{i_dur}"].astype(float) * factor
             return Parsed(table_from_durations(df[f"c{i_name}"], durations), "nsys-gpu-trace", note)
     return _gpu_trace_rows(path, head)
+
+
+def _numbers(df: pd.DataFrame, columns: list[str]) -> bool:
+    """Whether the columns hold plain numbers only; text (the table ended in another report that
+    pandas read too) becomes numbers as float() reads them, in place."""
+    for column in columns:
+        if not pd.api.types.is_numeric_dtype(df[column]):
+            try:
+                df[column] = df[column].map(float).astype(float)
+            except (TypeError, ValueError):
+                return False
+    return True
 
 
 def _gpu_trace_rows(path: Path, head: Head) -> Parsed:

@@ -204,7 +204,7 @@ class _Builder:
         none = self.ids[None]
         device_c = self._codes(self.ids, device)
         device_c = np.where(device_c == none, pid_c, device_c)
-        corr_a = np.array(corr, dtype=np.float64)
+        corr_a = _floats(corr)
         for key, column in (("cat", self._codes(self.cats, cat)), ("name", self._codes(self.names, name)),
                             ("ts", ts_a), ("dur", dur_a), ("pid", pid_c), ("tid", self._codes(self.ids, tid)),
                             ("device", device_c), ("correlation", corr_a)):
@@ -223,13 +223,22 @@ class _Builder:
                            cols["correlation"], self.base_ns)
 
 
+def _floats(values: tuple[Any, ...]) -> np.ndarray:
+    """Ints or None as floats (None, and an int past a float's range: NaN)."""
+    try:
+        return np.array(values, dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        return np.array([json_number(v) for v in values], dtype=np.float64)
+
+
 def _hashable(value: Any) -> Any:
     return value if value is None or isinstance(value, (str, int, float)) else repr(value)
 
 
 def _loose(events: list[Any]) -> list[tuple[Any, ...]]:
     """The fields of events of any shape, as a dict per event would give them: a string where a
-    string is expected (else None), a finite number (else NaN), an int correlation (else None)."""
+    string is expected (else None), a finite number (else NaN), an int correlation (else None),
+    an id that is no string or number by its repr()."""
     rows = []
     for e in events:
         if type(e) is not dict or e.get("ph") != "X":
@@ -241,7 +250,7 @@ def _loose(events: list[Any]) -> list[tuple[Any, ...]]:
         corr = args.get("correlation")
         rows.append((cat if type(cat) is str else None, name if type(name) is str else None,
                      json_number(e.get("ts")), json_number(e.get("dur")), pid, _hashable(e.get("tid")),
-                     corr if type(corr) is int and abs(corr) < 1 << 53 else None,
+                     corr if type(corr) is int else None,
                      _hashable(args.get("device", pid))))
     return rows
 
