@@ -14,8 +14,9 @@ shipped in tests/fixtures:
 - two gzip bombs of valid trace JSON that inflate to about 400 MB: tiny events (1.4 MB of gzip) and
   white space (400 KB of gzip).
 Then runs every reader as a user does, one fresh process each (`tinylab hotspots FILE --top 3`,
-`tinylab timeline FILE`), --repeat times, and prints the median wall time, the peak memory (the
-child's max RSS) and the machine's load average before the run; with --hta PYTHON, also Holistic
+`tinylab timeline FILE`), --repeat times, and prints the median wall time and CPU time (user +
+system, both threads: the trace reader inflates in one while it decodes in the other), the peak
+memory (the child's VmHWM) and the machine's load average before the run; with --hta PYTHON, also Holistic
 Trace Analysis (`traceinsight`: load + kernel breakdown) on the same trace, in that interpreter.
 
 Targets (issue 30, a 2-core CPU machine): hotspots of the 1M-event trace under 3 s and 500 MB, its
@@ -33,6 +34,7 @@ import gzip
 import json
 import math
 import os
+import resource
 import sqlite3
 import statistics
 import subprocess
@@ -222,6 +224,7 @@ class Result:
     size_mb: float
     items: str
     seconds: list[float]
+    cpu_s: float
     peak_mb: float
     load: float
     outcome: str
@@ -235,26 +238,31 @@ class Result:
                 or (self.target_mb is not None and self.peak_mb > self.target_mb))
 
 
-def run(argv: list[str], python: str = sys.executable, script: str = WRAPPER) -> tuple[float, float, int, str, str]:
-    """(wall s, peak MB, exit code, stdout, stderr less the peak line) of one child."""
+def run(argv: list[str], python: str = sys.executable,
+        script: str = WRAPPER) -> tuple[float, float, float, int, str, str]:
+    """(wall s, CPU s, peak MB, exit code, stdout, stderr less the peak line) of one child."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([python, "-c", script, *argv], capture_output=True, text=True, env=env, cwd="/tmp")
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = proc.stderr.splitlines()
     peak = next((int(line.split("=")[1]) for line in reversed(lines) if line.startswith("peak_kb=")), 0)
     err = "\n".join(line for line in lines if not line.startswith("peak_kb="))
-    return wall, peak / 1024, proc.returncode, proc.stdout, err
+    return wall, cpu, peak / 1024, proc.returncode, proc.stdout, err
 
 
 def measure(label: str, path: Path, items: str, argv: list[str], repeat: int, *, expect_error: bool = False,
             target_s: float | None = None, target_mb: float | None = None, python: str = sys.executable,
             script: str = WRAPPER) -> Result:
-    times, peaks, load = [], [], os.getloadavg()[0]
+    times, cpus, peaks, load = [], [], [], os.getloadavg()[0]
     outcome = ""
     for _ in range(repeat):
-        wall, peak, code, out, err = run(argv, python, script)
+        wall, cpu, peak, code, out, err = run(argv, python, script)
         times.append(wall)
+        cpus.append(cpu)
         peaks.append(peak)
         if expect_error:
             ok = code == 2 and err.count("\n") == 0 and err.startswith("tinylab: error:")
@@ -263,7 +271,8 @@ def measure(label: str, path: Path, items: str, argv: list[str], repeat: int, *,
             outcome = f"FAILED (exit {code}): {err.strip()[-120:]}"
         else:
             outcome = out.strip().splitlines()[0][:110] if out.strip() else "ok"
-    return Result(label, path.stat().st_size / 2**20, items, times, max(peaks), load, outcome, target_s, target_mb)
+    return Result(label, path.stat().st_size / 2**20, items, times, statistics.median(cpus), max(peaks), load, outcome,
+                  target_s, target_mb)
 
 
 def main() -> int:
@@ -325,10 +334,10 @@ def main() -> int:
                                python=args.hta, script=HTA))
     print(f"\n{os.cpu_count()} CPUs | Python {sys.version.split()[0]} | median of {args.repeat} | "
           f"{time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"{'reader':<40} {'file MB':>8} {'items':>19} {'wall s':>7} {'peak MB':>8} {'load':>5}  result")
+    print(f"{'reader':<40} {'file MB':>8} {'items':>19} {'wall s':>7} {'CPU s':>6} {'peak MB':>8} {'load':>5}  result")
     for r in results:
         mark = "  over" if r.over else ""
-        print(f"{r.label:<40} {r.size_mb:>8.1f} {r.items:>19} {statistics.median(r.seconds):>7.2f} "
+        print(f"{r.label:<40} {r.size_mb:>8.1f} {r.items:>19} {statistics.median(r.seconds):>7.2f} {r.cpu_s:>6.2f} "
               f"{r.peak_mb:>8.0f} {r.load:>5.1f}  {r.outcome}{mark}")
     return 1 if any(r.over or r.outcome.startswith(("FAILED", "UNEXPECTED")) for r in results) else 0
 

@@ -15,8 +15,10 @@ the last block, so a document msgspec cannot split (no traceEvents array: rocpro
 is left to the caller (NotATrace).
 
 Bounds, for a trace a stranger wrote: at most TRACE_LIMIT bytes of JSON, of a gzip file at most
-_base.GZIP_RATIO times its size (a gzip bomb of valid JSON ends within a few MB), at most
-MAX_EVENTS kept events, and the load's deadline (_base.DEADLINE). Each ends in a Bounded error.
+_base.gzip_limit() (100 times its size, 32 MiB at least: a gzip bomb of valid JSON, about 1000
+times, stops there), at most MAX_EVENTS kept events, and the load's deadline (_base.DEADLINE).
+Each ends in a Bounded error; the memory a read holds is its columns (about 42 bytes an event)
+and two blocks.
 """
 
 from __future__ import annotations
