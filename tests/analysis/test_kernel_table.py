@@ -90,3 +90,21 @@ def test_build_table_merges_names_and_derives_shares():
                                        "min_ns": pytest.approx(float("nan"), nan_ok=True),
                                        "max_ns": pytest.approx(float("nan"), nan_ok=True), "pct": 70.0, "category": "gemm"}
     assert t["pct"].tolist() == [70.0, 30.0]
+
+
+def test_a_table_from_name_codes_is_the_table_from_the_names():
+    """Dispatches grouped by integer code (a categorical's, the trace reader's) give exactly the
+    table the names themselves give."""
+    import numpy as np
+    import pandas as pd
+
+    from tinylab.analysis.kernel_table import table_from_codes, table_from_durations
+
+    rng = np.random.default_rng(0)
+    names = ("aten::mm", "_attn_fwd_kernel", "Memcpy DtoD (Device -> Device)", "ncclDevKernel_AllReduce")
+    codes = rng.integers(0, len(names), 5000)
+    durations = rng.uniform(0.5, 900.0, 5000) * 1e3
+    by_name = table_from_durations(pd.Series([names[c] for c in codes]), pd.Series(durations))
+    pd.testing.assert_frame_equal(table_from_codes(codes, names, durations), by_name, check_exact=True)
+    categorical = pd.Series(pd.Categorical.from_codes(codes, categories=list(names)))
+    pd.testing.assert_frame_equal(table_from_durations(categorical, pd.Series(durations)), by_name, check_exact=True)

@@ -302,3 +302,23 @@ def test_timeline_command_takes_a_rank_of_a_run_of_several(tmp_path):
     assert data["communication"]["ms"] == pytest.approx(recorded[1]["comm_ms"])
     res = timeline_cli("--rank", "2")
     assert res.returncode == 2 and res.stderr == f"tinylab: error: --rank 2: run {run.id} has traces of ranks 0, 1\n"
+
+
+def test_merge_is_the_union_of_the_intervals():
+    """merge() against the loop it replaced (sort, then extend the last interval or start one)."""
+    import random
+
+    def reference(intervals):
+        merged = []
+        for start, end in sorted(intervals):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        return [(a, b) for a, b in merged]
+
+    rng = random.Random(0)
+    for _ in range(200):
+        intervals = [(a, a + rng.choice([0.0, rng.uniform(0, 30)])) for a in
+                     (round(rng.uniform(0, 100), rng.choice([0, 3])) for _ in range(rng.randrange(0, 40)))]
+        assert timeline.merge(intervals) == reference(intervals)

@@ -86,6 +86,16 @@ def test_timeline_of_a_profiled_run_with_its_memory_and_of_a_run_without_a_trace
     assert list(trace_only.to_json())[-2:] == ["notes", "title"]  # a trace file has no ranks, no trainer
 
 
+def test_timeline_says_how_far_its_read_has_come(lab, tmp_path):
+    import shutil
+
+    trace = tmp_path / "trace.json.gz"
+    shutil.copy(FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz", trace)
+    heard = []
+    lab.timeline(str(trace), progress=lambda *said: heard.append(said))
+    assert heard and heard[-1] == ("reading trace.json.gz", trace.stat().st_size, trace.stat().st_size)
+
+
 def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
     import shutil
 

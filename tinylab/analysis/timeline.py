@@ -29,24 +29,31 @@ The memory timeline that the profiler writes beside the trace with --profile-mem
 (torch.profiler export_memory_timeline: `[times_us, sizes]`, one size per category) is cut to
 the same windows: peak, when and in which phase it happens, and the series for a chart.
 
-Pure Python, no pandas: the lab's workers and the CLI read million-event traces with it.
+The trace is read as columns (tinylab.analysis.formats.read_trace: streamed, only the fields used),
+and only the GPU events of the device shown become objects: a million-event trace in seconds.
 """
 
 from __future__ import annotations
 
 import bisect
+import gzip
+import io
 import re
 import statistics
+import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
+
+import numpy as np
 
 from tinylab.analysis.categories import categorize
 from tinylab.analysis.timeline_result import (Communication, Gaps, GraphReplay, MemoryPeak, PhaseTime, StepAnatomy,
                                              Timeline, TrainerTiming)
 from tinylab.errors import UserError
 from tinylab.runs.record import printable
-from tinylab.safeio import JSONLimit, inside, loads_json, read_gzip_bounded
+from tinylab.safeio import inside, loads_json
+from tinylab.safeio import read_bounded
 
 #: Kineto's categories of events that run on the device.
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})
@@ -87,6 +94,8 @@ MEMORY_CATEGORIES = ("parameter", "optimizer state", "input", "temporary", "acti
 #: Why a graphed step's memory timeline is nearly empty (an H100 v4 step: 1.0 MB, the run's peak 960 MB).
 GRAPH_MEMORY = ("a graph replay allocates nothing: its memory was allocated once, at capture, in the graph's "
                 "private pool, so this step's memory timeline misses it (the run's peak is in its summary)")
+#: The most JSON a memory timeline may hold (a step's series is a few hundred KB).
+MEMORY_LIMIT = 64 << 20
 LANE_WIDTH = 60
 #: Lane characters by busy share of a cell; ASCII so that any terminal and log shows them.
 LANE_CHARS = ((2 / 3, "#"), (1 / 3, "+"), (0.0, "-"))
@@ -128,91 +137,87 @@ class Trace:
 
 
 # ------------------------------------------------------------------------------------ reading
-#: The most trace text read (gunzipped) and the most JSON values parsed of it: a PyTorch profiler
-#: trace holds ~75,000 values a MB (3 steps of the workshop model: ~5 MB). These bounds keep a
-#: gzip bomb or a crafted `[0.5,0.5,...]` under ~500 MB of memory; a real trace of ~100 MB still reads.
-TRACE_LIMIT = 128 << 20
-TRACE_VALUES = 8_000_000
-
-
-def read_document(path: Path) -> Any:
-    """A JSON document, gzipped or not, bounded (safeio: a regular file, TRACE_LIMIT bytes gunzipped,
-    TRACE_VALUES values, nested at most safeio.JSON_DEPTH); UserError naming the file otherwise."""
+def read_json(path: Path) -> Any:
+    """A small JSON document (the memory timeline), gzipped or not; UserError naming the file otherwise."""
     try:
-        raw = read_gzip_bounded(path, TRACE_LIMIT, follow_links=True)
-        return loads_json(raw, max_values=TRACE_VALUES)
+        raw = read_bounded(path, MEMORY_LIMIT, follow_links=True)
+        if raw[:2] == b"\x1f\x8b":
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+                raw = gz.read(MEMORY_LIMIT + 1)
+            if len(raw) > MEMORY_LIMIT:
+                raise UserError(f"{path}: more than {MEMORY_LIMIT >> 20} MiB of JSON: not read")
+        return loads_json(raw)  # depth and integer caps: a crafted file is a one-line error
     except OSError as exc:
-        raise UserError(f"{printable(str(path))}: cannot read: {exc.strerror or exc}") from None
-    except JSONLimit as exc:
-        raise UserError(f"{printable(str(path))}: JSON {exc}: not a trace tinylab reads") from None
-    except (EOFError, ValueError, UnicodeDecodeError) as exc:
-        raise UserError(f"{printable(str(path))}: not a readable JSON trace (truncated or corrupt?): "
-                        f"{printable(str(exc)[:120])}") from None
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (EOFError, ValueError, UnicodeDecodeError, zlib.error) as exc:
+        raise UserError(f"{path}: not a readable JSON document (truncated or corrupt?): {str(exc)[:120]}") from None
 
 
 def load_trace(path: Path) -> Trace:
-    """Step windows, phases and GPU events of a PyTorch profiler (Kineto) Chrome trace."""
-    doc = read_document(path)
-    events = doc.get("traceEvents") if isinstance(doc, dict) else doc
-    if not isinstance(events, list):
-        raise UserError(f"{path}: no traceEvents: not a PyTorch profiler trace")
+    """Step windows, phases and GPU events of a PyTorch profiler (Kineto) Chrome trace, from its
+    events as columns (tinylab.analysis.formats.trace_events: one streamed read)."""
+    from tinylab.analysis.formats import read_trace  # pandas, msgspec: only when a trace is read
+
+    ev = read_trace(path)
+    timed = ~np.isnan(ev.ts)
+    ends = ev.ts + ev.dur
+    is_gpu = timed & ev.of_cats(GPU_CATEGORIES)
+    host = timed & ~is_gpu & ~ev.of_cats(("gpu_user_annotation",))  # not Kineto's GPU copies of host ranges
+    host_start = float(ev.ts[host].min()) if host.any() else float("inf")
+    host_end = float(ends[host].max()) if host.any() else float("-inf")
+    launch = host & ev.of_cats(LAUNCH_CATEGORIES) & ~np.isnan(ev.correlation)
+    launches = dict(zip(ev.correlation[launch].tolist(), ev.ts[launch].tolist()))  # the last launch of an id wins
+    graphed = np.array([isinstance(n, str) and bool(_GRAPH_LAUNCH.match(n)) for n in ev.names], dtype=bool)
+    graph_launches = set(ev.correlation[launch & graphed[ev.name]].tolist()) if len(ev.names) else set()
+    # host ranges (record_function): what each distinct name is, then its rows (few but the operators)
+    kinds = [_range_kind(n) for n in ev.names]
+    ranged = host & ev.of_cats(HOST_RANGE_CATEGORIES) & ev.named()
     steps: dict[int, Window] = {}
     phases: list[tuple[str, float, float]] = []
-    launches: dict[Any, float] = {}
-    graph_launches: set[Any] = set()
-    gpu: list[tuple[float, float, str, Any, Any, str]] = []
-    host_start, host_end = float("inf"), float("-inf")
     collectives: list[tuple[float, float]] = []
-    ops: list[tuple[float, float, Any]] = []
-    calls: list[tuple[str, float, float]] = []
-    phase_tids: set[Any] = set()
-    for e in events:
-        if type(e) is not dict or e.get("ph") != "X":
-            continue
-        ts, dur = _number(e.get("ts")), _number(e.get("dur"))
-        if ts is None or dur is None or dur < 0:
-            continue
-        cat, name, args = e.get("cat"), e.get("name"), e.get("args")
-        args = args if isinstance(args, dict) else {}
-        if cat in GPU_CATEGORIES:
-            gpu.append((ts, ts + dur, str(name), args.get("correlation"), args.get("device", e.get("pid")), cat))
-            continue
-        if cat == "gpu_user_annotation":  # Kineto's copy of a host range on the GPU timeline
-            continue
-        host_start, host_end = min(host_start, ts), max(host_end, ts + dur)
-        if isinstance(name, str) and name in HOST_CALLS:
-            calls.append((HOST_CALLS[name], ts, ts + dur))
-        if cat in LAUNCH_CATEGORIES and args.get("correlation") is not None:
-            launches[args["correlation"]] = ts
-            if isinstance(name, str) and _GRAPH_LAUNCH.match(name):
-                graph_launches.add(args["correlation"])
-        elif isinstance(name, str) and cat in HOST_RANGE_CATEGORIES:
-            m = _STEP.match(name)
-            if m:
-                number = int(m.group(1))
-                # one window a step: the longest host range of that number
-                if number not in steps or dur > steps[number].end - steps[number].start:
-                    steps[number] = Window(number, ts, ts + dur)
-            elif name in PHASES:
-                phases.append((name, ts, ts + dur))
-                phase_tids.add(e.get("tid"))
-            elif _HOST_COLLECTIVE.match(name):
-                collectives.append((ts, ts + dur))
-            elif cat == "cpu_op" and categorize(name) != "communication":
-                ops.append((ts, ts + dur, e.get("tid")))
+    phase_tids: set[int] = set()
+    special = np.array([k not in ("op", None) for k in kinds], dtype=bool)
+    rows = np.flatnonzero(ranged & special[ev.name]) if len(kinds) else np.empty(0, dtype=np.int64)
+    for code, ts, end, tid in zip(ev.name[rows].tolist(), ev.ts[rows].tolist(), ends[rows].tolist(),
+                                  ev.tid[rows].tolist()):
+        kind = kinds[code]
+        if isinstance(kind, int):  # one window a step: the longest host range of that number
+            if kind not in steps or end - ts > steps[kind].end - steps[kind].start:
+                steps[kind] = Window(kind, ts, end)
+        elif kind == "phase":
+            phases.append((ev.names[code], ts, end))
+            phase_tids.add(tid)
+        else:
+            collectives.append((ts, end))
+    # the phases' thread's other operators (what a collective on another thread may hide under)
+    is_op = np.array([k == "op" for k in kinds], dtype=bool)
+    ops = ranged & ev.of_cats(("cpu_op",)) & np.isin(ev.tid, list(phase_tids))
+    ops &= is_op[ev.name] if len(kinds) else ops
+    # the host calls the advisor counts (HOST_CALLS: device syncs, layout copies), by name
+    wanted = np.array([isinstance(n, str) and n in HOST_CALLS for n in ev.names], dtype=bool)
+    picked = np.flatnonzero(host & wanted[ev.name]) if len(ev.names) else np.empty(0, dtype=np.int64)
+    calls = sorted((HOST_CALLS[ev.names[code]], ts, end) for code, ts, end in
+                   zip(ev.name[picked].tolist(), ev.ts[picked].tolist(), ends[picked].tolist()))
     notes: list[str] = []
+    gpu = np.flatnonzero(is_gpu)
     counts: dict[Any, int] = {}
-    for g in gpu:
-        counts[g[4]] = counts.get(g[4], 0) + 1
+    for d in ev.device[gpu].tolist():
+        counts[d] = counts.get(d, 0) + 1
     device = max(counts, key=lambda d: counts[d]) if counts else None
     if len(counts) > 1:
-        notes.append(f"{len(counts)} devices in the trace; showing device {device}, the one with the most GPU events")
-    gpu_events = sorted(
-        (GpuEvent(s, t, n, launches.get(c), cat == "kernel" and categorize(n) not in NON_COMPUTE,
-                  cat in ("kernel", "Kernel"), c in graph_launches)
-         for s, t, n, c, d, cat in gpu if d == device),
-        key=lambda g: g.start,
-    )
+        notes.append(f"{len(counts)} devices in the trace; showing device {ev.ids[device]}, the one with the most "
+                     "GPU events")
+    mine = gpu[ev.device[gpu] == device] if counts else gpu
+    mine = mine[np.argsort(ev.ts[mine], kind="stable")]
+    kernel_cats = {i for i, c in enumerate(ev.cats) if c in ("kernel", "Kernel")}
+    compute_cat = next((i for i, c in enumerate(ev.cats) if c == "kernel"), -1)  # Kineto's; not "Kernel"
+    gpu_events = [
+        GpuEvent(ts, end, name, launches.get(corr), cat == compute_cat and categorize(name) not in NON_COMPUTE,
+                 cat in kernel_cats, corr in graph_launches)
+        for ts, end, name, corr, cat in zip(ev.ts[mine].tolist(), ends[mine].tolist(),
+                                            [str(n) for n in ev.name_of(ev.name[mine])],
+                                            ev.correlation[mine].tolist(), ev.cat[mine].tolist())
+    ]
     windows = sorted(steps.values(), key=lambda w: w.start)
     if not windows:
         start = min([host_start, *(g.start for g in gpu_events)])
@@ -221,29 +226,47 @@ def load_trace(path: Path) -> Trace:
             raise UserError(f"{path}: the trace holds no timed events")
         windows = [Window(None, start, end)]
         notes.append("no ProfilerStep# ranges in this trace: the whole trace is one window")
-    base = _number(doc.get("baseTimeNanoseconds")) if isinstance(doc, dict) else None
+    base = ev.base_ns
+    device_id = ev.ids[device] if device is not None else None
     return Trace(str(path), windows, sorted(phases, key=lambda p: p[1]), gpu_events,
-                 device if isinstance(device, int) else None, len(counts), base / 1e3 if base else None, notes,
-                 sorted(collectives), merge([(a, b) for a, b, tid in ops if tid in phase_tids]), sorted(calls))
+                 device_id if isinstance(device_id, int) else None, len(counts), base / 1e3 if base else None, notes,
+                 sorted(collectives), _merged(ev.ts[ops], ends[ops]), calls)
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+def _range_kind(name: str | None) -> int | str | None:
+    """What a host range of this name is: a step (its number), "phase", "collective", "op" (any
+    other, counted among the host's operators when it is a cpu_op), or None (no name)."""
+    if not isinstance(name, str):
         return None
-    value = float(value)
-    return value if value == value and abs(value) != float("inf") else None
+    m = _STEP.match(name)
+    if m:
+        return int(m.group(1))
+    if name in PHASES:
+        return "phase"
+    if _HOST_COLLECTIVE.match(name):
+        return "collective"
+    return "op" if categorize(name) != "communication" else None
 
 
 # ------------------------------------------------------------------------------------ anatomy
 def merge(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
     """Union of intervals, sorted and disjoint (HTA's merge_kernel_intervals)."""
-    merged: list[list[float]] = []
-    for start, end in sorted(intervals):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return [(a, b) for a, b in merged]
+    if not intervals:
+        return []
+    starts, ends = np.array(intervals, dtype=np.float64).T
+    return _merged(starts, ends)
+
+
+def _merged(starts: np.ndarray, ends: np.ndarray) -> list[tuple[float, float]]:
+    """merge() of intervals given as columns: sorted by start (then end), an interval joins the one
+    before when it starts at or before the running end."""
+    if not len(starts):
+        return []
+    order = np.lexsort((ends, starts))
+    starts, ends = starts[order], np.maximum.accumulate(ends[order])
+    first = np.flatnonzero(np.concatenate(([True], starts[1:] > ends[:-1])))
+    last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
+    return list(zip(starts[first].tolist(), ends[last].tolist()))
 
 
 def _clip(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
@@ -444,7 +467,7 @@ def format_us(value: float | None) -> str:
 # ------------------------------------------------------------------------------------- memory
 def load_memory(path: Path) -> tuple[list[float], list[list[int]]]:
     """torch's export_memory_timeline JSON: ([times µs], [[0, bytes per category...] per time])."""
-    doc = read_document(path)
+    doc = read_json(path)
     if (not isinstance(doc, list) or len(doc) != 2 or not isinstance(doc[0], list) or not isinstance(doc[1], list)
             or len(doc[0]) != len(doc[1])):
         raise UserError(f"{path}: not a PyTorch memory timeline ([times, sizes] from export_memory_timeline)")
@@ -590,14 +613,16 @@ def collectives(trace: Trace) -> tuple[float, float | None] | None:
     (`c10d::allreduce_`: a step thread that waits in one hides nothing).
     """
     starts = [g.start for g in trace.events]
+    op_starts, op_ends = [a for a, _ in trace.host_ops], [b for _, b in trace.host_ops]  # merged: both sorted
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
         if trace.events:
             comm = merge(_clipped(trace.events, starts, w.start, w.end, _is_communication))
-            compute = merge(_clipped(trace.events, starts, w.start, w.end, _is_compute))
+            compute = merge(_clipped(trace.events, starts, w.start, w.end, _is_compute)) if comm else []
         else:
             comm = merge(_clip(trace.collectives, w.start, w.end))
-            compute = _clip(trace.host_ops, w.start, w.end)  # merged when the trace was read
+            inside = trace.host_ops[bisect.bisect_right(op_ends, w.start): bisect.bisect_left(op_starts, w.end)]
+            compute = _clip(inside, w.start, w.end) if comm else []
         comm_us.append(_total(comm))
         # both are unions of disjoint intervals: their overlap is what their union lacks of their sum
         hidden_us += max(0.0, _total(comm) + _total(compute) - _total(merge(comm + compute)))

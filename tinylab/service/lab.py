@@ -238,11 +238,14 @@ class Lab:
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
 
-    def timeline(self, ref: str, step: int | None = None, rank: int | None = None) -> Timeline:
+    def timeline(self, ref: str, step: int | None = None, rank: int | None = None,
+                 progress: Callable[[str, int, int], None] | None = None) -> Timeline:
         """Step anatomy (tinylab.analysis.timeline) of a run's PyTorch trace, or of a trace file
         given by path; with the run's memory timeline when it has one. A run of several ranks has a
         trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
-        for a rank the run does not have."""
+        for a rank the run does not have. `progress(what, bytes read, bytes)` hears how far the
+        trace's read has come (a million-event trace takes seconds)."""
+        from tinylab.analysis.formats._base import reporting
         from tinylab.analysis.timeline import analyze, run_traces, trainer_timing
 
         path = Path(ref)
@@ -250,7 +253,8 @@ class Lab:
             if rank is not None:
                 raise UserError(f"--rank {rank}: {ref} is one trace file; --rank picks a rank's trace of a run")
             memory = path.parent / MEMORY_TIMELINE
-            result = analyze(path, memory if memory.is_file() else None, step)
+            with reporting(progress):
+                result = analyze(path, memory if memory.is_file() else None, step)
             return replace(result, title=f"timeline of {path.name}")
         if path.suffix in (".json", ".gz"):
             raise UserError(f"{ref}: no such trace file")
@@ -269,7 +273,8 @@ class Lab:
         elif rank is not None:
             raise UserError(f"--rank {rank}: run {run.id} is one process, not a run of several ranks")
         trace, memory = traced[rank]
-        result = analyze(trace, memory, step)
+        with reporting(progress):
+            result = analyze(trace, memory, step)
         cfg = record.settings
         whose = f" rank {rank} of {len(ranks)}" if ranks else ""
         return replace(

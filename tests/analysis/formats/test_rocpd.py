@@ -68,3 +68,26 @@ def test_rocpd_without_dispatches_or_tables(tmp_path):
     sqlite3.connect(other).execute("CREATE TABLE t (a)").connection.commit()
     with pytest.raises(UserError, match=r"other.db: SQLite database without rocpd kernel data"):
         load_kernel_table(other)
+
+
+def test_rocpd_kernels_are_summed_by_kernel_id_in_sql_then_by_name(tmp_path):
+    """Two symbols of one name (one kernel loaded by two code objects) give one row; a dispatch of
+    a kernel with no symbol is no row (the kernels view's join drops it too)."""
+    import sqlite3
+
+    db = tmp_path / "x.db"
+    write_rocpd(db, DISPATCHES)
+    con = sqlite3.connect(db)
+    table = "rocpd_kernel_dispatch_" + next(r[0] for r in con.execute(
+        "SELECT name FROM sqlite_master WHERE name LIKE 'rocpd_kernel_dispatch_%'"))[len("rocpd_kernel_dispatch_"):]
+    symbols = table.replace("rocpd_kernel_dispatch_", "rocpd_info_kernel_symbol_")
+    first = con.execute(f'SELECT id, kernel_name, display_name FROM "{symbols}" ORDER BY id LIMIT 1').fetchone()
+    con.execute(f'INSERT INTO "{symbols}" ("id", "guid", "nid", "pid", "kernel_name", "display_name") '
+                "VALUES (99, 'g', 1, 4242, ?, ?)", first[1:])
+    con.execute(f'UPDATE "{table}" SET kernel_id = 99 WHERE id = (SELECT MIN(id) FROM "{table}" WHERE kernel_id = ?)',
+                (first[0],))
+    con.execute(f'INSERT INTO "{table}" ("id", "kernel_id", "start", "end") VALUES (1000, 555, 0, 10)')
+    con.commit()
+    con.close()
+    got, _ = load_kernel_table(db)
+    assert_matches(got, EXPECTED)

@@ -125,6 +125,33 @@ async def test_hotspots_timeline_panel_takes_its_turn_on_a_wide_screen(store: Pa
         assert "GPU |" in text_of(pilot, "#hot-timeline")
 
 
+@pytest.mark.asyncio
+async def test_hotspots_says_what_it_is_reading(store: Path):
+    """The table comes first; the worker that reads the trace for the step anatomy says how far it
+    has come on a line of its own, which goes once the anatomy is shown."""
+    from tinylab.tui.screens.hotspots import Reading
+
+    app = make_app(store)
+    heard = []
+    timeline = app.backend.timeline
+
+    def listened(*args, progress=None, **kwargs):
+        return timeline(*args, progress=lambda *said: (heard.append(said), progress(*said)), **kwargs)
+
+    app.backend.timeline = listened
+    async with app.run_test(size=SIZE) as pilot:
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#hot-timeline"), what="timeline pane")
+        await wait_for(pilot, lambda: "launch-bound" in text_of(pilot, "#hot-timeline"), what="timeline text")
+        screen = pilot.app.screen
+        assert heard and heard[-1][0] == "reading trace.json.gz" and heard[-1][1] == heard[-1][2]
+        assert not screen.query_one("#hot-reading").display
+        screen.post_message(Reading("reading trace.json.gz for the step anatomy: 45% of 20.9 MB"))
+        await wait_for(pilot, lambda: screen.query_one("#hot-reading").display, what="the reading line")
+        assert "45% of 20.9 MB" in text_of(pilot, "#hot-reading")
+
+
 @pytest.mark.parametrize(("path", "says", "never"), [
     ("profiles/pytorch/memory_timeline.json.gz", "tinylab timeline RUN", "ui.perfetto.dev"),  # no trace
     ("profiles/pytorch/trace.json.gz", "ui.perfetto.dev", "timeline RUN"),

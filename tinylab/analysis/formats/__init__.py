@@ -11,15 +11,17 @@ UserError with one line naming the file and the problem.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import sqlite3
 import stat
+import threading
 import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
@@ -33,6 +35,7 @@ from tinylab.analysis.formats import (
     rocprof_compute,
     rocprof_sys,
     rocprofv3,
+    trace_events,
 )
 from tinylab.analysis.formats._base import (
     DEADLINE,
@@ -46,6 +49,7 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import json_kind, sniff
 from tinylab.analysis.formats.dispatch import parse_dispatch_trace
+from tinylab.analysis.formats.trace_events import NotATrace, TraceEvents
 from tinylab.analysis.kernel_table import build_table
 from tinylab.errors import UserError
 from tinylab.safeio import is_plain_dir, is_plain_file
@@ -65,21 +69,49 @@ def _trace(fmt: str) -> Callable[[Path, Head], Parsed]:
 
 
 def _parse_json(path: Path, head: Head) -> Parsed:
-    """A PyTorch/Chrome trace, a rocprof-sys timemory JSON or a proton tree: which one, the whole
-    content decides."""
-    text = read_text(path, head)
+    """A PyTorch/Chrome trace, a rocprof-sys timemory JSON or a proton tree: which one, the content decides."""
+    found = _trace_or_document(path, head)
+    if isinstance(found, TraceEvents):
+        return pytorch.parse_trace(found)
+    if isinstance(found, dict) and "timemory" in found:
+        return rocprof_sys.parse_timemory(path, found)
+    if proton.is_hatchet(found):
+        return proton.parse_data(path, found)
+    raise FormatError("JSON without traceEvents (not a PyTorch/Chrome trace) or timemory data")
+
+
+#: The most JSON read whole (json.loads makes a Python object of every value: several times the
+#: text in memory); traces are streamed instead.
+JSON_LIMIT = 64 << 20
+
+
+def _trace_or_document(path: Path, head: Head) -> Any:
+    """A trace's events as columns (streamed: trace_events.py), or a JSON document that is no
+    trace (rocprof-sys timemory) read whole, as is a small trace that msgspec refuses and json
+    takes (NaN literals)."""
+    refused = None
     try:
-        data = json.loads(text)
+        return trace_events.read_events(path)
+    except NotATrace:
+        pass
+    except Bounded:
+        raise
+    except FormatError as exc:
+        refused = exc
+    try:
+        data = json.loads(read_text(path, head, JSON_LIMIT))
+    except Bounded:
+        if refused is not None:  # too large to read whole: msgspec's word on it stands
+            raise refused from None
+        raise
     except json.JSONDecodeError as exc:
         raise FormatError(f"not valid JSON (truncated?): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    if isinstance(data, dict) and "timemory" in data:
-        return rocprof_sys.parse_timemory(path, data)
-    if proton.is_hatchet(data):
-        return proton.parse_data(path, data)
-    events = data.get("traceEvents") if isinstance(data, dict) else data
-    if not isinstance(events, list):
-        raise FormatError("JSON without traceEvents (not a PyTorch/Chrome trace) or timemory data")
-    return pytorch.parse_events(events)
+    if proton.is_hatchet(data):  # a proton tree is a list too, but of no trace events
+        return data
+    try:
+        return trace_events.from_objects(str(path), data)
+    except NotATrace:
+        return data
 
 
 #: The one registry, best first: when a folder holds several formats, the first one present is read.
@@ -135,12 +167,58 @@ def load(path: Path) -> Parsed:
         raise UserError(f"{path}: no such file or folder") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    token = DEADLINE.set(time.monotonic() + LOAD_SECONDS) if DEADLINE.get() is None else None
-    try:
+    with _budget():
         if stat.S_ISDIR(kind):
             return _load_folder(path)
         fmt, head = sniff(path)
         return _parse_as(path, fmt, head)
+
+
+def read_trace(path: Path) -> TraceEvents:
+    """The events of a PyTorch profiler (Chrome) trace as columns, for every question asked of a
+    trace (step anatomy, kernel table, advice): streamed within LOAD_SECONDS and the bounds of
+    trace_events.py, and the last trace read is kept while its file stays the same, so that
+    several questions cost one read. UserError naming the file."""
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    key = (str(path.resolve()), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    with _LAST_LOCK:
+        if _LAST and _LAST[0] == key:
+            return _LAST[1]
+    try:
+        with _budget():
+            fmt, head = sniff(path)
+            if fmt != "json":
+                raise FormatError(f"it is {FORMATS[fmt].description}")
+            found = _trace_or_document(path, head)
+    except Bounded as exc:
+        raise UserError(f"{path}: {exc}") from None
+    except FormatError as exc:
+        raise UserError(f"{path}: not a readable JSON trace: {exc}") from None
+    except (ValueError, OverflowError, UnicodeError, EOFError, zlib.error, RecursionError) as exc:
+        raise UserError(f"{path}: not a readable JSON trace (truncated or corrupt?): {one_line(exc)}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {one_line(exc)}") from None
+    if not isinstance(found, TraceEvents):
+        raise UserError(f"{path}: no traceEvents: not a PyTorch profiler trace")
+    with _LAST_LOCK:
+        _LAST[:] = [key, found]
+    return found
+
+
+#: The last trace read_trace read: [key, TraceEvents] (workers of the lab call it from threads).
+_LAST: list[Any] = []
+_LAST_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _budget() -> Iterator[None]:
+    """The load's deadline (LOAD_SECONDS from now) unless an outer load set one."""
+    token = DEADLINE.set(time.monotonic() + LOAD_SECONDS) if DEADLINE.get() is None else None
+    try:
+        yield
     finally:
         if token is not None:
             DEADLINE.reset(token)

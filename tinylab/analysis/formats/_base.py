@@ -5,14 +5,16 @@ Knows no format: detection is in detect.py, each tool's readers in a module of i
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import math
+import os
 import re
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
@@ -57,6 +59,27 @@ class Bounded(FormatError):
 #: When the load in progress (formats.load: one file, or a whole folder scan) must end, as a
 #: time.monotonic() value; readers that can run long (SQLite queries) stop there.
 DEADLINE: ContextVar[float | None] = ContextVar("tinylab_formats_deadline", default=None)
+
+
+#: Who hears how far a long read has come (the lab's Hotspots screen), as hear(what, done, total):
+#: "reading trace.json.gz", bytes of the file read so far, its size. Set with `reporting`.
+PROGRESS: ContextVar[Callable[[str, int, int], None] | None] = ContextVar("tinylab_formats_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting(hear: Callable[[str, int, int], None] | None) -> Iterator[None]:
+    """Readers in this block (of this thread) tell `hear` how far they have come."""
+    token = PROGRESS.set(hear)
+    try:
+        yield
+    finally:
+        PROGRESS.reset(token)
+
+
+def report(what: str, done: int, total: int) -> None:
+    hear = PROGRESS.get()
+    if hear is not None:
+        hear(what, done, total)
 
 
 def remaining(limit: float) -> float:
@@ -112,19 +135,36 @@ class Columns:
         return None
 
 
-#: The most a whole-file reader (text tables, JSON traces) takes in; pandas' CSV readers stream.
+#: The most a whole-file reader (text tables, timemory JSON) takes in; pandas' CSV readers and the
+#: trace reader (trace_events.py) stream.
 TEXT_LIMIT = 512 << 20
+#: A gzip file may inflate to GZIP_RATIO times its size, or GZIP_FLOOR, whichever is more: profiler
+#: output compresses 10-20x (a 1M-event PyTorch trace: 19 MB of gzip, 277 MB of JSON), a gzip
+#: bomb about 1000x (400 KB of gzip, 400 MB of valid JSON), which then ends in an error, not in
+#: the machine's memory.
+GZIP_RATIO = 100
+GZIP_FLOOR = 32 << 20
 
 
-def read_text(path: Path, head: Head) -> str:
+def gzip_limit(size: int) -> int:
+    """The most bytes a gzip file of `size` bytes may inflate to."""
+    return max(GZIP_FLOOR, GZIP_RATIO * size)
+
+
+def read_text(path: Path, head: Head, limit: int = TEXT_LIMIT) -> str:
     with open_regular(path, follow_links=True) as fh:
         if head.compression == "gzip":
+            size = os.fstat(fh.fileno()).st_size
+            inflated = min(limit, gzip_limit(size))
             with gzip.open(fh, "rb") as gz:
-                raw = gz.read(TEXT_LIMIT + 1)
+                raw = gz.read(inflated + 1)
+            if len(raw) > inflated and inflated < limit:
+                raise Bounded(f"decompresses to more than {inflated >> 20:,} MiB from {size:,} bytes: a gzip bomb? "
+                              "not read")
         else:
-            raw = fh.read(TEXT_LIMIT + 1)
-    if len(raw) > TEXT_LIMIT:
-        raise Bounded(f"more than {TEXT_LIMIT >> 20} MiB of text: too large to read whole (profile fewer steps)")
+            raw = fh.read(limit + 1)
+    if len(raw) > limit:
+        raise Bounded(f"more than {limit >> 20} MiB of text: too large to read whole (profile fewer steps)")
     if b"\x00" in raw:
         raise FormatError("binary data inside a text file (NUL bytes)")
     return raw.decode("utf-8", errors="replace")
@@ -172,9 +212,14 @@ def one_line(exc: BaseException) -> str:
 
 
 def json_number(value: Any) -> float:
+    """A finite number from decoded JSON, else NaN (bools, strings, infinities, ints past a float)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return math.nan
-    return float(value) if math.isfinite(value) else math.nan
+    try:
+        value = float(value)
+    except OverflowError:
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def as_list(value: Any) -> list[Any]:

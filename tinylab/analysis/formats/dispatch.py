@@ -32,16 +32,7 @@ def parse_dispatch_trace(path: Path, head: Head, fmt: str) -> Parsed:
     i_end = columns.find("End_Timestamp", required=False)
     i_dispatch = columns.find("Dispatch_Id", "Correlation_Id", required=False)
     wanted = sorted({i for i in (i_name, i_start, i_end, i_dispatch) if i is not None})
-    with open_regular(path, follow_links=True) as fh:
-        fh.seek(offset)
-        try:
-            df = pd.read_csv(fh, usecols=wanted, engine="c", encoding_errors="replace")
-        except pd.errors.EmptyDataError:
-            raise FormatError("header but no rows") from None
-        last_complete = _last_line_complete(fh, len(header))
-    if len(df.columns) != len(wanted):
-        raise FormatError("the header does not match the columns of the rows")
-    df.columns = [f"c{i}" for i in wanted]  # by position: pandas keeps raw (unstripped, de-duplicated) names
+    df, last_complete = read_columns(path, offset, header, wanted, i_name)
     note = None
     if not last_complete and len(df):
         df = df.iloc[:-1]
@@ -65,6 +56,27 @@ def parse_dispatch_trace(path: Path, head: Head, fmt: str) -> Parsed:
     if skipped:
         note = join(note, f"{skipped} rows without a valid End_Timestamp - Start_Timestamp were skipped")
     return Parsed(table_from_durations(df.loc[valid, name_col], duration[valid]), fmt, note)
+
+
+def read_columns(path: Path, offset: int, header: list[str], wanted: list[int], names: int,
+                 blank_lines: bool = False) -> tuple[pd.DataFrame, bool]:
+    """The columns `wanted` (positions) of the CSV table whose header line starts at byte `offset`,
+    named c<position>, with column `names` as a categorical (a million rows repeat a few hundred
+    names: each is hashed once, never a string made a row); and whether the file's last line has
+    all the header's fields (else it was cut off). `blank_lines`: a blank line is a row of NaN
+    (where a table ends), else it is skipped."""
+    with open_regular(path, follow_links=True) as fh:
+        fh.seek(offset)
+        try:
+            df = pd.read_csv(fh, header=0, names=[f"c{i}" for i in range(len(header))], usecols=wanted, engine="c",
+                             encoding_errors="replace", dtype={f"c{names}": "category"},
+                             skip_blank_lines=not blank_lines)
+        except pd.errors.EmptyDataError:
+            raise FormatError("header but no rows") from None
+        last_complete = _last_line_complete(fh, len(header))
+    if len(df.columns) != len(wanted):
+        raise FormatError("the header does not match the columns of the rows")
+    return df, last_complete
 
 
 def _last_line_complete(fh: io.BufferedReader, width: int) -> bool:

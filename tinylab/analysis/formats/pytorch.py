@@ -3,10 +3,9 @@ tinylab's operators.csv of key_averages()."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
@@ -15,11 +14,11 @@ from tinylab.analysis.formats._base import (
     Parsed,
     complete_rows,
     join,
-    json_number,
     number,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import build_table, table_from_durations
+from tinylab.analysis.formats.trace_events import TraceEvents
+from tinylab.analysis.kernel_table import build_table, table_from_codes
 
 #: The files the PyTorch profiler adapter writes in its folder (tinylab/profilers/pytorch.py).
 TRACE = "trace.json.gz"
@@ -27,64 +26,56 @@ OPERATORS_CSV = "operators.csv"
 MEMORY_TIMELINE = "memory_timeline.json.gz"
 
 
-def parse_events(events: list[Any]) -> Parsed:
+#: Kineto's categories of device kernels (older traces: "Kernel") and of CPU operators.
+KERNEL_CATS = ("kernel", "Kernel")
+OPERATOR_CATS = ("cpu_op", "Operator", "operator")
+
+
+def parse_trace(events: TraceEvents) -> Parsed:
     """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise."""
-    kernels_name: list[str] = []
-    kernels_dur: list[float] = []
-    ops: list[tuple[Any, Any, float, float, str]] = []
-    wanted = {"kernel": True, "Kernel": True, "cpu_op": False, "Operator": False, "operator": False}
-    for e in events:  # the hot loop of a million-event trace: cheapest test first
-        if type(e) is not dict:
-            continue
-        cat = e.get("cat")
-        is_kernel = wanted.get(cat) if type(cat) is str else None
-        if is_kernel is None or e.get("ph") != "X":
-            continue
-        name, dur = e.get("name"), json_number(e.get("dur"))
-        if not isinstance(name, str) or not dur >= 0:
-            continue
-        if is_kernel:
-            kernels_name.append(name)
-            kernels_dur.append(dur * 1e3)
-        else:
-            ts = json_number(e.get("ts"))
-            if not math.isnan(ts):
-                ops.append((_hashable(e.get("pid")), _hashable(e.get("tid")), ts, dur, name))
-    if kernels_name:
-        return Parsed(table_from_durations(pd.Series(kernels_name), pd.Series(kernels_dur)), "pytorch-trace", None)
-    if not ops:
+    named = events.named()
+    kernels = events.of_cats(KERNEL_CATS) & named
+    if kernels.any():
+        table = table_from_codes(events.name[kernels], events.names, events.dur[kernels] * 1e3)
+        return Parsed(table, "pytorch-trace", None)
+    ops = np.flatnonzero(events.of_cats(OPERATOR_CATS) & named & ~np.isnan(events.ts))
+    if not len(ops):
         raise FormatError("trace has no kernel or cpu_op events")
-    names, self_ns = _self_times(ops)
     return Parsed(
-        table_from_durations(pd.Series(names), pd.Series(self_ns)),
+        table_from_codes(*_self_times(events, ops)),
         "pytorch-trace",
         "CPU run: no device kernels; table shows operators by self CPU time",
     )
 
 
-def _hashable(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float)) or value is None else repr(value)
-
-
-def _self_times(ops: list[tuple[Any, Any, float, float, str]]) -> tuple[list[str], list[float]]:
-    """Self time of each op = its duration minus its directly nested ops, per thread."""
-    ops.sort(key=lambda o: (str(o[0]), str(o[1]), o[2], -o[3]))
-    names: list[str] = []
-    self_ns: list[float] = []
-    stack: list[tuple[float, int]] = []  # (end, index into self_ns)
-    thread = None
-    for pid, tid, ts, dur, name in ops:
-        if (pid, tid) != thread:
-            stack, thread = [], (pid, tid)
-        while stack and stack[-1][0] <= ts:
+def _self_times(events: TraceEvents, ops: np.ndarray) -> tuple[np.ndarray, tuple[str | None, ...], np.ndarray]:
+    """(name codes, names, self ns) of the ops: self time = an op's duration minus its directly
+    nested ops', per thread (threads in the order of their ids as text, ops by start, the longer
+    first); each op's parent is the innermost op still open when it starts."""
+    by_text = sorted(range(len(events.ids)), key=lambda c: str(events.ids[c]))
+    rank = np.empty(len(events.ids), dtype=np.int64)
+    rank[by_text] = np.arange(len(by_text))
+    pid, tid, ts, dur = events.pid[ops], events.tid[ops], events.ts[ops], events.dur[ops]
+    order = np.lexsort((-dur, ts, rank[tid], rank[pid]))  # stable: ties keep the file's order
+    ops, pid, tid, ts, dur = ops[order], pid[order], tid[order], ts[order], dur[order]
+    new_thread = np.ones(len(ops), dtype=bool)
+    new_thread[1:] = (pid[1:] != pid[:-1]) | (tid[1:] != tid[:-1])
+    parent = np.full(len(ops), -1, dtype=np.int64)
+    starts, ends, fresh = ts.tolist(), (ts + dur).tolist(), new_thread.tolist()
+    stack: list[int] = []
+    for i, start in enumerate(starts):
+        if fresh[i]:
+            stack = []
+        while stack and ends[stack[-1]] <= start:
             stack.pop()
         if stack:
-            parent = stack[-1][1]
-            self_ns[parent] -= dur * 1e3
-        names.append(name)
-        self_ns.append(dur * 1e3)
-        stack.append((ts + dur, len(self_ns) - 1))
-    return names, [max(0.0, v) for v in self_ns]
+            parent[i] = stack[-1]
+        stack.append(i)
+    dur_ns = dur * 1e3
+    self_ns = dur_ns.copy()
+    nested = parent >= 0
+    np.subtract.at(self_ns, parent[nested], dur_ns[nested])  # one op at a time, in the order they were met
+    return events.name[ops], events.names, np.where(self_ns > 0.0, self_ns, 0.0)
 
 
 def parse_operators(path: Path, head: Head) -> Parsed:

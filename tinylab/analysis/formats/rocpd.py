@@ -116,53 +116,81 @@ def parse_database(path: Path, head: Head) -> Parsed:
     return Parsed(build_table(df), "rocpd", note)
 
 
+_DURATION = '("end" - start)'
 _AGG = "COUNT(*) AS calls, SUM({d}) AS total_ns, MIN({d}) AS min_ns, MAX({d}) AS max_ns"
 
 
 def _kernels(con: sqlite3.Connection, objects: dict[str, str], guard: _Guard) -> tuple[pd.DataFrame, str | None]:
-    """`objects`: name -> the SQL that made it, for every table and view."""
+    """The per-kernel rows, aggregated in SQL. From rocpd's dispatch and symbol tables, grouped by
+    kernel id before the names are joined (a million dispatches in about a second: rocpd's own
+    `kernels` view joins eight tables for every dispatch first, which takes several); from the
+    `kernels` view only when those tables are not there. `objects`: name -> the SQL that made it,
+    for every table and view."""
     def frame(sql: str) -> pd.DataFrame:
         rows = con.execute(sql).fetchall()
         return pd.DataFrame(rows, columns=["name", "calls", "total_ns", "min_ns", "max_ns"])
 
-    skipped = None
-    if "kernels" in objects:
-        try:
-            cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
-            if {"name"} <= cols and ("duration" in cols or {"start", "end"} <= cols):
-                d = "duration" if "duration" in cols else '("end" - start)'
-                df = frame(f"SELECT name, {_AGG.format(d=d)} FROM kernels GROUP BY name")
-                if not df.empty:
-                    return df, None
-        except sqlite3.DatabaseError:
-            if not guard.refused:
-                raise
-            skipped, guard.refused = guard.refused, None  # the tables themselves may still be read
-    pairs = []
-    if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects.keys():
-        pairs.append(("rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"))
-    else:  # un-merged per-process tables carry a UUID suffix
-        for name in sorted(objects):
-            if name.startswith("rocpd_kernel_dispatch_"):
-                symbols = "rocpd_info_kernel_symbol_" + name[len("rocpd_kernel_dispatch_") :]
-                if symbols in objects:
-                    pairs.append((name, symbols))
-    if not pairs:
+    view, skipped = _kernels_view(con, objects, guard)
+    pairs = _table_pairs(objects)
+    df = frame(_table_aggregates(con, pairs)) if pairs else None
+    if (df is None or df.empty) and view is not None:
+        return frame(f"SELECT name, {_AGG.format(d=view)} FROM kernels GROUP BY name"), None
+    if df is None:
         if skipped:
             raise Refused(f"its kernels view goes through what tinylab does not run ({skipped}): not read")
         raise FormatError("SQLite database without rocpd kernel data (no `kernels` view or rocpd_kernel_dispatch table)")
+    if view is not None:  # the same dispatches rocpd's view shows
+        return df, None
+    why = (f"its kernels view was not used ({skipped})" if skipped
+           else "the kernels view was empty or missing")
+    return df, f"read from rocpd_kernel_dispatch + rocpd_info_kernel_symbol ({why})"
+
+
+def _kernels_view(con: sqlite3.Connection, objects: dict[str, str], guard: _Guard) -> tuple[str | None, str | None]:
+    """(the duration expression of rocpd's `kernels` view when it holds a dispatch, else None; why
+    the guard refused it, else None)."""
+    if "kernels" not in objects:
+        return None, None
+    try:
+        cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
+        if "name" not in cols or not ("duration" in cols or {"start", "end"} <= cols):
+            return None, None
+        duration = "duration" if "duration" in cols else _DURATION
+        if con.execute(f"SELECT name, {duration} FROM kernels LIMIT 1").fetchone() is None:
+            return None, None
+        return duration, None
+    except sqlite3.DatabaseError:
+        if not guard.refused:
+            raise
+        skipped, guard.refused = guard.refused, None  # the tables themselves may still be read
+        return None, skipped
+
+
+def _table_pairs(objects: dict[str, str]) -> list[tuple[str, str]]:
+    """(dispatch table, its symbol table) pairs: the merged views, else each process's tables."""
+    if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects.keys():
+        return [("rocpd_kernel_dispatch", "rocpd_info_kernel_symbol")]
+    pairs = []  # un-merged per-process tables carry a UUID suffix
+    for name in sorted(objects):
+        if name.startswith("rocpd_kernel_dispatch_"):
+            symbols = "rocpd_info_kernel_symbol_" + name[len("rocpd_kernel_dispatch_") :]
+            if symbols in objects:
+                pairs.append((name, symbols))
+    return pairs
+
+
+def _table_aggregates(con: sqlite3.Connection, pairs: list[tuple[str, str]]) -> str:
+    """One row per kernel id of each dispatch table, named from its symbol table."""
     parts = []
     for dispatch, symbols in pairs:
         sym_cols = {row[1].lower() for row in con.execute(f'PRAGMA table_info("{symbols}")')}
         label = "COALESCE(s.display_name, s.kernel_name)" if "display_name" in sym_cols else "s.kernel_name"
         parts.append(
-            f'SELECT {label} AS name, d."end" - d.start AS dur FROM "{dispatch}" d '
-            f'JOIN "{symbols}" s ON d.kernel_id = s.id'
+            f"SELECT {label} AS name, a.calls, a.total_ns, a.min_ns, a.max_ns FROM "
+            f"(SELECT kernel_id, {_AGG.format(d=_DURATION)} "
+            f'FROM "{dispatch}" GROUP BY kernel_id) a JOIN "{symbols}" s ON a.kernel_id = s.id'
         )
-    sql = f"SELECT name, {_AGG.format(d='dur')} FROM ({' UNION ALL '.join(parts)}) GROUP BY name"
-    why = (f"its kernels view was not used ({skipped})" if skipped
-           else "the kernels view was empty or missing")
-    return frame(sql), f"read from rocpd_kernel_dispatch + rocpd_info_kernel_symbol ({why})"
+    return " UNION ALL ".join(parts)
 
 
 def parse_summary_csv(path: Path, head: Head) -> Parsed:

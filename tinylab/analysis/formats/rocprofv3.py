@@ -26,6 +26,7 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.kernel_table import build_table
+from tinylab.safeio import open_regular
 
 _API_NAME = re.compile(r"(?:__)?(?:hip|hsa|rccl|nccl|roctx|rocdecode|rocjpeg|rocshmem)[A-Za-z0-9_]*")
 
@@ -121,7 +122,11 @@ def marker_ranges(marker_csvs: list[Path]) -> list[tuple[str, object, object]]:
 
 def trace_dispatches(trace_csvs: list[Path]) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     """(names, start ns, end ns) of every dispatch in rocprofv3 kernel_trace files."""
-    frames = [pd.read_csv(path, usecols=["Kernel_Name", "Start_Timestamp", "End_Timestamp"]) for path in trace_csvs]
+    frames = []
+    for path in trace_csvs:
+        with open_regular(path) as fh:  # names as a categorical: a million rows, a few hundred names
+            frames.append(pd.read_csv(fh, usecols=["Kernel_Name", "Start_Timestamp", "End_Timestamp"],
+                                      dtype={"Kernel_Name": "category"}))
     df = pd.concat(frames, ignore_index=True)
     return (df["Kernel_Name"], pd.to_numeric(df["Start_Timestamp"], errors="coerce").to_numpy(dtype=np.float64),
             pd.to_numeric(df["End_Timestamp"], errors="coerce").to_numpy(dtype=np.float64))

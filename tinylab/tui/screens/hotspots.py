@@ -7,6 +7,7 @@ seconds.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ NARROW_HIDDEN = ("min_ns", "max_ns")
 #: depended on when the rows arrived relative to layout, so the same table could come out squeezed.
 WIDTHS = {"total_ns": 8, "pct": 6, "calls": 6, "avg_ns": 8, "min_ns": 8, "max_ns": 8, "category": 11}
 TOPS = (20, 50, 100, 500)
+#: How often a worker reading a trace says how far it has come.
+READING_EVERY_S = 0.25
 
 #: How to look at an artifact, by the end of its file name.
 OPEN_WITH = (
@@ -64,23 +67,36 @@ OPEN_WITH = (
 
 
 class Loaded(Message):
-    """The run's record, its roofline text, its step anatomy (or why there is none), and its kernel
-    tables (or None)."""
+    """The run's record, its roofline text and its kernel tables (or None)."""
 
-    def __init__(self, record: RunRecord, roofline: str, timeline: Timeline | str, tables: Any) -> None:
+    def __init__(self, record: RunRecord, roofline: str, tables: Any) -> None:
         super().__init__()
-        self.record, self.roofline, self.timeline = record, roofline, timeline
-        self.tables = tables
+        self.record, self.roofline, self.tables = record, roofline, tables
 
 
 class TableShown(Message):
-    """One rank's kernel table (the first rank's at first; the only one of a one-process run), its
-    summary with the ranks it says, and that rank's step anatomy when the rank changed (None: keep
-    the one shown)."""
+    """One rank's kernel table (the first rank's at first; the only one of a one-process run) and
+    its summary with the ranks it says."""
 
-    def __init__(self, table: Any, summary: HotspotSummary, timeline: Timeline | str | None = None) -> None:
+    def __init__(self, table: Any, summary: HotspotSummary) -> None:
         super().__init__()
-        self.table, self.summary, self.timeline = table, summary, timeline
+        self.table, self.summary = table, summary
+
+
+class Reading(Message):
+    """How far the read of the step anatomy's trace has come (a million-event trace takes seconds)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+
+class TimelineShown(Message):
+    """The shown rank's step anatomy, or why there is none."""
+
+    def __init__(self, timeline: Timeline | str) -> None:
+        super().__init__()
+        self.timeline = timeline
 
 
 class Selected(Message):
@@ -140,6 +156,7 @@ class HotspotsScreen(BaseScreen):
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
         yield Static("Loading the kernel table…", id="hot-head")
+        yield Static(id="hot-reading")
         with Horizontal(id="hot-controls"):
             yield Input(placeholder="/ filter by name", compact=True, id="hot-filter")
             yield Static(id="hot-state")
@@ -164,31 +181,44 @@ class HotspotsScreen(BaseScreen):
     # ------------------------------------------------------------------ data
     @background("load")
     def load(self) -> None:
+        """The table first (a small kernels.csv), then the step anatomy (the trace: seconds for a
+        million events, its progress said meanwhile)."""
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
-        timeline = self._timeline()
         tables = self.backend.kernel_table(self.run_id)
-        self.post_message(Loaded(record, roofline, timeline, tables))
+        self.post_message(Loaded(record, roofline, tables))
         if tables is not None:
             self._show_rank(tables, None)
+        self._timeline()
 
-    def _show_rank(self, tables: Any, rank: int | None, timeline: Timeline | str | None = None) -> None:
+    def _show_rank(self, tables: Any, rank: int | None) -> None:
         """One rank's table, summarized, then its rows (in the worker that calls it)."""
         table, rank = tables.select(rank)
-        self.post_message(TableShown(table, tables.summarize(rank), timeline))
+        self.post_message(TableShown(table, tables.summarize(rank)))
         self.post_message(self._select(table))
 
     @background("rank")
     def load_rank(self, rank: int) -> None:
-        self._show_rank(self.tables, rank, self._timeline(rank))
+        self._timeline(rank)  # before the table: the anatomy shown always belongs to the rank shown
+        self._show_rank(self.tables, rank)
 
-    def _timeline(self, rank: int | None = None) -> Timeline | str:
-        """The step anatomy of the run's PyTorch trace (of `rank`'s, in a run of several: the first
-        rank's by default), or why there is none; in a worker."""
+    def _timeline(self, rank: int | None = None) -> None:
+        """Post the step anatomy of the run's PyTorch trace (of `rank`'s, in a run of several: the
+        first rank's by default), or why there is none, and how far its read has come; in a worker."""
+        said = [0.0]
+
+        def hear(what: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if now - said[0] >= READING_EVERY_S:
+                said[0] = now
+                self.post_message(Reading(f"{what} for the step anatomy: {done / total:.0%} of "
+                                          f"{total / 1e6:,.1f} MB"))
+
         try:
-            return self.backend.timeline(self.run_id, rank=rank)
+            timeline: Timeline | str = self.backend.timeline(self.run_id, rank=rank, progress=hear)
         except UserError as exc:
-            return str(exc)
+            timeline = str(exc)
+        self.post_message(TimelineShown(timeline))
 
     def _select(self, table: Any) -> Selected:
         """Filter, sort and cut the table (in the worker that calls it)."""
@@ -210,7 +240,6 @@ class HotspotsScreen(BaseScreen):
         self.record = message.record
         self._show_artifacts(message.record)
         self.query_one("#roofline", Static).update(Text(message.roofline))
-        self.query_one("#hot-timeline", AnatomyText).show(message.timeline)
         self.tables = message.tables
         if message.tables is None:
             self._no_table(message.record)
@@ -220,8 +249,18 @@ class HotspotsScreen(BaseScreen):
     def _on_table_shown(self, message: TableShown) -> None:
         self.table = message.table
         self._loaded(message.summary)
-        if message.timeline is not None:
-            self.query_one("#hot-timeline", AnatomyText).show(message.timeline)
+
+    @on(Reading)
+    def _on_reading(self, message: Reading) -> None:
+        reading = self.query_one("#hot-reading", Static)
+        reading.update(plain(message.text))
+        reading.display = True
+        self.query_one("#hot-timeline", AnatomyText).show(message.text)
+
+    @on(TimelineShown)
+    def _on_timeline_shown(self, message: TimelineShown) -> None:
+        self.query_one("#hot-reading", Static).display = False
+        self.query_one("#hot-timeline", AnatomyText).show(message.timeline)
 
     @on(Selected)
     def _on_selected(self, message: Selected) -> None:
