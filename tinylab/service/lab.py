@@ -245,7 +245,7 @@ class Lab:
         trace a rank: `rank`'s (default: the first, 0), never a merge. UserError without a trace or
         for a rank the run does not have. `progress(what, bytes read, bytes)` hears how far the
         trace's read has come (a million-event trace takes seconds)."""
-        from tinylab.analysis.formats._base import reporting
+        from tinylab.analysis.formats import reporting
         from tinylab.analysis.timeline import analyze, run_traces, trainer_timing
 
         path = Path(ref)

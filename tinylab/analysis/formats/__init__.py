@@ -46,6 +46,7 @@ from tinylab.analysis.formats._base import (
     Parsed,
     one_line,
     read_text,
+    reporting,  # noqa: F401 - the progress hook readers of this package take
 )
 from tinylab.analysis.formats.detect import json_kind, sniff
 from tinylab.analysis.formats.dispatch import parse_dispatch_trace
@@ -91,6 +92,8 @@ def _trace_or_document(path: Path, head: Head) -> Any:
     takes (NaN literals)."""
     refused = None
     try:
+        if proton.HEAD.match(head.raw):  # a proton tree: a list of nodes, not of trace events
+            raise NotATrace
         return trace_events.read_events(path)
     except NotATrace:
         pass

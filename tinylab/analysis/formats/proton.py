@@ -16,6 +16,8 @@ computed sit under `__proton_launch_metadata` and are not the program's: they ar
 
 from __future__ import annotations
 
+import re
+
 import json
 import math
 from dataclasses import dataclass, field
@@ -51,6 +53,10 @@ class Hatchet:
     regions: dict[str, dict[str, float]] = field(default_factory=dict)
     devices: list[str] = field(default_factory=list)
     session: dict[str, Any] = field(default_factory=dict)
+
+
+#: How a .hatchet file starts: a list whose first node opens with its children, frame or metrics.
+HEAD = re.compile(rb'\s*\[\s*\{\s*"(?:children|frame|metrics)"')
 
 
 def is_hatchet(data: Any) -> bool:
