@@ -321,7 +321,7 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool
 
 def _proton_tree(run_dir: Path, profiles, rank: int | None) -> Path:
     """The .hatchet tree of a run's proton profile (of `rank` in a run of several)."""
-    from tinylab.analysis.formats.proton import HATCHET
+    from tinylab.analysis.profile_files import HATCHET
 
     event = next((p for p in reversed(list(profiles)) if p.tool == "proton" and p.rank == rank
                   and HATCHET in p.artifacts), None)

@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from tinylab.analysis.categories import categorize
+from tinylab.analysis.profile_files import MEMORY_TIMELINE
 from tinylab.analysis.timeline_result import (Communication, Gaps, GraphReplay, MemoryPeak, PhaseTime, StepAnatomy,
                                              Timeline, TrainerTiming)
 from tinylab.errors import UserError
@@ -517,8 +518,6 @@ def run_traces(run_dir: Path, profiles: Any) -> dict[int | None, tuple[Path, Pat
     """Each rank's (PyTorch trace, memory timeline or None) among a run's profile artifacts; the
     key is the rank, None for a run of one process. An artifact path that leads outside the run
     folder (absolute, `..`, a link on the way) is an UnsafeFile: a neighbour's file is never read."""
-    from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE  # pandas: only when a run is read
-
     found: dict[int | None, dict[str, Path]] = {}
     for profile in profiles:
         for name, rel in profile.artifacts.items():

@@ -334,7 +334,8 @@ class Measured:
         if event is None or self.run is None:
             raise checks.Missing(call, f"the {self.role} was not profiled with --profile proton "
                                        "--proton-backend instrumentation" if self.summary else self._no_summary())
-        from tinylab.analysis.formats.proton import HATCHET, load_hatchet
+        from tinylab.analysis.formats.proton import load_hatchet
+        from tinylab.analysis.profile_files import HATCHET
 
         relative = event.artifacts.get(HATCHET)
         if relative is None:

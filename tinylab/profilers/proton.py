@@ -29,7 +29,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager
 
-from tinylab.analysis.formats.proton import HATCHET, SESSION
+from tinylab.analysis.profile_files import HATCHET, SESSION
 from tinylab.config import first_clean_step, profile_schedule
 from tinylab.errors import UserError
 from tinylab.profilers import base

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
+from tinylab.analysis.profile_files import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
 from tinylab.config import first_clean_step, profile_schedule
 from tinylab.errors import UserError
 from tinylab.profilers.base import (

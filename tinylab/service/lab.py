@@ -22,7 +22,7 @@ from tinylab import exercises as ex
 from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
-from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE
+from tinylab.analysis.profile_files import MEMORY_TIMELINE
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord

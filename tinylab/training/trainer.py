@@ -574,7 +574,7 @@ def _profile_fields(run_dir: Path, hook, rank: int | None) -> dict:
 def _communication(run_dir: Path, profiles: list[dict]) -> tuple[float, float | None] | None:
     """This rank's time in collectives a step and the share of it hidden under compute, from its
     PyTorch profiler trace (None without one, or when it recorded no collective)."""
-    from tinylab.analysis.formats.pytorch import TRACE
+    from tinylab.analysis.profile_files import TRACE
 
     trace = next((p["artifacts"].get(TRACE) for p in profiles if p["tool"] == "pytorch"), None)
     if trace is None:

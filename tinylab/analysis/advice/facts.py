@@ -75,7 +75,7 @@ def run_facts(run: Any, log: EventLog | None = None, *, ceilings: dict[str, Any]
 
 def trace_facts(path: Path) -> Facts:
     """Facts of a PyTorch profiler trace file alone (no run around it): its step anatomy only."""
-    from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE
+    from tinylab.analysis.profile_files import MEMORY_TIMELINE
     from tinylab.analysis.timeline import analyze
 
     path = Path(path)

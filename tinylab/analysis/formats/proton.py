@@ -28,12 +28,10 @@ import pandas as pd
 
 from tinylab.analysis.formats._base import FormatError, Head, Parsed, join, json_number, read_text
 from tinylab.analysis.kernel_table import build_table
+from tinylab.analysis.profile_files import SESSION
 from tinylab.errors import UserError
 from tinylab.safeio import is_plain_file, read_bounded
 
-#: The files tinylab's proton hook writes in its folder (tinylab/profilers/proton.py).
-HATCHET = "proton.hatchet"
-SESSION = "proton-session.json"
 #: The scopes tinylab's trainer opens around a step's phases.
 PHASES = ("forward", "backward", "optimizer")
 METADATA_SCOPE = "__proton_launch_metadata"

@@ -20,10 +20,6 @@ from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.formats.trace_events import TraceEvents
 from tinylab.analysis.kernel_table import build_table, table_from_codes
 
-#: The files the PyTorch profiler adapter writes in its folder (tinylab/profilers/pytorch.py).
-TRACE = "trace.json.gz"
-OPERATORS_CSV = "operators.csv"
-MEMORY_TIMELINE = "memory_timeline.json.gz"
 
 
 #: Kineto's categories of device kernels (older traces: "Kernel") and of CPU operators.
