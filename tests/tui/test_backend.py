@@ -14,4 +14,4 @@ def test_the_doctor_child_never_imports_from_the_labs_folder(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     report = Backend(tmp_path / "runs").doctor()
     assert not sentinel.exists(), sentinel.read_text()
-    assert report["profilers"]["pytorch"]["available"] and report["packages"]["torch"]
+    assert report.profilers["pytorch"].available and report.packages["torch"]

@@ -73,7 +73,7 @@ class StepAnatomy:
     diagnosis: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return {**dataclasses.asdict(self), "phases": [dataclasses.asdict(p) for p in self.phases]}
 
 
 @dataclass(frozen=True)
