@@ -19,6 +19,20 @@ def add_runs_dir(p: argparse.ArgumentParser) -> None:
                    help="run store folder (default: $TINYLAB_RUNS_DIR or ./tinylab_runs)")
 
 
+def at_least(minimum: int):
+    """An argparse type: an integer >= minimum (argparse prints its usage error otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
 def lab_from(args: argparse.Namespace) -> Lab:
     """The Lab of the command's run store; a store others may write into is a warning on stderr."""
     lab = Lab(getattr(args, "runs_dir", None))
