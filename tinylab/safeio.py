@@ -301,10 +301,13 @@ def inside(folder: Path, relative: str | os.PathLike[str]) -> Path:
 
 
 def exposed(folder: Path) -> str | None:
-    """Who besides its owner may write into `folder` ("group and others"), or None."""
+    """Who besides its owner may write into `folder` ("its group and everyone"), or None (also for
+    anything that is not a folder)."""
     try:
         mode = folder.stat().st_mode
     except OSError:
+        return None
+    if not stat.S_ISDIR(mode):
         return None
     who = [name for bit, name in ((stat.S_IWGRP, "its group"), (stat.S_IWOTH, "everyone")) if mode & bit]
     return " and ".join(who) or None

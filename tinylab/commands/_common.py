@@ -51,9 +51,9 @@ def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, an output file that cannot be written: a folder, or a file in a
     folder that does not exist (a bench of many minutes must not fail at its very end)."""
     if path.is_dir():
-        raise UserError(f"{flag} {path}: is a folder; name a file")
+        raise UserError(f"cannot write {flag} {path}: it is a folder; name a file")
     if not path.parent.is_dir():
-        raise UserError(f"{flag} {path}: no folder {path.parent}")
+        raise UserError(f"cannot write {flag} {path}: there is no folder {path.parent}")
 
 
 def write_output(path: Path, text: str, flag: str) -> None:
