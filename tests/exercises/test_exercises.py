@@ -687,5 +687,5 @@ def test_a_progress_file_nested_5000_deep_is_one_line(progress_file):
 
     progress_file.parent.mkdir(parents=True)
     progress_file.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
-    with pytest.raises(UserError, match="nested 5000 levels deep"):
+    with pytest.raises(UserError, match="nested deeper than 64 levels"):
         ex.load_progress()
