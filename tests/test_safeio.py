@@ -98,13 +98,19 @@ DEEP = b"[" * 5000 + b"]" * 5000
 
 
 def test_deep_json_is_a_value_error_not_a_recursion_error():
-    with pytest.raises(JSONLimit, match="nested 5000 levels deep"):
+    with pytest.raises(JSONLimit, match="nested deeper than 64 levels"):
         loads_json(DEEP)
     with pytest.raises(JSONLimit, match="nested"):
         loads_json('{"a": ' * 100 + "1" + "}" * 100)
     # brackets inside strings do not count, and ordinary documents parse as json.loads does
     assert loads_json(b'{"name": "' + b"[" * 5000 + b'", "n": [1, [2]]}') == {"name": "[" * 5000, "n": [1, [2]]}
     assert loads_json('[{"a": "x\\"]["}]') == [{"a": 'x"]['}]
+    # escaped backslashes and quotes end strings where JSON ends them; alternating brackets count each
+    assert loads_json(b'["\\\\", "\\"", "' + b"[" * 100 + b'"]') == ["\\", '"', "[" * 100]
+    assert loads_json(b'{"a": [' * 32 + b"1" + b"]}" * 32) is not None  # 64 levels
+    with pytest.raises(JSONLimit, match="nested deeper than 64"):
+        loads_json(b'{"a": [' * 32 + b"[1]" + b"]}" * 32)
+    assert loads_json(b"[" * 30 + b"]" * 30) is not None
 
 
 def test_integers_past_int64_are_refused_and_the_value_budget_holds():
@@ -118,7 +124,7 @@ def test_integers_past_int64_are_refused_and_the_value_budget_holds():
 def test_read_json_is_one_line_for_every_bad_file(tmp_path):
     path = tmp_path / "cancel.json"
     path.write_bytes(DEEP)
-    with pytest.raises(UnsafeFile, match="cancel.json: JSON nested 5000 levels deep"):
+    with pytest.raises(UnsafeFile, match="cancel.json: JSON nested deeper than 64 levels"):
         read_json(path)
     path.write_bytes(b"{nope")
     with pytest.raises(UserError, match="is not valid JSON"):

@@ -167,3 +167,14 @@ def test_every_overview_and_step_fits_80_columns(scenario):
         wide = [line for line in res.stdout.splitlines() if len(line) > 80 and not line.startswith("    ")
                 and max(map(len, line.split())) < 40]
         assert not wide, (args, wide)
+
+
+@pytest.mark.parametrize("hints", ["-1", "x"])
+def test_a_negative_or_non_numeric_hint_count_is_a_usage_error(capsys, hints):
+    """--hints -1 showed every hint but the last, silently."""
+    from tinylab.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(["exercises", "show", SCENARIO, "--hints", hints])
+    assert done.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"must be an integer >= 0, got '{hints}'")

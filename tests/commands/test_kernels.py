@@ -91,6 +91,7 @@ def test_sweep_tabulates_each_value_and_marks_the_shipped_one(cli, shipped):
         (["attn_fwd", "--target", "sm_90", "--sweep", "BLOCK_Q=16"], "cannot sweep 'BLOCK_Q' of attn_fwd on sm_90: choose one of "),
         (["attn_fwd", "--target", "sm_90", "--sweep", "waves_per_eu=1"], "cannot sweep 'waves_per_eu' of attn_fwd on sm_90"),
         (["attn_fwd", "--sweep", "BLOCK_N"], "expected PARAM=V1,V2,..."),
+        (["attn_fwd", "--sweep", "num_warps=4,3", "--target", "sm_90"], "num_warps=3: num_warps must be a power of two"),
         (["--precision", "fp64"], "unknown precision 'fp64'"),
         (["--hidden-dim", "96", "--num-heads", "1", "--num-kv-heads", "1"], "head dimension of 16, 32, 64 or 128"),
     ],

@@ -662,3 +662,30 @@ def test_a_progress_file_that_is_no_file_is_refused_not_read(progress_file, kind
         ex.load_progress()
     with pytest.raises(UserError, match="not a regular file; not read"):
         ex.record_progress("demo", 1, [result("a", "pass")], [])
+
+
+@pytest.mark.parametrize("content", [
+    {"scenarios": {"performance-debugging": {"steps": 3}}},
+    {"scenarios": {"performance-debugging": {"steps": "all"}, "other": 7}},
+    {"scenarios": {"performance-debugging": {"steps": {"1": "passed", "2": {"passed_at": 1.0}}}}},
+])
+def test_a_malformed_progress_file_loses_only_its_malformed_entries(progress_file, content):
+    """Steps that were an int or a string raised AttributeError in `exercises list` and the lab."""
+    from tinylab.cli import main
+
+    progress_file.parent.mkdir(parents=True)
+    progress_file.write_text(json.dumps(content), encoding="utf-8")
+    scenario = ex.find_scenario(ex.load_scenarios(), "performance-debugging")
+    assert ex.steps_done(ex.load_progress(), scenario) == (1 if "2" in str(content) else 0)
+    assert main(["exercises", "list"]) == 0
+    ex.record_progress(scenario.id, 1, [result("a", "pass")], [])
+    assert ex.load_progress()["scenarios"][scenario.id]["steps"]["1"]["passed"] is True
+
+
+def test_a_progress_file_nested_5000_deep_is_one_line(progress_file):
+    from tinylab.errors import UserError
+
+    progress_file.parent.mkdir(parents=True)
+    progress_file.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+    with pytest.raises(UserError, match="nested deeper than 64 levels"):
+        ex.load_progress()

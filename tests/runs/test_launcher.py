@@ -328,6 +328,9 @@ def test_cancel_never_writes_through_a_planted_cancel_json_link(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", str(run.dir)],
                             start_new_session=True)
     try:
+        import psutil
+
+        wait_for(lambda: any(run.id in arg for arg in psutil.Process(proc.pid).cmdline()), 10, "the stand-in's argv")
         write_json(run.dir / "process.json", _process_record(proc.pid))
         assert cancel(run, grace_s=(0.5, 0.5)) is True
         proc.wait(timeout=10)

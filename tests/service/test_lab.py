@@ -162,6 +162,35 @@ def test_roofline_from_a_ceilings_file_or_the_cache_never_measuring_unless_asked
         lab.roofline(run.id, ceilings_file=tmp_path / "nope.json")
 
 
+@pytest.mark.parametrize("kind, message", [
+    ("fifo", "is a FIFO, not a regular file"), ("device", "is a device or special file"),
+    ("deep", "nested deeper than 64 levels"), ("list", "not a `tinylab bench --roofline --out` JSON"),
+    ("huge", "larger than 16,384 KiB"), ("malformed", "the ceilings have no fp32 GEMM rate or copy bandwidth"),
+])
+def test_a_ceilings_file_that_is_no_document_is_one_line_at_once(tmp_path, kind, message):
+    """--ceilings /dev/zero grew until MemoryError, a FIFO hung, 5,000 brackets raised RecursionError."""
+    import os
+
+    run = _gpu_run(tmp_path / "runs")
+    path = tmp_path / "ceilings.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path = "/dev/zero"
+    elif kind == "deep":
+        path.write_text("[" * 5000 + "]" * 5000)
+    elif kind == "list":
+        path.write_text("[1, 2]")
+    elif kind == "malformed":
+        path.write_text('{"ceilings": {"copy_gbps": "fast", "gemm_tflops": {"fp32": 50}}}')
+    else:
+        with open(path, "wb") as fh:
+            fh.truncate(17 << 20)
+    with pytest.raises(UserError, match=message) as caught:
+        Lab(tmp_path / "runs").roofline(run.id, ceilings_file=path)
+    assert "\n" not in str(caught.value)
+
+
 def test_roofline_of_an_unfinished_run(lab):
     with pytest.raises(UserError, match="has no summary \\(lost\\): a roofline needs a finished run"):
         lab.roofline("20260101-000000-aaaa", measure=False)

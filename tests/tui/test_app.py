@@ -169,3 +169,13 @@ async def test_labels_errors_and_kernel_names_that_look_like_markup_show_literal
         pilot.app.notify(f"run {ids['closing']} [{MARKUP_LABEL}] {BOLD_LABEL}")
         await pilot.pause(0.2)
         assert pilot.app.is_running
+
+
+async def test_a_store_others_may_write_into_is_a_warning_in_the_lab(store: Path):
+    store.chmod(0o777)
+    try:
+        async with make_app(store).run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: any("writable by its group and everyone" in str(n.message)
+                                              for n in pilot.app._notifications), what="the warning")
+    finally:
+        store.chmod(0o755)

@@ -84,7 +84,7 @@ def test_the_page_needs_the_printed_token_then_its_cookie(monkeypatch, tmp_path)
 
     refused, status, text, cookies, again = _exchange(server, listen, steps)
     assert refused == [403, 403, 403]
-    assert status == 200 and f"ws://127.0.0.1:{listen.port}/ws?token=s3cret-token" in text
+    assert status == 200 and f'data-session-websocket-url="ws://127.0.0.1:{listen.port}/ws"' in text
     assert cookies[f"tinylab-token-{listen.port}"]["httponly"] and again == 200
     assert FakeAppService.started == []
 
@@ -103,7 +103,8 @@ def test_the_socket_refuses_no_token_and_a_foreign_origin_before_any_lab_starts(
             except aiohttp.WSServerHandshakeError as exc:
                 statuses.append(exc.status)
         refused_started = list(FakeAppService.started)
-        ws = await client.ws_connect("/ws?token=s3cret-token", headers={"Origin": own})
+        await client.get("/?token=s3cret-token")  # the page sets the cookie its WebSocket carries
+        ws = await client.ws_connect("/ws?width=80&height=24", headers={"Origin": own})
         await ws.send_json(["ping", "1"])
         pong = await ws.receive_json(timeout=5)
         await ws.close()

@@ -273,6 +273,10 @@ def counted_work(hatchet) -> dict[str, OpModel]:
             if row["calls"] > 0 and row.get("has_flops") and row.get("has_bytes")}
 
 
+def _positive(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
 def ceilings_cache(runs_root: Path, device_name: str | None) -> Path:
     """Where measured ceilings of a card are kept, beside the runs measured on it. The name comes
     from a run's events (a file anyone may have written): only letters, digits, '.', '_' and '-' of
@@ -300,10 +304,13 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool
     ran_graphed = record.start.config.get("cuda_graph") if record.start else None
     if ran_graphed is not None:  # config.json leaves v4's default unset: the trainer decides on the device
         cfg = dataclasses.replace(cfg, cuda_graph=bool(ran_graphed))
-    gemm = ceilings.get("gemm_tflops", {})
+    gemm = ceilings.get("gemm_tflops")
     key = "tf32" if cfg.precision == "fp32" and cfg.tf32 else ("bf16" if cfg.precision != "fp32" else "fp32")
-    if key not in gemm or not ceilings.get("copy_gbps"):
-        raise UserError(f"the ceilings have no {key} GEMM rate or copy bandwidth")
+    rate = gemm.get(key) if isinstance(gemm, dict) else None
+    rate = rate.get("large") if isinstance(rate, dict) else None
+    copy, l2 = ceilings.get("copy_gbps"), ceilings.get("l2_bytes")
+    if not (_positive(rate) and _positive(copy)):  # a ceilings file is a document anyone may have written
+        raise UserError(f"the ceilings have no {key} GEMM rate or copy bandwidth (positive numbers)")
     loaded = load_run_kernel_table(run.dir, record.profiles) if record.has_kernel_table else None
     table = loaded[0] if loaded else None
     tool = table.attrs.get("tool") if table is not None else None
@@ -313,8 +320,8 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool
 
         counted = counted_work(load_hatchet(_proton_tree(run.dir, record.profiles, table.attrs.get("rank"))))
     result = place(cfg, table, record.summary.step_ms_median, steps_seen(tool, cfg, record.summary.steps),
-                   int((record.start.param_elements if record.start else None) or 0), gemm[key]["large"],
-                   ceilings["copy_gbps"], ceilings.get("l2_bytes"), counted)
+                   int((record.start.param_elements if record.start else None) or 0), rate, copy,
+                   l2 if _positive(l2) else None, counted)
     title = f"{run.id} {cfg.version} {cfg.precision} on {record.device_name}"
     return result, title, table is not None
 

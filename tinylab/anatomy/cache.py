@@ -16,11 +16,17 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tinylab.safeio import gunzip_bounded, read_bounded
+
 
 def default_root() -> Path:
     """$XDG_CACHE_HOME/tinylab/anatomy (~/.cache/tinylab/anatomy when unset)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "tinylab" / "anatomy"
+
+
+#: The most a cached stage or binary may hold, compressed or not (a large kernel's assembly is a few MB).
+BLOB_LIMIT = 256 << 20
 
 
 class Cache:
@@ -58,9 +64,11 @@ class Cache:
             return None
 
     def get_blob(self, key: str, name: str) -> bytes | None:
-        """A stored stage or binary of a compiled kernel, as bytes."""
+        """A stored stage or binary of a compiled kernel, as bytes (bounded: a regular file that
+        gunzips to at most BLOB_LIMIT)."""
+        path = self.root / "kernels" / key / f"{name}.gz"
         try:
-            return gzip.decompress((self.root / "kernels" / key / f"{name}.gz").read_bytes())
+            return gunzip_bounded(read_bounded(path, BLOB_LIMIT), BLOB_LIMIT, str(path))
         except FileNotFoundError:
             return None
 

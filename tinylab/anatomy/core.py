@@ -350,6 +350,9 @@ def sweep(
         allowed = tunable(chosen.launches[t.name], t)
         if param not in allowed:
             raise UserError(f"cannot sweep {param!r} of {chosen.name} on {t.name}: choose one of {', '.join(allowed)}")
+    bad = [v for v in values if param == "num_warps" and not (v > 0 and v & (v - 1) == 0)]
+    if bad:  # Triton's backends assert it before compiling, in the worker: a traceback, not a failed row
+        raise UserError(f"num_warps={bad[0]}: num_warps must be a power of two (1, 2, 4, 8, 16, ...)")
     points = [(value, t, chosen.launches[t.name].replace(**{param: value})) for value in values for t in swept]
     with _pool(pool) as pool:
         reports = _compile_all([(lc, t) for _, t, lc in points], cache, pool, progress, lambda lc: f"{chosen.name} {param}={dict(lc.params)[param]}")

@@ -19,6 +19,20 @@ def add_runs_dir(p: argparse.ArgumentParser) -> None:
                    help="run store folder (default: $TINYLAB_RUNS_DIR or ./tinylab_runs)")
 
 
+def at_least(minimum: int):
+    """An argparse type: an integer >= minimum (argparse prints its usage error otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
 def lab_from(args: argparse.Namespace) -> Lab:
     """The Lab of the command's run store; a store others may write into is a warning on stderr."""
     lab = Lab(getattr(args, "runs_dir", None))
@@ -37,9 +51,9 @@ def check_output(path: Path, flag: str) -> None:
     """Refuse, before any work, an output file that cannot be written: a folder, or a file in a
     folder that does not exist (a bench of many minutes must not fail at its very end)."""
     if path.is_dir():
-        raise UserError(f"{flag} {path}: is a folder; name a file")
+        raise UserError(f"cannot write {flag} {path}: it is a folder; name a file")
     if not path.parent.is_dir():
-        raise UserError(f"{flag} {path}: no folder {path.parent}")
+        raise UserError(f"cannot write {flag} {path}: there is no folder {path.parent}")
 
 
 def write_output(path: Path, text: str, flag: str) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 import re
 import sys
 
-from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
+from tinylab.commands._common import add_runs_dir, at_least, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
 from tinylab.commands.runflags import add_run_arguments
 from tinylab.service import exercise
@@ -28,7 +28,7 @@ def add_arguments(p) -> None:
     show = sub.add_parser("show", help="a scenario, or one step of it", description="a scenario, or one step of it")
     show.add_argument("id", help="scenario id (see `tinylab exercises list`)")
     show.add_argument("--step", type=int, default=None, help="show this step (1-based)")
-    show.add_argument("--hints", type=int, default=0, metavar="N", help="reveal the first N hints of the step")
+    show.add_argument("--hints", type=at_least(0), default=0, metavar="N", help="reveal the first N hints of the step")
     show.add_argument("--answers", action="store_true", help="reveal the answers to the step's questions")
     show.add_argument("--json", action="store_true", help="print the scenario or step as JSON")
     check = sub.add_parser(

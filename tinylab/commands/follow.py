@@ -6,6 +6,7 @@ import sys
 
 from tinylab.commands._common import add_runs_dir, lab_from
 from tinylab.service.runs import EXIT_CODES, watch
+from tinylab.runs.record import printable
 
 
 def add_arguments(p) -> None:
@@ -37,5 +38,5 @@ def run(args) -> int:
 
 def _shown(run, status: str) -> str:
     """The status as `runs` and `show` name it: a run whose config or events cannot be read is damaged."""
-    problem = run.record().problem  # the record's, which `runs` and `show` print
-    return f"damaged ({status}): {problem}" if problem else status
+    problem = run.damage()
+    return f"damaged ({status}): {printable(problem)}" if problem else status

@@ -20,6 +20,10 @@ from tinylab.errors import UserError
 from tinylab.runs.record import EXERCISE_LABEL
 from tinylab.exercises.model import CheckSpec, LEVELS, Question, Recorded, Scenario, ScenarioError, Step
 from tinylab.exercises.names import name_types
+from tinylab.safeio import UnsafeFile, read_bounded
+
+#: The most a scenario file or one of its markdown files may hold (the shipped ones are under 20 KB).
+SCENARIO_LIMIT = 1 << 20
 
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)|\s*\(at end of document\)")
@@ -176,9 +180,11 @@ class _Validator:
         if not target.is_relative_to(self.root.resolve()):
             raise self.error(where, f"{_dotted(where)} {name!r} points outside the exercises folder")
         try:
-            return target.read_text(encoding="utf-8")
+            return read_bounded(target, SCENARIO_LIMIT, follow_links=True).decode("utf-8")
         except (FileNotFoundError, IsADirectoryError):
             raise self.error(where, f"{_dotted(where)}: file {name!r} not found next to {self.path.name}") from None
+        except UnsafeFile as exc:  # a FIFO, a device, too large
+            raise self.error(where, f"{_dotted(where)}: {exc}") from None
         except UnicodeDecodeError:
             raise self.error(where, f"{_dotted(where)}: file {name!r} is not UTF-8 text") from None
 
@@ -306,9 +312,11 @@ def load_scenario_file(path: Path, root: Path | None = None) -> Scenario:
     except ValueError:
         display = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, SCENARIO_LIMIT, follow_links=True).decode("utf-8")
     except UnicodeDecodeError:
         raise ScenarioError(f"{display}:1: not UTF-8 text") from None
+    except UnsafeFile as exc:  # a FIFO, a device, too large: never read (scenario folders may be shared)
+        raise ScenarioError(f"{display}:1: {exc}") from None
     try:
         data = tomlfile.loads(text)
     except UserError:

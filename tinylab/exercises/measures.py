@@ -40,6 +40,7 @@ class Measured:
             run.settings if run else None)
         self._table: Any = None
         self._table_loaded = False
+        self._table_problem: str | None = None  # why the kernel table could not be read
         self._counters: Any = None
         self._counters_loaded = False
         self._timeline: Any = None  # the PyTorch trace's step timeline, or why there is none (a str)
@@ -127,14 +128,14 @@ class Measured:
             self._timeline_loaded = True
             from tinylab.analysis.timeline import analyze
 
-            trace = self._trace()
-            if trace is None:
-                self._timeline = f"the {self.role} has no PyTorch trace (profile it with --profile pytorch)"
-            else:
-                try:
+            try:
+                trace = self._trace()  # UnsafeFile: a trace recorded outside the run folder
+                if trace is None:
+                    self._timeline = f"the {self.role} has no PyTorch trace (profile it with --profile pytorch)"
+                else:
                     self._timeline = analyze(trace)
-                except UserError as exc:
-                    self._timeline = f"its trace cannot be read: {exc}"
+            except UserError as exc:
+                self._timeline = f"its trace cannot be read: {exc}"
         if isinstance(self._timeline, str):
             raise checks.Missing(name, self._timeline)
         return self._timeline
@@ -153,10 +154,13 @@ class Measured:
             self._table_loaded = True
             from tinylab.analysis.hotspots import load_run_kernel_table
 
-            loaded = load_run_kernel_table(self.run.dir) if self.run else None
+            try:
+                loaded = load_run_kernel_table(self.run.dir) if self.run else None
+            except UserError as exc:  # unreadable, or recorded outside the run folder
+                loaded, self._table_problem = None, f"the {self.role}'s kernel table cannot be read: {exc}"
             self._table = loaded[0] if loaded else None
         if self._table is None:
-            raise checks.Missing("kernel table", self._why_no_table())
+            raise checks.Missing("kernel table", self._table_problem or self._why_no_table())
         return self._table
 
     def _why_no_table(self) -> str:

@@ -320,9 +320,15 @@ class Run:
         log = log if log is not None else self.events()
         process = self.process
         status, job = self._status(log, process)
-        problems = [p.replace(f"{self.dir}{os.sep}", "") for p in (self.problem(), log.problem) if p]
         return RunRecord.from_files(self.dir, status, log, self.config_dict, process,
-                                    self.cancel_record, "; ".join(problems) or None, job)
+                                    self.cancel_record, self.damage(log), job)
+
+    def damage(self, log: EventLog | None = None) -> str | None:
+        """Why the record is damaged (config.json or events.jsonl unreadable or invalid), or None:
+        what `runs` and `show` name a run by instead of its status. Asks no process and no Slurm."""
+        log = log if log is not None else self.events()
+        problems = [p.replace(f"{self.dir}{os.sep}", "") for p in (self.problem(), log.problem) if p]
+        return "; ".join(problems) or None
 
 
 def _host(process: dict[str, Any] | None) -> str | None:

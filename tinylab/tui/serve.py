@@ -4,7 +4,8 @@ A shared node has other users, and a browser has other pages open: without a gua
 user could `curl` the page and any web page could open the WebSocket and type into the lab
 (launch, cancel, delete). So, as Jupyter does, the server makes a random token and prints it in
 the URL; every HTTP and WebSocket request must carry it (in the query, or in the cookie the page
-sets once it has loaded), or it is refused before any lab process starts. A request from a
+sets once it has loaded: the page's WebSocket carries only the cookie), or it is refused before
+any lab process starts. A request from a
 page of another origin (its Origin header) or for another host name (DNS rebinding) is refused
 too. Listening beyond the loopback interface needs --allow-remote and prints a warning: the
 token then travels unencrypted.
@@ -162,10 +163,12 @@ def make_server(runs_dir: str | None, listen: Listen, token: str):
 
         @aiohttp_jinja2.template("app_index.html")
         async def handle_index(self, request):
-            """textual-serve's page, its WebSocket on the host the browser used, with the token."""
+            """textual-serve's page, its WebSocket on the host the browser used: the cookie the page
+            sets goes with it (textual.js appends its own `?width=..&height=..` to the URL, so the
+            token cannot ride in the query there)."""
             context = await Server.handle_index.__wrapped__(self, request)  # type: ignore[attr-defined]
             scheme = "wss" if request.scheme == "https" else "ws"
-            context["app_websocket_url"] = f"{scheme}://{request.host}/ws?token={token}"
+            context["app_websocket_url"] = f"{scheme}://{request.host}/ws"
             context["config"]["static"]["url"] = f"{request.scheme}://{request.host}/static/"
             return context
 
