@@ -219,6 +219,8 @@ class _Builder:
     def done(self) -> TraceEvents:
         cols = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.float64 if k in ("ts", "dur", "correlation")
                                                           else np.int32)) for k, v in self.parts.items()}
+        for column in cols.values():  # one read serves several questions (formats.read_trace keeps it)
+            column.flags.writeable = False
         self.ids[None]  # noqa: B018 - every table has None, so a code for "none" exists
         return TraceEvents(self.source, cols["cat"], self.cats.table(), cols["name"], self.names.table(),
                            cols["ts"], cols["dur"], cols["pid"], cols["tid"], cols["device"], self.ids.table(),
