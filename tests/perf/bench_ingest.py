@@ -238,10 +238,11 @@ class Result:
                 or (self.target_mb is not None and self.peak_mb > self.target_mb))
 
 
-def run(argv: list[str], python: str = sys.executable,
-        script: str = WRAPPER) -> tuple[float, float, float, int, str, str]:
-    """(wall s, CPU s, peak MB, exit code, stdout, stderr less the peak line) of one child."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "160"}
+def run(argv: list[str], python: str = sys.executable, script: str = WRAPPER,
+        tree: Path = ROOT) -> tuple[float, float, float, int, str, str]:
+    """(wall s, CPU s, peak MB, exit code, stdout, stderr less the peak line) of one child that
+    imports tinylab from `tree`."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "160"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run([python, "-c", script, *argv], capture_output=True, text=True, env=env, cwd="/tmp")
@@ -256,11 +257,11 @@ def run(argv: list[str], python: str = sys.executable,
 
 def measure(label: str, path: Path, items: str, argv: list[str], repeat: int, *, expect_error: bool = False,
             target_s: float | None = None, target_mb: float | None = None, python: str = sys.executable,
-            script: str = WRAPPER) -> Result:
+            script: str = WRAPPER, tree: Path = ROOT) -> Result:
     times, cpus, peaks, load = [], [], [], os.getloadavg()[0]
     outcome = ""
     for _ in range(repeat):
-        wall, cpu, peak, code, out, err = run(argv, python, script)
+        wall, cpu, peak, code, out, err = run(argv, python, script, tree)
         times.append(wall)
         cpus.append(cpu)
         peaks.append(peak)
@@ -283,6 +284,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each reader (default 3; the median is shown)")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/tinylab-ingest"), help="where the files are made")
     parser.add_argument("--only", default=None, help="only the rows whose label contains this")
+    parser.add_argument("--before", type=Path, default=None, metavar="TREE",
+                        help="another tinylab source tree (e.g. `git archive` of an older commit) to time too")
     parser.add_argument("--hta", default=None, metavar="PYTHON",
                         help="an interpreter with Holistic Trace Analysis (pip install traceinsight) to time too")
     args = parser.parse_args()
@@ -327,8 +330,14 @@ def main() -> int:
         ("hotspots: gzip bomb, 400 MB of spaces", files["space bomb"][0], "valid JSON",
          ["hotspots", str(files["space bomb"][0])], {"target_mb": 500.0, "expect_error": True}),
     ]
-    results = [measure(label, path, items, argv, args.repeat, **extra) for label, path, items, argv, extra in rows
-               if args.only is None or args.only in label]
+    results = []
+    for label, path, items, argv, extra in rows:
+        if args.only is not None and args.only not in label:
+            continue
+        results.append(measure(label, path, items, argv, args.repeat, **extra))
+        if args.before and not extra.get("expect_error"):  # a bomb read whole takes gigabytes
+            results.append(measure(f"  before: {label.split(': ')[0]}", path, items, argv, args.repeat,
+                                   tree=args.before))
     if args.hta and (args.only is None or "HTA" in args.only):
         results.append(measure("HTA 0.6: load + kernel breakdown", trace, f"{n:,} events", [str(trace)], 1,
                                python=args.hta, script=HTA))

@@ -136,6 +136,12 @@ class Trace:
     host_ops: list[tuple[float, float]] = field(default_factory=list)  # the phases' thread's other operators
     host_calls: list[tuple[str, float, float]] = field(default_factory=list)  # (HOST_CALLS kind, start, end)
 
+    def __post_init__(self) -> None:
+        # which events can overlap a window: those that start before its end and at most the
+        # longest event's length before its start
+        self.starts = [g.start for g in self.events]
+        self.longest = max((g.end - g.start for g in self.events), default=0.0)
+
 
 # ------------------------------------------------------------------------------------ reading
 def read_json(path: Path) -> Any:
@@ -275,12 +281,14 @@ def _clip(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> lis
     return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
 
 
-def _clipped(events: list[GpuEvent], starts: list[float], lo: float, hi: float,
+def _clipped(trace: Trace, lo: float, hi: float,
              keep: Callable[[GpuEvent], bool] | None = None) -> list[tuple[float, float]]:
-    """Intervals of the events that overlap [lo, hi], cut to it (events sorted by start; `keep`:
-    which events count, all by default)."""
-    return _clip(((g.start, g.end) for g in events[: bisect.bisect_left(starts, hi)] if keep is None or keep(g)),
-                 lo, hi)
+    """Intervals of the trace's GPU events that overlap [lo, hi], cut to it (`keep`: which events
+    count, all by default). Only the events near the window are looked at (1 µs of slack for
+    the rounding of start + length)."""
+    first = bisect.bisect_left(trace.starts, lo - trace.longest - 1.0)
+    near = trace.events[first: bisect.bisect_left(trace.starts, hi)]
+    return _clip(((g.start, g.end) for g in near if keep is None or keep(g)), lo, hi)
 
 
 def _is_compute(g: GpuEvent) -> bool:
@@ -333,9 +341,8 @@ def host_lane(phases: list[tuple[str, float, float]], lo: float, hi: float, widt
 
 def step_anatomy(trace: Trace, window: Window) -> StepAnatomy:
     lo, hi = window.start, window.end
-    starts = [g.start for g in trace.events]
-    busy = merge(_clipped(trace.events, starts, lo, hi))
-    compute = merge(_clipped(trace.events, starts, lo, hi, _is_compute))
+    busy = merge(_clipped(trace, lo, hi))
+    compute = merge(_clipped(trace, lo, hi, _is_compute))
     busy_us, compute_us, wall_us = _total(busy), _total(compute), hi - lo
     gaps = _gaps(busy, lo, hi)
     largest = max(gaps, key=lambda g: g[1] - g[0]) if gaps else None
@@ -611,13 +618,12 @@ def collectives(trace: Trace) -> tuple[float, float | None] | None:
     with the operators of the thread that runs the step, less its calls into the collectives
     (`c10d::allreduce_`: a step thread that waits in one hides nothing).
     """
-    starts = [g.start for g in trace.events]
     op_starts, op_ends = [a for a, _ in trace.host_ops], [b for _, b in trace.host_ops]  # merged: both sorted
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
         if trace.events:
-            comm = merge(_clipped(trace.events, starts, w.start, w.end, _is_communication))
-            compute = merge(_clipped(trace.events, starts, w.start, w.end, _is_compute)) if comm else []
+            comm = merge(_clipped(trace, w.start, w.end, _is_communication))
+            compute = merge(_clipped(trace, w.start, w.end, _is_compute)) if comm else []
         else:
             comm = merge(_clip(trace.collectives, w.start, w.end))
             inside = trace.host_ops[bisect.bisect_right(op_ends, w.start): bisect.bisect_left(op_starts, w.end)]
