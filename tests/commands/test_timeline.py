@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -54,15 +55,15 @@ def test_a_gzip_bomb_is_refused_in_bounded_memory(tmp_path):
              "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); print(p.stderr, file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     code, peak_kb = map(int, done.stdout.split())
-    assert code == 2 and "decompresses to more than 128 MiB" in done.stderr, done.stderr
+    assert code == 2 and re.search(r"decompresses to more than [\d,]+ MiB from [\d,]+ bytes: a gzip bomb", done.stderr), done.stderr
     assert peak_kb < 500 * 1024, f"{peak_kb / 1024:.0f} MB"
 
 
-def test_a_trace_of_too_many_values_is_refused(tmp_path, capsys):
+def test_a_trace_of_millions_of_values_that_are_not_events_is_one_line(tmp_path, capsys):
     path = tmp_path / "many.json"
     path.write_bytes(b'{"traceEvents": [' + b"0," * 8_000_001 + b"0]}")
     assert main(["timeline", str(path)]) == 2
-    assert "more than 8,000,000 values" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == f"tinylab: error: {path}: the trace holds no timed events"
 
 
 @pytest.mark.parametrize("where", ["absolute", "dotdot", "profiles-link"])

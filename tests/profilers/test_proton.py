@@ -166,9 +166,3 @@ def test_the_adapter_reads_a_finished_profile_folder(tmp_path):
         shutil.copy(FIX / "proton" / name, tmp_path / name)
     result = ProtonAdapter().collect(Path(tmp_path))
     assert result.format == "proton" and "cupti" in result.note
-
-
-def test_the_module_names_its_files_as_the_reader_does():
-    from tinylab.analysis.formats import proton as reader
-
-    assert (adapter_module.HATCHET, adapter_module.SESSION) == (reader.HATCHET, reader.SESSION)

@@ -144,9 +144,10 @@ def test_no_rocm_section_without_rocm(monkeypatch, tmp_path):
 
 def test_proton_is_listed_with_its_backends(monkeypatch):
     monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
-    report = doctor.collect_doctor()
+    collected = doctor.collect_doctor()
+    report = collected.to_json()  # `tinylab doctor --json`
     proton = report["profilers"]["proton"]
     assert proton["kind"] == "in-process" and proton["backends"][-1].startswith("instrumentation")
     assert proton["backends"][0].split()[0] in ("roctracer", "rocprofiler")  # AMD's tracer of this Triton
     assert "backends" not in report["profilers"]["pytorch"]  # one way to measure: nothing to list
-    assert f"backends: {'; '.join(proton['backends'])}" in doctor.render_text(report)
+    assert f"backends: {'; '.join(proton['backends'])}" in doctor.render_text(collected)

@@ -31,13 +31,15 @@ async def settle(pilot) -> None:
 
 
 async def charts_drawn(pilot) -> None:
-    """The charts drawn and the step anatomy laid out at the size the screen gives them."""
+    """The charts drawn, the advice read and the step anatomy laid out at the size the screen gives them."""
+    from tinylab.tui.widgets.advice import AdvicePanel
     from tinylab.tui.widgets.anatomy import AnatomyText
     from tinylab.tui.widgets.charts import SeriesChart
 
     await pilot.pause(0.3)
     await wait_for(pilot, lambda: all(not c.dirty for c in pilot.app.screen.query(SeriesChart) if c.display
                                       and c.region.area), what="charts drawn")
+    await wait_for(pilot, lambda: all(p.items is not None for p in pilot.app.screen.query(AdvicePanel)), what="advice read")
     await wait_for(pilot, lambda: all(a.laid_out for a in pilot.app.screen.query(AnatomyText)), what="anatomy laid out")
 
 

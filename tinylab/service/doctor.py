@@ -54,6 +54,13 @@ class ProfilerStatus:
     fix: str | None = None
     backends: list[str] | None = None  # how the tool can measure here (proton), where it says
 
+    def to_json(self) -> dict[str, Any]:
+        """Its `doctor --json` entry: `backends` only for a tool that lists them."""
+        doc = asdict(self)
+        if self.backends is None:
+            del doc["backends"]
+        return doc
+
 
 @dataclass(frozen=True)
 class GpuInfo:
@@ -95,7 +102,7 @@ class DoctorReport:
         """The `tinylab doctor --json` object."""
         return {"os": self.os, "python": self.python, "memory_bytes": self.memory_bytes, "cpus": self.cpus,
                 "gpu": asdict(self.gpu) if self.gpu else None, "rocm": asdict(self.rocm) if self.rocm else None,
-                "packages": self.packages, "profilers": {name: asdict(p) for name, p in self.profilers.items()},
+                "packages": self.packages, "profilers": {name: p.to_json() for name, p in self.profilers.items()},
                 "amd_tools": self.amd_tools, "warnings": list(self.warnings)}
 
     @classmethod

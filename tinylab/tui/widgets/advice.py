@@ -51,6 +51,8 @@ class AdvicePanel(Vertical):
         super().__init__(**kwargs)
         self.run_id: str | None = None
         self.items: list[Any] | None = None  # None until loaded
+        self._notes: list[str] = []
+        self._filled_at = -1  # the width the table was filled at
 
     def compose(self) -> ComposeResult:
         yield Static("Advice: loading…", id="advice-head")
@@ -74,30 +76,43 @@ class AdvicePanel(Vertical):
     @on(AdviceLoaded)
     def _loaded(self, message: AdviceLoaded) -> None:
         message.stop()
+        if message.items is None:
+            self.query_one("#advice-head", Static).update(Text(f"No advice: {safe(message.error)}"))
+            self.query_one("#advice-table", DataTable).display = False
+            return
+        self.items, self._notes = message.items, message.notes
+        self._fill()
+        self.screen.refresh_bindings()  # the screen's "try" key is offered once an item can be tried
+
+    def on_resize(self) -> None:
+        if self.items is not None and self._filled_at != self.size.width:
+            self._fill()  # the measured column and the detail fit the width the panel has now
+
+    def _fill(self) -> None:
+        """The head line, a row an item (the highlighted row kept) and the detail, at the panel's width."""
+        items = self.items or []
         head = self.query_one("#advice-head", Static)
         table = self.query_one("#advice-table", DataTable)
+        row = table.cursor_row if table.row_count else 0
         table.clear(columns=True)
+        self._filled_at = self.size.width
         # the measured value takes what the row leaves (cells are padded by one a side), so that no
         # horizontal scrollbar takes a line of an 80x24 screen
         rest = max(20, (self.size.width or 80) - sum(WIDTHS.values()) - 2 * (len(WIDTHS) + 1) - 4)
         for key, label in (("mark", ""), ("rule", "rule"), ("bound", "at most"), ("measured", "measured")):
             table.add_column(label, key=key, width=WIDTHS.get(key, rest))
-        table.display = bool(message.items)
-        if message.items is None:
-            head.update(Text(f"No advice: {safe(message.error)}"))
-            return
-        self.items = message.items
-        counts = [f"{sum(i.severity == s for i in message.items)} {s}" for s in MARKS
-                  if any(i.severity == s for i in message.items)]
-        tryable = any(i.action.changes for i in message.items)
+        table.display = bool(items)
+        counts = [f"{sum(i.severity == s for i in items)} {s}" for s in MARKS if any(i.severity == s for i in items)]
+        tryable = any(i.action.changes for i in items)
         head.update(Text.assemble(("Advice: ", "bold"), ", ".join(counts) or "nothing to say about this run",
                                   (" · b: try the highlighted item as run B" if tryable else "", "dim"),
-                                  *[("\n" + safe(f"note: {n}"), "dim") for n in message.notes]))
-        for i, item in enumerate(message.items):
+                                  *[("\n" + safe(f"note: {n}"), "dim") for n in self._notes]))
+        for i, item in enumerate(items):
             table.add_row(MARKS.get(item.severity, "?"), item.rule, Text(bound_text(item), justify="right"),
                           plain(item.measured.text), key=str(i))
+        if items:
+            table.move_cursor(row=min(row, len(items) - 1))
         self._show_detail()
-        self.screen.refresh_bindings()  # the screen's "try" key is offered once an item can be tried
 
     @on(DataTable.RowHighlighted, "#advice-table")
     def _show_detail(self) -> None:
