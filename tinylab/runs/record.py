@@ -31,6 +31,19 @@ _KEY_TOGGLES = {"qkv_fusion": "qkv", "sdpa": "sdpa", "swiglu_fusion": "swiglu", 
                 "cuda_graph": "graph"}
 
 
+#: The ids the run store makes (tinylab.runs.store.new_run_id); a folder of this shape counts as a run
+#: of an older tinylab (see store.is_run_dir).
+RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
+
+
+def short_id(run_id: str) -> str:
+    """The form the lab and `tinylab runs` show: "20261126-030223-88a3" -> "1126-0302-88a3" (month-day,
+    hour-minute and the random tail). Every command accepts it (RunStore.resolve); other ids stay whole."""
+    if RUN_ID.fullmatch(run_id):
+        return f"{run_id[4:8]}-{run_id[9:13]}-{run_id[16:]}"
+    return run_id
+
+
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -203,6 +216,7 @@ class RunRecord:
         s = self.summary
         return {
             "id": self.id,
+            "short_id": short_id(self.id),
             "started": self.started,
             "status": self.status,
             "version": self.version,

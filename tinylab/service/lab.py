@@ -24,7 +24,7 @@ from tinylab.analysis.formats.pytorch import MEMORY_TIMELINE
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
-from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
+from tinylab.runs.store import Run, RunStore, check_ref, is_run_dir, write_record
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
@@ -180,8 +180,9 @@ class Lab:
         return launcher.cancel(ref if isinstance(ref, Run) else self.run(ref))
 
     def remove(self, refs: list[str], force: bool = False) -> list[str]:
-        """Delete runs (all refs are resolved before anything is deleted); returns their ids."""
-        runs = [self.run(ref) for ref in refs]
+        """Delete runs (all refs are resolved before anything is deleted, a run named twice once);
+        returns their ids."""
+        runs = list({run.id: run for run in (self.run(ref) for ref in refs)}.values())
         for run in runs:
             if force:
                 launcher.cancel(run)
@@ -203,7 +204,7 @@ class Lab:
         a folder of rank<k> folders gives one table a rank."""
         from tinylab.analysis.hotspots import load_kernel_tables, load_run_kernel_tables
 
-        path = Path(ref)
+        path = Path(check_ref(ref))  # Path("") would be the current folder
         kind = _kind(path)
         if kind == "dir" and is_run_dir(path, legacy=self.store.holds(path)):
             run_dir = path

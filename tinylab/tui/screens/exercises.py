@@ -22,9 +22,9 @@ from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from tinylab import exercises as ex
+from tinylab.runs.record import short_id
 from tinylab.runs.store import TERMINAL
 from tinylab.service import exercise
-from tinylab.tui.fmt import short_id
 from tinylab.tui.screens.base import HOME, BaseScreen, background
 from tinylab.tui.widgets.panes import Pane, Panes
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from tinylab.runs.record import RunRecord
-from tinylab.tui.fmt import age, number, plain, short_id
+from tinylab.runs.record import RunRecord, short_id
+from tinylab.tui.fmt import age, number, plain
 
 COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), ("version", "ver"),
            ("sps", "samples/s"), ("peak", "peak MB"), ("loss", "loss"), ("config", "config"))
