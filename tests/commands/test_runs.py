@@ -503,3 +503,18 @@ def test_show_of_a_damaged_config_never_prints_none(tmp_path, capsys, monkeypatc
     assert code == 0, err
     progress = next(line for line in out.splitlines() if line.startswith("progress"))
     assert progress == "progress step 3/?  loss -" and "=None" not in out
+
+
+def test_show_and_runs_never_print_the_fault_a_step_hides(tmp_path, capsys):
+    """performance-debugging step 1 hides its fault; `show last` and `runs` printed fault=missing-init."""
+    root = str(tmp_path / "runs")
+    make_run(tmp_path / "runs", "20260101-000000-aaaa", [], fault="missing-init", version="v3",
+             label="exercise performance-debugging step 1")
+    for argv in (["show", "last"], ["show", "last", "--json"], ["runs"], ["runs", "--json"]):
+        assert main([*argv, "--runs-dir", root]) == 0
+        out = capsys.readouterr().out
+        assert "missing-init" not in out and "(hidden)" in out, (argv, out)
+    assert main(["exercises", "show", "performance-debugging", "--step", "1", "--answers"]) == 0
+    capsys.readouterr()
+    assert main(["show", "last", "--runs-dir", root]) == 0
+    assert "fault=missing-init" in capsys.readouterr().out  # the answers are out: nothing left to hide

@@ -73,12 +73,15 @@ class RunData:
     notes: list[str] = field(default_factory=list)
 
 
-def build_report(runs: list[Run], fmt: str = "md") -> str:
+def build_report(runs: list[Run], fmt: str = "md",
+                 mask: Callable[[RunRecord], RunRecord] = lambda record: record) -> str:
+    """`mask`: how the learner may see a record (tinylab.service.lab.Lab.masked hides what an
+    exercise step keeps for the learner to find)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if not runs:
         raise UserError("a report needs at least one run")
-    data = [collect(run) for run in runs]
+    data = [collect(run, mask) for run in runs]
     comparisons = [compare_runs(data[0].record, other.record) for other in data[1:]]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html
@@ -92,8 +95,8 @@ def _clean(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
-def collect(run: Run) -> RunData:
-    record = run.record()
+def collect(run: Run, mask: Callable[[RunRecord], RunRecord]) -> RunData:
+    record = mask(run.record())
     steps = sample_steps(run.dir / EVENTS_FILE)  # a bounded sample of every step, for the charts
     warmup = max((e.step + 1 for e in steps if e.warmup), default=0)
     charts = []

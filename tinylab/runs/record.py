@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,14 @@ class CancelRecord:
 
 #: How the label of a run an exercise step started begins ("exercise v1-baseline step 1").
 EXERCISE_LABEL = "exercise "
+#: What a learner sees instead of a config value an exercise step hides (RunRecord.masked).
+HIDDEN = "(hidden)"
+
+
+def mask_config(cfg: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    """`cfg` with the values of `fields` replaced by HIDDEN (a fault still reads as a fault: the
+    placeholder is set, so a run with a hidden fault is never taken for a clean one)."""
+    return {k: (HIDDEN if k in fields and v not in (None, "", []) else v) for k, v in cfg.items()}
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,7 @@ class RunRecord:
     counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
     ranks: tuple[RankEvent, ...] = ()  # a run of several ranks: each rank's figures, by rank
     job: Job | None = None  # the Slurm job of a run `tinylab submit` started, with Slurm's state when asked
+    hidden: frozenset[str] = frozenset()  # config fields masked for the learner (masked)
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
@@ -157,6 +166,15 @@ class RunRecord:
             ranks=tuple(sorted((RankEvent.from_event(r) for r in log.of("rank")), key=lambda r: r.rank)),
             job=job,
         )
+
+    def masked(self, fields: frozenset[str]) -> "RunRecord":
+        """This record as a learner may see it while an exercise step hides `fields` of its run
+        (a fault the learner must find): in config.json's values and the start event's alike, so
+        every view made from the record (show, runs, the lab, compare, report) masks them."""
+        if not fields:
+            return self
+        start = replace(self.start, config=mask_config(self.start.config, fields)) if self.start else None
+        return replace(self, config=mask_config(self.config, fields), start=start, hidden=self.hidden | fields)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -259,6 +277,7 @@ class RunRecord:
             "ranks": [asdict(r) for r in self.ranks],
             "ranks_in_sync": self.ranks_in_sync,
             "job": plain(self.job),
+            "hidden": sorted(self.hidden),
         }
 
 

@@ -110,17 +110,43 @@ class Lab:
         return self.store.resolve(ref)
 
     def record(self, ref: str) -> RunRecord:
-        return self.run(ref).record()
+        """The run's record as the learner may see it (masked)."""
+        return self.masked(self.run(ref).record())
 
     def records(self) -> list[RunRecord]:
-        """Every run's record, oldest first; a run whose folder vanished mid-scan is skipped."""
+        """Every run's record as the learner may see it (masked), oldest first; a run whose folder
+        vanished mid-scan is skipped."""
         out = []
+        progress: dict[str, Any] | None = None
         for run in self.store.list():
             try:
-                out.append(run.record())
+                record = run.record()
             except OSError:
                 continue
+            if record.from_exercise and progress is None:
+                progress = self._progress_or_none()
+            out.append(self.masked(record, progress))
         return out
+
+    def masked(self, record: RunRecord, progress: dict[str, Any] | None = None) -> RunRecord:
+        """`record` with what its exercise step hides (a fault the learner must find) masked, until
+        the step has passed or its answers were revealed; every face shows runs through this. A
+        scenario or progress file that cannot be read masks nothing: listing runs must not fail."""
+        found = ex.step_of_label(record.label)
+        if found is None:
+            return record
+        progress = self._progress_or_none() if progress is None else progress
+        try:
+            scenario = self.scenario(found[0])
+        except UserError:
+            return record
+        return record.masked(ex.hidden_fields(progress or {}, scenario, found[1]))
+
+    def _progress_or_none(self) -> dict[str, Any] | None:
+        try:
+            return self.progress()
+        except UserError:
+            return None
 
     def check(self, cfg: RunConfig, *, final: bool = True) -> RunConfig:
         """Every pre-launch check (config, device, memory, profilers); ConfigError/UserError names the
@@ -325,7 +351,7 @@ class Lab:
     def report(self, refs: list[str], fmt: str) -> str:
         from tinylab.analysis.report import build_report
 
-        return build_report([self.run(ref) for ref in refs], fmt)
+        return build_report([self.run(ref) for ref in refs], fmt, mask=self.masked)
 
     # ----------------------------------------------------------------- kernels
     def kernel_pool(self, jobs: int | None = None) -> ContextManager[Any]:
@@ -386,6 +412,11 @@ class Lab:
 
     def progress(self) -> dict[str, Any]:
         return ex.load_progress()
+
+    def reveal_answers(self, scenario_id: str, number: int) -> None:
+        """The learner asked for a step's answers: what the step hides shows from now on (masked)."""
+        ex.get_step(self.scenario(scenario_id), number)
+        ex.record_answers_revealed(scenario_id, number)
 
     def plan_step(self, scenario_id: str, number: int, device: str = "auto",
                   overrides: dict | None = None) -> exercise.StepPlan:

@@ -119,3 +119,21 @@ async def test_took_covers_every_counter_pass(store: Path):
         pilot.app.open_run(run_id)
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
         assert f"took 0:{exit_ - launched:02.0f}" in text_of(pilot, "#progress-text")
+
+
+async def test_the_fault_a_step_hides_is_masked_in_the_run_header_and_the_runs_screen(store: Path):
+    """performance-debugging step 1 hides its fault; the Run header and the Runs screen showed it."""
+    run_id = "20261126-023000-d4d4"
+    make_run(store, run_id, version="v3", profile=False, fault="detached-backward",
+             label="exercise broken-backward step 1")
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        head = text_of(pilot, "#run-head")
+        assert "fault=(hidden)" in head and "detached" not in head
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunsScreen" and pilot.app.screen.current, what="runs")
+        table = pilot.app.screen.query_one("#runs")
+        cells = " ".join(str(cell) for row in range(table.row_count) for cell in table.get_row_at(row))
+        assert "fault=(hidden)" in cells and "detached" not in cells + text_of(pilot, "#run-detail")

@@ -108,7 +108,7 @@ class RunScreen(BaseScreen):
     @background("feed")
     def follow(self) -> None:
         worker = get_current_worker()
-        feed = RunFeed(self.backend.run(self.run_id))
+        feed = RunFeed(self.backend.run(self.run_id), self.backend.masked)
         while not worker.is_cancelled:
             update = feed.poll()
             if update or update.ended:
