@@ -40,8 +40,10 @@ def step_noise(summary: Summary | None) -> float | None:
     return (summary.step_ms_p90 - summary.step_ms_p10) / (2 * summary.step_ms_median)
 
 
-def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
-    """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger."""
+def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+    """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger. `names` are
+    the runs' letters in every note (a report compares A with C, D...: its notes name C, not B)."""
+    name_a, name_b = names
     notes: list[str] = []
     cfg_a, cfg_b = a.ran_config, b.ran_config
     config_diff = [
@@ -49,7 +51,7 @@ def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
         for key in sorted(set(cfg_a) | set(cfg_b))
         if cfg_a.get(key) != cfg_b.get(key)
     ]
-    for side, cfg in (("A", cfg_a), ("B", cfg_b)):
+    for side, cfg in ((name_a, cfg_a), (name_b, cfg_b)):
         if not cfg:
             notes.append(f"run {side}'s config.json is missing or unreadable: its settings are unknown")
     outside = [d for d in config_diff if not d["under_test"]]
@@ -57,15 +59,16 @@ def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
         listed = ", ".join(f"{d['key']} ({d['a']} vs {d['b']})" for d in outside)
         notes.append(f"configs differ in more than the toggles under test: {listed}; "
                      "the ratios mix those effects in")
-    _device_note(a, b, notes)
-    for side, record in (("A", a), ("B", b)):
+    _device_note(a, b, notes, names)
+    for side, record in ((name_a, a), (name_b, b)):
         _status_notes(side, record, notes)
     spreads = [s for s in (step_noise(a.summary), step_noise(b.summary)) if s is not None]
     noise = max([SAME_WITHIN, *spreads])
     scaled = scaling(a, b)
-    notes += _superlinear_note(scaled, a, b)
-    kernels = _kernel_diff(a, b, notes)
+    notes += _superlinear_note(scaled, a, b, names)
+    kernels = _kernel_diff(a, b, notes, names)
     return {
+        "names": {"a": name_a, "b": name_b},
         "a": _side(a, cfg_a),
         "b": _side(b, cfg_b),
         "noise": {"a": step_noise(a.summary), "b": step_noise(b.summary), "threshold": noise},
@@ -82,11 +85,10 @@ def compare_runs(a: RunRecord, b: RunRecord) -> dict[str, Any]:
 SUPERLINEAR = 1.1
 
 
-def _superlinear_note(scaled: dict[str, Any] | None, a: RunRecord, b: RunRecord) -> list[str]:
+def _superlinear_note(scaled: dict[str, Any] | None, a: RunRecord, b: RunRecord, names: tuple[str, str]) -> list[str]:
     if scaled is None or scaled["efficiency"] is None or scaled["efficiency"] <= SUPERLINEAR:
         return []
-    base = "A" if scaled["baseline"] == "a" else "B"
-    other = "B" if base == "A" else "A"
+    base, other = names if scaled["baseline"] == "a" else names[::-1]
     cpu = " On a CPU torchrun gives each rank one thread (OMP_NUM_THREADS=1) while one process takes every core." \
         if str(a.device).startswith("cpu") and str(b.device).startswith("cpu") else ""
     return [f"scaling efficiency above 100%: each rank of {other} ran faster than {base} alone, so the runs did not do "
@@ -146,11 +148,11 @@ def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None,
             "within_noise": noise}
 
 
-def _device_note(a: RunRecord, b: RunRecord, notes: list[str]) -> None:
+def _device_note(a: RunRecord, b: RunRecord, notes: list[str], names: tuple[str, str]) -> None:
     da, db = (a.device, a.device_name), (b.device, b.device_name)
     if a.device and b.device and da != db:
-        notes.append(f"the runs used different devices: A on {da[0]} ({da[1]}), B on {db[0]} ({db[1]}); "
-                     "their timings do not compare")
+        notes.append(f"the runs used different devices: {names[0]} on {da[0]} ({da[1]}), {names[1]} on {db[0]} "
+                     f"({db[1]}); their timings do not compare")
 
 
 def _status_notes(side: str, record: RunRecord, notes: list[str]) -> None:
@@ -189,19 +191,19 @@ def load_kernels(record: RunRecord, notes: list[str], who: str) -> tuple[Any, st
         return None
 
 
-def _kernel_diff(a: RunRecord, b: RunRecord, notes: list[str]) -> dict[str, Any] | None:
+def _kernel_diff(a: RunRecord, b: RunRecord, notes: list[str], names: tuple[str, str]) -> dict[str, Any] | None:
     noted = len(notes)
-    tables = {side: load_kernels(record, notes, f"run {side}") for side, record in (("A", a), ("B", b))}
+    tables = {side: load_kernels(record, notes, f"run {side}") for side, record in zip(names, (a, b))}
     present = [side for side, table in tables.items() if table is not None]
     if len(present) == 1 and len(notes) == noted:  # the other run has none (rather than a broken one)
-        missing = "B" if present == ["A"] else "A"
+        missing = names[1] if present == [names[0]] else names[0]
         notes.append(f"only run {present[0]} has a kernel table: profile run {missing} too "
                      "(e.g. --profile pytorch) for a kernel diff")
     if len(present) < 2:
         return None
     from tinylab.analysis.hotspots import kernel_diff
 
-    (table_a, fmt_a), (table_b, fmt_b) = tables["A"], tables["B"]
+    (table_a, fmt_a), (table_b, fmt_b) = tables[names[0]], tables[names[1]]
     if fmt_a != fmt_b:
         notes.append(f"the kernel tables come from different sources ({fmt_a} vs {fmt_b}): "
                      "kernel names may not line up")
@@ -259,7 +261,8 @@ def noise_note(result: dict[str, Any]) -> str | None:
     noise = result.get("noise") or {}
     if not any(m.get("within_noise") for m in result["metrics"]):
         return None
-    spreads = ", ".join(f"{side.upper()} ±{100 * noise[side]:.0f}%" for side in ("a", "b") if noise.get(side) is not None)
+    letters = result.get("names") or {"a": "A", "b": "B"}
+    spreads = ", ".join(f"{letters[side]} ±{100 * noise[side]:.0f}%" for side in ("a", "b") if noise.get(side) is not None)
     return (f"step times vary ({spreads} around their medians, p10-p90): differences inside ±"
             f"{100 * noise['threshold']:.0f}% are marked ≈ noise, not a win; repeat the runs or run more steps")
 
