@@ -76,7 +76,7 @@ def test_cli_json_and_text(finished_pair):
     proc = cli("compare", finished_pair.v1.id, finished_pair.v2.id, "--json", "--runs-dir", root)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert set(data) == {"a", "b", "noise", "metrics", "config_diff", "notes", "scaling", "kernel_diff"}
+    assert set(data) == {"names", "busy", "a", "b", "noise", "metrics", "config_diff", "notes", "scaling", "kernel_diff"}
     assert data["scaling"] is None  # one world size
     assert data == json.loads(json.dumps(compare_runs(finished_pair.v1.record(), finished_pair.v2.record())))
     for m in data["metrics"]:
@@ -198,8 +198,9 @@ def test_without_the_analysis_stack_there_is_no_kernel_diff(finished_pair, tmp_p
     assert result["kernel_diff"] is None and result["notes"] == []
 
 
-def test_noise_is_never_a_win(finished_pair, tmp_path):
-    """A's p90 is 7x its median: a 2x ratio in samples/s is inside that spread, so no one is better."""
+def test_noise_is_never_a_win_and_a_busy_machine_is_named(finished_pair, tmp_path):
+    """A's p90 is 7x its median: a 2x ratio in samples/s is inside that spread, so no one is better;
+    and a spread that wide is a busy machine, said as such instead of a bare "≈ noise"."""
     noisy = clone_run(finished_pair.v1, tmp_path / "a", edit=lambda e: e.update(
         step_ms_median=100.0, step_ms_p10=50.0, step_ms_p90=700.0, samples_per_s=40.0) if e["event"] == "summary" else None)
     steady = clone_run(finished_pair.v2, tmp_path / "b", edit=lambda e: e.update(
@@ -209,8 +210,14 @@ def test_noise_is_never_a_win(finished_pair, tmp_path):
     assert sps["ratio"] == pytest.approx(2.0) and sps["better"] is None and sps["within_noise"]
     assert result["noise"]["a"] == pytest.approx(3.25)
     text = format_compare(result)
-    assert "≈ noise" in text and "B better" not in next(l for l in text.splitlines() if "samples/s" in l)
-    assert "differences inside ±325% are marked ≈ noise" in text
+    row = next(line for line in text.splitlines() if "samples/s" in line)
+    assert row.endswith("≈ A busy") and "B better" not in row
+    assert "differences inside ±325% are marked ≈ A busy: the machine was busy" in " ".join(text.split())
+    assert result["busy"]["a"].startswith("step times spread ±325%") and result["busy"]["b"] is None
+    assert any(n.startswith("the machine was busy during A (step times spread ±325%") for n in result["notes"])
+    profiled = clone_run(noisy, tmp_path / "c", config={"profilers": ["pytorch"]})  # the profiler's steps widen it
+    result = compare_runs(profiled.record(), steady.record())
+    assert result["busy"]["a"] is None and "≈ noise" in format_compare(result)
 
 
 @pytest.mark.parametrize(("a_p90", "verdict"), [(506.0, "b"), (580.0, None)])

@@ -32,12 +32,9 @@ TIMED = frozenset(f.key for f in METRICS if f.timed)
 
 
 def step_noise(summary: Summary | None) -> float | None:
-    """A run's own step-to-step spread: half its p10-p90 interval over its median (0.1 = +-10 %).
-
-    A difference between two runs smaller than either run's spread is noise, not a win."""
-    if summary is None or not summary.step_ms_median or summary.step_ms_p10 is None or summary.step_ms_p90 is None:
-        return None
-    return (summary.step_ms_p90 - summary.step_ms_p10) / (2 * summary.step_ms_median)
+    """A run's own step-to-step spread (Summary.spread). A difference between two runs smaller
+    than either run's spread is noise, not a win."""
+    return summary.spread if summary is not None else None
 
 
 def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
@@ -62,6 +59,9 @@ def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")
     _device_note(a, b, notes, names)
     for side, record in ((name_a, a), (name_b, b)):
         _status_notes(side, record, notes)
+        if record.busy:
+            notes.append(f"the machine was busy during {side} ({record.busy}): its timings measure the contention, "
+                         "not the code; run it again on a quiet machine")
     spreads = [s for s in (step_noise(a.summary), step_noise(b.summary)) if s is not None]
     noise = max([SAME_WITHIN, *spreads])
     scaled = scaling(a, b)
@@ -69,6 +69,7 @@ def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")
     kernels = _kernel_diff(a, b, notes, names)
     return {
         "names": {"a": name_a, "b": name_b},
+        "busy": {"a": a.busy, "b": b.busy},  # why the machine was too busy for a run's timings, or None
         "a": _side(a, cfg_a),
         "b": _side(b, cfg_b),
         "noise": {"a": step_noise(a.summary), "b": step_noise(b.summary), "threshold": noise},
@@ -234,10 +235,13 @@ def metric_rows(result: dict[str, Any], b: str = "B") -> list[list[str]]:
     """[label (unit), A, B, B/A, verdict] per metric, as text; the report's tables use them too.
     The arrow is the direction of B's number against A's; `b` names run B (C, D... in reports)."""
     rows = []
+    busy = ",".join(name for side, name in (("a", "A"), ("b", b)) if (result.get("busy") or {}).get(side))
     for m in result["metrics"]:
         ratio = ratio_text(m["ratio"])
         if m["better"]:
             verdict = f"{'▲' if m['ratio'] > 1 else '▼'} {b if m['better'] == 'b' else 'A'} better"
+        elif m.get("within_noise") and busy and m["key"] in TIMED:
+            verdict = f"≈ {busy} busy"  # the noise is the machine's: the notes say why
         elif m.get("within_noise"):
             verdict = "≈ noise"
         elif m["ratio"] is not None:
@@ -263,8 +267,10 @@ def noise_note(result: dict[str, Any]) -> str | None:
         return None
     letters = result.get("names") or {"a": "A", "b": "B"}
     spreads = ", ".join(f"{letters[side]} ±{100 * noise[side]:.0f}%" for side in ("a", "b") if noise.get(side) is not None)
+    busy = [letters[side] for side in ("a", "b") if (result.get("busy") or {}).get(side)]
+    marked = f"≈ {','.join(busy)} busy: the machine was busy" if busy else "≈ noise, not a win"
     return (f"step times vary ({spreads} around their medians, p10-p90): differences inside ±"
-            f"{100 * noise['threshold']:.0f}% are marked ≈ noise, not a win; repeat the runs or run more steps")
+            f"{100 * noise['threshold']:.0f}% are marked {marked}; repeat the runs or run more steps")
 
 
 def kernel_sections(diff: dict[str, Any], name: Callable[[str], str] = str,

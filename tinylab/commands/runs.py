@@ -44,6 +44,8 @@ def run(args) -> int:
         mem = f" {r['peak_mem_mb']:>8,.0f}" if peak and r["peak_mem_mb"] else (f" {'-':>8}" if peak else "")
         label = f"  [{r['label']}]" if r["label"] else ""
         status, config = ("damaged", f"! {r['problem']}") if r["problem"] else (r["status"], r["config"] + label)
+        if r["busy"] and status == "finished":  # `show RUN` says why; its timings are the machine's
+            status = "busy"
         config = config if len(config) <= room else config[: room - 1] + "…"
         print(f"{short_id(r['id']):<14} {started:<11} {status:<9} {r['version'] or '?':<3} {sps:>9}{mem}  {config}")
     return 0

@@ -52,6 +52,8 @@ def run(args) -> int:
             if f.shown:
                 unit = f" {f.unit}" if shows_unit(f.label, f.unit) and r.summary.get(f.key) is not None else ""
                 print(f"  {f.label:<18} {r.summary.text(f.key)}{unit}")
+        if r.busy:
+            field("busy", f"the machine was busy: {r.busy}; these timings measure the contention, not the code")
     if r.ranks:
         _print_ranks(r)
     for prof in r.profiles:

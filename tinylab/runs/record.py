@@ -226,6 +226,11 @@ class RunRecord:
         return len(digests) == 1 if len(self.ranks) > 1 and digests else None
 
     @property
+    def busy(self) -> str | None:
+        """Why the machine was too busy for this run's timings to be its code's (Summary.busy), or None."""
+        return self.summary.busy(profiled=bool(self.config.get("profilers"))) if self.summary else None
+
+    @property
     def has_kernel_table(self) -> bool:
         return any(p.kernel_table for p in self.profiles)
 
@@ -245,6 +250,7 @@ class RunRecord:
             "final_loss": s.final_loss if s else None,
             "device": self.device,
             "problem": self.problem,
+            "busy": self.busy,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -265,6 +271,7 @@ class RunRecord:
             "device_name": self.device_name,
             "pid": self.pid,
             "summary": plain(self.summary),
+            "busy": self.busy,
             "error": plain(self.error),
             "exit": plain(self.exit),
             "cancel": plain(self.cancel),

@@ -8,8 +8,9 @@ the newest plain run the learner launched (not an exercise's, not profiled, no f
 the machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
 `doctor` finds missing, stay focusable so that focusing one says why it is off.
 
-Each version's figure is its newest clean run (no profiler, no fault) at the form's sizes and
-precision, labelled with them: a profiled or fault-injected run measures something else.
+Each version's figure is its newest clean run (no profiler, no fault, a machine that was not busy)
+at the form's sizes and precision, labelled with them: a profiled or fault-injected run measures
+something else, and a run on a busy machine measures the contention.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from tinylab.config import (
     preset_for,
 )
 from tinylab.errors import UserError
-from tinylab.runs.record import RunRecord, key_config
+from tinylab.runs.record import RunRecord, key_config, short_id
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.textual_private import SelectOverlay
@@ -142,6 +143,7 @@ class LabScreen(BaseScreen):
         self.version = "v1"
         self.records: list[RunRecord] = []
         self.last_runs: dict[str, RunRecord] = {}
+        self.busy_runs: dict[str, RunRecord] = {}  # a version's newest run at these sizes, kept out: busy
         self.prefilled = False
         self.sized = False  # the sizes came from history or the machine's preset (once)
         self._launch_pending = False  # enter came before the machine's preset was known
@@ -244,13 +246,13 @@ class LabScreen(BaseScreen):
     def _show_versions(self) -> None:
         """Each version's newest clean run at the form's sizes (see the module docstring)."""
         sizes = self._sizes()
-        self.last_runs = {}
+        self.last_runs, self.busy_runs = {}, {}
         for record in self.records:
             cfg = record.config
             clean = record.status == "finished" and not cfg.get("profilers") and not cfg.get("fault") \
                 and not cfg.get("parallel")  # one process: the figure a version's row compares
             if clean and record.version in VERSIONS and sizes is not None and all(cfg.get(k) == v for k, v in sizes.items()):
-                self.last_runs[record.version] = record
+                (self.busy_runs if record.busy else self.last_runs)[record.version] = record
         versions = self.query_one("#versions", OptionList)
         for v in VERSIONS:
             versions.replace_option_prompt(v, self._version_row(v))
@@ -294,15 +296,20 @@ class LabScreen(BaseScreen):
         record = self.last_runs.get(version)
         sps = record.summary.samples_per_s if record and record.summary else None
         speed = (Text(f"{sps:,.1f} samples/s on {record.device}") if record and sps
+                 else Text("busy machine: no figure", style="dim") if version in self.busy_runs
                  else Text("no clean run at these sizes", style="dim"))
         grid.add_row(version, VERSIONS[version], speed)
         return grid
 
     def _describe_version(self) -> None:
         record = self.last_runs.get(self.version)
+        busy = self.busy_runs.get(self.version)
         text = Text(VERSIONS[self.version])
+        if busy and (record is None or busy.id > record.id):
+            text.append(safe(f"\n{short_id(busy.id)} is not the figure: the machine was busy ({busy.busy})"), style="dim")
         if record:
-            text.append(f"\nfigure from {record.id}  {record.key_config} (no profiler, no fault)", style="dim")
+            text.append(safe(f"\nfigure from {short_id(record.id)}  {record.key_config} (no profiler, no fault, "
+                             "a quiet machine)"), style="dim")
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor

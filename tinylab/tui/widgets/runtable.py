@@ -25,7 +25,9 @@ def cells(record: RunRecord, mark: str, now: float) -> dict[str, Text]:
         "mark": Text(mark, style="bold reverse") if mark else Text(""),
         "run": plain(short_id(row["id"])),
         "age": Text(age(row["started"], now)),
-        "status": Text("damaged", style="bold") if row["problem"] else plain(row["status"], STATUS_STYLE.get(row["status"], "")),
+        "status": Text("damaged", style="bold") if row["problem"] else
+        Text("busy", style="italic") if row["busy"] and row["status"] == "finished" else  # timings of a busy machine
+        plain(row["status"], STATUS_STYLE.get(row["status"], "")),
         "version": plain(row["version"] or "?"),
         "sps": Text(number(row["samples_per_s"]), justify="right"),
         "peak": Text(number(row["peak_mem_mb"], ",.0f"), justify="right"),
