@@ -267,3 +267,26 @@ async def test_p_and_f_reach_the_profilers_and_fusions(tmp_path: Path):
         await pilot.pause()
         await pilot.press("f")
         assert pilot.app.focused.id == "toggle-qkv_fusion"
+
+
+async def test_a_run_on_a_busy_machine_is_not_a_versions_figure(store: Path):
+    """The tour's v1 ran on a busy machine (p10 323 ms, p90 1,701 ms) and the Lab kept its
+    2.5 samples/s as v1's figure: a busy run is kept out, and the Lab says why."""
+    import json
+
+    quiet, busy = "20261126-025000-f6f6", "20261126-026000-a7a7"
+    make_run(store, quiet, version="v1", step_ms=10.0, profile=False)
+    run_dir = make_run(store, busy, version="v1", step_ms=400.0, profile=False)
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    lines = [json.dumps({**e, "others_cpu_cores": 1.8, "spare_cpu_cores": 0.0}) if e["event"] == "summary" else line
+             for line, e in ((line, json.loads(line)) for line in lines)]
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pilot.app.screen.records, what="the history")
+        screen = pilot.app.screen
+        fill_form(pilot, TINY_FORM)
+        await pilot.pause()
+        assert screen.last_runs["v1"].id == quiet and screen.busy_runs["v1"].id == busy
+        about = text_of(pilot, "#version-about")
+        assert "1126-0260-a7a7 is not the figure: the machine was busy (other processes used 1.8" in about
+        assert "figure from 1126-0250-f6f6" in about
