@@ -184,3 +184,16 @@ def test_a_folder_of_rank_folders_is_read_a_rank_at_a_time(tmp_path):
     (run / "profiles" / "rocprofv3" / "rank0").mkdir()
     with pytest.raises(UserError, match="several ranks from several tools \\(pytorch, rocprofv3\\): name one"):
         load_kernel_tables(run / "profiles")
+
+
+def test_a_cpu_runs_table_counts_operators_not_kernels():
+    """"125 kernels" sat next to "no device kernels": a CPU run's table counts operators."""
+    from support.paths import FIX
+
+    for trace, rows in (("tinylab_cpu_v1_memory/trace.json.gz", "operators"),
+                        ("cuda_h100/torchprof_trace.json.gz", "kernels")):
+        tables = load_kernel_tables(FIX / "pytorch-profiler" / trace)
+        table, _ = tables.select()
+        summary = summarize(table, 5, None, fmt=tables.fmt)
+        assert summary["rows"] == rows
+        assert render_text(summary, "t").splitlines()[0].startswith(f"t  [{tables.fmt}]  {len(table)} {rows}, ")

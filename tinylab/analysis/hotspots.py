@@ -18,6 +18,7 @@ import pandas as pd
 
 from tinylab.analysis import formats
 from tinylab.analysis.categories import CATEGORIES
+from tinylab.analysis.formats.pytorch import CPU_NOTE
 from tinylab.analysis.kernel_table import has_durations
 from tinylab.analysis.names import short_names
 from tinylab.errors import UserError
@@ -216,11 +217,13 @@ def summarize(
             "kernels": len(group),
         }
     order = sorted(categories, key=lambda c: (-(categories[c]["total_ns"] or 0), -categories[c]["calls"], c))
+    note = note if note is not None else table.attrs.get("note")
     return {
         "format": fmt if fmt is not None else table.attrs.get("format"),
         "total_ns": _json_ns(total) if timed else None,
         "kernel_count": len(table),
-        "note": note if note is not None else table.attrs.get("note"),
+        "rows": "operators" if CPU_NOTE in (note or "") else "kernels",  # what kernel_count counts
+        "note": note,
         "categories": {c: categories[c] for c in order},
         "kernels": [_kernel_record(row) for row in rows.itertuples(index=False)],
     }
@@ -353,7 +356,7 @@ def render_text(summary: dict[str, Any], source: str, width: int = 120) -> str:
     timed = summary["total_ns"] is not None
     ranks, rank = summary.get("ranks") or [], summary.get("rank")
     lines = [
-        f"{source}  [{summary['format']}]  {summary['kernel_count']} kernels"
+        f"{source}  [{summary['format']}]  {summary['kernel_count']} {summary.get('rows', 'kernels')}"
         + (f", {format_ns(summary['total_ns'])} total kernel time" if timed else ", no durations")
         + (" (all ranks)" if rank == ALL_RANKS and timed else "")
     ]

@@ -262,7 +262,7 @@ def _md_kernels(d: RunData) -> list[str]:
     out = ["### Top kernels", ""]
     if d.kernels is not None:
         k = d.kernels
-        out += [f"{k['kernel_count']} kernels from {_md_text(k['format'])}"
+        out += [f"{k['kernel_count']} {k.get('rows', 'kernels')} from {_md_text(k['format'])}"
                 + (f"; note: {_md_text(k['note'])}" if k.get("note") else ""), ""]
         out += _md_table(KERNEL_HEADER, _kernel_table_rows(k, _md_code)) + [""]
     out += [f"- {_md_text(n)}" for n in d.notes] + ([""] if d.notes else [])
@@ -367,7 +367,7 @@ def _html(data: list[RunData], comparisons: list[dict[str, Any]], overlays: list
             out.append("<h3>Top kernels</h3>")
             if d.kernels is not None:
                 k = d.kernels
-                out.append(f"<p>{k['kernel_count']} kernels from {e(str(k['format']))}"
+                out.append(f"<p>{k['kernel_count']} {k.get('rows', 'kernels')} from {e(str(k['format']))}"
                            + (f"; note: {e(str(k['note']))}" if k.get("note") else "") + "</p>")
                 out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
             out += [f'<p class="note">{e(n)}</p>' for n in d.notes]

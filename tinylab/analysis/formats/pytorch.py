@@ -26,6 +26,9 @@ TRACE = "trace.json.gz"
 OPERATORS_CSV = "operators.csv"
 MEMORY_TIMELINE = "memory_timeline.json.gz"
 
+#: The note of a table of CPU operators (a CPU run has no device kernels): its rows are operators.
+CPU_NOTE = "CPU run: no device kernels; table shows operators by self CPU time"
+
 
 def parse_events(events: list[Any]) -> Parsed:
     """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise."""
@@ -58,7 +61,7 @@ def parse_events(events: list[Any]) -> Parsed:
     return Parsed(
         table_from_durations(pd.Series(names), pd.Series(self_ns)),
         "pytorch-trace",
-        "CPU run: no device kernels; table shows operators by self CPU time",
+        CPU_NOTE,
     )
 
 
@@ -123,5 +126,5 @@ def parse_operators(path: Path, head: Head) -> Parsed:
     return Parsed(
         build_table(pd.DataFrame(records)),
         "pytorch-operators",
-        join(note, "CPU run: no device kernels; table shows operators by self CPU time"),
+        join(note, CPU_NOTE),
     )

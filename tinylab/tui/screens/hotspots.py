@@ -229,7 +229,7 @@ class HotspotsScreen(BaseScreen):
         head = Text()
         head.append(f"{safe(self.run_id)} ", style="bold")
         total = f", {format_ns(summary['total_ns'])} of kernel time" if summary["total_ns"] is not None else ""
-        head.append(f"[{summary['format']}] {summary['kernel_count']} kernels{total}")
+        head.append(f"[{summary['format']}] {summary['kernel_count']} {summary.get('rows', 'kernels')}{total}")
         if summary["ranks"]:
             head.append(f"\nrank {summary['rank']} of {len(summary['ranks'])}", style="bold")
             head.append(" (R: next)" + rank_note(summary))
