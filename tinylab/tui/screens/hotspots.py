@@ -19,7 +19,7 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from tinylab.anatomy.launches import SHAPING_FIELDS
+from tinylab.anatomy.launches import SHAPING_FIELDS, triton_kernel_names
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.runs.record import RunRecord
@@ -160,6 +160,7 @@ class HotspotsScreen(BaseScreen):
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
         timeline = self._timeline()
         tables = self.backend.kernel_table(self.run_id)
+        triton_kernel_names()  # read once here, not on the event loop when k asks
         self.post_message(Loaded(record, roofline, timeline, tables))
         if tables is not None:
             self._show_rank(tables, None)
@@ -390,6 +391,10 @@ class HotspotsScreen(BaseScreen):
                         severity="warning")
             return
         row = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        if row["name"] not in triton_kernel_names():  # else a minute of compiles for nothing to show
+            self.notify(f"{row['name']} is not one of v3's and v4's Triton kernels (on a CPU the table lists "
+                        "PyTorch operators): K lists and compiles those.", severity="warning")
+            return
         try:
             sizes = {k: self.record.config[k] for k in SHAPING_FIELDS if k in self.record.config}
             config = RunConfig(version="v3", **sizes).validate()
