@@ -211,6 +211,8 @@ class LabScreen(BaseScreen):
     def on_mount(self) -> None:
         self.query_one("#versions", OptionList).highlighted = 0
         self._apply_version("v1", reset=True)
+        if self.backend.knows_device:  # no GPU here: the cpu preset from the first frame, not after the doctor
+            self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
         self.watch(self.app, "doctor_report", self._apply_doctor)
         self.watch(self.app, "doctor_error", self._apply_doctor_error)
         self.watch(self.app, "live_runs", self._show_live)
@@ -445,7 +447,8 @@ class LabScreen(BaseScreen):
             check.set_class(True, "-error")
             return None
         check.set_class(False, "-error")
-        pending = "" if self.backend.knows_machine else " (machine not checked yet)"
+        pending = "" if self.backend.knows_machine else " (profilers not checked yet)" if self.backend.knows_device \
+            else " (machine not checked yet)"
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved().to_dict())}",
                                    (f"{pending} · enter launches", "dim")))
         return cfg
