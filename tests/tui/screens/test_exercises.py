@@ -144,6 +144,8 @@ async def test_hints_and_answers_come_into_view_at_80x24(store: Path, progress_f
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_step(pilot, app, "performance-debugging")
         box = screen.query_one("#checks-box")
+        # the header cut the title at 80 columns ("five injected faults in the …"): the step's head has it
+        assert screen.sub_title == "Exercise performance-debugging" and screen.scenario.title in text_of(pilot, "#step-head")
 
         def in_view(selector: str) -> bool:
             top = screen.query_one(selector).virtual_region.y

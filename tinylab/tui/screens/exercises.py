@@ -216,7 +216,7 @@ class StepScreen(BaseScreen):
     @on(StepLoaded)
     def _loaded(self, message: StepLoaded) -> None:
         self.scenario, self.index = message.scenario, message.index
-        self.sub_title = message.scenario.title
+        self.sub_title = f"Exercise {message.scenario.id}"  # the title, in full, heads the step (80 columns cut it here)
         self._show_step()
 
     @property

@@ -22,7 +22,8 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 from tinylab.anatomy.launches import SHAPING_FIELDS, triton_kernel_names
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
-from tinylab.runs.record import RunRecord
+from tinylab.runs.record import RunRecord, short_id
+from tinylab.text import wrap_words
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.anatomy import AnatomyText
@@ -46,18 +47,21 @@ NARROW_HIDDEN = ("min_ns", "max_ns")
 WIDTHS = {"total_ns": 8, "pct": 6, "calls": 6, "avg_ns": 8, "min_ns": 8, "max_ns": 8, "category": 11}
 TOPS = (20, 50, 100, 500)
 
-#: How to look at an artifact, by the end of its file name.
+#: How to look at an artifact, by the end of its file name: what it is, and the commands that open it
+#: (FILE: its path, RUN: its run), each shown on a line of its own so that it copies whole.
 OPEN_WITH = (
-    (("memory_timeline.json.gz",), "memory over a step (no trace: Perfetto cannot read it): the Run screen's "
-                                   "Step panel charts it, `tinylab timeline RUN` prints its peak"),
+    (("memory_timeline.json.gz",), "memory over a step (no trace: Perfetto cannot read it): the Run screen's Step "
+                                   "panel charts it, and this prints its peak:", ("tinylab timeline RUN",)),
     ((".json.gz", ".json", ".pftrace", ".proto"), "timeline: open https://ui.perfetto.dev and drag the file in "
-                                                  "(copy it to your laptop first on a remote node)"),
-    ((".nsys-rep", ".qdrep"), "timeline: `nsys-ui FILE`, or `nsys stats FILE` in a terminal"),
-    ((".ncu-rep",), "kernel details: `ncu-ui FILE`, or `ncu --import FILE --page details`"),
-    ((".db", ".sqlite"), "rocpd database: `tinylab hotspots FILE`, or `rocpd` / sqlite3"),
-    ((".csv",), "table: `tinylab hotspots FILE` (any profiler output works)"),
-    ((".txt", ".md", ".log"), "text: `less FILE`"),
-    ((".html",), "report: open in a browser"),
+                                                  "(copy it to your laptop first on a remote node)", ()),
+    ((".nsys-rep", ".qdrep"), "timeline, in the Nsight Systems GUI or as tables in a terminal:",
+     ("nsys-ui FILE", "nsys stats FILE")),
+    ((".ncu-rep",), "kernel details, in the Nsight Compute GUI or in a terminal:",
+     ("ncu-ui FILE", "ncu --import FILE --page details")),
+    ((".db", ".sqlite"), "rocpd database (rocpd and sqlite3 read it too):", ("tinylab hotspots FILE",)),
+    ((".csv",), "table (any profiler output works):", ("tinylab hotspots FILE",)),
+    ((".txt", ".md", ".log"), "text:", ("less FILE",)),
+    ((".html",), "report: open it in a browser", ()),
 )
 
 
@@ -89,12 +93,13 @@ class Selected(Message):
         self.rows, self.matched = rows, matched
 
 
-def open_hint(path: str) -> str:
+def open_hint(path: str) -> tuple[str, tuple[str, ...]]:
+    """What the artifact at `path` is, and the commands that open it (OPEN_WITH)."""
     lowered = path.lower()
-    for suffixes, hint in OPEN_WITH:
+    for suffixes, what, commands in OPEN_WITH:
         if lowered.endswith(suffixes):
-            return hint
-    return "`tinylab hotspots FILE` reads most profiler outputs"
+            return what, commands
+    return "most profiler outputs read as a table:", ("tinylab hotspots FILE",)
 
 
 class HotspotsScreen(BaseScreen):
@@ -313,6 +318,7 @@ class HotspotsScreen(BaseScreen):
 
     def _show_artifacts(self, record: RunRecord) -> None:
         text = Text()
+        width = max(30, self.size.width - 6)
         if not record.profiles:
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
         for prof in record.profiles:
@@ -322,9 +328,13 @@ class HotspotsScreen(BaseScreen):
             text.append("\n")
             for name, rel in prof.artifacts.items():
                 path = Path(rel) if Path(rel).is_absolute() else Path(record.dir) / rel
+                what, commands = open_hint(str(path))
                 text.append(f"  {safe(name)}\n", style="bold")
-                text.append(f"    {safe(path)}\n")
-                text.append(f"    {safe(open_hint(str(path)).replace('FILE', str(path)))}\n", style="dim")
+                text.append(f"    {safe(path)}\n")  # a path longer than the panel folds, never cut
+                # at 80 columns a hint's command was broken at its spaces, the path on the next line
+                text.append("\n".join(wrap_words(safe(what), width, "    ", "    ")) + "\n", style="dim")
+                for command in commands:
+                    text.append(f"      $ {safe(command.replace('FILE', str(path)).replace('RUN', short_id(record.id)))}\n")
         self.query_one("#artifacts", Static).update(text)
 
     # ---------------------------------------------------------------- actions
