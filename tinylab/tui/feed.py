@@ -14,6 +14,7 @@ from typing import Callable
 
 from tinylab.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, mask_config
+from tinylab.runs.follow import noise
 from tinylab.runs.store import TERMINAL, Run
 from tinylab.safeio import UnsafeFile, open_regular
 
@@ -82,7 +83,8 @@ class LogTail:
             pieces.append(rest)
             rest = b""
         self._partial = rest
-        return [clean_line(p.decode("utf-8", errors="replace"), self.line_limit) for p in pieces]
+        lines = (p.decode("utf-8", errors="replace") for p in pieces)
+        return [clean_line(line, self.line_limit) for line in lines if not noise(line)]
 
     def flush(self) -> list[str]:
         """The unterminated last line, once the writer is gone."""
