@@ -161,7 +161,8 @@ class StepScreen(BaseScreen):
     TITLE = "Exercise"
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("enter", "launch", "Launch step", tooltip="run the step's preset (its baseline first, if any)"),
+        # the button says "enter"; in the footer it would push `?` off an 80-column line
+        Binding("enter", "launch", "Launch step", show=False, tooltip="run the step's preset (its baseline first, if any)"),
         Binding("o", "open_run", "Run", tooltip="open the live view of this step's run"),
         Binding("n", "step(1)", "Next", tooltip="the next step"),
         Binding("p", "step(-1)", "Prev", tooltip="the previous step"),
@@ -314,6 +315,8 @@ class StepScreen(BaseScreen):
             hints.append(f"\nHints ({self.hints_shown}/{len(step.hints)}, i reveals one)\n", style="bold")
             for i, hint in enumerate(step.hints[: self.hints_shown], 1):
                 (newest if i == self.hints_shown else hints).append(f" • {hint}\n")
+        if newest:  # the two widgets read as one text: no blank line between them
+            hints.rstrip()
         self.query_one("#hints", Static).update(hints)
         self.query_one("#hint-new", Static).update(newest)  # its own widget: what a reveal scrolls to
         questions = Text()

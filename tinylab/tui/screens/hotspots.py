@@ -209,7 +209,7 @@ class HotspotsScreen(BaseScreen):
     @on(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         self.record = message.record
-        self._show_artifacts(message.record)
+        self._show_artifacts()
         self.query_one("#roofline", Static).update(Text(message.roofline))
         self.query_one("#hot-timeline", AnatomyText).show(message.timeline)
         self.tables = message.tables
@@ -316,9 +316,17 @@ class HotspotsScreen(BaseScreen):
             self.sort_key, self.descending = key, SORTS[key][1]
         self.reselect()
 
-    def _show_artifacts(self, record: RunRecord) -> None:
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_artifacts)
+
+    def _show_artifacts(self) -> None:
+        """Each artifact, its path, what it is (wrapped to the panel) and the commands that open it."""
+        record = self.record
+        if record is None:
+            return
+        widget = self.query_one("#artifacts", Static)
+        width = widget.content_region.width or self.size.width - 6  # a hidden panel: the screen's
         text = Text()
-        width = max(30, self.size.width - 6)
         if not record.profiles:
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
         for prof in record.profiles:
@@ -332,10 +340,10 @@ class HotspotsScreen(BaseScreen):
                 text.append(f"  {safe(name)}\n", style="bold")
                 text.append(f"    {safe(path)}\n")  # a path longer than the panel folds, never cut
                 # at 80 columns a hint's command was broken at its spaces, the path on the next line
-                text.append("\n".join(wrap_words(safe(what), width, "    ", "    ")) + "\n", style="dim")
+                text.append("\n".join(wrap_words(safe(what), max(30, width), "    ", "    ")) + "\n", style="dim")
                 for command in commands:
                     text.append(f"      $ {safe(command.replace('FILE', str(path)).replace('RUN', short_id(record.id)))}\n")
-        self.query_one("#artifacts", Static).update(text)
+        widget.update(text)
 
     # ---------------------------------------------------------------- actions
     def action_back(self) -> None:
@@ -416,6 +424,7 @@ class HotspotsScreen(BaseScreen):
     def action_next_pane(self) -> None:
         """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
         timeline) that share the grid's last cell."""
+        self.call_after_refresh(self._show_artifacts)  # wrapped to the width it is shown at
         if self.screen.has_class("-narrow"):
             self.query_one("#hot-panes", Panes).show_next()
             return

@@ -225,7 +225,7 @@ class RunScreen(BaseScreen):
         if counter is None or counter.number == 1:
             parts.append((1, f"step {done}/{total or '?'}"))
         if ms is not None:
-            parts.append((3, f"{ms:,.1f} ms/step {statistic}"))
+            parts.append((3, f"{ms:,.1f} ms/step{statistic}"))
         eta = self._eta(done, total, per_step, started, now) if running else None
         if eta is not None:
             parts.append((2, f"ETA {duration(eta)}"))
@@ -241,15 +241,16 @@ class RunScreen(BaseScreen):
 
     def _ms_per_step(self) -> tuple[float | None, str]:
         """The step time the summary reports, the median after warm-up: the summary's own once it is
-        written, the median of the measured steps so far before; during warm-up, its recent steps'."""
+        written, the median of the measured steps so far before; during warm-up, its recent steps'
+        (said: " (warm-up)")."""
         summary = self.record.summary if self.record else None
         if summary is not None and summary.step_ms_median is not None:
-            return summary.step_ms_median, "median"
+            return summary.step_ms_median, ""
         measured = [s.step_ms for s in self.steps if not s.warmup and s.step_ms is not None]
         if measured:
-            return statistics.median(measured), "median"
+            return statistics.median(measured), ""
         recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
-        return (statistics.median(recent), "(warm-up)") if recent else (None, "")
+        return (statistics.median(recent), " (warm-up)") if recent else (None, "")
 
     def _eta(self, done: int, total: int | None, per_step: float | None, started: float | None,
              now: float) -> float | None:
