@@ -285,19 +285,26 @@ async def test_a_run_on_a_busy_machine_is_not_a_versions_figure(store: Path):
     2.5 samples/s as v1's figure: a busy run is kept out, and the Lab says why."""
     import json
 
-    quiet, busy = "20261126-025000-f6f6", "20261126-026000-a7a7"
+    quiet, busy, busy_v2 = "20261126-025000-f6f6", "20261126-026000-a7a7", "20261126-027000-b8b8"
     make_run(store, quiet, version="v1", step_ms=10.0, profile=False)
-    run_dir = make_run(store, busy, version="v1", step_ms=400.0, profile=False)
-    lines = (run_dir / "events.jsonl").read_text().splitlines()
-    lines = [json.dumps({**e, "others_cpu_cores": 1.8, "spare_cpu_cores": 0.0}) if e["event"] == "summary" else line
-             for line, e in ((line, json.loads(line)) for line in lines)]
-    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+    for run_id, version in ((busy, "v1"), (busy_v2, "v2")):
+        run_dir = make_run(store, run_id, version=version, step_ms=400.0, profile=False)
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        for event in events:
+            if event["event"] == "summary":
+                event.update(others_cpu_cores=1.8, spare_cpu_cores=0.0)
+        (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     async with make_app(store).run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: pilot.app.screen.records, what="the history")
         screen = pilot.app.screen
         fill_form(pilot, TINY_FORM)
         await pilot.pause()
         assert screen.last_runs["v1"].id == quiet and screen.busy_runs["v1"].id == busy
-        about = text_of(pilot, "#version-about")
-        assert "1126-0260-a7a7 is not the figure: the machine was busy (other processes used 1.8" in about
-        assert "figure from 1126-0250-f6f6" in about
+        screen.query_one("#versions").highlighted = 0  # the form started from the newest run, v2's
+        await pilot.pause()
+        assert text_of(pilot, "#version-about").splitlines()[1].startswith("figure from 1126-0250-f6f6")
+        assert "v2" not in screen.last_runs and screen.busy_runs["v2"].id == busy_v2
+        assert "busy machine: no figure" in str(screen._version_row("v2").columns[2]._cells[0])
+        screen.query_one("#versions").highlighted = 1
+        await pilot.pause()
+        assert text_of(pilot, "#version-about").splitlines()[1] == "1126-0270-b8b8 ran on a busy machine: not the figure"

@@ -306,12 +306,12 @@ class LabScreen(BaseScreen):
     def _describe_version(self) -> None:
         record = self.last_runs.get(self.version)
         busy = self.busy_runs.get(self.version)
-        text = Text(VERSIONS[self.version])
-        if busy and (record is None or busy.id > record.id):
-            text.append(safe(f"\n{short_id(busy.id)} is not the figure: the machine was busy ({busy.busy})"), style="dim")
-        if record:
-            text.append(safe(f"\nfigure from {short_id(record.id)}  {record.key_config} (no profiler, no fault, "
-                             "a quiet machine)"), style="dim")
+        text = Text(VERSIONS[self.version])  # a line at most under it (80x24)
+        if record is None and busy:  # the Run and Runs screens say why it was busy
+            text.append("\n" + safe(f"{short_id(busy.id)} ran on a busy machine: not the figure"), style="dim")
+        elif record:
+            text.append("\n" + safe(f"figure from {short_id(record.id)}  {record.key_config} (no profiler, no fault, "
+                                    "a quiet machine)"), style="dim")
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor
