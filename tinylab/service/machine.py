@@ -63,11 +63,17 @@ class Machine:
         """The device string a step's run is stored with: "auto" made concrete ("cuda" or "cpu")."""
         return self.device_type(requested) if requested == "auto" else requested
 
+    @staticmethod
+    def gpu_devices() -> bool:
+        """Whether a GPU's device node is visible here (cheap: neither torch nor a driver library is
+        loaded). Without one the machine is surely CPU-only; with one, torch decides (probe)."""
+        return bool(gpu_vendors())
+
     @classmethod
     def probe(cls) -> "Machine":
         """This machine, as the trainer's torch will see it."""
         host, cpus = psutil.virtual_memory().total, usable_cpus()
-        if not gpu_vendors():
+        if not cls.gpu_devices():
             return cls(host_memory_bytes=host, cpus=cpus)  # no GPU device node: no torch import needed to know
         import torch
 
