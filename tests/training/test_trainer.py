@@ -182,7 +182,7 @@ def test_a_run_beside_a_cpu_hog_records_the_load_and_is_marked_busy(tmp_path):
     is tests/test_events.py's."""
     from support.runs import tiny_config, wait_for_status, wait_for_step
 
-    from tinylab.profilers.telemetry import allowed_cpus
+    from tinylab.profilers.base import usable_cpus
     from tinylab.service.lab import Lab
 
     lab = Lab(tmp_path / "runs")
@@ -190,13 +190,13 @@ def test_a_run_beside_a_cpu_hog_records_the_load_and_is_marked_busy(tmp_path):
     hogs = []
     try:
         wait_for_step(run, timeout=120)
-        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(allowed_cpus())]
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(usable_cpus() or 1)]
         assert wait_for_status(run, timeout=180) == "finished"
     finally:
         for hog in hogs:
             hog.kill()
     loads = run.events().of("load")
-    assert loads and all(e["cpus"] == allowed_cpus() for e in loads)
+    assert loads and all(e["cpus"] == (usable_cpus() or 1) for e in loads)
     record = lab.record(run.id)
     assert record.summary.others_cpu_cores > record.summary.spare_cpu_cores + 0.5
     assert record.busy.startswith("other processes used") and record.row()["busy"] == record.busy

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import Any, Callable
 
+from tinylab.profilers.base import usable_cpus
+
 Sample = dict[str, float | None]
 
 
@@ -187,16 +189,6 @@ def amd_handle(amdsmi: Any, index: int, pci_bus_id: str | None) -> Any:
 LOAD_INTERVAL_S = 0.5
 
 
-def allowed_cpus() -> int:
-    """The CPUs this process may run on (its affinity, which a batch system or taskset narrows)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        import psutil
-
-        return psutil.cpu_count() or 1
-
-
 class LoadSampler:
     """Other processes' use of the machine while a run trains, as `load` events and in memory.
 
@@ -213,7 +205,7 @@ class LoadSampler:
 
         self.psutil, self.emit, self.root, self.interval_s = psutil, emit, root, interval_s
         self.samples: list[dict[str, Any]] = []
-        self.cpus = allowed_cpus()
+        self.cpus = usable_cpus() or 1
         self._gpu = _gpu_users(*gpu) if gpu is not None else None
         self._stop = threading.Event()
         self._then = self._read()

@@ -8,25 +8,16 @@ into the one the trainer will get, or a one-line error.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import psutil
 
 from tinylab.config import ConfigError
-from tinylab.profilers.base import gpu_vendors
+from tinylab.profilers.base import gpu_vendors, usable_cpus
 
 if TYPE_CHECKING:
     from tinylab.service.doctor import DoctorReport
-
-
-def usable_cpus() -> int | None:
-    """CPU cores this process may run on (its affinity: a Slurm job's or a container's share)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count()
 
 
 @dataclass(frozen=True)
