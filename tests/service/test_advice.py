@@ -8,6 +8,7 @@ import json
 
 import pytest
 from support.advice import A, bad_init_run
+from support.exercises import HIDES_ITS_FAULT
 from support.paths import FIX
 from support.runs import make_run, output_tail, wait_for_status
 
@@ -69,27 +70,11 @@ def test_the_report_has_an_advice_section_a_run(lab):
     assert "<h3>Advice</h3>" in build_report([run], "html", advice=advice)
 
 
-FAULT_HIDDEN = '''\
-id = "faults"
-title = "Find the fault"
-level = "beginner"
-minutes = 5
-summary = "One fault, hidden."
-
-[[steps]]
-title = "Which one?"
-text = "Find it."
-preset = { fault = "missing-init" }
-hidden = ["fault"]
-checks = [{ name = "high", expr = "initial_loss > 1", description = "high" }]
-'''
-
-
 def test_the_advice_on_a_step_that_hides_its_fault_does_not_name_it(tmp_path):
     """The Advice panel, `advise` and the report's advice said "the same run without --fault
     missing-init" of the run whose fault the learner is to find; after the answers, they do."""
     (tmp_path / "exercises").mkdir()
-    (tmp_path / "exercises" / "faults.toml").write_text(FAULT_HIDDEN, encoding="utf-8")
+    (tmp_path / "exercises" / "faults.toml").write_text(HIDES_ITS_FAULT, encoding="utf-8")
     bad_init_run(tmp_path / "runs", label="exercise faults step 1")
     lab = Lab(tmp_path / "runs", exercises_root=tmp_path / "exercises")
     hidden = lab.advise(A)

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from support.paths import FIX
+from support.exercises import HIDES_ITS_FAULT
 from support.runs import make_run
 
 from tinylab.errors import UserError
@@ -200,28 +201,11 @@ def test_roofline_of_an_unfinished_run(lab):
         lab.roofline("20260101-000000-aaaa", measure=False)
 
 
-HIDING = '''\
-id = "faults"
-title = "Find the fault"
-level = "beginner"
-minutes = 5
-summary = "One fault, hidden."
-
-[[steps]]
-title = "Which one?"
-text = "Find it."
-preset = { fault = "missing-init" }
-hidden = ["fault"]
-baseline = { }
-checks = [{ name = "high", expr = "initial_loss > 1", description = "high" }]
-'''
-
-
 def test_what_a_step_hides_is_masked_in_every_view_until_its_answers_are_revealed(tmp_path):
     """performance-debugging step 1 hides its fault, but show, runs, the Run header, the Runs
     screen, compare and report printed fault=missing-init."""
     (tmp_path / "exercises").mkdir()
-    (tmp_path / "exercises" / "faults.toml").write_text(HIDING, encoding="utf-8")
+    (tmp_path / "exercises" / "faults.toml").write_text(HIDES_ITS_FAULT, encoding="utf-8")
     summary = {"event": "summary", "time": 3.0, "samples_per_s": 10.0, "step_ms_median": 40.0, "step_ms_p10": 39.0,
                "step_ms_p90": 41.0}
     runs = tmp_path / "runs"
