@@ -3,6 +3,8 @@ import sys
 
 import pytest
 
+from tinylab import cli
+
 
 def run_cli(*args, timeout=120):
     return subprocess.run([sys.executable, "-m", "tinylab", *args], capture_output=True, text=True, timeout=timeout)
@@ -61,7 +63,6 @@ def test_missing_profiler_is_refused_before_launch(tmp_path):
 
 
 def test_options_without_a_command_go_to_the_lab(monkeypatch):
-    from tinylab import cli
 
     seen = {}
 
@@ -76,3 +77,20 @@ def test_options_without_a_command_go_to_the_lab(monkeypatch):
     with pytest.raises(SystemExit):
         cli.main(["runs", "--runs-dir", "/tmp/x"])
     assert seen["command"] == "runs"
+
+
+def test_version_takes_no_value(capsys):
+    """`tinylab --version v2` printed the version and exited 0: the learner meant `train --version v2`."""
+    assert cli.main(["--version", "v2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("tinylab: error: --version takes no value, got 'v2'")
+    assert "tinylab train --version v2" in err[0]
+
+
+def test_every_command_has_its_description_beside_its_name(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for name, (_, help_text) in cli.COMMANDS.items():
+        line = next(line for line in lines if line.split()[:1] == [name])
+        assert help_text.split()[0] in line, line  # "exercises" had its description on the next line

@@ -98,3 +98,21 @@ def test_last_words_end_a_fragment_a_failed_write_left(tmp_path):
         writer.emit("exit", returncode=1, signal=None)
     log = read_events(path)
     assert [e["event"] for e in log.events] == ["step", "exit"] and log.corrupt_lines == [2]
+
+
+@pytest.mark.parametrize("figures, busy", [
+    ({}, None),  # a quiet machine: a narrow spread, others well inside the spare cores
+    ({"others_cpu_cores": 0.2, "spare_cpu_cores": 0.0}, None),  # the lab's own polling, a quiet desktop
+    ({"others_cpu_cores": 1.0, "spare_cpu_cores": 8.0}, None),  # one busy core of a machine the run left idle
+    ({"others_cpu_cores": 1.0, "spare_cpu_cores": 0.0}, "other processes used 1.0 CPU cores, 0 were spare"),
+    ({"others_gpu_share": 0.1}, None),
+    ({"others_gpu_share": 0.5}, "another process used the GPU in 50% of the samples"),
+    ({"step_ms_p10": 323.0, "step_ms_p90": 1701.0},  # the first tour's v1 on a busy 2-core machine
+     "step times spread ±82% (p10 323.0 ms, p90 1,701.0 ms)"),
+])
+def test_a_busy_machine_is_named_from_the_recorded_load_and_spread(figures, busy):
+    summary = events.Summary(**{"step_ms_median": 840.0, "step_ms_p10": 800.0, "step_ms_p90": 900.0, **figures})
+    assert summary.busy() == busy
+    if busy:
+        assert any(line.startswith(f"  machine busy   {busy}") for line in summary.lines())
+    assert summary.busy(profiled=True) == (None if "spread" in (busy or "") else busy)  # a profiler widens it

@@ -40,11 +40,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _CommandsHelp(argparse.HelpFormatter):
+    """Help with every command's description beside its name: argparse measures the names without
+    the indent it then gives them, so the longest ("exercises") went to a line of its own."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS and isinstance(action, argparse._SubParsersAction):
+            longest = max(map(len, action.choices), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2 * self._indent_increment)
+
+
 def _base_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tinylab",
         description="A terminal lab for GPU performance work on a tiny LLaMA transformer. "
         "With no command, opens the lab.",
+        formatter_class=_CommandsHelp,
     )
     parser.add_argument("--version", action="version", version=f"tinylab {__version__}")
     return parser
@@ -67,6 +79,10 @@ def build_parser(command: str | None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--version"] and len(argv) > 1:  # `tinylab --version v2`: meant `tinylab train --version v2`
+        print(f"tinylab: error: --version takes no value, got {' '.join(argv[1:])!r}: it prints tinylab's version; "
+              f"a model version is `tinylab train --version {argv[1]}`", file=sys.stderr)
+        return 2
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "lab")  # `tinylab --runs-dir X` opens the lab with that option
     command = None if argv[0].startswith("-") else argv[0]

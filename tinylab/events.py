@@ -9,8 +9,9 @@ step      step, loss, step_ms, fwd_ms, bwd_ms, opt_ms (null when not separable, 
 summary   samples_per_s (median after warm-up), tokens_per_s, step_ms_median, step_ms_p10,
           step_ms_p90, fwd_ms_median, bwd_ms_median, opt_ms_median, peak_mem_mb,
           initial_loss, final_loss, params_trained, params_total, model_flops_per_step, mfu,
-          steps, measured_steps; with several ranks also world_size, slowest_rank, comm_ms,
-          comm_hidden (throughput is the whole run's, each step as long as its slowest rank)
+          steps, measured_steps, others_cpu_cores, spare_cpu_cores, others_gpu_share (from the
+          load events); with several ranks also world_size, slowest_rank, comm_ms, comm_hidden
+          (throughput is the whole run's, each step as long as its slowest rank)
 rank      rank, local_rank, host, device, pid, steps, step_ms_median, step_ms_p90, fwd/bwd/opt
           medians, peak_mem_mb, weights (a digest), comm_ms, comm_hidden: one per rank, by rank 0
 profile   tool, artifacts {name: path relative to the run dir}, kernel_table (path or null), note,
@@ -20,6 +21,9 @@ pass      pass, planned, tool, steps: a counter-pass tool started the program ag
           passes after the first write their other events to events.pass<k>.jsonl
 telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null), rank (each rank
           samples its own GPU in a run of several)
+load      time, others_cores (CPU time processes outside the run used since the last sample, in
+          cores' worth), cpus (the CPUs the run may use), gpu_others (processes outside the run
+          using its GPU; null when no NVML/AMD SMI answers): twice a second, by the run's first rank
 error     type, message, traceback, rank (any rank of a run of several may write one)
 exit      returncode, signal, note (written by the supervisor after the trainer ends)
 
@@ -41,7 +45,7 @@ from typing import Any
 from tinylab.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
 
 EVENTS_FILE = "events.jsonl"
-KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "error", "exit")
+KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "load", "error", "exit")
 
 _NUM = (int, float, type(None))
 _STR = (str, type(None))
@@ -56,6 +60,19 @@ def _metric(label: str, unit: str, fmt: str, description: str, *, direction: int
     step-time spread)."""
     return field(default=None, metadata={"label": label, "unit": unit, "fmt": fmt, "description": description,
                                          "direction": direction, "check": check, "shown": shown, "timed": timed})
+
+
+# ----------------------------------------------------------------------------- a busy machine
+#: Step times spread by more than this (half the p10-p90 interval over the median) say the machine
+#: was busy: quiet machines measured (docs/performance.md, "A busy machine") stay well inside it,
+#: while the first tour on a shared 2-core machine ran at p10 323 ms and p90 1,701 ms (+-82 %).
+BUSY_SPREAD = 0.35
+#: Other processes took more than the CPUs the run left free plus this many cores: its threads had
+#: to share cores. Half a core is far above what the lab's own polling or a quiet desktop uses.
+BUSY_CORES = 0.5
+#: Another process computed on the run's GPU in at least this share of the load samples: the GPU
+#: time-slices between them, so the run's kernels waited.
+BUSY_GPU_SHARE = 0.25
 
 
 @dataclass(frozen=True)
@@ -110,6 +127,13 @@ class Summary:
                                     "(from the PyTorch profiler's trace)", direction=-1, check="comm_ms", shown=False)
     comm_hidden: float | None = _metric("hidden comm", "fraction", ".0%", "share of the collectives' time that ran "
                                         "under compute", direction=+1, check="comm_hidden", shown=False)
+    # the machine's load by other processes while the run trained (tinylab.profilers.telemetry.LoadSampler)
+    others_cpu_cores: float | None = _metric("others' CPU", "cores", ".1f", "CPU time other processes used during "
+                                             "the run, in cores' worth (the mean of its load samples)")
+    spare_cpu_cores: float | None = _metric("spare CPUs", "cores", ".0f", "CPUs the run may use that its own threads "
+                                            "left free", shown=False)
+    others_gpu_share: float | None = _metric("GPU shared", "fraction", ".0%", "share of the load samples in which "
+                                             "another process used the run's GPU")
 
     @classmethod
     def from_event(cls, event: dict[str, Any]) -> "Summary":
@@ -124,12 +148,37 @@ class Summary:
         return "-" if value is None else format(value, FIELD_BY_KEY[key].fmt)
 
     @property
+    def spread(self) -> float | None:
+        """The step-to-step spread: half the p10-p90 interval over the median (0.1 = +-10 %)."""
+        if not self.step_ms_median or self.step_ms_p10 is None or self.step_ms_p90 is None:
+            return None
+        return (self.step_ms_p90 - self.step_ms_p10) / (2 * self.step_ms_median)
+
+    def busy(self, profiled: bool = False) -> str | None:
+        """Why the machine was too busy for this run's timings to measure its code, or None.
+
+        Three signs, thresholds in BUSY_*: other processes wanted more CPU than the run left
+        free, another process used its GPU, or its step times spread further than a quiet
+        machine's do. A profiled run's spread is left out: the profiler's own steps widen it.
+        """
+        reasons = []
+        cores, spare = self.others_cpu_cores, self.spare_cpu_cores
+        if cores is not None and spare is not None and cores > spare + BUSY_CORES:
+            reasons.append(f"other processes used {cores:.1f} CPU cores, {spare:.0f} were spare")
+        if self.others_gpu_share is not None and self.others_gpu_share >= BUSY_GPU_SHARE:
+            reasons.append(f"another process used the GPU in {self.others_gpu_share:.0%} of the samples")
+        if not profiled and self.spread is not None and self.spread > BUSY_SPREAD:
+            reasons.append(f"step times spread ±{self.spread:.0%} (p10 {self.step_ms_p10:,.1f} ms, "
+                           f"p90 {self.step_ms_p90:,.1f} ms)")
+        return "; ".join(reasons) or None
+
+    @property
     def partly_trained(self) -> bool:
         """Fewer parameter tensors changed than the model has: a fast step for the wrong reason."""
         return self.params_trained is not None and bool(self.params_total) and self.params_trained < self.params_total
 
-    def lines(self) -> list[str]:
-        """The trainer's closing printout."""
+    def lines(self, profiled: bool = False) -> list[str]:
+        """The trainer's closing printout (`profiled`: see busy)."""
         def fmt(key: str, spec: str) -> str:
             value = self.get(key)
             return "n/a" if value is None else format(value, spec)
@@ -151,6 +200,8 @@ class Summary:
               if self.world_size else []),
             *([f"  collectives    {fmt('comm_ms', '.2f')} ms a step, {fmt('comm_hidden', '.0%')} hidden under compute"]
               if self.comm_ms is not None else []),
+            *([f"  machine busy   {busy}: these timings measure the contention, not the code"]
+              if (busy := self.busy(profiled)) else []),
         ]
 
 
@@ -365,6 +416,7 @@ FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
                                                                     "bwd_ms_median", "opt_ms_median", "peak_mem_mb")}},
     "profile": {"artifacts": ((dict, type(None)), False), "kernel_table": (_STR, False)},
     "pass": {"pass": ((int,), True), "planned": ((int, type(None)), False)},
+    "load": {"others_cores": (_NUM, False), "cpus": ((int,), False), "gpu_others": ((int, type(None)), False)},
     "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False),
               "rank": ((int, type(None)), False)},
     "exit": {"returncode": ((int,), True), "signal": (_STR, False)},

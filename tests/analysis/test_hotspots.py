@@ -33,7 +33,7 @@ def test_summarize_top_category_and_totals():
     assert s.categories["elementwise"] == CategoryTime(total_ns=450, pct=45.0, calls=15, kernels=2)
     assert list(s.categories) == ["gemm", "elementwise", "reduction"]
     assert s.to_json() == {  # the `hotspots --json` object, less its source
-        "format": "x", "total_ns": 1000, "kernel_count": 4, "note": "n",
+        "format": "x", "total_ns": 1000, "kernel_count": 4, "rows": "kernels", "note": "n",
         "categories": {"gemm": {"total_ns": 500, "pct": 50.0, "calls": 1, "kernels": 1},
                        "elementwise": {"total_ns": 450, "pct": 45.0, "calls": 15, "kernels": 2},
                        "reduction": {"total_ns": 50, "pct": 5.0, "calls": 1, "kernels": 1}},
@@ -165,3 +165,15 @@ def test_a_folder_of_rank_folders_is_read_a_rank_at_a_time(tmp_path):
     (run / "profiles" / "rocprofv3" / "rank0").mkdir()
     with pytest.raises(UserError, match="several ranks from several tools \\(pytorch, rocprofv3\\): name one"):
         load_kernel_tables(run / "profiles")
+
+
+def test_a_cpu_runs_table_counts_operators_not_kernels():
+    """"125 kernels" sat next to "no device kernels": a CPU run's table counts operators."""
+    from support.paths import FIX
+
+    for trace, rows in (("tinylab_cpu_v1_memory/trace.json.gz", "operators"),
+                        ("cuda_h100/torchprof_trace.json.gz", "kernels")):
+        tables = load_kernel_tables(FIX / "pytorch-profiler" / trace)
+        table, _ = tables.select()
+        summary = summarize(table, 5, None, fmt=tables.fmt)
+        assert summary.rows == rows and summary.to_json()["rows"] == rows

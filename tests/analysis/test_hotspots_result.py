@@ -16,7 +16,7 @@ def test_a_kernel_row_says_its_rank_first_only_in_a_table_of_every_rank():
 
 def test_a_summary_adds_the_rank_fields_it_was_given():
     summary = HotspotSummary("pytorch-operators", 1000, 3, None, {"gemm": CategoryTime(600, 60.0, 10, 1)}, (ROW,))
-    assert list(summary.to_json()) == ["format", "total_ns", "kernel_count", "note", "categories", "kernels"]
+    assert list(summary.to_json()) == ["format", "total_ns", "kernel_count", "rows", "note", "categories", "kernels"]
     one = summary.with_ranks(RankInfo(None)).to_json()
     assert list(one)[-2:] == ["rank", "ranks"] and (one["rank"], one["ranks"]) == (None, [])
     compared = RankComparison((RankTotals(0, 1000, 100, 10.0, 3, TopKernel("aten::mm", "gemm", 60.0)),

@@ -151,3 +151,11 @@ def test_scenario_of_finds_the_planned_step_a_config_launches():
     assert scenario_of(RunConfig(version="v4", cuda_graph=False)) == "v4"  # a graph replays the same launches
     assert scenario_of(RunConfig(version="v3", recompute_ffn=True)) is None  # no planned step is like it
     assert scenario_of(RunConfig(version="v1")) is None
+
+
+def test_triton_kernel_names_are_read_from_the_source_without_importing_it():
+    from tinylab.anatomy.launches import triton_kernel_names
+
+    names = triton_kernel_names()
+    assert {"_attn_fwd_kernel", "_rmsnorm_fwd_kernel", "_adamw_kernel"} <= names
+    assert "aten::mm" not in names and "rmsnorm" not in names  # a PyTorch operator, an autograd op's wrapper

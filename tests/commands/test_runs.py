@@ -13,6 +13,7 @@ from support.paths import deny
 from support.runs import TINY_FLAGS, cli, clone_run, make_run, profile_tables, world_of
 
 from tinylab.cli import main
+from tinylab.runs.record import short_id
 from tinylab.runs.store import RunStore
 
 #: Every command that takes RUN references, with the arguments that surround them.
@@ -56,6 +57,29 @@ def test_bad_run_reference_is_a_one_line_error(two_run_store, command, ref, frag
 
 
 @pytest.mark.parametrize("command", RUN_COMMANDS)
+def test_an_empty_reference_is_refused_and_nothing_is_done(tmp_path, command):
+    """`RUN=""; tinylab rm "$RUN"`: an empty prefix matched every run, and the only run of a store."""
+    root = tmp_path / "one"
+    make_run(root, "20260101-000000-aaaa", [])
+    proc = cli(*RUN_COMMANDS[command](""), "--runs-dir", str(root))
+    assert_one_line_error(proc, "the run reference is empty: nothing done")
+    assert len(RunStore(root).list()) == 1
+
+
+def test_every_command_takes_the_short_id_the_lab_shows(two_run_store, capsys):
+    """The Runs and Exercises screens show 0101-0000-aabb; `tinylab show` said "no run matches"."""
+    root = str(two_run_store.root)
+    for argv in (["show", "0101-0000-aabb"], ["compare", "0101-0000-aaaa", "0101-0000-aabb"],
+                 ["report", "0101-0000-aabb"], ["hotspots", "0101-0000-aabb"]):
+        code = main([*argv, "--runs-dir", root])
+        out, err = capsys.readouterr()
+        assert "no run matches" not in err and "ambiguous" not in err, (argv, err)
+        assert code in (0, 2) and (code == 0 or "no kernel table" in err), (argv, err)
+    assert main(["show", "0101-0000-aabb", "--json", "--runs-dir", root]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] == "20260101-000000-aabb"
+
+
+@pytest.mark.parametrize("command", RUN_COMMANDS)
 def test_last_in_an_empty_store_is_a_one_line_error(tmp_path, command):
     proc = cli(*RUN_COMMANDS[command]("last"), "--runs-dir", str(tmp_path / "empty"))
     assert_one_line_error(proc, "no runs in")
@@ -65,7 +89,7 @@ def test_runs_dir_comes_from_the_environment(two_run_store, monkeypatch):
     monkeypatch.setenv("TINYLAB_RUNS_DIR", str(two_run_store.root))
     proc = cli("runs", "--json")
     assert proc.returncode == 0, proc.stderr
-    assert [r["id"] for r in json.loads(proc.stdout)] == ["20260101-000000-aaaa", "20260101-000000-aabb"]
+    assert [r["id"] for r in json.loads(proc.stdout)] == ["20260101-000000-aabb", "20260101-000000-aaaa"]
 
 
 def test_cancel_of_a_finished_run_says_it_is_not_running(finished_pair):
@@ -89,7 +113,9 @@ def test_runs_and_show_describe_finished_runs(finished_pair):
         assert by_id[run.id]["status"] == "finished" and by_id[run.id]["version"] == version
         assert by_id[run.id]["samples_per_s"] == pytest.approx(run.events().last("summary")["samples_per_s"])
     table = cli("runs", "--runs-dir", root).stdout
-    assert finished_pair.v1.id in table and "finished" in table
+    # the session's runs share the machine with the tests: they may be marked busy (tests/test_events.py)
+    status = "busy" if finished_pair.v1.record().busy else "finished"
+    assert any(line.startswith(short_id(finished_pair.v1.id)) and f" {status} " in line for line in table.splitlines())
     shown = json.loads(cli("show", finished_pair.v2.id, "--json", "--runs-dir", root).stdout)
     assert shown["status"] == "finished" and shown["summary"]["steps"] == 8 and shown["corrupt_lines"] == []
     text = cli("show", "last", "--runs-dir", root).stdout
@@ -130,7 +156,8 @@ def test_runs_fits_80_columns_and_shows_which_run_was_profiled(tmp_path):
     rows = res.stdout.splitlines()
     assert len(rows) == 4 and max(map(len, rows)) <= 80, res.stdout
     by_id = {row.split()[0]: row for row in rows[1:]}
-    assert "prof=" in by_id["20260101-000100-bbbb"] and "prof=" not in by_id["20260101-000000-aaaa"]
+    assert list(by_id) == ["0101-0002-cccc", "0101-0001-bbbb", "0101-0000-aaaa"]  # newest first, as in the lab
+    assert "prof=" in by_id["0101-0001-bbbb"] and "prof=" not in by_id["0101-0000-aaaa"]
 
 
 @pytest.mark.parametrize("damage, expect", [
@@ -360,7 +387,8 @@ def test_one_damaged_record_shows_in_its_own_row_and_the_rest_lists(finished_pai
     text = cli("runs", "--runs-dir", str(root), timeout=30)
     assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
     rows = {line.split()[0]: line for line in text.stdout.splitlines()[1:]}
-    assert " damaged " in rows[damaged.id] and "finished" in rows[finished_pair.v2.id]
+    status = "busy" if finished_pair.v2.record().busy else "finished"  # the session's runs may be busy
+    assert " damaged " in rows[short_id(damaged.id)] and f" {status} " in rows[short_id(finished_pair.v2.id)]
     listed = {r["id"]: r for r in json.loads(cli("runs", "--json", "--runs-dir", str(root), timeout=30).stdout)}
     assert listed[damaged.id]["problem"] and listed[finished_pair.v2.id]["problem"] is None
     for command in (["show", damaged.id], ["report", damaged.id, finished_pair.v2.id]):
@@ -428,13 +456,13 @@ def test_an_unreadable_entry_of_the_store_is_skipped_with_a_note(capsys, monkeyp
     (store / "20260102-000000-ffff").mkdir()
     deny(monkeypatch, store / "20260102-000000-ffff")
     code, out, err = main_in(capsys, monkeypatch, tmp_path, "runs", "--runs-dir", str(store))
-    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["20260101-000000-aaaa", "20260101-000000-bbbb"]
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:]] == ["0101-0000-bbbb", "0101-0000-aaaa"]
     assert err == (f"note: skipped 1 entry of {store} that could not be read (permission denied): "
                    "20260102-000000-ffff\n")
     code, out, err = main_in(capsys, monkeypatch, tmp_path, "runs", "--json", "--runs-dir", str(store))
     assert code == 0 and len(json.loads(out)) == 2 and err.startswith("note: skipped 1 entry")
     code, out, _ = main_in(capsys, monkeypatch, tmp_path, "show", "last", "--runs-dir", str(store))
-    assert code == 0 and out.startswith("run      20260101-000000-bbbb")
+    assert code == 0 and out.startswith("run      0101-0000-bbbb  (20260101-000000-bbbb)")
     code, _, err = main_in(capsys, monkeypatch, tmp_path, "rm", str(store / "20260102-000000-ffff"), "--runs-dir", str(store))
     assert_one_line_error_in(code, err, "permission denied: nothing done")
     code, out, err = main_in(capsys, monkeypatch, tmp_path, "rm", "20260101-000000-a", "--runs-dir", str(store))
@@ -481,3 +509,18 @@ def test_show_of_a_damaged_config_never_prints_none(tmp_path, capsys, monkeypatc
     assert code == 0, err
     progress = next(line for line in out.splitlines() if line.startswith("progress"))
     assert progress == "progress step 3/?  loss -" and "=None" not in out
+
+
+def test_show_and_runs_never_print_the_fault_a_step_hides(tmp_path, capsys):
+    """performance-debugging step 1 hides its fault; `show last` and `runs` printed fault=missing-init."""
+    root = str(tmp_path / "runs")
+    make_run(tmp_path / "runs", "20260101-000000-aaaa", [], fault="missing-init", version="v3",
+             label="exercise performance-debugging step 1")
+    for argv in (["show", "last"], ["show", "last", "--json"], ["runs"], ["runs", "--json"]):
+        assert main([*argv, "--runs-dir", root]) == 0
+        out = capsys.readouterr().out
+        assert "missing-init" not in out and "(hidden)" in out, (argv, out)
+    assert main(["exercises", "show", "performance-debugging", "--step", "1", "--answers"]) == 0
+    capsys.readouterr()
+    assert main(["show", "last", "--runs-dir", root]) == 0
+    assert "fault=missing-init" in capsys.readouterr().out  # the answers are out: nothing left to hide

@@ -689,3 +689,32 @@ def test_a_progress_file_nested_5000_deep_is_one_line(progress_file):
     progress_file.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
     with pytest.raises(UserError, match="nested deeper than 64 levels"):
         ex.load_progress()
+
+
+# ------------------------------------------------------------------------------ hidden settings
+HIDES = GOOD.replace('hints = ["one", "two"]', 'hints = ["one", "two"]\nhidden = ["fault"]')
+
+
+def test_a_step_hides_its_fault_until_it_passes_or_its_answers_are_revealed(tmp_path):
+    (scenario,) = ex.load_scenarios(write(tmp_path, HIDES))
+    assert scenario.steps[0].hidden == ("fault",) and scenario.steps[1].hidden == ()
+    assert ex.hidden_fields(ex.load_progress(), scenario, 1) == {"fault"}
+    assert ex.hidden_fields(ex.load_progress(), scenario, 2) == frozenset()
+    ex.record_answers_revealed("foo", 1)
+    assert ex.hidden_fields(ex.load_progress(), scenario, 1) == frozenset()
+    ex.record_progress("foo", 1, [ex.CheckResult("a", "e", "d", "fail", 1, "")], [])
+    assert ex.load_progress()["scenarios"]["foo"]["steps"]["1"]["answers_at"]  # a later attempt keeps it
+    assert ex.hidden_fields({"scenarios": {"foo": {"steps": {"1": {"passed_at": 5.0}}}}}, scenario, 1) == frozenset()
+    assert ex.step_of_label("exercise foo step 1") == ("foo", 1)
+    assert ex.step_of_label("exercise foo step 1 baseline") is None and ex.step_of_label("my run") is None
+
+
+@pytest.mark.parametrize("hidden, message", [
+    ('["batch_size"]', "step 1 hides 'batch_size', which its preset does not set"),
+    ('["label"]', "hides 'label'"),
+    ('"fault"', "hidden must be a list of strings"),
+])
+def test_hidden_names_a_setting_of_the_steps_preset(tmp_path, hidden, message):
+    text = GOOD.replace('hints = ["one", "two"]', f'hints = ["one", "two"]\nhidden = {hidden}')
+    got = problem(tmp_path, text)
+    assert got.startswith(f"exercises/foo.toml:{line_of(text, 'hidden = ')}: ") and message in got, got

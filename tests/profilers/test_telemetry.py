@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from tinylab.profilers import telemetry
+from tinylab.profilers.base import usable_cpus
 
 
 def fake_pynvml(util=37, used=2**30 * 3, power_mw=215_000, clock=1755, fail_power=False) -> types.ModuleType:
@@ -126,3 +127,38 @@ def test_nvml_telemetry_by_pci_address(monkeypatch):
         time.sleep(0.01)
     stop()
     assert events and events[0]["gpu_util_pct"] == 37.0
+
+
+# ------------------------------------------------------------------------------ the machine's load
+def test_the_load_sampler_counts_a_cpu_hog_outside_the_run():
+    """The machine is shared: others may load it already, so this test makes its own load (a
+    process spinning on a CPU, outside the run's process tree) and checks only that it is seen;
+    the verdict on quiet and busy figures is tested on recorded samples (tests/test_events.py)."""
+    import subprocess
+
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])  # the run's tree: idle
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        events = []
+        sampler = telemetry.LoadSampler(lambda kind, **f: events.append((kind, f)), run.pid, interval_s=0.2).start()
+        time.sleep(1.5)
+        samples = sampler.stop()
+    finally:
+        hog.kill()
+        run.kill()
+    assert len(samples) >= 5 and [kind for kind, _ in events] == ["load"] * len(samples)
+    assert all(s["cpus"] == (usable_cpus() or 1) and s["gpu_others"] is None for s in samples)
+    assert sum(s["others_cores"] for s in samples) / len(samples) >= 0.7  # the hog's core (and anyone else's)
+    assert sampler.stop() is samples  # stopping twice is harmless
+
+
+def test_other_processes_on_the_gpu_are_counted_without_the_runs_own():
+    listed = {101, 202, 303}
+    count = telemetry._others(lambda: listed)
+    assert count({101, 5}) == 2  # the run's pid is among them: the others are the rest
+    assert count({7, 8}) == 2  # a container's pids are not the driver's: one listed process is the run's
+    listed.clear()
+    assert count({7}) == 0
+    broken = telemetry._others(lambda: (_ for _ in ()).throw(RuntimeError("insufficient permissions")))
+    assert broken({7}) is None

@@ -30,3 +30,17 @@ def test_the_ranks_of_a_run_of_several_are_said_and_compared(tmp_path):
     assert max(map(len, text.splitlines()[-6:])) <= 80
     one = render_text(summarize(tables.select(0)[0], None, None, fmt="x"), "RUN", width=80)  # no ranks given
     assert "rank 0 of" not in one and "per rank" not in one
+
+
+def test_the_head_line_says_what_the_table_counts():
+    """A CPU run's table lists PyTorch operators: "125 kernels" sat next to "no device kernels"."""
+    from support.paths import FIX
+
+    from tinylab.analysis.hotspots import load_kernel_tables
+
+    for trace, rows in (("tinylab_cpu_v1_memory/trace.json.gz", "operators"),
+                        ("cuda_h100/torchprof_trace.json.gz", "kernels")):
+        tables = load_kernel_tables(FIX / "pytorch-profiler" / trace)
+        table, _ = tables.select()
+        head = render_text(summarize(table, 5, None, fmt=tables.fmt), "t").splitlines()[0]
+        assert head.startswith(f"t  [{tables.fmt}]  {len(table)} {rows}, ")

@@ -212,3 +212,41 @@ def test_no_control_character_of_a_run_file_reaches_the_report(finished_pair, tm
     assert "?[31mRED" in text and "?]0;pwned?: evil?[2J" in text and "?[2Jclear" in text
     if fmt == "md":
         assert "| label | ?[31mRED?row |" in text and "| seq_len | ?[2J |" in text
+
+
+def test_a_report_of_three_runs_names_each_run_by_its_own_letter(tmp_path):
+    """`report A B C` said, in its "C vs A" section, "only run B has a kernel table: profile run A
+    too": the profiled run is C."""
+    from tinylab.service.lab import Lab
+
+    runs = [world_of(tmp_path, f"20260101-000000-000{i}", 1, 100.0 + i) for i in range(3)]
+    profile_tables(runs[2], {None: [("aten::mm", 3, 60.0)]})
+    lab = Lab(tmp_path)
+    text = build_report([lab.run(r.id) for r in runs], "md", mask=lab.masked)
+    b_vs_a, c_vs_a = text.split("### B vs A")[1].split("### C vs A")
+    assert "only run C has a kernel table: profile run A too" in c_vs_a
+    assert "run B" not in c_vs_a and "kernel table" not in b_vs_a
+
+
+def test_html_tells_who_is_better_apart_draws_equal_lines_apart_and_ticks_whole_steps(tmp_path):
+    """A row where A is better was drawn in the same green as one where B is better, two identical
+    loss lines hid each other, and the step axis had a tick at 4.5."""
+    from support.runs import make_run
+
+    steps = [{"event": "step", "time": 1.0, "step": k, "loss": 6.9 - 0.1 * k, "step_ms": 40.0} for k in range(8)]
+    runs = []
+    for name, sps, loss in (("20260101-000000-0001", 100.0, 5.0), ("20260101-000000-0002", 150.0, 6.0)):
+        summary = {"event": "summary", "time": 2.0, "samples_per_s": sps, "step_ms_median": 4000 / sps,
+                   "step_ms_p10": 3990 / sps, "step_ms_p90": 4010 / sps, "final_loss": loss}
+        runs.append(make_run(tmp_path, name, [*steps, summary]))
+    page = build_report(runs, "html")
+    rows = {re.sub("<[^>]+>", " ", row).split()[0]: row for row in re.findall(r"<tr>.*?</tr>", page)
+            if 'class="better"' in row}
+    colour = {key: re.search(r'class="better" style="color: (#[0-9a-f]+)"', row).group(1) for key, row in rows.items()}
+    assert "B better" in rows["samples/s"] and "A better" in rows["final"]
+    assert colour["samples/s"] != colour["final"]
+    loss_chart = page.split("<title>loss</title>")[-1]  # the overlay of both runs
+    lines = re.findall(r"<polyline [^>]*>", loss_chart.split("</svg>")[0])
+    assert len(lines) == 2 and "stroke-dasharray" not in lines[0] and "stroke-dasharray" in lines[1]
+    ticks = re.findall(r'text-anchor="middle">([^<]+)</text>', page)
+    assert "4.5" not in ticks and "4" in ticks

@@ -11,6 +11,7 @@ from support.runs import make_run, tiny_config
 
 from tinylab.errors import UserError
 from tinylab.events import EventTail, read_events
+from tinylab.runs.record import short_id
 from tinylab.runs.store import MARKER, Run, RunStore, is_run_dir, new_run_id, run_dir_state
 
 START = {"event": "start", "pid": 1, "device": "cpu", "device_name": "x86_64", "config": {}}
@@ -114,6 +115,13 @@ class TestResolve:
         assert populated.resolve("last").id == "20260102-000000-cccc"
         assert populated.resolve(str(populated.root / "20260101-000000-aabb")).id == "20260101-000000-aabb"
 
+    def test_the_short_id_the_lab_shows_and_its_prefixes(self, populated):
+        """The lab shows 0102-0000-cccc; `tinylab show 0102-0000-cccc` said "no run matches"."""
+        assert short_id("20260102-000000-cccc") == "0102-0000-cccc" and short_id("run-1") == "run-1"
+        assert populated.resolve("0102-0000-cccc").id == "20260102-000000-cccc"
+        assert populated.resolve(" 0101-0000-aabb ").id == "20260101-000000-aabb"
+        assert populated.resolve("0102").id == "20260102-000000-cccc"
+
     def test_exact_id_wins_over_longer_ids_it_prefixes(self, tmp_path):
         make_run(tmp_path, "run-1", [])
         make_run(tmp_path, "run-10", [])
@@ -122,7 +130,9 @@ class TestResolve:
     @pytest.mark.parametrize("ref, message", [
         ("20260101-000000-a", "ambiguous: 2 runs match"),
         ("2099", "no run matches '2099'"),
-        ("", "ambiguous"),
+        ("", "the run reference is empty: nothing done"),
+        ("  ", "the run reference is empty: nothing done"),
+        ("0101-0000-a", r"ambiguous: 2 runs match: 0101-0000-aaaa \(20260101-000000-aaaa\), 0101-0000-aabb"),
     ])
     def test_bad_refs_raise_user_errors(self, populated, ref, message):
         with pytest.raises(UserError, match=message):
@@ -414,9 +424,9 @@ def test_json_nested_5000_deep_in_any_record_costs_that_run_at_most(tmp_path, ca
     with open(bad.dir / name, "a" if name == "events.jsonl" else "w") as fh:
         fh.write("[" * 2040 + "]" * 2040 if name == MARKER else DEEP + "\n")  # a marker holds at most 4 KB
     assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert "20260101-000000-aaaa" in out
-    assert ("20260101-000000-bbbb" in out) == (name != MARKER)
+    out = capsys.readouterr().out  # `runs` names each run by its short id
+    assert "0101-0000-aaaa" in out
+    assert ("0101-0000-bbbb" in out) == (name != MARKER)
     if name != MARKER:
         assert main(["show", "20260101-000000-bbbb", "--runs-dir", str(tmp_path)]) in (0, 2)
         assert "Traceback" not in capsys.readouterr().err
@@ -430,7 +440,7 @@ def test_a_400_digit_integer_in_a_summary_is_a_corrupt_line(tmp_path, capsys):
         fh.write('{"event": "summary", "time": 1.0, "samples_per_s": ' + "9" * 400 + "}\n")
     assert run.record().corrupt_lines == (3,)
     assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
-    assert "20260101-000000-aaaa" in capsys.readouterr().out
+    assert "0101-0000-aaaa" in capsys.readouterr().out  # `runs` names each run by its short id
 
 
 def test_a_store_others_may_write_into_is_a_warning(tmp_path, capsys):

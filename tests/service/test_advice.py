@@ -8,6 +8,7 @@ import json
 
 import pytest
 from support.advice import A, bad_init_run
+from support.exercises import HIDES_ITS_FAULT
 from support.paths import FIX
 from support.runs import make_run, output_tail, wait_for_status
 
@@ -67,3 +68,18 @@ def test_the_report_has_an_advice_section_a_run(lab):
     assert "### Advice" in md and "| ✗ error | bad-init | initial loss 40.00 = 5.8x ln(1000) = 6.91 | - |" in md
     assert "- bad-init: the same run without --fault missing-init" in md
     assert "<h3>Advice</h3>" in build_report([run], "html", advice=advice)
+
+
+def test_the_advice_on_a_step_that_hides_its_fault_does_not_name_it(tmp_path):
+    """The Advice panel, `advise` and the report's advice said "the same run without --fault
+    missing-init" of the run whose fault the learner is to find; after the answers, they do."""
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "faults.toml").write_text(HIDES_ITS_FAULT, encoding="utf-8")
+    bad_init_run(tmp_path / "runs", label="exercise faults step 1")
+    lab = Lab(tmp_path / "runs", exercises_root=tmp_path / "exercises")
+    hidden = lab.advise(A)
+    (item,) = [i for i in hidden.items if i.rule == "bad-init"]
+    assert "missing-init" not in json.dumps(hidden.to_json()) + hidden.title and "fault" not in item.action.changes
+    lab.reveal_answers("faults", 1)
+    (item,) = [i for i in lab.advise(A).items if i.rule == "bad-init"]
+    assert "missing-init" in item.action.text and item.action.changes == {"fault": None}

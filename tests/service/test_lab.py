@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from support.paths import FIX
+from support.exercises import HIDES_ITS_FAULT
 from support.runs import make_run
 
 from tinylab.errors import UserError
 from tinylab.profilers.pytorch import MEMORY_HINT
+from tinylab.render.compare import format_compare
+from tinylab.render.report import build_report
 from tinylab.render.roofline import render as render_roofline
 from tinylab.render.timeline import render
 from tinylab.service.lab import Lab
@@ -194,3 +199,35 @@ def test_a_ceilings_file_that_is_no_document_is_one_line_at_once(tmp_path, kind,
 def test_roofline_of_an_unfinished_run(lab):
     with pytest.raises(UserError, match="has no summary \\(lost\\): a roofline needs a finished run"):
         lab.roofline("20260101-000000-aaaa", measure=False)
+
+
+def test_what_a_step_hides_is_masked_in_every_view_until_its_answers_are_revealed(tmp_path):
+    """performance-debugging step 1 hides its fault, but show, runs, the Run header, the Runs
+    screen, compare and report printed fault=missing-init."""
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "exercises" / "faults.toml").write_text(HIDES_ITS_FAULT, encoding="utf-8")
+    summary = {"event": "summary", "time": 3.0, "samples_per_s": 10.0, "step_ms_median": 40.0, "step_ms_p10": 39.0,
+               "step_ms_p90": 41.0}
+    runs = tmp_path / "runs"
+    base = make_run(runs, "20260101-000000-aaaa", [START, summary], label="exercise faults step 1 baseline")
+    faulty = make_run(runs, "20260101-000000-bbbb", [{**START, "config": {"fault": "missing-init"}}, summary],
+                      fault="missing-init", label="exercise faults step 1")
+    lab = Lab(runs, exercises_root=tmp_path / "exercises")
+    record = lab.record(faulty.id)
+    assert record.config["fault"] == "(hidden)" and record.ran_config["fault"] == "(hidden)"
+    assert "fault=(hidden)" in record.key_config and record.to_json()["hidden"] == ["fault"]
+    assert [r.config["fault"] for r in lab.records()] == [None, "(hidden)"]  # the baseline hides nothing
+    # the typed view too, and the record is no damaged one for it ("(hidden)" is no valid fault)
+    assert (record.settings.fault, record.ran_settings.fault, record.version) == ("(hidden)", "(hidden)", "v1")
+    assert record.problem is None and lab.records()[1].settings.fault == "(hidden)"
+
+    def report(ids: list[str], fmt: str) -> str:  # as `tinylab report` makes it
+        return build_report([lab.run(i) for i in ids], fmt, mask=lab.masked)
+
+    compared = lab.compare(base.id, faulty.id)
+    views = [str(compared), format_compare(compared), json.dumps(compared.to_json()),
+             report([base.id, faulty.id], "md"), report([faulty.id], "html")]
+    assert all("missing-init" not in view and "(hidden)" in view for view in views)
+    assert faulty.record().config["fault"] == "missing-init"  # the checks read the run itself
+    lab.reveal_answers("faults", 1)
+    assert lab.record(faulty.id).config["fault"] == "missing-init" and "missing-init" in report([faulty.id], "md")

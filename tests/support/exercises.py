@@ -1,4 +1,4 @@
-"""Hand-written run folders for the exercise tests, and where the repository is."""
+"""Hand-written run folders and scenarios for the exercise tests, and where the repository is."""
 
 from __future__ import annotations
 
@@ -9,6 +9,24 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+#: A scenario ("faults") whose one step hides its fault from the learner (the performance-debugging
+#: way): write it as <exercises root>/faults.toml; its run is labelled "exercise faults step 1".
+HIDES_ITS_FAULT = '''\
+id = "faults"
+title = "Find the fault"
+level = "beginner"
+minutes = 5
+summary = "One fault, hidden."
+
+[[steps]]
+title = "Which one?"
+text = "Find it."
+preset = { fault = "missing-init" }
+hidden = ["fault"]
+baseline = { }
+checks = [{ name = "high", expr = "initial_loss > 1", description = "high" }]
+'''
 
 
 def check_steps(root: Path, steps: list[tuple[str, int]], at_once: bool = True) -> dict[tuple[str, int], dict]:

@@ -173,3 +173,31 @@ def test_gpu_runs_mark_steps_and_phases_cpu_runs_do_not(tmp_path):
     assert _markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=nvtx)))
     assert not _markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=_Nvtx(broken=True))))
     trainer.close()
+
+
+def test_a_run_beside_a_cpu_hog_records_the_load_and_is_marked_busy(tmp_path):
+    """The run goes through the launcher as a learner's does (the supervisor roots its process
+    tree); the load is made here, one spinning process per CPU from the run's first step, so the
+    test does not depend on how busy the shared machine already is. The verdict on quiet figures
+    is tests/test_events.py's."""
+    from support.runs import tiny_config, wait_for_status, wait_for_step
+
+    from tinylab.profilers.base import usable_cpus
+    from tinylab.service.lab import Lab
+
+    lab = Lab(tmp_path / "runs")
+    run = lab.launch(tiny_config(num_steps=30, warmup_steps=2))
+    hogs = []
+    try:
+        wait_for_step(run, timeout=120)
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(usable_cpus() or 1)]
+        assert wait_for_status(run, timeout=180) == "finished"
+    finally:
+        for hog in hogs:
+            hog.kill()
+    loads = run.events().of("load")
+    assert loads and all(e["cpus"] == (usable_cpus() or 1) for e in loads)
+    record = lab.record(run.id)
+    assert record.summary.others_cpu_cores > record.summary.spare_cpu_cores + 0.5
+    assert record.busy.startswith("other processes used") and record.row()["busy"] == record.busy
+    assert "machine busy   other processes used" in run.output_log.read_text()

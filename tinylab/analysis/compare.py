@@ -32,12 +32,9 @@ TIMED = frozenset(f.key for f in METRICS if f.timed)
 
 
 def step_noise(summary: Summary | None) -> float | None:
-    """A run's own step-to-step spread: half its p10-p90 interval over its median (0.1 = +-10 %).
-
-    A difference between two runs smaller than either run's spread is noise, not a win."""
-    if summary is None or not summary.step_ms_median or summary.step_ms_p10 is None or summary.step_ms_p90 is None:
-        return None
-    return (summary.step_ms_p90 - summary.step_ms_p10) / (2 * summary.step_ms_median)
+    """A run's own step-to-step spread (Summary.spread). A difference between two runs smaller
+    than either run's spread is noise, not a win."""
+    return summary.spread if summary is not None else None
 
 
 @dataclass(frozen=True)
@@ -54,11 +51,13 @@ class RunSide:
     world_size: int
     key_config: str
     config: dict[str, Any]  # the config it ran with
+    busy: str | None  # why the machine was too busy for its timings (RunRecord.busy), or None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "version": self.version, "status": self.status, "problem": self.problem,
                 "label": self.label, "device": self.device, "device_name": self.device_name,
-                "world_size": self.world_size, "key_config": self.key_config, "config": self.config}
+                "world_size": self.world_size, "key_config": self.key_config, "config": self.config,
+                "busy": self.busy}
 
 
 @dataclass(frozen=True)
@@ -148,10 +147,12 @@ class Comparison:
     notes: tuple[str, ...]
     scaling: Scaling | None  # None for runs of one world size
     kernel_diff: KernelDiff | None  # None unless both runs have a readable kernel table
+    names: tuple[str, str] = ("A", "B")  # the runs' letters in the notes (a report's "C vs A": A and C)
 
     def to_json(self) -> dict[str, Any]:
         """The `tinylab compare --json` object."""
         return {
+            "names": {"a": self.names[0], "b": self.names[1]},
             "a": self.a.to_json(), "b": self.b.to_json(), "noise": self.noise.to_json(),
             "metrics": [m.to_json() for m in self.metrics], "config_diff": [d.to_json() for d in self.config_diff],
             "notes": list(self.notes), "scaling": self.scaling.to_json() if self.scaling else None,
@@ -159,8 +160,10 @@ class Comparison:
         }
 
 
-def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
-    """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger."""
+def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")) -> Comparison:
+    """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger. `names` are
+    the runs' letters in every note (a report compares A with C, D...: its notes name C, not B)."""
+    name_a, name_b = names
     notes: list[str] = []
     # every setting, defaults filled in: a run from before a setting existed ran with its default
     cfg_a, cfg_b = (r.ran_settings.to_dict() if r.ran_settings else r.ran_config for r in (a, b))
@@ -169,7 +172,7 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
         for key in sorted(set(cfg_a) | set(cfg_b))
         if cfg_a.get(key) != cfg_b.get(key)
     )
-    for side, cfg in (("A", cfg_a), ("B", cfg_b)):
+    for side, cfg in ((name_a, cfg_a), (name_b, cfg_b)):
         if not cfg:
             notes.append(f"run {side}'s config.json is missing or unreadable: its settings are unknown")
     outside = [d for d in config_diff if not d.under_test]
@@ -177,14 +180,17 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
         listed = ", ".join(f"{d.key} ({d.a} vs {d.b})" for d in outside)
         notes.append(f"configs differ in more than the toggles under test: {listed}; "
                      "the ratios mix those effects in")
-    _device_note(a, b, notes)
-    for side, record in (("A", a), ("B", b)):
+    _device_note(a, b, notes, names)
+    for side, record in ((name_a, a), (name_b, b)):
         _status_notes(side, record, notes)
+        if record.busy:
+            notes.append(f"the machine was busy during {side} ({record.busy}): its timings measure the contention, "
+                         "not the code; run it again on a quiet machine")
     spreads = [s for s in (step_noise(a.summary), step_noise(b.summary)) if s is not None]
     noise = max([SAME_WITHIN, *spreads])
     scaled = scaling(a, b)
-    notes += _superlinear_note(scaled, a, b)
-    kernels = _kernel_diff(a, b, notes)
+    notes += _superlinear_note(scaled, a, b, names)
+    kernels = _kernel_diff(a, b, notes, names)
     return Comparison(
         a=_side(a, cfg_a),
         b=_side(b, cfg_b),
@@ -195,6 +201,7 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
         notes=tuple(notes),
         scaling=scaled,
         kernel_diff=kernels,
+        names=names,
     )
 
 
@@ -202,11 +209,10 @@ def compare_runs(a: RunRecord, b: RunRecord) -> Comparison:
 SUPERLINEAR = 1.1
 
 
-def _superlinear_note(scaled: Scaling | None, a: RunRecord, b: RunRecord) -> list[str]:
+def _superlinear_note(scaled: Scaling | None, a: RunRecord, b: RunRecord, names: tuple[str, str]) -> list[str]:
     if scaled is None or scaled.efficiency is None or scaled.efficiency <= SUPERLINEAR:
         return []
-    base = "A" if scaled.baseline == "a" else "B"
-    other = "B" if base == "A" else "A"
+    base, other = names if scaled.baseline == "a" else names[::-1]
     cpu = " On a CPU torchrun gives each rank one thread (OMP_NUM_THREADS=1) while one process takes every core." \
         if str(a.device).startswith("cpu") and str(b.device).startswith("cpu") else ""
     return [f"scaling efficiency above 100%: each rank of {other} ran faster than {base} alone, so the runs did not do "
@@ -247,6 +253,7 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> RunSide:
         world_size=record.world_size,
         key_config=key_config(record.ran_settings),
         config=cfg,
+        busy=record.busy,
     )
 
 
@@ -264,11 +271,11 @@ def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None,
     return MetricRow(key, label, va, vb, ratio, better, unit, noise)
 
 
-def _device_note(a: RunRecord, b: RunRecord, notes: list[str]) -> None:
+def _device_note(a: RunRecord, b: RunRecord, notes: list[str], names: tuple[str, str]) -> None:
     da, db = (a.device, a.device_name), (b.device, b.device_name)
     if a.device and b.device and da != db:
-        notes.append(f"the runs used different devices: A on {da[0]} ({da[1]}), B on {db[0]} ({db[1]}); "
-                     "their timings do not compare")
+        notes.append(f"the runs used different devices: {names[0]} on {da[0]} ({da[1]}), {names[1]} on {db[0]} "
+                     f"({db[1]}); their timings do not compare")
 
 
 def _status_notes(side: str, record: RunRecord, notes: list[str]) -> None:
@@ -307,19 +314,20 @@ def load_kernels(record: RunRecord, notes: list[str], who: str) -> tuple[Any, st
         return None
 
 
-def _kernel_diff(a: RunRecord, b: RunRecord, notes: list[str]) -> KernelDiff | None:
+def _kernel_diff(a: RunRecord, b: RunRecord, notes: list[str], names: tuple[str, str]) -> KernelDiff | None:
     noted = len(notes)
-    tables = {side: load_kernels(record, notes, f"run {side}") for side, record in (("A", a), ("B", b))}
+    tables = {side: load_kernels(record, notes, f"run {side}") for side, record in zip(names, (a, b))}
     present = [side for side, table in tables.items() if table is not None]
     if len(present) == 1 and len(notes) == noted:  # the other run has none (rather than a broken one)
-        missing = "B" if present == ["A"] else "A"
+        missing = names[1] if present == [names[0]] else names[0]
         notes.append(f"only run {present[0]} has a kernel table: profile run {missing} too "
                      "(e.g. --profile pytorch) for a kernel diff")
     if len(present) < 2:
         return None
     from tinylab.analysis.hotspots import kernel_diff
 
-    (table_a, fmt_a), (table_b, fmt_b) = tables["A"], tables["B"]
+    (table_a, fmt_a), (table_b, fmt_b) = tables[names[0]], tables[names[1]]
+
     if fmt_a != fmt_b:
         notes.append(f"the kernel tables come from different sources ({fmt_a} vs {fmt_b}): "
                      "kernel names may not line up")

@@ -18,6 +18,7 @@ import pandas as pd
 
 from tinylab.analysis import formats
 from tinylab.analysis.categories import CATEGORIES
+from tinylab.analysis.formats.pytorch import CPU_NOTE
 from tinylab.analysis.hotspots_result import (ALL_RANKS, CategoryTime, HotspotSummary, KernelChange, KernelDiff,
                                               KernelRow, KernelTotal, RankComparison, RankInfo, RankTotals, Spread,
                                               TopKernel)
@@ -224,11 +225,14 @@ def summarize(
             kernels=len(group),
         )
     order = sorted(categories, key=lambda c: (-(categories[c].total_ns or 0), -categories[c].calls, c))
+    note = note if note is not None else table.attrs.get("note")
     return HotspotSummary(
         format=fmt if fmt is not None else table.attrs.get("format"),
         total_ns=_json_ns(total) if timed else None,
         kernel_count=len(table),
-        note=note if note is not None else table.attrs.get("note"),
+        note=note,
+        rows="operators" if CPU_NOTE in (note or "") else "kernels",
+
         categories={c: categories[c] for c in order},
         kernels=tuple(_kernel_row(row) for row in rows.itertuples(index=False)),
     )

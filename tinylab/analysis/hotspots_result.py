@@ -120,6 +120,7 @@ class HotspotSummary:
     categories: dict[str, CategoryTime] = field(default_factory=dict)  # most time first
     kernels: tuple[KernelRow, ...] = ()
     ranks: RankInfo | None = None
+    rows: str = "kernels"  # what kernel_count counts: "operators" for a CPU run's table (no device kernels)
 
     def with_ranks(self, info: RankInfo) -> HotspotSummary:
         return replace(self, ranks=info)
@@ -127,7 +128,8 @@ class HotspotSummary:
     def to_json(self) -> dict[str, Any]:
         """The `hotspots --json` object minus "source"."""
         return {
-            "format": self.format, "total_ns": self.total_ns, "kernel_count": self.kernel_count, "note": self.note,
+            "format": self.format, "total_ns": self.total_ns, "kernel_count": self.kernel_count, "rows": self.rows,
+            "note": self.note,
             "categories": {c: t.to_json() for c, t in self.categories.items()},
             "kernels": [k.to_json() for k in self.kernels],
             **(self.ranks.to_json() if self.ranks else {}),

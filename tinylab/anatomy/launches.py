@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import inspect
@@ -286,6 +287,23 @@ def code_hash() -> str:
     for path in files:
         h.update(path.name.encode() + b"\n" + path.read_bytes())
     return h.hexdigest()[:16]
+
+
+@functools.cache
+def triton_kernel_names() -> frozenset[str]:
+    """The names of kernels/'s Triton jit functions, the names a profiler lists their kernels by
+    (``_attn_fwd_kernel``), read from the source without importing it (nor Triton): enough to
+    tell at once that a row of a kernel table (``aten::mm``) is no kernel of ours."""
+    import ast
+
+    names = set()
+    spec = importlib.util.find_spec("kernels")
+    for root in spec.submodule_search_locations if spec else ():
+        for path in Path(root).glob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in node.decorator_list):
+                    names.add(node.name)
+    return frozenset(names)
 
 
 def plan_key(cfg: RunConfig, target: Target) -> str:

@@ -15,6 +15,7 @@ import sys
 from tinylab.commands._common import add_runs_dir, at_least, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
 from tinylab.commands.runflags import add_run_arguments
+from tinylab.runs.record import mask_config
 from tinylab.service import exercise
 from tinylab.text import wrap_words
 
@@ -117,14 +118,17 @@ def _show(args) -> int:
               else f"\nevery step is done; revisit one with: tinylab exercises show {scenario.id} --step N")
         return 0
     step = exercise.get_step(scenario, args.step)
+    if args.answers:
+        lab.reveal_answers(scenario.id, step.number)
+    hidden = exercise.hidden_fields(lab.progress(), scenario, step.number)
     if args.json:
-        print_json(_step_json(step, args.hints, args.answers))
+        print_json(_step_json(step, args.hints, args.answers, hidden))
         return 0
     print(_fill(f"{scenario.title}: step {step.number}/{len(scenario.steps)}: {step.title}", width) + "\n")
     print(_prose(step.text, width))
     compile_only = step.compile_only
     print("\nCompiled, no run (any machine: the kernels of this config):" if compile_only else "\nRun:")
-    print(_fill(_settings(step.preset), width, "  preset      ", " " * 14))
+    print(_fill(_settings(step.preset, hidden), width, "  preset      ", " " * 14))
     if step.cpu_preset and not compile_only:
         print(_fill(_settings(step.cpu_preset), width, "  on a CPU    ", " " * 14))
     if step.baseline is not None:
@@ -158,11 +162,11 @@ def _show(args) -> int:
     return 0
 
 
-def _settings(preset: dict) -> str:
-    """The preset as key=value; a fault is the answer to the exercise, so its name stays hidden."""
-    shown = {k: ("(hidden: the last hint names it)" if k == "fault" else v) for k, v in preset.items() if k != "label"}
-    return " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in shown.items()) \
-        or "(defaults)"
+def _settings(preset: dict, hidden: frozenset[str] = frozenset()) -> str:
+    """The preset as key=value, what the step hides (the fault to find) masked until it passes."""
+    shown = {k: v for k, v in mask_config(preset, hidden).items() if k != "label"}
+    text = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in shown.items())
+    return (text + ("  (hidden until the step passes or --answers)" if hidden else "")) if text else "(defaults)"
 
 
 #: A line that starts a list item of a step's markdown ("1. ", "- ").
@@ -202,8 +206,9 @@ def _scenario_json(scenario) -> dict:
     }
 
 
-def _step_json(step, hints: int, answers: bool) -> dict:
+def _step_json(step, hints: int, answers: bool, hidden: frozenset[str]) -> dict:
     data = dataclasses.asdict(step)
+    data["preset"] = mask_config(step.preset, hidden)
     data["hints"] = step.hints[:hints]
     data["hints_total"] = len(step.hints)
     if not answers:

@@ -6,12 +6,12 @@ import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
 from tinylab.events import FIELD_BY_KEY, SUMMARY_FIELDS, TAIL_BYTES
-from tinylab.runs.record import printable
+from tinylab.runs.record import printable, short_id
 from tinylab.text import wrap_words
 
 
 def add_arguments(p) -> None:
-    p.add_argument("run", metavar="RUN", help="run id, unique prefix, or 'last'")
+    p.add_argument("run", metavar="RUN", help="run id (the short one `tinylab runs` and the lab show, or the full one), a unique prefix, or 'last'")
     add_runs_dir(p)
     p.add_argument("--json", action="store_true")
 
@@ -27,7 +27,7 @@ def run(args) -> int:
         """`name` and its text, wrapped at spaces to the terminal, continuations under the text."""
         say("\n".join(wrap_words(printable(text), width, f"{name:<9}", " " * 9)))  # a newline of a file shows as ?
 
-    field("run", r.id)
+    field("run", f"{short_id(r.id)}  ({r.id})" if short_id(r.id) != r.id else r.id)
     field("status", r.status)
     field("folder", str(r.dir))
     started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.started)) if r.started else "-"
@@ -50,6 +50,8 @@ def run(args) -> int:
             if f.shown:
                 unit = f" {f.unit}" if shows_unit(f.label, f.unit) and r.summary.get(f.key) is not None else ""
                 print(f"  {f.label:<18} {r.summary.text(f.key)}{unit}")
+        if r.busy:
+            field("busy", f"the machine was busy: {r.busy}; these timings measure the contention, not the code")
     if r.ranks:
         _print_ranks(r)
     for prof in r.profiles:

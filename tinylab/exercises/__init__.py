@@ -16,16 +16,18 @@ and the lab. What the faces use is named here.
 from tinylab.exercises import checks
 from tinylab.exercises.evaluate import evaluate_checks, format_value, step_passed, verdict
 from tinylab.exercises.loader import (baseline_config, compiled_configs, default_root, find_scenario, get_step,
-                                      load_scenario_file, load_scenarios, step_config)
+                                      load_scenario_file, load_scenarios, step_config, step_of_label)
 from tinylab.exercises.measures import RecordedOutput
 from tinylab.exercises.model import (LEVELS, PROGRESS_ENV, CheckResult, CheckSpec, Question, Recorded, Scenario,
                                      ScenarioError, Step)
 from tinylab.exercises.names import names
-from tinylab.exercises.progress import load_progress, progress_path, record_progress, steps_done
+from tinylab.exercises.progress import (hidden_fields, load_progress, progress_path, record_answers_revealed,
+                                        record_progress, steps_done)
 
 __all__ = [
     "LEVELS", "PROGRESS_ENV", "CheckResult", "CheckSpec", "Question", "Recorded", "RecordedOutput", "Scenario",
     "ScenarioError", "Step", "baseline_config", "checks", "compiled_configs", "default_root", "evaluate_checks",
-    "find_scenario", "format_value", "get_step", "load_progress", "load_scenario_file", "load_scenarios", "names",
-    "progress_path", "record_progress", "step_config", "step_passed", "steps_done", "verdict",
+    "find_scenario", "format_value", "get_step", "hidden_fields", "load_progress", "load_scenario_file",
+    "load_scenarios", "names", "progress_path", "record_answers_revealed", "record_progress", "step_config",
+    "step_of_label", "step_passed", "steps_done", "verdict",
 ]

@@ -115,7 +115,7 @@ _SCENARIO_KEYS = {"id", "title", "level", "minutes", "summary", "order", "notes_
 _SCENARIO_REQUIRED = ("id", "title", "level", "minutes", "summary", "steps")
 _DEFAULTS_KEYS = {"preset", "cpu_preset"}
 _STEP_KEYS = {"title", "text", "text_file", "preset", "cpu_preset", "baseline", "checks", "hints", "questions", "tool",
-              "recorded", "nvidia"}
+              "recorded", "nvidia", "hidden"}
 _CHECK_KEYS = {"name", "expr", "description", "needs_gpu", "gpu_reason", "on"}
 _RECORDED_KEYS = {"path", "about"}
 _QUESTION_KEYS = {"prompt", "answer", "explanation"}
@@ -369,7 +369,7 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
     text = v.get(raw, "text", at, str) or v.markdown(v.get(raw, "text_file", at, str), at + ("text_file",))
     own = v.preset(raw, "preset", at)
     own_cpu = v.preset(raw, "cpu_preset", at, cpu=True)
-    preset = {**base_preset, **own, "label": f"{EXERCISE_LABEL}{sid} step {number}"}
+    preset = {**base_preset, **own, "label": step_label(sid, number)}
     cpu_preset = {**base_cpu, **own_cpu}
     run_layers = [(("defaults", "preset"), base_preset), (at + ("preset",), own)]
     cpu_layers = [(("defaults", "cpu_preset"), base_cpu), (at + ("cpu_preset",), own_cpu)]
@@ -378,7 +378,7 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
     baseline = None
     if "baseline" in raw:
         own_base = v.preset(raw, "baseline", at)
-        baseline = {**base_preset, **own_base, "label": f"{EXERCISE_LABEL}{sid} step {number} baseline"}
+        baseline = {**base_preset, **own_base, "label": step_label(sid, number) + " baseline"}
         base_layers = [(("defaults", "preset"), base_preset), (at + ("baseline",), own_base)]
         v.config(base_layers, f"step {number} baseline")
         v.config(base_layers + cpu_layers, f"step {number} baseline with cpu_preset")
@@ -429,8 +429,14 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
             v.get(rq, "explanation", where, str, "").strip(),
         ))
     hints = [h.strip() for h in v.string_list(raw, "hints", at)]
+    hidden = v.string_list(raw, "hidden", at)
+    for i, name in enumerate(hidden):
+        if name not in preset or name == "label":
+            settable = ", ".join(sorted(k for k in preset if k != "label")) or "none"
+            raise v.error(at + ("hidden", i), f"step {number} hides {name!r}, which its preset does not set: "
+                          f"hidden names settings of the step's run (here: {settable})")
     return Step(number, title, text.strip() + "\n", preset, cpu_preset, baseline, step_checks, hints, questions,
-                tool, recorded, nvidia)
+                tool, recorded, nvidia, tuple(hidden))
 
 
 def load_scenarios(root: Path | None = None) -> list[Scenario]:
@@ -438,6 +444,22 @@ def load_scenarios(root: Path | None = None) -> list[Scenario]:
     root = Path(root) if root is not None else default_root()
     scenarios = [load_scenario_file(path, root) for path in sorted(root.glob("*.toml"))]
     return sorted(scenarios, key=lambda s: (s.order, s.id))
+
+
+def step_label(scenario_id: str, number: int) -> str:
+    """The label of the run a step starts ("exercise performance-debugging step 1"); its baseline's
+    adds " baseline"."""
+    return f"{EXERCISE_LABEL}{scenario_id} step {number}"
+
+
+_STEP_LABEL = re.compile(re.escape(EXERCISE_LABEL) + r"(\S+) step (\d+)")
+
+
+def step_of_label(label: str) -> tuple[str, int] | None:
+    """(scenario id, step number) of a step's own run by its label (step_label); None for anything
+    else, a baseline run included."""
+    found = _STEP_LABEL.fullmatch(label)
+    return (found.group(1), int(found.group(2))) if found else None
 
 
 def find_scenario(scenarios: list[Scenario], scenario_id: str) -> Scenario:

@@ -55,6 +55,9 @@ class Step:
     tool: str | None = None  # the profiler the step is about: without it here, only the recorded output is read
     recorded: Recorded | None = None
     nvidia: str = ""  # the NVIDIA equivalent of the step's command, for a learner on an NVIDIA GPU
+    #: config fields the learner must find out (a fault): masked wherever the step's run is shown
+    #: until the step passes or its answers are revealed (tinylab.exercises.progress.hidden_fields)
+    hidden: tuple[str, ...] = ()
 
     @property
     def compile_only(self) -> bool:

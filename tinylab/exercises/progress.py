@@ -1,4 +1,5 @@
-"""A learner's progress: which steps passed, in a small JSON file of their own."""
+"""A learner's progress: which steps passed and whose answers were revealed, in a small JSON file of
+their own; and from it, what a step still hides of its run."""
 
 from __future__ import annotations
 
@@ -54,13 +55,14 @@ def _well_formed(data: Any) -> dict:
 
 
 def record_progress(scenario_id: str, step: int, results: list[CheckResult], run_ids: list[str]) -> None:
-    """Save this attempt of a step (write-then-rename, so a crash never leaves half a file)."""
+    """Save this attempt of a step (keeping when its answers were first revealed)."""
     data = load_progress()
     steps = data["scenarios"].setdefault(scenario_id, {}).setdefault("steps", {})
     previous = steps.get(str(step)) or {}
     now = time.time()
     passed = step_passed(results)
     steps[str(step)] = {
+        **({"answers_at": previous["answers_at"]} if previous.get("answers_at") else {}),
         "time": now,
         "passed": passed,
         "passed_at": previous.get("passed_at") or (now if passed else None),
@@ -68,9 +70,34 @@ def record_progress(scenario_id: str, step: int, results: list[CheckResult], run
         "passed_checks": [r.name for r in results if r.status == "pass"],
         "run_ids": list(run_ids),
     }
+    _save(data)
+
+
+def record_answers_revealed(scenario_id: str, step: int) -> None:
+    """The learner asked for the step's answers (the lab's `a`, `exercises show --answers`): what the
+    step hides is shown from now on (hidden_fields); the first time is kept."""
+    data = load_progress()
+    entry = data["scenarios"].setdefault(scenario_id, {}).setdefault("steps", {}).setdefault(str(step), {})
+    if not entry.get("answers_at"):
+        entry["answers_at"] = time.time()
+        _save(data)
+
+
+def _save(data: dict) -> None:
+    """Write-then-rename, so a crash never leaves half a file."""
     path = progress_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+
+
+def hidden_fields(progress: dict, scenario: Scenario, step: int) -> frozenset[str]:
+    """The config fields of step `step`'s run still hidden from the learner: the step's `hidden`
+    until the step has passed once or its answers were revealed."""
+    found = next((s for s in scenario.steps if s.number == step), None)
+    if found is None or not found.hidden:
+        return frozenset()
+    state = progress.get("scenarios", {}).get(scenario.id, {}).get("steps", {}).get(str(step)) or {}
+    return frozenset() if state.get("passed_at") or state.get("answers_at") else frozenset(found.hidden)
 
 
 def _jsonable(value: Any) -> Any:

@@ -134,6 +134,16 @@ def dist_version(*dists: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------- wrappers
+def usable_cpus() -> int | None:
+    """CPU cores this process may run on (its affinity: a Slurm job's, a container's or taskset's
+    share); the doctor reports it, the machine checks against it, the trainer's load sampler counts
+    the spare ones."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
 def gpu_vendors() -> set[str]:
     """GPU vendors whose device nodes are visible here (cheap: no driver library is loaded).
 

@@ -1,4 +1,5 @@
-"""Live GPU telemetry during a run: utilization, memory, power and SM clock, once a second.
+"""Live GPU telemetry during a run (utilization, memory, power and SM clock, once a second), and
+the machine's load by other processes (LoadSampler: their CPU time, and their use of the run's GPU).
 
 Read through NVML (the `nvidia-ml-py` package, module `pynvml`) or AMD SMI (`amdsmi`, matching the
 node's ROCm) when installed, and written as `telemetry` events, for the run's own GPU: found by its
@@ -12,7 +13,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any, Callable
+
+from tinylab.profilers.base import usable_cpus
 
 Sample = dict[str, float | None]
 
@@ -74,7 +78,8 @@ def physical_gpu(index: int, variables: tuple[str, ...]) -> str:
     return str(index)
 
 
-def _nvml_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
+def _nvml(index: int, pci_bus_id: str | None) -> tuple[Any, Any] | None:
+    """(pynvml, the handle of torch's GPU `index`), NVML initialized; None without NVML or that GPU."""
     try:
         import pynvml
     except ImportError:
@@ -96,6 +101,14 @@ def _nvml_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sampl
     except Exception:
         pynvml.nvmlShutdown()
         return None
+    return pynvml, handle
+
+
+def _nvml_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
+    found = _nvml(index, pci_bus_id)
+    if found is None:
+        return None
+    pynvml, handle = found
 
     def read() -> Sample:
         return {
@@ -108,7 +121,8 @@ def _nvml_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sampl
     return read, pynvml.nvmlShutdown
 
 
-def _amdsmi_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
+def _amdsmi(index: int, pci_bus_id: str | None) -> tuple[Any, Any] | None:
+    """(amdsmi, the handle of torch's GPU `index`), AMD SMI initialized; None without it or that GPU."""
     try:
         import amdsmi  # raises KeyError (not ImportError) when ROCm's libamd_smi.so is missing
     except Exception:
@@ -122,6 +136,14 @@ def _amdsmi_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sam
     except Exception:
         amdsmi.amdsmi_shut_down()
         return None
+    return amdsmi, handle
+
+
+def _amdsmi_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
+    found = _amdsmi(index, pci_bus_id)
+    if found is None:
+        return None
+    amdsmi, handle = found
 
     def power() -> Any:
         info = amdsmi.amdsmi_get_power_info(handle)
@@ -160,3 +182,125 @@ def amd_handle(amdsmi: Any, index: int, pci_bus_id: str | None) -> Any:
     if chosen >= len(handles):
         raise LookupError(f"GPU {chosen} not among {len(handles)} AMD SMI devices")
     return handles[chosen]
+
+
+# ----------------------------------------------------------------------------- the machine's load
+#: How often LoadSampler looks at the machine: a CPU tour run lasts seconds, so it samples twice a second.
+LOAD_INTERVAL_S = 0.5
+
+
+class LoadSampler:
+    """Other processes' use of the machine while a run trains, as `load` events and in memory.
+
+    The run is the process tree under `root` (the run's supervisor: the trainer, its profiler
+    wrapper, torchrun and every rank are in it). Each sample gives the CPU time every process
+    outside that tree used since the last one, in cores' worth (the machine's busy time, steal
+    time included, less the tree's own), and, with NVML or AMD SMI, how many other processes use
+    the run's GPU. Nothing here raises into the trainer: a probe that fails gives None.
+    """
+
+    def __init__(self, emit: Callable[..., Any], root: int, gpu: tuple[int, str | None] | None = None,
+                 interval_s: float = LOAD_INTERVAL_S) -> None:
+        import psutil
+
+        self.psutil, self.emit, self.root, self.interval_s = psutil, emit, root, interval_s
+        self.samples: list[dict[str, Any]] = []
+        self.cpus = usable_cpus() or 1
+        self._gpu = _gpu_users(*gpu) if gpu is not None else None
+        self._stop = threading.Event()
+        self._then = self._read()
+        self._thread = threading.Thread(target=self._loop, name="tinylab-load", daemon=True)
+
+    def start(self) -> "LoadSampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict[str, Any]]:
+        """The samples taken, a last one for the time since the one before (idempotent)."""
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=5)
+            self._sample()
+            if self._gpu is not None:
+                self._gpu[1]()
+        return self.samples
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            if not self._sample():
+                return
+
+    def _read(self) -> tuple[float, float, dict[int, float]]:
+        """(wall clock, the machine's busy CPU seconds, each tree process's CPU seconds)."""
+        times = self.psutil.cpu_times()
+        idle = getattr(times, "idle", 0.0) + getattr(times, "iowait", 0.0)
+        return time.monotonic(), sum(times) - idle - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0), \
+            self._tree_times()
+
+    def _tree_times(self) -> dict[int, float]:
+        try:
+            root = self.psutil.Process(self.root)
+            procs = [root, *root.children(recursive=True)]
+        except (self.psutil.Error, OSError):
+            procs = []
+        out = {}
+        for proc in procs:
+            try:
+                t = proc.cpu_times()  # a reaped child's time moves into its parent's children_*
+                out[proc.pid] = t.user + t.system + t.children_user + t.children_system
+            except (self.psutil.Error, OSError):
+                continue
+        return out
+
+    def _sample(self) -> bool:
+        try:
+            now = self._read()
+            (t0, busy0, own0), (t1, busy1, own1) = self._then, now
+            self._then = now
+            if t1 - t0 < 0.05:
+                return True
+            own = sum(max(0.0, cpu - own0.get(pid, 0.0)) for pid, cpu in own1.items())
+            sample = {"others_cores": round(max(0.0, busy1 - busy0 - own) / (t1 - t0), 3), "cpus": self.cpus,
+                      "gpu_others": self._gpu[0](set(own1)) if self._gpu is not None else None}
+            self.samples.append(sample)
+            self.emit("load", **sample)
+            return True
+        except Exception:  # the events file closed under it, or a probe broke: stop quietly
+            return False
+
+
+def _gpu_users(index: int, pci_bus_id: str | None) -> tuple[Callable[[set[int]], int | None], Callable[[], None]] | None:
+    """(how many processes outside `own` pids use the GPU, shutdown), or None without NVML or AMD SMI.
+
+    In a container the driver may report host pids, none of which is the run's: then one of the
+    processes it lists is taken to be the run's own."""
+    found = _nvml(index, pci_bus_id)
+    if found is not None:
+        pynvml, handle = found
+
+        def listed() -> set[int]:
+            return {p.pid for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)}
+
+        return _others(listed), pynvml.nvmlShutdown
+    found = _amdsmi(index, pci_bus_id)
+    if found is not None:
+        amdsmi, handle = found
+
+        def listed() -> set[int]:
+            procs = amdsmi.amdsmi_get_gpu_process_list(handle)
+            return {p["pid"] if isinstance(p, dict) else amdsmi.amdsmi_get_gpu_process_info(handle, p)["pid"]
+                    for p in procs}
+
+        return _others(listed), amdsmi.amdsmi_shut_down
+    return None
+
+
+def _others(listed: Callable[[], set[int]]) -> Callable[[set[int]], int | None]:
+    def count(own: set[int]) -> int | None:
+        try:
+            pids = listed()
+        except Exception:  # a driver that will not list other users' processes
+            return None
+        return len(pids - own) if pids & own else max(0, len(pids) - 1)
+
+    return count

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tinylab.analysis.compare import METRICS, Comparison
+from tinylab.analysis.compare import METRICS, TIMED, Comparison
+
 from tinylab.analysis.hotspots_result import KernelDiff
 from tinylab.analysis.names import short_name
 from tinylab.render.hotspots import format_ns
@@ -36,10 +37,13 @@ def metric_rows(result: Comparison, b: str = "B") -> list[list[str]]:
     """[label (unit), A, B, B/A, verdict] per metric, as text; the report's tables use them too.
     The arrow is the direction of B's number against A's; `b` names run B (C, D... in reports)."""
     rows = []
+    busy = ",".join(name for name, side in (("A", result.a), (b, result.b)) if side.busy)
     for m in result.metrics:
         ratio = ratio_text(m.ratio)
         if m.better:
             verdict = f"{'▲' if m.ratio > 1 else '▼'} {b if m.better == 'b' else 'A'} better"
+        elif m.within_noise and busy and m.key in TIMED:
+            verdict = f"≈ {busy} busy"  # the noise is the machine's: the notes say why
         elif m.within_noise:
             verdict = "≈ noise"
         elif m.ratio is not None:
@@ -62,10 +66,13 @@ def noise_note(result: Comparison) -> str | None:
     noise = result.noise
     if not any(m.within_noise for m in result.metrics):
         return None
-    spreads = ", ".join(f"{side} ±{100 * spread:.0f}%" for side, spread in (("A", noise.a), ("B", noise.b))
+    (name_a, name_b), sides = result.names, (result.a, result.b)
+    spreads = ", ".join(f"{name} ±{100 * spread:.0f}%" for name, spread in ((name_a, noise.a), (name_b, noise.b))
                         if spread is not None)
+    busy = [name for name, side in zip(result.names, sides) if side.busy]
+    marked = f"≈ {','.join(busy)} busy: the machine was busy" if busy else "≈ noise, not a win"
     return (f"step times vary ({spreads} around their medians, p10-p90): differences inside ±"
-            f"{100 * noise.threshold:.0f}% are marked ≈ noise, not a win; repeat the runs or run more steps")
+            f"{100 * noise.threshold:.0f}% are marked {marked}; repeat the runs or run more steps")
 
 
 def kernel_sections(diff: KernelDiff, name: Callable[[str], str] = str,

@@ -34,7 +34,7 @@ def render_text(summary: HotspotSummary, source: str, width: int = 120) -> str:
     info = summary.ranks
     ranks, rank = (info.ranks, info.rank) if info else ((), None)
     lines = [
-        f"{source}  [{summary.format}]  {summary.kernel_count} kernels"
+        f"{source}  [{summary.format}]  {summary.kernel_count} {summary.rows}"
         + (f", {format_ns(summary.total_ns)} total kernel time" if timed else ", no durations")
         + (" (all ranks)" if rank == ALL_RANKS and timed else "")
     ]

@@ -35,6 +35,8 @@ CHARTS = (
 )
 #: Series colours of the SVG charts (A, B, C, ...), chosen to stay apart for colour-blind readers.
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00")
+#: Their line patterns: solid, then dashes, so that two runs that drew the same line both show.
+DASHES = ("", "7 4", "2 3", "9 3 2 3")
 
 
 @dataclass
@@ -68,16 +70,20 @@ class RunData:
     advice: list[Any] | None = None  # tinylab.analysis.advice.Advice items, when the caller gave them
 
 
-def build_report(runs: list[Run], fmt: str = "md", advice: dict[str, list[Any]] | None = None) -> str:
-    """`advice`: each run's advice items by run id (a section a run; none without)."""
+def build_report(runs: list[Run], fmt: str = "md", advice: dict[str, list[Any]] | None = None,
+                 mask: Callable[[RunRecord], RunRecord] = lambda record: record) -> str:
+    """`advice`: each run's advice items by run id (a section a run; none without). `mask`: how the
+    learner may see a record (tinylab.service.lab.Lab.masked hides what an exercise step keeps for
+    the learner to find)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if not runs:
         raise UserError("a report needs at least one run")
-    data = [collect(run) for run in runs]
+    data = [collect(run, mask) for run in runs]
     for d in data:
         d.advice = (advice or {}).get(d.record.id)
-    comparisons = [compare_runs(data[0].record, other.record) for other in data[1:]]
+    comparisons = [compare_runs(data[0].record, other.record, ("A", _letter(i)))
+                   for i, other in enumerate(data[1:], 1)]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html
     return _clean(render(data, comparisons, overlays))
@@ -90,8 +96,8 @@ def _clean(text: str) -> str:
     return "\n".join(printable(line) for line in text.split("\n"))
 
 
-def collect(run: Run) -> RunData:
-    record = run.record()
+def collect(run: Run, mask: Callable[[RunRecord], RunRecord]) -> RunData:
+    record = mask(run.record())
     steps = sample_steps(run.dir / EVENTS_FILE)  # a bounded sample of every step, for the charts
     warmup = max((e.step + 1 for e in steps if e.warmup), default=0)
     charts = []
@@ -253,7 +259,7 @@ def _md_kernels(d: RunData) -> list[str]:
     out = ["### Top kernels", ""]
     if d.kernels is not None:
         k = d.kernels
-        out += [f"{k.kernel_count} kernels from {_md_text(k.format)}"
+        out += [f"{k.kernel_count} {k.rows} from {_md_text(k.format)}"
                 + (f"; note: {_md_text(k.note)}" if k.note else ""), ""]
         out += _md_table(KERNEL_HEADER, _kernel_table_rows(k, _md_code)) + [""]
     out += [f"- {_md_text(n)}" for n in d.notes] + ([""] if d.notes else [])
@@ -330,7 +336,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 th { background: #f4f4f6; }
 .status-finished { color: #1a7f37; } .status-failed, .status-lost { color: #c62828; }
 .status-cancelled, .status-running { color: #9a6700; }
-.better { color: #1a7f37; font-weight: 600; } .note { color: #555; }
+.better { font-weight: 600; } .note { color: #555; }
 pre { background: #f6f8fa; padding: .8em; overflow-x: auto; font-size: 12px; }
 figure { margin: 1em 0; } figcaption { color: #555; font-size: 12px; }
 svg { max-width: 100%; height: auto; } svg text { font: 11px system-ui, sans-serif; fill: #333; }
@@ -368,7 +374,7 @@ def _html(data: list[RunData], comparisons: list[Comparison], overlays: list[Cha
             out.append("<h3>Top kernels</h3>")
             if d.kernels is not None:
                 k = d.kernels
-                out.append(f"<p>{k.kernel_count} kernels from {e(str(k.format))}"
+                out.append(f"<p>{k.kernel_count} {k.rows} from {e(str(k.format))}"
                            + (f"; note: {e(str(k.note))}" if k.note else "") + "</p>")
                 out += _html_table(KERNEL_HEADER, _kernel_table_rows(k), numeric=(0, 2, 3, 4, 5), mono=(1,))
             out += [f'<p class="note">{e(n)}</p>' for n in d.notes]
@@ -396,7 +402,7 @@ def _html_comparison(result: Comparison, letter: str) -> list[str]:
     out = [f"<h3>{letter} vs A: {e(b.id)} ({e(str(b.version))}) vs {e(a.id)} ({e(str(a.version))})</h3>",
            f"<p>A = {e(a.key_config)}; {letter} = {e(b.key_config)}. Ratios are {letter}/A.</p>"]
     out += _html_table(["metric", "A", letter, f"{letter}/A", ""], metric_rows(result, letter),
-                       numeric=(1, 2, 3), marked=4)
+                       numeric=(1, 2, 3), marked=4, colours={"A": COLOURS[0], letter: _colour(letter)})
     scaled = scaling_rows(result, letter)
     if scaled:
         header, rows, line = scaled
@@ -418,7 +424,10 @@ def _html_comparison(result: Comparison, letter: str) -> list[str]:
 
 
 def _html_table(header: list[str] | None, rows: list[list[str]], numeric: tuple[int, ...] = (),
-                mono: tuple[int, ...] = (), marked: int | None = None) -> list[str]:
+                mono: tuple[int, ...] = (), marked: int | None = None,
+                colours: dict[str, str] | None = None) -> list[str]:
+    """`marked`: the column saying which run is better ("▲ C better"), drawn in that run's chart
+    colour from `colours` (by letter): A better and C better never look alike."""
     e = html.escape
     out = ["<table>"]
     if header:
@@ -428,7 +437,9 @@ def _html_table(header: list[str] | None, rows: list[list[str]], numeric: tuple[
         for i, cell in enumerate(row):
             cls = "num" if i in numeric else "kernel" if i in mono else "better" if i == marked and "better" in cell else ""
             tag = "th" if header is None and i == 0 else "td"
-            attr = f' class="{cls}"' if cls else ""
+            winner = cell.split()[-2] if cls == "better" and len(cell.split()) >= 2 else None
+            colour = (colours or {}).get(winner or "")
+            attr = (f' class="{cls}"' if cls else "") + (f' style="color: {colour}"' if colour else "")
             cells.append(f"<{tag}{attr}>{e(str(cell))}</{tag}>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
@@ -466,23 +477,35 @@ def _svg_figure(chart: Chart, width: int = 720, height: int = 240) -> str:
         y = y0 + frac * (y1 - y0)
         parts.append(f'<line x1="{left - 4}" x2="{left + pw}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#e5e5e5"/>'
                      f'<text x="{left - 6}" y="{py(y) + 4:.1f}" text-anchor="end">{e(_tick(y))}</text>')
-        x = x0 + frac * (x1 - x0)
-        parts.append(f'<text x="{px(x):.1f}" y="{top + ph + 16}" text-anchor="middle">{e(_tick(x))}</text>')
+    for x in _step_ticks(x0, x1):  # steps are whole numbers: no tick at step 4.5
+        parts.append(f'<text x="{px(x):.1f}" y="{top + ph + 16}" text-anchor="middle">{x:,}</text>')
     parts.append(f'<text x="{left + pw / 2:.1f}" y="{height - 4}" text-anchor="middle">step</text>')
     parts.append(f'<text x="{left}" y="{top - 10}" font-weight="600">{heading}</text>')
     for i, s in enumerate(chart.series):
         colour = COLOURS[i % len(COLOURS)]
+        # each later run dashed: where two runs draw the same line, the earlier shows through the gaps
+        dash = f' stroke-dasharray="{DASHES[i % len(DASHES)]}"' if i % len(DASHES) else ""
         points = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(s.xs, s.ys))
-        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.8" points="{points}"/>')
+        parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.8"{dash} points="{points}"/>')
         if len(s.xs) <= 60:
             parts += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.2" fill="{colour}"/>' for x, y in zip(s.xs, s.ys)]
         if len(chart.series) > 1:
             ly = top + 14 + 14 * i
             parts.append(f'<line x1="{left + pw - 200}" x2="{left + pw - 184}" y1="{ly - 4}" y2="{ly - 4}" '
-                         f'stroke="{colour}" stroke-width="3"/><text x="{left + pw - 178}" y="{ly}">{e(s.label)}</text>')
+                         f'stroke="{colour}" stroke-width="3"{dash}/><text x="{left + pw - 178}" y="{ly}">{e(s.label)}</text>')
     parts.append("</svg>")
     caption = _chart_caption(chart)
     return "<figure>" + "".join(parts) + (f"<figcaption>{e(caption)}</figcaption>" if caption else "") + "</figure>"
+
+
+def _step_ticks(lo: float, hi: float) -> list[int]:
+    """Whole steps at the axis's start, middle and end (one tick where they round together)."""
+    return sorted({round(v) for v in (lo, (lo + hi) / 2, hi) if lo <= round(v) <= hi}) or [round((lo + hi) / 2)]
+
+
+def _colour(letter: str) -> str:
+    """The chart colour of the run with this letter (A, B, C ...)."""
+    return COLOURS[(ord(letter) - ord("A")) % len(COLOURS)] if len(letter) == 1 else COLOURS[0]
 
 
 def _span(lo: float, hi: float) -> tuple[float, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from typing import Callable, Iterator, TextIO
@@ -15,6 +16,17 @@ READ_CHUNK = 4 << 20
 #: Exit codes of `follow`, `run` and `train` by final status.
 EXIT_CODES = {"finished": 0, "failed": 1, "lost": 3, "cancelled": 130, "dry-run": 4}
 
+#: Lines of a run's log that say nothing to a learner, left out wherever the log is shown (output.log
+#: keeps them): libkineto, the PyTorch profiler's engine, prints a line at each profiler start and
+#: stop ("USDT:2026-11-28 03:33:08 2507:2507 SyncActivityProfilerHandler.cpp:52] profiler_start")
+#: on stderr, and no setting of torch 2.13 silences it.
+NOISE = re.compile(r"USDT:[^\n]*\] profiler_(?:start|stop)\r?")
+
+
+def noise(line: str) -> bool:
+    """Whether a line of a run's log is NOISE."""
+    return NOISE.fullmatch(line) is not None
+
 
 def watch(run: Run, out: TextIO | None = None, poll_s: float = 0.2, from_start: bool = True,
           stop: Callable[[], bool] = lambda: False) -> Iterator[str]:
@@ -24,7 +36,7 @@ def watch(run: Run, out: TextIO | None = None, poll_s: float = 0.2, from_start: 
         status = run.status()
         offset = _copy_new(run, offset, out)
         if status in TERMINAL:
-            _copy_new(run, offset, out)
+            _copy_new(run, offset, out, whole=True)
         yield status
         if status in TERMINAL or stop():
             return
@@ -46,7 +58,9 @@ def _size(run: Run) -> int:
         return 0
 
 
-def _copy_new(run: Run, offset: int, out: TextIO | None) -> int:
+def _copy_new(run: Run, offset: int, out: TextIO | None, whole: bool = False) -> int:
+    """Copy the log's complete new lines (and, `whole`, its unfinished last one) less NOISE;
+    return the offset copied up to."""
     if out is None:
         return offset
     try:
@@ -55,7 +69,10 @@ def _copy_new(run: Run, offset: int, out: TextIO | None) -> int:
             data = fh.read(READ_CHUNK)
     except FileNotFoundError:
         return offset
+    if not whole and len(data) < READ_CHUNK:  # a line still being written waits for its end ("\r" too)
+        data = data[: max(data.rfind(b"\n"), data.rfind(b"\r")) + 1]
     if data:
-        out.write(data.decode("utf-8", errors="replace"))
+        text = data.decode("utf-8", errors="replace")
+        out.write("".join(line for line in text.splitlines(keepends=True) if not noise(line.rstrip("\n"))))
         out.flush()
     return offset + len(data)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,19 @@ from tinylab.runs.slurm import Job
 #: The fusion toggles key_config names, in the order it names them, by their short names.
 _KEY_TOGGLES = {"qkv_fusion": "qkv", "sdpa": "sdpa", "swiglu_fusion": "swiglu", "torch_compile": "compile",
                 "cuda_graph": "graph"}
+
+
+#: The ids the run store makes (tinylab.runs.store.new_run_id); a folder of this shape counts as a run
+#: of an older tinylab (see store.is_run_dir).
+RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
+
+
+def short_id(run_id: str) -> str:
+    """The form the lab and `tinylab runs` show: "20261126-030223-88a3" -> "1126-0302-88a3" (month-day,
+    hour-minute and the random tail). Every command accepts it (RunStore.resolve); other ids stay whole."""
+    if RUN_ID.fullmatch(run_id):
+        return f"{run_id[4:8]}-{run_id[9:13]}-{run_id[16:]}"
+    return run_id
 
 
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -82,6 +95,14 @@ class CancelRecord:
 
 #: How the label of a run an exercise step started begins ("exercise v1-baseline step 1").
 EXERCISE_LABEL = "exercise "
+#: What a learner sees instead of a config value an exercise step hides (RunRecord.masked).
+HIDDEN = "(hidden)"
+
+
+def mask_config(cfg: dict[str, Any], fields: frozenset[str]) -> dict[str, Any]:
+    """`cfg` with the values of `fields` replaced by HIDDEN (a fault still reads as a fault: the
+    placeholder is set, so a run with a hidden fault is never taken for a clean one)."""
+    return {k: (HIDDEN if k in fields and v not in (None, "", []) else v) for k, v in cfg.items()}
 
 
 @dataclass(frozen=True)
@@ -110,6 +131,7 @@ class RunRecord:
     counter_pass: PassEvent | None = None  # the latest counter pass, when a profiler re-ran the program
     ranks: tuple[RankEvent, ...] = ()  # a run of several ranks: each rank's figures, by rank
     job: Job | None = None  # the Slurm job of a run `tinylab submit` started, with Slurm's state when asked
+    hidden: frozenset[str] = frozenset()  # config fields masked for the learner (masked)
 
     @classmethod
     def from_files(cls, run_dir: Path, status: str, log: EventLog, config: dict[str, Any],
@@ -149,6 +171,22 @@ class RunRecord:
             ranks=tuple(sorted((RankEvent.from_event(r) for r in log.of("rank")), key=lambda r: r.rank)),
             job=job,
         )
+
+    def masked(self, fields: frozenset[str]) -> "RunRecord":
+        """This record as a learner may see it while an exercise step hides `fields` of its run
+        (a fault the learner must find): in config.json's values and the start event's alike, so
+        every view made from the record (show, runs, the lab, compare, report) masks them."""
+        if not fields:
+            return self
+        start = replace(self.start, config=mask_config(self.start.config, fields)) if self.start else None
+        out = replace(self, config=mask_config(self.config, fields), start=start, hidden=self.hidden | fields)
+        # the typed views too, from the real config: "(hidden)" is no valid setting, and a config that
+        # fails validation would read as damaged (no version, no key config)
+        for name in ("settings", "ran_settings"):
+            typed = getattr(self, name)
+            out.__dict__[name] = None if typed is None else replace(typed, **{
+                k: HIDDEN for k in fields if getattr(typed, k, None) not in (None, "", [])})
+        return out
 
     # ------------------------------------------------------------------ derived
     @cached_property
@@ -216,6 +254,12 @@ class RunRecord:
         return len(digests) == 1 if len(self.ranks) > 1 and digests else None
 
     @property
+    def busy(self) -> str | None:
+        """Why the machine was too busy for this run's timings to be its code's (Summary.busy), or None."""
+        profiled = bool(self.settings and self.settings.profilers)  # a profiler's own steps widen the spread
+        return self.summary.busy(profiled) if self.summary else None
+
+    @property
     def has_kernel_table(self) -> bool:
         return any(p.kernel_table for p in self.profiles)
 
@@ -224,6 +268,7 @@ class RunRecord:
         s = self.summary
         return {
             "id": self.id,
+            "short_id": short_id(self.id),
             "started": self.started,
             "status": self.status,
             "version": self.version,
@@ -234,6 +279,7 @@ class RunRecord:
             "final_loss": s.final_loss if s else None,
             "device": self.device,
             "problem": self.problem,
+            "busy": self.busy,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -254,6 +300,7 @@ class RunRecord:
             "device_name": self.device_name,
             "pid": self.pid,
             "summary": plain(self.summary),
+            "busy": self.busy,
             "error": plain(self.error),
             "exit": plain(self.exit),
             "cancel": plain(self.cancel),
@@ -266,6 +313,7 @@ class RunRecord:
             "ranks": [asdict(r) for r in self.ranks],
             "ranks_in_sync": self.ranks_in_sync,
             "job": plain(self.job),
+            "hidden": sorted(self.hidden),
         }
 
 

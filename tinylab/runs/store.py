@@ -40,7 +40,6 @@ import dataclasses
 import errno
 import json
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -54,7 +53,7 @@ from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
 from tinylab.events import EVENTS_FILE, EventLog, read_events
-from tinylab.runs.record import RunRecord, printable
+from tinylab.runs.record import RUN_ID, RunRecord, printable, short_id
 from tinylab.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
 
 STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost", "dry-run")
@@ -67,8 +66,6 @@ CANCEL_CODES = (-2, -15, -9, 130, 143, 137)
 LIVE = ("queued", "running")
 ENV_RUNS_DIR = "TINYLAB_RUNS_DIR"
 MARKER = ".tinylab-run"
-#: The ids `new_run_id` makes; a folder of this shape counts as a run of an older tinylab (see is_run_dir).
-RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{4}")
 #: The most a marker may hold (it holds an id and a time).
 MARKER_LIMIT = 4096
 
@@ -352,6 +349,16 @@ def record_alive(record: dict[str, Any] | None) -> bool:
     return started is not None and abs(started - started_then) < 1.0
 
 
+def check_ref(ref: str) -> str:
+    """A run reference without its surrounding blanks; UserError when nothing is left: an unset
+    variable in a script (`tinylab rm "$RUN"`) must never pick a run, nor a folder."""
+    ref = ref.strip()
+    if not ref:
+        raise UserError("the run reference is empty: nothing done (give a run id from `tinylab runs`, "
+                        "a unique prefix of one, or 'last')")
+    return ref
+
+
 class RunStore:
     def __init__(self, root: str | os.PathLike[str] | None = None):
         self.root = Path(root) if root is not None else default_runs_dir()
@@ -442,7 +449,10 @@ class RunStore:
             raise UserError(f"the run store {self.root} is not a folder (set --runs-dir or $TINYLAB_RUNS_DIR)")
 
     def resolve(self, ref: str) -> Run:
-        """A full id, a unique prefix, `last`, or a path to a run folder of this store."""
+        """A full id, the short id the lab shows (short_id), a unique prefix of either, `last`, or a
+        path to a run folder of this store. An empty reference is refused (a script's unset
+        variable must never pick a run), and so is a prefix that fits several runs (they are named)."""
+        ref = check_ref(ref)
         runs = self.list()
         if ref == "last":
             if not runs:
@@ -450,16 +460,19 @@ class RunStore:
             return runs[-1]
         if os.sep in ref or ref in (".", ".."):
             return self._run_at(Path(ref))
-        matches = [r for r in runs if r.id.startswith(ref)]
-        exact = [r for r in matches if r.id == ref]
-        if exact:
+        exact = [r for r in runs if ref in (r.id, short_id(r.id))]
+        if len(exact) == 1:
             return exact[0]
+        matches = exact or [r for r in runs if r.id.startswith(ref) or short_id(r.id).startswith(ref)]
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise UserError(f"no run matches {ref!r} in {self.root} (use an id, a unique prefix, or 'last')")
-        shown = ", ".join(r.id for r in matches[:5])
-        raise UserError(f"run prefix {ref!r} is ambiguous: {len(matches)} runs match ({shown})")
+            raise UserError(f"no run matches {printable(ref)!r} in {self.root} (use an id from `tinylab runs`, "
+                            "a unique prefix, or 'last')")
+        shown = ", ".join(f"{short_id(r.id)} ({r.id})" if short_id(r.id) != r.id else r.id for r in matches[:5])
+        more = f", and {len(matches) - 5} more" if len(matches) > 5 else ""
+        raise UserError(f"run reference {printable(ref)!r} is ambiguous: {len(matches)} runs match: {shown}{more}; "
+                        "nothing done")
 
     def holds(self, path: Path) -> bool:
         """`path` is an entry directly inside this store (the very entry, not a link to it): its

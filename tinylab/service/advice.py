@@ -78,7 +78,10 @@ def run_facts_of(lab: "Lab", run: Run, kernels: str | bool = False) -> Facts:
                                            if k in ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile",
                                                     "recompute_ffn")})
         anatomy = launched_reports(lab.kernel_study(ran, [target]).anatomy, ran, target)
-    return run_facts(run, log, ceilings=ceilings, anatomy=anatomy, anatomy_target=target)
+    facts = run_facts(run, log, ceilings=ceilings, anatomy=anatomy, anatomy_target=target)
+    # what an exercise step hides (its fault) stays hidden from the rules, so no action names it
+    shown = lab.masked(record)
+    return dataclasses.replace(facts, config=shown.ran_config) if shown.hidden else facts
 
 
 def try_item(lab: "Lab", ref: str, rule: str) -> tuple[Run, Advice]:

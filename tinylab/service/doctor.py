@@ -22,11 +22,10 @@ import psutil
 
 from tinylab import childproc
 from tinylab.training.packages import describe, foreign_packages
-from tinylab.profilers.base import dist_version
+from tinylab.profilers.base import dist_version, usable_cpus
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import hip_mismatch, kfd_gpus, node_release
 from tinylab.profilers.rocm_doctor import amd_tool_lines, amd_tools
-from tinylab.service.machine import usable_cpus
 
 #: package name in the report -> distribution names to look up (first found wins).
 PACKAGES = {

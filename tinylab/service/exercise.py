@@ -15,8 +15,8 @@ from typing import Any, Callable, Iterator, TextIO, Union
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
 # What the faces read of a scenario and its results, named here so that they import no tinylab.exercises
-from tinylab.exercises import (CheckResult, Scenario, Step, format_value, get_step, progress_path, step_passed,
-                               steps_done, verdict)
+from tinylab.exercises import (CheckResult, Scenario, Step, format_value, get_step, hidden_fields, progress_path,
+                               step_passed, steps_done, verdict)
 from tinylab.events import ErrorEvent
 from tinylab.profilers.registry import get_adapter
 from tinylab.runs.follow import watch
@@ -25,8 +25,8 @@ from tinylab.service.launch import check_run
 from tinylab.service.machine import Machine
 
 __all__ = ["CheckResult", "Checked", "RunEnded", "RunStarted", "Scenario", "Step", "StepDone", "StepPlan",
-           "StepProgress", "format_value", "get_step", "plan_step", "progress_path", "run_step", "step_passed",
-           "steps_done", "verdict", "without_tool"]
+           "StepProgress", "format_value", "get_step", "hidden_fields", "plan_step", "progress_path", "run_step",
+           "step_passed", "steps_done", "verdict", "without_tool"]
 
 #: How often a running step's checks are evaluated again (they read its files).
 RECHECK_S = 1.5

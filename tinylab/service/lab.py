@@ -26,7 +26,7 @@ from tinylab.analysis.profile_files import MEMORY_TIMELINE
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
-from tinylab.runs.store import Run, RunStore, is_run_dir, write_record
+from tinylab.runs.store import Run, RunStore, check_ref, is_run_dir, write_record
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
@@ -113,17 +113,43 @@ class Lab:
         return self.store.resolve(ref)
 
     def record(self, ref: str) -> RunRecord:
-        return self.run(ref).record()
+        """The run's record as the learner may see it (masked)."""
+        return self.masked(self.run(ref).record())
 
     def records(self) -> list[RunRecord]:
-        """Every run's record, oldest first; a run whose folder vanished mid-scan is skipped."""
+        """Every run's record as the learner may see it (masked), oldest first; a run whose folder
+        vanished mid-scan is skipped."""
         out = []
+        progress: dict[str, Any] | None = None
         for run in self.store.list():
             try:
-                out.append(run.record())
+                record = run.record()
             except OSError:
                 continue
+            if record.from_exercise and progress is None:
+                progress = self._progress_or_none()
+            out.append(self.masked(record, progress))
         return out
+
+    def masked(self, record: RunRecord, progress: dict[str, Any] | None = None) -> RunRecord:
+        """`record` with what its exercise step hides (a fault the learner must find) masked, until
+        the step has passed or its answers were revealed; every face shows runs through this. A
+        scenario or progress file that cannot be read masks nothing: listing runs must not fail."""
+        found = ex.step_of_label(record.label)
+        if found is None:
+            return record
+        progress = self._progress_or_none() if progress is None else progress
+        try:
+            scenario = self.scenario(found[0])
+        except UserError:
+            return record
+        return record.masked(ex.hidden_fields(progress or {}, scenario, found[1]))
+
+    def _progress_or_none(self) -> dict[str, Any] | None:
+        try:
+            return self.progress()
+        except UserError:
+            return None
 
     def check(self, cfg: RunConfig, *, final: bool = True) -> RunConfig:
         """Every pre-launch check (config, device, memory, profilers); ConfigError/UserError names the
@@ -216,7 +242,7 @@ class Lab:
         a folder of rank<k> folders gives one table a rank."""
         from tinylab.analysis.hotspots import load_kernel_tables, load_run_kernel_tables
 
-        path = Path(ref)
+        path = Path(check_ref(ref))  # Path("") would be the current folder
         kind = _kind(path)
         if kind == "dir" and is_run_dir(path, legacy=self.store.holds(path)):
             run_dir = path
@@ -423,6 +449,11 @@ class Lab:
 
     def progress(self) -> dict[str, Any]:
         return ex.load_progress()
+
+    def reveal_answers(self, scenario_id: str, number: int) -> None:
+        """The learner asked for a step's answers: what the step hides shows from now on (masked)."""
+        ex.get_step(self.scenario(scenario_id), number)
+        ex.record_answers_revealed(scenario_id, number)
 
     def plan_step(self, scenario_id: str, number: int, device: str = "auto",
                   overrides: dict | None = None) -> exercise.StepPlan:

@@ -8,25 +8,16 @@ into the one the trainer will get, or a one-line error.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import psutil
 
 from tinylab.config import ConfigError
-from tinylab.profilers.base import gpu_vendors
+from tinylab.profilers.base import gpu_vendors, usable_cpus
 
 if TYPE_CHECKING:
     from tinylab.service.doctor import DoctorReport
-
-
-def usable_cpus() -> int | None:
-    """CPU cores this process may run on (its affinity: a Slurm job's or a container's share)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count()
 
 
 @dataclass(frozen=True)
@@ -63,11 +54,17 @@ class Machine:
         """The device string a step's run is stored with: "auto" made concrete ("cuda" or "cpu")."""
         return self.device_type(requested) if requested == "auto" else requested
 
+    @staticmethod
+    def gpu_devices() -> bool:
+        """Whether a GPU's device node is visible here (cheap: neither torch nor a driver library is
+        loaded). Without one the machine is surely CPU-only; with one, torch decides (probe)."""
+        return bool(gpu_vendors())
+
     @classmethod
     def probe(cls) -> "Machine":
         """This machine, as the trainer's torch will see it."""
         host, cpus = psutil.virtual_memory().total, usable_cpus()
-        if not gpu_vendors():
+        if not cls.gpu_devices():
             return cls(host_memory_bytes=host, cpus=cpus)  # no GPU device node: no torch import needed to know
         import torch
 

@@ -34,7 +34,7 @@ from tinylab.training.markers import step_range
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.training.parallel import RankInfo, percentile
 from tinylab.profilers.registry import wrapper_adapter
-from tinylab.runs.store import process_start_time, write_json
+from tinylab.runs.store import Run, process_start_time, write_json
 from tinylab.safeio import FULL_DISK
 
 
@@ -117,6 +117,7 @@ class Trainer:
         self.events = EventWriter(run_dir / EVENTS_FILE)
         self.hooks: list[Any] = []
         self._stop_telemetry = None
+        self._load = None  # the machine's load by other processes (LoadSampler), sampled by the first rank
         self.counter_pass = None  # set when a profiler runs the program once per counter group
         self.markers = False  # roctx/NVTX ranges around steps and phases (GPU runs only)
         self.engine = None  # DeepSpeed's engine under --parallel zero1/zero2
@@ -206,6 +207,11 @@ class Trainer:
                 emit = self.events.emit if self.ranks is None else \
                     functools.partial(self.events.emit, rank=self.ranks.rank)  # every GPU of the run, by rank
                 self._stop_telemetry = start_sampler(emit, _gpu_index(torch, self.device), _pci_bus_id(torch, self.device))
+        if cfg.telemetry and self.main and not later_pass:
+            from tinylab.profilers.telemetry import LoadSampler
+
+            gpu = (_gpu_index(torch, self.device), _pci_bus_id(torch, self.device)) if self.device.type == "cuda" else None
+            self._load = LoadSampler(self.events.emit, _run_root(self.run_dir), gpu)
 
     def _join(self) -> None:
         """Record this rank's process (cancel and liveness reach it through the record), then join the group."""
@@ -455,6 +461,8 @@ class Trainer:
         self.records: list[dict] = []
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
+        if self._load is not None:
+            self._load.start()
         step = 0
         use_graph = cfg.cuda_graph
         if use_graph:
@@ -483,6 +491,7 @@ class Trainer:
             step_ms, fields, peaks = self._meet_ranks(params, profiles)
             if not self.main:
                 return {}
+        fields.update(self._load_fields())
         med = statistics.median(step_ms)
         samples = cfg.batch_size * cfg.world_size
         summary = Summary(
@@ -504,8 +513,23 @@ class Trainer:
             **fields,
         )
         record = self.events.emit("summary", **dataclasses.asdict(summary))
-        print("\n".join(summary.lines()), file=self.out, flush=True)
+        print("\n".join(summary.lines(profiled=bool(cfg.profilers))), file=self.out, flush=True)
         return record
+
+    def _load_fields(self) -> dict[str, Any]:
+        """The summary's account of other processes' load (Summary.busy reads it): their mean CPU
+        use, the CPUs this run's threads left free, the share of samples another process used the GPU."""
+        if self._load is None:
+            return {}
+        samples = self._load.stop()
+        if not samples:
+            return {}
+        ranks_here = self.cfg.nproc_per_node if self.ranks is not None else 1
+        threads = (self.torch.get_num_threads() if self.device.type == "cpu" else 1) * ranks_here
+        gpu = [s["gpu_others"] for s in samples if s["gpu_others"] is not None]
+        return {"others_cpu_cores": statistics.mean(s["others_cores"] for s in samples),
+                "spare_cpu_cores": float(max(0, self._load.cpus - threads)),
+                "others_gpu_share": sum(n > 0 for n in gpu) / len(gpu) if gpu else None}
 
     def _meet_ranks(self, params, profiles: list[dict]) -> tuple[list[float], dict[str, Any], list[float]]:
         """Every rank sends rank 0 its medians, spread, peak and a digest of its weights; rank 0 writes
@@ -535,6 +559,8 @@ class Trainer:
     def close(self) -> None:
         if self._stop_telemetry is not None:
             self._stop_telemetry()
+        if self._load is not None:
+            self._load.stop()
         self.events.close()
         if self.ranks is not None:
             # the engine's objects (DDP's reducer, DeepSpeed's engine) go before their process group
@@ -550,6 +576,20 @@ def _markers_work(torch) -> bool:
     except (RuntimeError, AttributeError):
         return False
     return True
+
+
+def _run_root(run_dir: Path) -> int:
+    """The process whose tree is the run: its supervisor (process.json) when that is this process's
+    ancestor, else this process (a run trained in-process, by the tests or the bench)."""
+    import psutil
+
+    pid = (Run(run_dir).process or {}).get("pid")
+    try:
+        if isinstance(pid, int) and pid in {p.pid for p in psutil.Process().parents()}:
+            return pid
+    except psutil.Error:
+        pass
+    return os.getpid()
 
 
 def _gpu_index(torch, device) -> int:

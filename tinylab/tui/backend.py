@@ -10,6 +10,7 @@ a fake doctor report and their own exercises folder here instead of patching mod
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import subprocess
 import sys
@@ -85,6 +86,12 @@ class Backend(Lab):
     def knows_machine(self) -> bool:
         """Whether the doctor report (what the machine offers) has arrived."""
         return self.doctor_result is not None
+
+    @functools.cached_property
+    def knows_device(self) -> bool:
+        """Whether the device a run gets is known before the doctor answers: on a machine with no
+        GPU device node it is the CPU (the doctor takes seconds; the form needs its sizes now)."""
+        return self.knows_machine or not Machine.gpu_devices()
 
     def check(self, cfg: RunConfig, *, final: bool = True) -> RunConfig:
         """Lab.check, answered from the doctor report (fast enough for a form that checks on every

@@ -8,13 +8,14 @@ run that floods its log must cost the UI a bounded amount per poll however far b
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Callable
 
 from tinylab.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
-from tinylab.runs.record import RunRecord
+from tinylab.runs.record import RunRecord, mask_config
 from tinylab.safeio import UnsafeFile, open_regular
-from tinylab.service.runs import TERMINAL, Run
+from tinylab.service.runs import TERMINAL, Run, noise
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -81,7 +82,8 @@ class LogTail:
             pieces.append(rest)
             rest = b""
         self._partial = rest
-        return [clean_line(p.decode("utf-8", errors="replace"), self.line_limit) for p in pieces]
+        lines = (p.decode("utf-8", errors="replace") for p in pieces)
+        return [clean_line(line, self.line_limit) for line in lines if not noise(line)]
 
     def flush(self) -> list[str]:
         """The unterminated last line, once the writer is gone."""
@@ -117,16 +119,25 @@ class FeedUpdate:
 
 
 class RunFeed:
-    """What changed in one run since the last poll; the first and the final update carry its record."""
+    """What changed in one run since the last poll; the first and the final update carry its record.
 
-    def __init__(self, run: Run):
+    `mask` is how the learner may see the run's record (tinylab.service.lab.Lab.masked): what it
+    hides of the config is hidden in the start event's config too."""
+
+    def __init__(self, run: Run, mask: Callable[[RunRecord], RunRecord] = lambda record: record):
         self.run = run
+        self.mask = mask
+        self.hidden: frozenset[str] = frozenset()
         self.events = EventTail(run.dir / EVENTS_FILE)
         self.log = LogTail(run.output_log)
         self.first = True
 
     def poll(self) -> FeedUpdate:
         alive = self.run.is_alive()  # checked first: once it is gone, every write is on disk
+        record = None
+        if self.first or not alive:  # before the events: what it masks applies to their start event
+            record = self.mask(self.run.record())
+            self.hidden = record.hidden
         update = FeedUpdate(lines=self.log.poll())
         for event in self.events.poll():
             kind = event.get("event")
@@ -135,15 +146,15 @@ class RunFeed:
             elif kind == "telemetry" and event.get("rank") in (None, 0):  # the chart follows rank 0's GPU
                 update.telemetry.append(TelemetryEvent.from_event(event))
             elif kind == "start":
-                update.start = StartEvent.from_event(event)
+                start = StartEvent.from_event(event)
+                update.start = replace(start, config=mask_config(start.config, self.hidden))
             elif kind == "profile":
                 update.profiled = True
             elif kind == "pass":
                 update.passes.append(PassEvent.from_event(event))
         if not alive:
             update.lines += self.log.flush()
-        if self.first or not alive:
-            record = self.run.record()
+        if record is not None:
             update.record = record
             update.status = record.status if not alive else "running"
             self.first = False

@@ -1,4 +1,4 @@
-"""Small text formats the screens share (durations, ages, numbers, run ids), and `plain`: text
+"""Small text formats the screens share (durations, ages, numbers), and `plain`: text
 from a run's files (labels, ids, errors, kernel names) as the lab shows it.
 
 Textual parses a str given to a Static, a DataTable cell or a notification as markup: a label
@@ -51,11 +51,3 @@ def number(value: Any, spec: str = ",.1f") -> str:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "-"
     return format(value, spec)
-
-
-def short_id(run_id: str) -> str:
-    """"20261126-030223-88a3" -> "1126-0302-88a3": month-day, hour-minute and the random tail."""
-    parts = run_id.split("-")
-    if len(parts) == 3 and len(parts[0]) == 8 and len(parts[1]) == 6:
-        return f"{parts[0][4:]}-{parts[1][:4]}-{parts[2]}"
-    return run_id

@@ -45,7 +45,7 @@ async def test_step_through_an_exercise_with_live_checks(store: Path, progress_f
         await pilot.press("p")
         assert "step 1/2: Baseline" in text_of(pilot, "#step-head")
         await pilot.press("i")
-        assert "Press enter to launch." in text_of(pilot, "#hints")
+        assert "Press enter to launch." in text_of(pilot, "#hint-new")
         await pilot.press("a")
         assert "The backward pass" in text_of(pilot, "#questions")
         await pilot.press("enter")
@@ -133,3 +133,34 @@ async def test_a_step_that_only_compiles_says_so_and_starts_no_run(store: Path, 
         await pilot.pause(0.1)
         assert f"no run: {COMPILED}" in text_of(pilot, "#step-run") and screen.step_runs[screen.step.number] == {}
         assert compiles and notes == []
+
+
+async def test_hints_and_answers_come_into_view_at_80x24(store: Path, progress_file: Path):
+    """In a step at 80x24, `i` and `a` changed nothing visible (only the scrollbar moved) and
+    End/PageDown did nothing until tab; the answers also unmask what the step hides."""
+    from tinylab.exercises import default_root
+
+    app = make_app(store, exercises_root=default_root())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_step(pilot, app, "performance-debugging")
+        box = screen.query_one("#checks-box")
+        # the header cut the title at 80 columns ("five injected faults in the …"): the step's head has it
+        assert screen.sub_title == "Exercise performance-debugging" and screen.scenario.title in text_of(pilot, "#step-head")
+
+        def in_view(selector: str) -> bool:
+            top = screen.query_one(selector).virtual_region.y
+            return box.scroll_offset.y <= top < box.scroll_offset.y + box.scrollable_content_region.height
+
+        for shown in range(1, 5):
+            await pilot.press("i")
+            await wait_for(pilot, lambda: in_view("#hint-new"), what=f"hint {shown} in view")
+            assert screen.step.hints[shown - 1][:30] in text_of(pilot, "#hint-new")
+        assert "missing-init" in text_of(pilot, "#hint-new")  # the last hint names the fault
+        await pilot.press("a")
+        await wait_for(pilot, lambda: in_view("#questions") and "→ " in text_of(pilot, "#questions"),
+                       what="the answers in view")
+        before = box.scroll_offset.y
+        await pilot.press("end")
+        await wait_for(pilot, lambda: box.scroll_offset.y > before, what="End to scroll the panel")
+        await wait_for(pilot, lambda: (json.loads(progress_file.read_text())["scenarios"]["performance-debugging"]
+                                       ["steps"]["1"].get("answers_at")), what="the reveal recorded")

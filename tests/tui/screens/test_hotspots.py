@@ -158,5 +158,26 @@ async def test_hotspots_says_what_it_is_reading(store: Path):
     ("profiles/nsys/report.nsys-rep", "nsys-ui", "perfetto"),
 ])
 def test_each_artifact_gets_a_way_to_open_it_that_works(path, says, never):
-    hint = open_hint(path)
+    what, commands = open_hint(path)
+    hint = " ".join([what, *commands])
     assert says in hint and never not in hint
+
+
+@pytest.mark.asyncio
+async def test_artifact_commands_show_whole_at_80_columns(store: Path):
+    """At 80 columns an artifact's command was broken at its spaces (`tinylab hotspots` on one line,
+    its path on the next): each command has a line of its own and folds at the edge, whole; RUN
+    is the run's own id."""
+    run_id = "20261126-023000-d4d4"
+    make_run(store, run_id, gpu=False)  # a CPU run: its memory timeline says `tinylab timeline RUN`
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_hotspots(run_id)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen" and pilot.app.screen.query("#artifacts")
+                       and "kernels.csv" in text_of(pilot, "#artifacts"), what="the artifacts")
+        lines = text_of(pilot, "#artifacts").splitlines()
+        commands = [line.strip() for line in lines if line.lstrip().startswith("$ ")]
+        csv = str(store / run_id / "profiles/pytorch/kernels.csv")
+        assert f"$ tinylab hotspots {csv}" in commands and "$ tinylab timeline 1126-0230-d4d4" in commands
+        assert all(len(line) <= 76 for line in lines if not line.lstrip().startswith(("$ ", "runs/"))), lines
+        widget = pilot.app.screen.query_one("#artifacts")
+        assert (widget.styles.text_wrap, widget.styles.text_overflow) == ("nowrap", "fold")

@@ -143,9 +143,12 @@ async def test_hotspots_k_opens_the_kernel_under_the_cursor_at_the_runs_model(st
         assert "20261126-024000-e5e5's model: hidden 128" in text_of(pilot, "#kern-head")
         await pilot.press("escape")
         await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="back to Hotspots")
-        await pilot.press("down", "k")  # inductor's kernel is none of v3's and v4's
+        studies = len(fake_kernels.studies)
+        await pilot.press("down", "k")  # inductor's kernel is none of v3's and v4's: said at once, nothing compiled
         await wait_for(pilot, lambda: any("is not one of v3's and v4's Triton kernels" in str(n.message)
                                           for n in pilot.app._notifications), what="the notice")
+        await pilot.pause(0.2)
+        assert screen_name(pilot) == "HotspotsScreen" and len(fake_kernels.studies) == studies
 
 
 async def test_every_action_has_a_key_and_a_palette_entry(store: Path, fake_kernels):

@@ -222,15 +222,20 @@ async def test_a_versions_figure_comes_only_from_clean_runs_at_the_forms_sizes(s
         assert "v1" not in screen.last_runs
 
 
-async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_path: Path, monkeypatch):
-    """The form shows the workshop's GPU sizes until the doctor answers; on a CPU those train for a
-    quarter of an hour, so an early enter waits for the machine and launches the cpu preset."""
+@pytest.mark.parametrize("devices", ["nvidia", ""])
+async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_path: Path, monkeypatch, devices):
+    """With a GPU's device node the form shows the workshop's GPU sizes until the doctor answers
+    (torch decides whether it can use the GPU); on a CPU those train for a quarter of an hour, so
+    an early enter waits for the machine and launches the cpu preset. With no device node the
+    machine is surely a CPU: the cpu preset from the first frame (the first seconds of a fresh lab
+    showed the workshop's sizes "(machine not checked yet)"), and enter launches at once."""
     import threading
 
     from tinylab.tui.backend import Backend
 
     from ..fakes import fake_doctor
 
+    monkeypatch.setenv("TINYLAB_GPU_VENDORS", devices)
     answered = threading.Event()
 
     def slow_doctor(self, stop=lambda: False):
@@ -245,12 +250,18 @@ async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_pa
         screen = pilot.app.screen
         launched = []
         screen.launch = launched.append
+        await pilot.pause()
+        if not devices:
+            assert screen.query_one("#num-hidden_dim").value == "128" and "(profilers not checked yet)" in text_of(
+                pilot, "#check")
         await pilot.press("enter")
         await pilot.pause()
-        assert not launched and "checking the machine first" in text_of(pilot, "#hint")
-        answered.set()
+        if devices:
+            assert not launched and "checking the machine first" in text_of(pilot, "#hint")
+            answered.set()
         await wait_for(pilot, lambda: launched, what="the launch once the machine is known")
         assert launched[0].hidden_dim == 128 and launched[0].batch_size == 4
+        answered.set()
 
 
 async def test_p_and_f_reach_the_profilers_and_fusions(tmp_path: Path):
@@ -267,3 +278,33 @@ async def test_p_and_f_reach_the_profilers_and_fusions(tmp_path: Path):
         await pilot.pause()
         await pilot.press("f")
         assert pilot.app.focused.id == "toggle-qkv_fusion"
+
+
+async def test_a_run_on_a_busy_machine_is_not_a_versions_figure(store: Path):
+    """The tour's v1 ran on a busy machine (p10 323 ms, p90 1,701 ms) and the Lab kept its
+    2.5 samples/s as v1's figure: a busy run is kept out, and the Lab says why."""
+    import json
+
+    quiet, busy, busy_v2 = "20261126-025000-f6f6", "20261126-026000-a7a7", "20261126-027000-b8b8"
+    make_run(store, quiet, version="v1", step_ms=10.0, profile=False)
+    for run_id, version in ((busy, "v1"), (busy_v2, "v2")):
+        run_dir = make_run(store, run_id, version=version, step_ms=400.0, profile=False)
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        for event in events:
+            if event["event"] == "summary":
+                event.update(others_cpu_cores=1.8, spare_cpu_cores=0.0)
+        (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: pilot.app.screen.records, what="the history")
+        screen = pilot.app.screen
+        fill_form(pilot, TINY_FORM)
+        await pilot.pause()
+        assert screen.last_runs["v1"].id == quiet and screen.busy_runs["v1"].id == busy
+        screen.query_one("#versions").highlighted = 0  # the form started from the newest run, v2's
+        await pilot.pause()
+        assert text_of(pilot, "#version-about").splitlines()[1].startswith("figure from 1126-0250-f6f6")
+        assert "v2" not in screen.last_runs and screen.busy_runs["v2"].id == busy_v2
+        assert "busy machine: no figure" in str(screen._version_row("v2").columns[2]._cells[0])
+        screen.query_one("#versions").highlighted = 1
+        await pilot.pause()
+        assert text_of(pilot, "#version-about").splitlines()[1] == "1126-0270-b8b8 ran on a busy machine: not the figure"

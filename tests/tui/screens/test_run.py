@@ -119,3 +119,39 @@ async def test_took_covers_every_counter_pass(store: Path):
         pilot.app.open_run(run_id)
         await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
         assert f"took 0:{exit_ - launched:02.0f}" in text_of(pilot, "#progress-text")
+
+
+async def test_the_fault_a_step_hides_is_masked_in_the_run_header_and_the_runs_screen(store: Path):
+    """performance-debugging step 1 hides its fault; the Run header and the Runs screen showed it."""
+    run_id = "20261126-023000-d4d4"
+    make_run(store, run_id, version="v3", profile=False, fault="detached-backward",
+             label="exercise broken-backward step 1")
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        head = text_of(pilot, "#run-head")
+        assert "fault=(hidden)" in head and "detached" not in head
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunsScreen" and pilot.app.screen.current, what="runs")
+        table = pilot.app.screen.query_one("#runs")
+        cells = " ".join(str(cell) for row in range(table.row_count) for cell in table.get_row_at(row))
+        assert "fault=(hidden)" in cells and "detached" not in cells + text_of(pilot, "#run-detail")
+
+
+async def test_ms_per_step_is_the_summarys_statistic():
+    """The Run screen said 70.5 ms/step (the last ten steps, warm-up included) beside a summary
+    median of 840.9: it shows the median after warm-up, the summary's own once there is one."""
+    from tinylab.events import StepEvent, Summary
+    from tinylab.runs.record import RunRecord
+    from tinylab.tui.screens.run import RunScreen
+
+    screen = RunScreen("r")
+    assert screen._ms_per_step() == (None, "")
+    screen.steps = [StepEvent(0, 7.0, step_ms=5000.0, warmup=True), StepEvent(1, 6.9, step_ms=3000.0, warmup=True)]
+    assert screen._ms_per_step() == (4000.0, " (warm-up)")
+    screen.steps += [StepEvent(k, 6.0, step_ms=ms) for k, ms in enumerate((900.0, 300.0, 840.0, 70.0, 1700.0), 2)]
+    assert screen._ms_per_step() == (840.0, "")  # not 900: the warm-up is left out
+    screen.record = RunRecord("r", Path("r"), "finished", None, {}, None, None, Summary(step_ms_median=840.9), None,
+                              None, None, 7, None)
+    assert screen._ms_per_step() == (840.9, "")

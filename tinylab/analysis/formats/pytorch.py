@@ -20,6 +20,9 @@ from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.formats.trace_events import TraceEvents
 from tinylab.analysis.kernel_table import build_table, table_from_codes
 
+#: The note of a table of CPU operators (a CPU run has no device kernels): its rows are operators.
+CPU_NOTE = "CPU run: no device kernels; table shows operators by self CPU time"
+
 
 
 #: Kineto's categories of device kernels (older traces: "Kernel") and of CPU operators.
@@ -40,7 +43,7 @@ def parse_trace(events: TraceEvents) -> Parsed:
     return Parsed(
         table_from_codes(*_self_times(events, ops)),
         "pytorch-trace",
-        "CPU run: no device kernels; table shows operators by self CPU time",
+        CPU_NOTE,
     )
 
 
@@ -110,5 +113,5 @@ def parse_operators(path: Path, head: Head) -> Parsed:
     return Parsed(
         build_table(pd.DataFrame(records)),
         "pytorch-operators",
-        join(note, "CPU run: no device kernels; table shows operators by self CPU time"),
+        join(note, CPU_NOTE),
     )

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain
+from tinylab.tui.widgets.runtable import WIDE
 from tinylab.tui.screens.base import HOME, BaseScreen
 
 
@@ -20,6 +21,10 @@ def _pairs(data: Any) -> str:
     if isinstance(data, dict):
         return ", ".join(f"{k} {v}" for k, v in data.items() if v not in (None, "", [], {}))
     return str(data)
+
+
+#: The profiler table's columns: key -> header.
+COLUMNS = {"name": "profiler", "kind": "kind", "status": "status", "version": "version", "reason": "why not"}
 
 
 class DoctorScreen(BaseScreen):
@@ -35,12 +40,6 @@ class DoctorScreen(BaseScreen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#profilers", DataTable)
-        table.add_column("profiler", key="name")
-        table.add_column("kind", key="kind")
-        table.add_column("status", key="status")
-        table.add_column("version", key="version")
-        table.add_column("why not", key="reason")
         self.watch(self.app, "doctor_report", self._show)
         self.watch(self.app, "doctor_error", self._show_error)
 
@@ -68,17 +67,23 @@ class DoctorScreen(BaseScreen):
             env.append(warning)
         self.query_one("#env", Static).update(env)
         table = self.query_one("#profilers", DataTable)
-        table.clear()
-        for name, entry in report.profilers.items():
-            ok = entry.available
-            table.add_row(  # versions and reasons quote the tools' own output: never markup
-                plain(name, "bold"),
-                plain(entry.kind or ""),
-                Text("✓ available" if ok else "✗ missing", style="bold" if ok else "reverse"),
-                plain(" ".join(str(v) for v in (entry.version, entry.release) if v)),
-                plain(entry.reason or ""),
-                key=name,
-            )
+        table.clear(columns=True)
+        rows = {name: {  # versions and reasons quote the tools' own output: never markup
+            "name": plain(name, "bold"),
+            "kind": plain(entry.kind or ""),
+            "status": Text("✓ available" if entry.available else "✗ missing", style="bold"),
+            "version": plain(" ".join(str(v) for v in (entry.version, entry.release) if v)),
+            "reason": plain(entry.reason or ""),
+        } for name, entry in report.profilers.items()}
+        # An 80-column table cut the reasons ("deepspeed is not installe"): narrow, the kind goes (the
+        # fix below names it) and the reason takes the rest of the row, wrapped.
+        keys = [k for k in COLUMNS if not (self.app.size.width < WIDE and k == "kind")]
+        widths = {k: max([len(COLUMNS[k]), *(r[k].cell_len for r in rows.values())]) for k in keys if k != "reason"}
+        widths["reason"] = max(12, self.size.width - sum(w + 2 for w in widths.values()) - 4)
+        for key in keys:
+            table.add_column(COLUMNS[key], key=key, width=widths[key])
+        for name, row in rows.items():
+            table.add_row(*(row[k] for k in keys), key=name, height=None)
         self._show_fix()
 
     @on(DataTable.RowHighlighted, "#profilers")
@@ -94,7 +99,8 @@ class DoctorScreen(BaseScreen):
             text.append(f"{name} is available", style="bold")
             text.append(f" ({entry.kind}): tick it in the Lab's profile row.")
         else:
-            text.append(f"{name}: {(entry.reason if entry else None) or 'not available'}\n", style="bold")
+            kind = (entry.kind if entry else None) or "?"
+            text.append(f"{name} ({kind}): {(entry.reason if entry else None) or 'not available'}\n", style="bold")
             text.append(f"fix: {(entry.fix if entry else None) or '-'}")
         missing = [(n, e) for n, e in report.profilers.items() if not e.available and n != name]
         if missing:

@@ -21,9 +21,9 @@ from textual.widgets import Button, Footer, Header, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from tinylab.runs.record import short_id
 from tinylab.service import exercise
 from tinylab.service.runs import TERMINAL
-from tinylab.tui.fmt import short_id
 from tinylab.tui.screens.base import HOME, BaseScreen, background
 from tinylab.tui.widgets.panes import Pane, Panes
 
@@ -160,13 +160,19 @@ class StepScreen(BaseScreen):
     TITLE = "Exercise"
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("enter", "launch", "Launch step", tooltip="run the step's preset (its baseline first, if any)"),
+        # the button says "enter"; in the footer it would push `?` off an 80-column line
+        Binding("enter", "launch", "Launch step", show=False, tooltip="run the step's preset (its baseline first, if any)"),
         Binding("o", "open_run", "Run", tooltip="open the live view of this step's run"),
         Binding("n", "step(1)", "Next", tooltip="the next step"),
         Binding("p", "step(-1)", "Prev", tooltip="the previous step"),
         Binding("i", "hint", "Hint", tooltip="reveal the next hint"),
         Binding("a", "answers", "Answers", tooltip="reveal the answers to the step's questions"),
         Binding("t", "next_pane", "Panel", tooltip="the next panel (narrow terminals show one at a time)"),
+        # the panel in view scrolls from any focus (the focused button would otherwise take them)
+        Binding("pagedown", "scroll('page_down')", "Page down", show=False),
+        Binding("pageup", "scroll('page_up')", "Page up", show=False),
+        Binding("end", "scroll('scroll_end')", "End", show=False),
+        Binding("home", "scroll('scroll_home')", "Home", show=False),
     ]
 
     def __init__(self, scenario_id: str) -> None:
@@ -190,8 +196,9 @@ class StepScreen(BaseScreen):
             yield Button("▶ Run this step (enter)", id="launch-step", compact=True, variant="primary")
             yield Static(id="step-run")
         with Panes(id="step-panes"):
-            yield Pane(VerticalScroll(Markdown(id="step-text")), title="Step", id="text-pane")
-            yield Pane(VerticalScroll(Static(id="checks"), Static(id="hints"), Static(id="questions")),
+            yield Pane(VerticalScroll(Markdown(id="step-text"), id="text-box"), title="Step", id="text-pane")
+            yield Pane(VerticalScroll(Static(id="checks"), Static(id="hints"), Static(id="hint-new"),
+                                      Static(id="questions"), id="checks-box"),
                        title="Checks", id="checks-pane")
         yield Footer(compact=True)
 
@@ -209,7 +216,7 @@ class StepScreen(BaseScreen):
     @on(StepLoaded)
     def _loaded(self, message: StepLoaded) -> None:
         self.scenario, self.index = message.scenario, message.index
-        self.sub_title = message.scenario.title
+        self.sub_title = f"Exercise {message.scenario.id}"  # the title, in full, heads the step (80 columns cut it here)
         self._show_step()
 
     @property
@@ -303,11 +310,15 @@ class StepScreen(BaseScreen):
                 hints.append(f" recorded output: {step.recorded.about}\n   tinylab hotspots {step.recorded.path}\n")
             if step.nvidia:
                 hints.append(f" on an NVIDIA GPU: {step.nvidia}\n")
+        newest = Text()
         if step.hints:
             hints.append(f"\nHints ({self.hints_shown}/{len(step.hints)}, i reveals one)\n", style="bold")
-            for hint in step.hints[: self.hints_shown]:
-                hints.append(f" • {hint}\n")
+            for i, hint in enumerate(step.hints[: self.hints_shown], 1):
+                (newest if i == self.hints_shown else hints).append(f" • {hint}\n")
+        if newest:  # the two widgets read as one text: no blank line between them
+            hints.rstrip()
         self.query_one("#hints", Static).update(hints)
+        self.query_one("#hint-new", Static).update(newest)  # its own widget: what a reveal scrolls to
         questions = Text()
         if step.questions:
             questions.append("\nQuestions (a reveals the answers)\n", style="bold")
@@ -396,15 +407,37 @@ class StepScreen(BaseScreen):
         if self.step and self.hints_shown < len(self.step.hints):
             self.hints_shown += 1
             self._show_extras()
-            self.query_one("#step-panes", Panes).show("checks-pane")
+            self._bring_into_view("#hint-new")
             self.refresh_bindings()
 
     def action_answers(self) -> None:
         if self.step and self.step.questions:
             self.answers_shown = True
             self._show_extras()
-            self.query_one("#step-panes", Panes).show("checks-pane")
+            self._bring_into_view("#questions")
+            self.reveal(self.step.number)
             self.refresh_bindings()
+
+    @background("reveal")
+    def reveal(self, number: int) -> None:
+        """Recorded in the progress file: what the step hides of its run shows from now on."""
+        self.backend.reveal_answers(self.scenario_id, number)
+
+    def _bring_into_view(self, selector: str) -> None:
+        """What `i` or `a` revealed, at the top of the Checks panel once laid out (at 80x24 it came
+        below the panel's end, and only the scrollbar moved); the panel takes the scroll keys."""
+        self.query_one("#step-panes", Panes).show("checks-pane")
+        box = self.query_one("#checks-box", VerticalScroll)
+        box.focus()
+        self.call_after_refresh(lambda: box.scroll_to_widget(self.query_one(selector), animate=False, top=True))
+
+    def action_scroll(self, how: str) -> None:
+        """Page down, page up, end, home: in the panel on show (the Checks panel on a wide terminal)."""
+        panes = self.query_one("#step-panes", Panes)
+        wide = not self.screen.has_class("-narrow")
+        pane = panes.query_one("#checks-pane", Pane) if wide else panes.current
+        if pane is not None:
+            getattr(pane.query_one(VerticalScroll), f"action_{how}")()
 
     def action_next_pane(self) -> None:
         self.query_one("#step-panes", Panes).show_next()

@@ -22,9 +22,10 @@ from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tinylab.config import ConfigError, RunConfig
 from tinylab.errors import UserError
-from tinylab.runs.record import RunRecord
-from tinylab.service.kernels import SHAPING_FIELDS
+from tinylab.runs.record import RunRecord, short_id
+from tinylab.service.kernels import SHAPING_FIELDS, triton_kernel_names
 from tinylab.service.results import HotspotSummary, Timeline
+from tinylab.text import wrap_words
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.advice import AdvicePanel
@@ -51,18 +52,21 @@ TOPS = (20, 50, 100, 500)
 #: How often a worker reading a trace says how far it has come.
 READING_EVERY_S = 0.25
 
-#: How to look at an artifact, by the end of its file name.
+#: How to look at an artifact, by the end of its file name: what it is, and the commands that open it
+#: (FILE: its path, RUN: its run), each shown on a line of its own so that it copies whole.
 OPEN_WITH = (
-    (("memory_timeline.json.gz",), "memory over a step (no trace: Perfetto cannot read it): the Run screen's "
-                                   "Step panel charts it, `tinylab timeline RUN` prints its peak"),
+    (("memory_timeline.json.gz",), "memory over a step (no trace: Perfetto cannot read it): the Run screen's Step "
+                                   "panel charts it, and this prints its peak:", ("tinylab timeline RUN",)),
     ((".json.gz", ".json", ".pftrace", ".proto"), "timeline: open https://ui.perfetto.dev and drag the file in "
-                                                  "(copy it to your laptop first on a remote node)"),
-    ((".nsys-rep", ".qdrep"), "timeline: `nsys-ui FILE`, or `nsys stats FILE` in a terminal"),
-    ((".ncu-rep",), "kernel details: `ncu-ui FILE`, or `ncu --import FILE --page details`"),
-    ((".db", ".sqlite"), "rocpd database: `tinylab hotspots FILE`, or `rocpd` / sqlite3"),
-    ((".csv",), "table: `tinylab hotspots FILE` (any profiler output works)"),
-    ((".txt", ".md", ".log"), "text: `less FILE`"),
-    ((".html",), "report: open in a browser"),
+                                                  "(copy it to your laptop first on a remote node)", ()),
+    ((".nsys-rep", ".qdrep"), "timeline, in the Nsight Systems GUI or as tables in a terminal:",
+     ("nsys-ui FILE", "nsys stats FILE")),
+    ((".ncu-rep",), "kernel details, in the Nsight Compute GUI or in a terminal:",
+     ("ncu-ui FILE", "ncu --import FILE --page details")),
+    ((".db", ".sqlite"), "rocpd database (rocpd and sqlite3 read it too):", ("tinylab hotspots FILE",)),
+    ((".csv",), "table (any profiler output works):", ("tinylab hotspots FILE",)),
+    ((".txt", ".md", ".log"), "text:", ("less FILE",)),
+    ((".html",), "report: open it in a browser", ()),
 )
 
 
@@ -107,12 +111,13 @@ class Selected(Message):
         self.rows, self.matched = rows, matched
 
 
-def open_hint(path: str) -> str:
+def open_hint(path: str) -> tuple[str, tuple[str, ...]]:
+    """What the artifact at `path` is, and the commands that open it (OPEN_WITH)."""
     lowered = path.lower()
-    for suffixes, hint in OPEN_WITH:
+    for suffixes, what, commands in OPEN_WITH:
         if lowered.endswith(suffixes):
-            return hint
-    return "`tinylab hotspots FILE` reads most profiler outputs"
+            return what, commands
+    return "most profiler outputs read as a table:", ("tinylab hotspots FILE",)
 
 
 class HotspotsScreen(BaseScreen):
@@ -186,6 +191,7 @@ class HotspotsScreen(BaseScreen):
         record = self.backend.record(self.run_id)
         roofline = self.backend.roofline_text(self.run_id, self.app.size.width - 6)
         tables = self.backend.kernel_table(self.run_id)
+        triton_kernel_names()  # read once here, not on the event loop when k asks
         self.post_message(Loaded(record, roofline, tables))
         if tables is not None:
             self._show_rank(tables, None)
@@ -238,7 +244,7 @@ class HotspotsScreen(BaseScreen):
     @on(Loaded)
     def _on_loaded(self, message: Loaded) -> None:
         self.record = message.record
-        self._show_artifacts(message.record)
+        self._show_artifacts()
         self.query_one("#roofline", Static).update(Text(message.roofline))
         self.tables = message.tables
         if message.tables is None:
@@ -273,7 +279,7 @@ class HotspotsScreen(BaseScreen):
         head = Text()
         head.append(f"{safe(self.run_id)} ", style="bold")
         total = f", {format_ns(summary.total_ns)} of kernel time" if summary.total_ns is not None else ""
-        head.append(f"[{summary.format}] {summary.kernel_count} kernels{total}")
+        head.append(f"[{summary.format}] {summary.kernel_count} {summary.rows}{total}")
         ranks = summary.ranks
         if ranks and ranks.ranks:
             head.append(f"\nrank {ranks.rank} of {len(ranks.ranks)}", style="bold")
@@ -355,7 +361,16 @@ class HotspotsScreen(BaseScreen):
             self.sort_key, self.descending = key, SORTS[key][1]
         self.reselect()
 
-    def _show_artifacts(self, record: RunRecord) -> None:
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._show_artifacts)
+
+    def _show_artifacts(self) -> None:
+        """Each artifact, its path, what it is (wrapped to the panel) and the commands that open it."""
+        record = self.record
+        if record is None:
+            return
+        widget = self.query_one("#artifacts", Static)
+        width = widget.content_region.width or self.size.width - 6  # a hidden panel: the screen's
         text = Text()
         if not record.profiles:
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
@@ -366,10 +381,14 @@ class HotspotsScreen(BaseScreen):
             text.append("\n")
             for name, rel in prof.artifacts.items():
                 path = Path(rel) if Path(rel).is_absolute() else Path(record.dir) / rel
+                what, commands = open_hint(str(path))
                 text.append(f"  {safe(name)}\n", style="bold")
-                text.append(f"    {safe(path)}\n")
-                text.append(f"    {safe(open_hint(str(path)).replace('FILE', str(path)))}\n", style="dim")
-        self.query_one("#artifacts", Static).update(text)
+                text.append(f"    {safe(path)}\n")  # a path longer than the panel folds, never cut
+                # at 80 columns a hint's command was broken at its spaces, the path on the next line
+                text.append("\n".join(wrap_words(safe(what), max(30, width), "    ", "    ")) + "\n", style="dim")
+                for command in commands:
+                    text.append(f"      $ {safe(command.replace('FILE', str(path)).replace('RUN', short_id(record.id)))}\n")
+        widget.update(text)
 
     # ---------------------------------------------------------------- actions
     def action_back(self) -> None:
@@ -450,6 +469,10 @@ class HotspotsScreen(BaseScreen):
                         severity="warning")
             return
         row = self.shown[min(table.cursor_row, len(self.shown) - 1)]
+        if row["name"] not in triton_kernel_names():  # else a minute of compiles for nothing to show
+            self.notify(f"{row['name']} is not one of v3's and v4's Triton kernels (on a CPU the table lists "
+                        "PyTorch operators): K lists and compiles those.", severity="warning")
+            return
         try:
             settings = self.record.settings
             sizes = {k: getattr(settings, k) for k in SHAPING_FIELDS} if settings else {}
@@ -462,6 +485,7 @@ class HotspotsScreen(BaseScreen):
     def action_next_pane(self) -> None:
         """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
         timeline) that share the grid's last cell."""
+        self.call_after_refresh(self._show_artifacts)  # wrapped to the width it is shown at
         if self.screen.has_class("-narrow"):
             self.query_one("#hot-panes", Panes).show_next()
             return

@@ -8,8 +8,9 @@ the newest plain run the learner launched (not an exercise's, not profiled, no f
 the machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
 `doctor` finds missing, stay focusable so that focusing one says why it is off.
 
-Each version's figure is its newest clean run (no profiler, no fault) at the form's sizes and
-precision, labelled with them: a profiled or fault-injected run measures something else.
+Each version's figure is its newest clean run (no profiler, no fault, a machine that was not busy)
+at the form's sizes and precision, labelled with them: a profiled or fault-injected run measures
+something else, and a run on a busy machine measures the contention.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from tinylab.config import (
     preset_for,
 )
 from tinylab.errors import UserError
-from tinylab.runs.record import RunRecord, key_config
+from tinylab.runs.record import RunRecord, key_config, short_id
 from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
@@ -144,6 +145,7 @@ class LabScreen(BaseScreen):
         self.version = "v1"
         self.records: list[RunRecord] = []
         self.last_runs: dict[str, RunRecord] = {}
+        self.busy_runs: dict[str, RunRecord] = {}  # a version's newest run at these sizes, kept out: busy
         self.prefilled = False
         self.sized = False  # the sizes came from history or the machine's preset (once)
         self._launch_pending = False  # enter came before the machine's preset was known
@@ -211,6 +213,8 @@ class LabScreen(BaseScreen):
     def on_mount(self) -> None:
         self.query_one("#versions", OptionList).highlighted = 0
         self._apply_version("v1", reset=True)
+        if self.backend.knows_device:  # no GPU here: the cpu preset from the first frame, not after the doctor
+            self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
         self.watch(self.app, "doctor_report", self._apply_doctor)
         self.watch(self.app, "doctor_error", self._apply_doctor_error)
         self.watch(self.app, "live_runs", self._show_live)
@@ -246,13 +250,13 @@ class LabScreen(BaseScreen):
     def _show_versions(self) -> None:
         """Each version's newest clean run at the form's sizes (see the module docstring)."""
         sizes = self._sizes()
-        self.last_runs = {}
+        self.last_runs, self.busy_runs = {}, {}
         for record in self.records:
             cfg = record.settings
             clean = record.status == "finished" and cfg is not None and not cfg.profilers and not cfg.fault \
                 and not cfg.parallel  # one process: the figure a version's row compares
             if clean and record.version in VERSIONS and sizes is not None and all(getattr(cfg, k) == v for k, v in sizes.items()):
-                self.last_runs[record.version] = record
+                (self.busy_runs if record.busy else self.last_runs)[record.version] = record
         versions = self.query_one("#versions", OptionList)
         for v in VERSIONS:
             versions.replace_option_prompt(v, self._version_row(v))
@@ -292,15 +296,20 @@ class LabScreen(BaseScreen):
         record = self.last_runs.get(version)
         sps = record.summary.samples_per_s if record and record.summary else None
         speed = (Text(f"{sps:,.1f} samples/s on {record.device}") if record and sps
+                 else Text("busy machine: no figure", style="dim") if version in self.busy_runs
                  else Text("no clean run at these sizes", style="dim"))
         grid.add_row(version, VERSIONS[version], speed)
         return grid
 
     def _describe_version(self) -> None:
         record = self.last_runs.get(self.version)
-        text = Text(VERSIONS[self.version])
-        if record:
-            text.append(f"\nfigure from {record.id}  {record.key_config} (no profiler, no fault)", style="dim")
+        busy = self.busy_runs.get(self.version)
+        text = Text(VERSIONS[self.version])  # a line at most under it (80x24)
+        if record is None and busy:  # the Run and Runs screens say why it was busy
+            text.append("\n" + safe(f"{short_id(busy.id)} ran on a busy machine: not the figure"), style="dim")
+        elif record:
+            text.append("\n" + safe(f"figure from {short_id(record.id)}  {record.key_config} (no profiler, no fault, "
+                                    "a quiet machine)"), style="dim")
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor
@@ -436,7 +445,8 @@ class LabScreen(BaseScreen):
             check.set_class(True, "-error")
             return None
         check.set_class(False, "-error")
-        pending = "" if self.backend.knows_machine else " (machine not checked yet)"
+        pending = "" if self.backend.knows_machine else " (profilers not checked yet)" if self.backend.knows_device \
+            else " (machine not checked yet)"
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved())}",
                                    (f"{pending} · enter launches", "dim")))
         return cfg

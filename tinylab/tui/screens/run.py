@@ -114,7 +114,7 @@ class RunScreen(BaseScreen):
     @background("feed")
     def follow(self) -> None:
         worker = get_current_worker()
-        feed = RunFeed(self.backend.run(self.run_id))
+        feed = RunFeed(self.backend.run(self.run_id), self.backend.masked)
         while not worker.is_cancelled:
             update = feed.poll()
             if update or update.ended:
@@ -215,8 +215,8 @@ class RunScreen(BaseScreen):
         started = (self.record.started if self.record else None) or (self.start.time if self.start else None)
         running = self.status == "running"
         now = self.backend.clock() if running else (self.ended_at or self.backend.clock())
-        recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
-        per_step = statistics.median(recent) / 1000 if recent else None
+        ms, statistic = self._ms_per_step()
+        per_step = ms / 1000 if ms is not None else None
         # A counter-pass run shows its passes: the record's steps are pass 1's, so from pass 2 on
         # "step N/N" and its 100% would read as done while the tool still runs the program.
         counter = self.counter_pass if running else None
@@ -234,8 +234,8 @@ class RunScreen(BaseScreen):
             parts.append((0, f"{counter.label} ({counter.tool})"))
         if counter is None or counter.number == 1:
             parts.append((1, f"step {done}/{total or '?'}"))
-        if per_step is not None:
-            parts.append((3, f"{per_step * 1000:,.1f} ms/step"))
+        if ms is not None:
+            parts.append((3, f"{ms:,.1f} ms/step{statistic}"))
         eta = self._eta(done, total, per_step, started, now) if running else None
         if eta is not None:
             parts.append((2, f"ETA {duration(eta)}"))
@@ -248,6 +248,19 @@ class RunScreen(BaseScreen):
         while len(parts) > 1 and len(" · ".join(t for _, t in parts)) > width:
             parts.remove(max(parts, key=lambda p: p[0]))
         widget.update(plain(" · ".join(t for _, t in parts)), layout=False)  # fixed size
+
+    def _ms_per_step(self) -> tuple[float | None, str]:
+        """The step time the summary reports, the median after warm-up: the summary's own once it is
+        written, the median of the measured steps so far before; during warm-up, its recent steps'
+        (said: " (warm-up)")."""
+        summary = self.record.summary if self.record else None
+        if summary is not None and summary.step_ms_median is not None:
+            return summary.step_ms_median, ""
+        measured = [s.step_ms for s in self.steps if not s.warmup and s.step_ms is not None]
+        if measured:
+            return statistics.median(measured), ""
+        recent = [s.step_ms for s in self.steps[-10:] if s.step_ms is not None]
+        return (statistics.median(recent), " (warm-up)") if recent else (None, "")
 
     def _eta(self, done: int, total: int | None, per_step: float | None, started: float | None,
              now: float) -> float | None:
@@ -465,6 +478,9 @@ def outcome_text(record: RunRecord, status: str) -> Text:
         if s.partly_trained:
             text.append(f"\n! only {s.params_trained} of {s.params_total} parameter tensors trained: this speed is "
                         "not a real training step", style="bold")
+        if record.busy:
+            text.append(f"\n! busy machine: {record.busy}. These timings measure the contention, not the code: "
+                        "the Lab keeps them out of the version's figure", style="bold")
         return text
     if status == "cancelled":  # its error event is the interrupt itself
         steps = record.steps_done

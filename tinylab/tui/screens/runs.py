@@ -94,6 +94,8 @@ class RunsScreen(BaseScreen):
             text.append(safe(f"  on {record.device_name} ({record.device})"))
         if record.error:
             text.append("\n" + safe(f"{record.error.type}: {record.error.message}"), style="bold")
+        elif record.busy:
+            text.append("\n" + safe(f"busy machine: {record.busy}"), style="bold")
         elif record.label:
             text.append("\n" + safe(f"label: {record.label}"))
         self.query_one("#run-detail", Static).update(text)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from tinylab.runs.record import RunRecord
-from tinylab.tui.fmt import age, number, plain, short_id
+from tinylab.runs.record import RunRecord, short_id
+from tinylab.tui.fmt import age, number, plain
 
 COLUMNS = (("mark", " "), ("run", "run"), ("age", "age"), ("status", "status"), ("version", "ver"),
            ("sps", "samples/s"), ("peak", "peak MB"), ("loss", "loss"), ("config", "config"))
@@ -25,7 +25,9 @@ def cells(record: RunRecord, mark: str, now: float) -> dict[str, Text]:
         "mark": Text(mark, style="bold reverse") if mark else Text(""),
         "run": plain(short_id(row["id"])),
         "age": Text(age(row["started"], now)),
-        "status": Text("damaged", style="bold") if row["problem"] else plain(row["status"], STATUS_STYLE.get(row["status"], "")),
+        "status": Text("damaged", style="bold") if row["problem"] else
+        Text("busy", style="italic") if row["busy"] and row["status"] == "finished" else  # timings of a busy machine
+        plain(row["status"], STATUS_STYLE.get(row["status"], "")),
         "version": plain(row["version"] or "?"),
         "sps": Text(number(row["samples_per_s"]), justify="right"),
         "peak": Text(number(row["peak_mem_mb"], ",.0f"), justify="right"),
