@@ -22,6 +22,7 @@ import pytest
 from support.paths import BIN, SLURM_BIN
 from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
 from support.slurm import FakeSlurm
+from support import slow_compiles
 
 from tinylab.runs import slurm
 from tinylab.anatomy import Cache, Pool, analyze
@@ -80,11 +81,28 @@ def finished_pair(launched_pair) -> Pair:
     return launched_pair
 
 
+#: Session fixtures whose tests run in one xdist worker each, so that each is made once: the
+#: compiled kernel anatomy (minutes) and the launched pair of runs.
+SESSION_GROUPS = {"anatomy": {"shipped", "cache", "pool", "cache_home"}, "pair": {"launched_pair", "finished_pair"}}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items):
     """Run runs/test_launcher.py first: its fixture launches the session pair along with its own
-    five runs, so all of them start at once (sort is stable: the rest keeps its order)."""
+    five runs, so all of them start at once (sort is stable: the rest keeps its order).
+
+    Under pytest-xdist (`-n 2 --dist loadgroup`, the project's addopts: CI has two cores) each test
+    is given a group that one worker runs whole: the tests of a session fixture above share its
+    group (test_launcher.py goes with the pair), every other test goes with its module, whose
+    module-scoped fixtures (a module's trained runs) are then made once."""
     launcher = Path(__file__).parent / "runs" / "test_launcher.py"
     items.sort(key=lambda item: item.path != launcher)
+    for item in items:
+        uses = set(getattr(item, "fixturenames", ()))
+        group = next((name for name, fixtures in SESSION_GROUPS.items() if uses & fixtures), None)
+        if item.path == launcher:
+            group = "pair"
+        item.add_marker(pytest.mark.xdist_group(group or str(item.path.relative_to(Path(__file__).parent))))
 
 
 @pytest.fixture
@@ -135,7 +153,11 @@ def cache_home(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def cache(cache_home) -> Cache:
-    return Cache(cache_home / "tinylab" / "anatomy")
+    """The session's anatomy cache, holding the recorded reports of its slowest compiles
+    (support/slow_compiles.py says why that is sound)."""
+    fresh = Cache(cache_home / "tinylab" / "anatomy")
+    slow_compiles.seed(fresh)
+    return fresh
 
 
 @pytest.fixture(scope="session")

@@ -11,14 +11,23 @@ with about one core free (so 4 to 5 min on two idle cores), against 118 CPU-seco
 guard it replaces, which compiled five targets for one config and one or two for the others.
 Two thirds of it is ptxas on NVIDIA's exact-fp32 attention kernels at head size 128 and S=1024,
 which spill kilobytes (and at head size 128 ask for more shared memory than a block may have):
-real findings, listed below, that the reduced guard never compiled. A failure names the kernel
-variant, the steps that launch it, the config and the target.
+real findings, listed below, that the reduced guard never compiled. Those 20 compiles' reports
+are recorded under their compile keys (kernel source, launch, target, Triton version) and put in
+the session's cache before it starts (tests/support/slow_compiles.py): they are checked here as
+the others are, and compiled again whenever a kernel or Triton changes. A failure names the
+kernel variant, the steps that launch it, the config and the target.
 """
 
 import importlib
+import importlib.metadata
+
+import pytest
+from support import slow_compiles
 
 from kernels import _utils
 from tinylab.anatomy import TARGETS
+from tinylab.anatomy.compile import compile_key
+from tinylab.anatomy.targets import get_target
 from tinylab.anatomy.launches import SHIPPED_CONFIGS, scenarios
 
 # Spills that predate this guard, all in NVIDIA configs kept as they were tuned on an H200 (none
@@ -139,3 +148,14 @@ def test_every_config_holds_every_scenario(shipped):
     for label, (anatomy, cfg) in shipped.items():
         used = {s for v in anatomy.variants for s in v.scenarios}
         assert used == set(scenarios(cfg)), label
+
+
+def test_the_recorded_slow_compiles_are_still_compiled_by_the_shipped_configs(shipped):
+    """Each recorded report is one the shipped configs would compile now: a kernel that changed
+    leaves its old key unused (its compile then costs its minute again; record them anew)."""
+    if slow_compiles.recorded_triton() != importlib.metadata.version("triton"):
+        pytest.skip(f"recorded with Triton {slow_compiles.recorded_triton()}: every one of them is compiled")
+    used = {compile_key(lc, get_target(t)) for anatomy, _ in shipped.values() for v in anatomy.variants
+            for t, lc in v.launches.items()}
+    stale = set(slow_compiles.load()) - used
+    assert not stale, f"{len(stale)} recorded compiles are no longer launched: record them again (support/slow_compiles.py)"
