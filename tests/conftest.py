@@ -42,6 +42,10 @@ def progress_file(tmp_path, monkeypatch) -> Path:
 
 
 def pytest_configure(config) -> None:
+    # xdist's workers get COLUMNS=80 from their start-up: the CLI would lay text out for it, where
+    # a test reads what a pipe gets (a test that wants a width sets it)
+    for name in ("COLUMNS", "LINES"):
+        os.environ.pop(name, None)
     if "TRITON_INTERPRET" not in os.environ:
         import torch
 

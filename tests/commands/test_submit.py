@@ -18,6 +18,7 @@ from support.runs import TINY_FLAGS, wait_for, write_events
 
 from tinylab.cli import main
 from tinylab.runs.launcher import SAFE_PATH
+from tinylab.runs.record import short_id
 from tinylab.runs.store import RunStore
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -112,7 +113,7 @@ def test_a_job_slurm_ended_as_failed_names_slurms_state(capsys, root, fake_slurm
     write_events(run.dir, [{"event": "step", "step": 0, "loss": 6.9, "step_ms": 10.0, "warmup": True}])
     fake_slurm.job("1000", squeue=None, sacct="TIMEOUT")
     code, out, err = tinylab(capsys, "runs", "--status", "failed", "--runs-dir", str(root))
-    assert run.id in out
+    assert short_id(run.id) in out  # the form `runs` shows
     code, out, err = tinylab(capsys, "show", run.id, "--runs-dir", str(root))
     assert "status   failed" in out
     assert "error    SlurmJob: Slurm job 1000 ended TIMEOUT: it reached its time limit (--time)" in out

@@ -51,6 +51,9 @@ def test_the_advisor_names_the_straggler_of_the_lessons_run(lesson_runs):
     from tinylab.analysis.advice.facts import run_facts
 
     _, straggled = lesson_runs[("straggler", 1)]["runs"]
+    busy = straggled.record().busy
+    if busy:  # the other test worker shared the two cores: the ranks' forward times are not the fault's alone
+        pytest.skip(f"the machine was busy during the straggled run ({busy}): its timings are not the fault's")
     item = next((i for i in advise(run_facts(straggled)) if i.rule == "straggler"), None)
     assert item is not None and "rank 1 forward" in item.measured.text and item.measured.value >= 1.5
     assert item.action.changes == {"fault": None}

@@ -30,6 +30,22 @@ async def settle(pilot) -> None:
     await pilot.pause(0.1)
 
 
+def _advice_shown(panel) -> bool:
+    """The panel's advice read, its table filled at the panel's width and laid out (rows and all)."""
+    from textual.widgets import DataTable
+
+    if not panel.display or not panel.region.area:
+        return True  # a panel not on screen (behind another tab) is not in the picture
+    if not panel.loaded:
+        return False
+    if panel.items is None:
+        return True  # no advice: the head line says why
+    if panel._filled_at != panel.size.width:
+        return False
+    table = panel.query_one(DataTable)
+    return not panel.items or (table.row_count == len(panel.items) and table.size.height > table.row_count)
+
+
 async def charts_drawn(pilot) -> None:
     """The charts drawn, the advice read and the step anatomy laid out at the size the screen gives them."""
     from tinylab.tui.widgets.advice import AdvicePanel
@@ -39,7 +55,7 @@ async def charts_drawn(pilot) -> None:
     await pilot.pause(0.3)
     await wait_for(pilot, lambda: all(not c.dirty for c in pilot.app.screen.query(SeriesChart) if c.display
                                       and c.region.area), what="charts drawn")
-    await wait_for(pilot, lambda: all(p.items is not None for p in pilot.app.screen.query(AdvicePanel)), what="advice read")
+    await wait_for(pilot, lambda: all(_advice_shown(p) for p in pilot.app.screen.query(AdvicePanel)), what="advice shown")
     await wait_for(pilot, lambda: all(a.laid_out for a in pilot.app.screen.query(AnatomyText)), what="anatomy laid out")
 
 

@@ -14,6 +14,8 @@ from textual.containers import VerticalScroll
 from tinylab.analysis import timeline
 from tinylab.tui.widgets.anatomy import AnatomyText
 
+from ..conftest import wait_for
+
 V4_GRAPH = FIX / "pytorch-profiler" / "tinylab_h100_v4_graph" / "trace.json.gz"
 
 
@@ -35,15 +37,16 @@ async def test_text_fits_the_widget_and_follows_its_width():
     async with app.run_test(size=(80, 8)) as pilot:  # 8 rows: the text scrolls, and its scrollbar takes 2 columns
         widget = app.query_one(AnatomyText)
         widget.show(result)
-        await pilot.pause()
+        scroll = app.query_one(VerticalScroll)
+        # a loaded machine takes frames: the text laid out, then the scrollbar it needs takes 2 columns
+        await wait_for(pilot, lambda: widget.laid_out and scroll.show_vertical_scrollbar
+                       and widget.content_region.width == 80 - 2 - 2, what="the anatomy laid out beside its scrollbar")
         width = widget.content_region.width
-        assert widget.laid_out
-        assert app.query_one(VerticalScroll).show_vertical_scrollbar and width == 80 - 2 - 2  # less padding, scrollbar
         shown = lines_of(widget)
         assert max(len(line) for line in shown) <= width, shown
         assert any(line.startswith("step 7: graph replay") for line in shown)
         await pilot.resize_terminal(60, 8)
-        await pilot.pause()
+        await wait_for(pilot, lambda: widget.content_region.width < width and widget.laid_out, what="laid out again")
         narrow = widget.content_region.width
         assert narrow < width and max(len(line) for line in lines_of(widget)) <= narrow
         widget.show("run 1 has no PyTorch profiler trace")

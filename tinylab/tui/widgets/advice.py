@@ -50,7 +50,8 @@ class AdvicePanel(Vertical):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.run_id: str | None = None
-        self.items: list[Any] | None = None  # None until loaded
+        self.items: list[Any] | None = None  # None until loaded, and when there is no advice
+        self.loaded = False  # the worker's answer came: items, or why there are none
         self._notes: list[str] = []
         self._filled_at = -1  # the width the table was filled at
 
@@ -76,6 +77,7 @@ class AdvicePanel(Vertical):
     @on(AdviceLoaded)
     def _loaded(self, message: AdviceLoaded) -> None:
         message.stop()
+        self.loaded = True
         if message.items is None:
             self.query_one("#advice-head", Static).update(Text(f"No advice: {safe(message.error)}"))
             self.query_one("#advice-table", DataTable).display = False
