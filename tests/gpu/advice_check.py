@@ -10,8 +10,9 @@ Prints a short table last, naming the card. Run from the repo root with the repo
 runs' children (about 5 minutes on an H100):
     PYTHONPATH=$PWD python3 tests/gpu/advice_check.py
 Writes $OUT/advice_check.json (every run's advice as `tinylab advise --json` prints it, and the verdict);
-tests/gpu/results/h100-advice-check.json is one, from an H100 (its unsynced-timing run was still v1 at
-the workshop size, which does not show the fault).
+tests/gpu/results/h200-advice-check.json is one, from an H200 (113 s, all checks passed);
+h100-advice-check.json an older one from an H100, whose unsynced-timing run was still v1 at the
+workshop size, which does not show the fault.
 """
 
 from __future__ import annotations
