@@ -29,7 +29,7 @@ CPU_RUN = FIX / "pytorch-profiler" / "tinylab_cpu_v1_memory" / "trace.json.gz"
 def expected(doc) -> list[tuple]:
     """What a dict per event says of each complete event with a duration, in file order: strings
     where strings belong (else None), numbers (else None), an int correlation (as a float), ids
-    that are no string or number by their repr()."""
+    that are no string or number by their repr(); the device is the pid where args has none (or null)."""
     def number(v):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, int) and abs(v) > 1e308):
             return None
@@ -47,7 +47,7 @@ def expected(doc) -> list[tuple]:
         rows.append((e.get("cat") if isinstance(e.get("cat"), str) else None,
                      e.get("name") if isinstance(e.get("name"), str) else None, number(e.get("ts")), float(e["dur"]),
                      key(e.get("pid")), key(e.get("tid")), number(corr) if type(corr) is int else None,
-                     key(args.get("device", e.get("pid")))))
+                     key(e.get("pid") if args.get("device") is None else args["device"])))
     return rows
 
 
@@ -108,6 +108,56 @@ def test_odd_types_are_read_as_a_dict_per_event_would(tmp_path, monkeypatch):
     doc = {"traceEvents": events}
     monkeypatch.setattr(trace_events, "BLOCK", 300)
     assert columns(read_events(write_json(tmp_path, doc))) == expected(doc)
+
+
+def test_ids_through_numpy_are_the_ids_a_dict_gives(tmp_path, monkeypatch):
+    """A block of int ids goes through numpy as floats: ints past 2**53 (not exact in a float), a
+    null or absent device (the pid), a str among ints and -0.0 against 0 keep the dict's values."""
+    def event(i, pid, tid, args):
+        return {"ph": "X", "cat": "kernel", "name": "k", "ts": i, "dur": 1, "pid": pid, "tid": tid, "args": args}
+
+    blocks = [
+        [event(i, 7, 2**53 + 1 + i % 2, {"device": -3 if i % 3 else None, "correlation": i}) for i in range(40)],
+        [event(i, 7, 0, {"device": 0}) for i in range(40)],
+        [event(i, "Spans" if i % 5 == 0 else 9, 11, {}) for i in range(40)],
+        [event(i, 7, 5, {"device": None}) for i in range(40)],
+    ]
+    doc = {"traceEvents": [e for block in blocks for e in block]}
+    monkeypatch.setattr(trace_events, "BLOCK", 2000)  # a few of each kind a block
+    through = []
+    numbers = trace_events._Builder._id_numbers
+    monkeypatch.setattr(trace_events._Builder, "_id_numbers", lambda self, n: through.append(n) or numbers(self, n))
+    got = read_events(write_json(tmp_path, doc))
+    assert columns(got) == expected(doc)
+    assert through and any(np.isnan(n).any() for n in through)  # numpy's path was taken, devices absent too
+    assert {type(v) for v in got.ids} <= {int, str, type(None)}
+
+
+@pytest.mark.parametrize("padding", [b"", b"\0" * 600], ids=["members", "zero-padded"])
+def test_a_gzip_file_of_several_members_is_one_stream(tmp_path, monkeypatch, padding):
+    """As gzip reads them: members one after the other, zero padding between and after them."""
+    doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(3000)]}
+    text = json.dumps(doc).encode()
+    cut = text.index(b"}, {", len(text) // 2) + 3  # the second member starts inside the events
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:cut]) + padding + gzip.compress(text[cut:]) + padding[:3])
+    monkeypatch.setattr(trace_events, "COMPRESSED", 1000)  # members start and end inside reads
+    assert columns(read_events(path)) == expected(doc) and len(expected(doc)) == 3000
+
+
+@pytest.mark.parametrize("damage,error", [
+    (lambda data: data[:-9], EOFError),  # cut short
+    (lambda data: data[:-8] + b"\xff\xff\xff\xff" + data[-4:], zlib.error),  # a wrong CRC
+    (lambda data: data + b"not gzip", zlib.error),  # garbage after the member
+], ids=["cut", "crc", "garbage"])
+def test_a_damaged_gzip_stream_is_an_error(tmp_path, damage, error):
+    doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(300)]}
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(damage(gzip.compress(json.dumps(doc).encode())))
+    with pytest.raises(error):
+        read_events(path)
+    with pytest.raises(UserError, match="corrupt or truncated"):  # one line, naming the file
+        formats.read_trace(path)
 
 
 def test_a_bare_list_of_events_and_other_documents(tmp_path):
