@@ -141,6 +141,16 @@ class Trace:
         # longest event's length before its start
         self.starts = [g.start for g in self.events]
         self.longest = max((g.end - g.start for g in self.events), default=0.0)
+        # the events by when they were launched (the GPU start where no launch was recorded), as
+        # their indices: which ones a window or a phase launched is then two bisections
+        keys = [g.launch if g.launch is not None else g.start for g in self.events]
+        self.by_launch = sorted((i for i, k in enumerate(keys) if k == k), key=keys.__getitem__)  # noqa: PLR0124 - NaN: never
+        self.launches = [keys[i] for i in self.by_launch]
+
+    def launched_in(self, lo: float, hi: float) -> list[GpuEvent]:
+        """The events launched in [lo, hi), in the order of `events`."""
+        picked = self.by_launch[bisect.bisect_left(self.launches, lo): bisect.bisect_left(self.launches, hi)]
+        return [self.events[i] for i in sorted(picked)]
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -348,10 +358,7 @@ def step_anatomy(trace: Trace, window: Window) -> StepAnatomy:
     largest = max(gaps, key=lambda g: g[1] - g[0]) if gaps else None
     phases = [p for p in trace.phases if lo <= p[1] < hi]
 
-    def launched_in(a: float, b: float) -> list[GpuEvent]:
-        return [g for g in trace.events if a <= (g.launch if g.launch is not None else g.start) < b]
-
-    mine = launched_in(lo, hi)
+    mine = trace.launched_in(lo, hi)
     kernels = [g for g in mine if g.is_kernel]
     durations = sorted(g.end - g.start for g in kernels)
     categories: dict[str, float] = {}
@@ -363,7 +370,7 @@ def step_anatomy(trace: Trace, window: Window) -> StepAnatomy:
         ranges = [(a, b) for n, a, b in phases if n == name]
         if not ranges:
             continue
-        inside = [g for a, b in ranges for g in launched_in(a, b)]
+        inside = [g for a, b in ranges for g in trace.launched_in(a, b)]
         phase_rows.append(PhaseTime(name, sum(b - a for a, b in ranges) / 1e3, sum(g.is_kernel for g in inside),
                                     sum(g.end - g.start for g in inside) / 1e3))
     gpu = bool(trace.events)  # a CPU run has no device to be busy or idle

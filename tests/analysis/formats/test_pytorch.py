@@ -77,3 +77,34 @@ def test_chrome_trace_as_bare_event_list_and_old_category_case(tmp_path):
     events = [{"ph": "X", "cat": "Kernel", "name": "k", "ts": 1, "dur": 2.5}]
     table, _ = load_kernel_table(write(tmp_path, "t.json", json.dumps(events)))
     assert rows(table)["k"]["total_ns"] == 2500
+
+
+def test_a_trace_that_lists_a_gpu_is_read_for_its_kernels_only(monkeypatch):
+    """The kernel table asks for the kernel events alone (a tenth of a GPU trace's events): the
+    same table as from every event, and the reader was asked for the kernels."""
+    from tinylab.analysis.formats import pytorch, trace_events
+
+    path = FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz"
+    asked = []
+    read = trace_events.read_events
+    monkeypatch.setattr(trace_events, "read_events", lambda p, only=None: asked.append(only) or read(p, only))
+    table, _ = load_kernel_table(path)
+    assert asked == [pytorch.KERNELS]
+    whole = pytorch.parse_trace(read(path)).table
+    assert table.to_dict() == whole.to_dict()
+    assert len(read(path, pytorch.KERNELS)) == sum(calls for calls, _ in _trace_kernels(path).values()) < len(read(path)) / 5
+
+
+def test_a_trace_that_lists_a_gpu_but_holds_no_kernel_is_read_again_whole(tmp_path, monkeypatch):
+    """An empty GPU capture (the device listed, no kernel recorded): its table is of CPU operators."""
+    from tinylab.analysis.formats import trace_events
+
+    doc = json.loads(gzip.open(FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz").read())
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "kernel"]
+    assert doc["deviceProperties"]
+    asked = []
+    read = trace_events.read_events
+    monkeypatch.setattr(trace_events, "read_events", lambda p, only=None: asked.append(only) or read(p, only))
+    table, fmt = load_kernel_table(write(tmp_path, "t.json", json.dumps(doc)))
+    assert asked == [frozenset({"kernel", "Kernel"}), None]
+    assert fmt == "pytorch-trace" and "CPU run" in table.attrs["note"] and len(table) > 10

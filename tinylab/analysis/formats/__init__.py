@@ -70,8 +70,13 @@ def _trace(fmt: str) -> Callable[[Path, Head], Parsed]:
 
 
 def _parse_json(path: Path, head: Head) -> Parsed:
-    """A PyTorch/Chrome trace, a rocprof-sys timemory JSON or a proton tree: which one, the content decides."""
-    found = _trace_or_document(path, head)
+    """A PyTorch/Chrome trace, a rocprof-sys timemory JSON or a proton tree: which one, the content
+    decides. A trace that lists devices is read for its kernels only, and again whole in the rare
+    case it holds none (its table is then of CPU operators)."""
+    only = pytorch.KERNELS if pytorch.lists_devices(head.raw) else None
+    found = _trace_or_document(path, head, only)
+    if isinstance(found, TraceEvents) and found.only is not None and not found.named().any():
+        found = _trace_or_document(path, head)
     if isinstance(found, TraceEvents):
         return pytorch.parse_trace(found)
     if isinstance(found, dict) and "timemory" in found:
@@ -86,15 +91,15 @@ def _parse_json(path: Path, head: Head) -> Parsed:
 JSON_LIMIT = 64 << 20
 
 
-def _trace_or_document(path: Path, head: Head) -> Any:
-    """A trace's events as columns (streamed: trace_events.py), or a JSON document that is no
-    trace (rocprof-sys timemory) read whole, as is a small trace that msgspec refuses and json
-    takes (NaN literals)."""
+def _trace_or_document(path: Path, head: Head, only: frozenset[str] | None = None) -> Any:
+    """A trace's events as columns (streamed: trace_events.py; `only`: of those categories), or a
+    JSON document that is no trace (rocprof-sys timemory) read whole, as is a small trace that
+    msgspec refuses and json takes (NaN literals: every event)."""
     refused = None
     try:
         if proton.HEAD.match(head.raw):  # a proton tree: a list of nodes, not of trace events
             raise NotATrace
-        return trace_events.read_events(path)
+        return trace_events.read_events(path, only)
     except NotATrace:
         pass
     except Bounded:

@@ -3,6 +3,7 @@ tinylab's operators.csv of key_averages()."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -23,15 +24,22 @@ from tinylab.analysis.kernel_table import build_table, table_from_codes
 #: The note of a table of CPU operators (a CPU run has no device kernels): its rows are operators.
 CPU_NOTE = "CPU run: no device kernels; table shows operators by self CPU time"
 
-
-
 #: Kineto's categories of device kernels (older traces: "Kernel") and of CPU operators.
 KERNEL_CATS = ("kernel", "Kernel")
+KERNELS = frozenset(KERNEL_CATS)
 OPERATOR_CATS = ("cpu_op", "Operator", "operator")
+#: Kineto's deviceProperties with a device in it (a CPU run's list is empty), before the events.
+_DEVICES = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{')
+
+
+def lists_devices(head: bytes) -> bool:
+    """Whether a trace's first bytes list a GPU: its table will be of kernels, as a rule."""
+    return bool(_DEVICES.search(head))
 
 
 def parse_trace(events: TraceEvents) -> Parsed:
-    """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise."""
+    """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise
+    (events read whole, or only the kernels: `events.only`)."""
     named = events.named()
     kernels = events.of_cats(KERNEL_CATS) & named
     if kernels.any():

@@ -71,8 +71,6 @@ WINDOW = 64 << 10
 _ARRAY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _BETWEEN = re.compile(rb"\}\s*,\s*\{")
 _NAN = math.nan
-#: Ints up to this size are exact in a float64.
-_EXACT = float(1 << 53)
 
 
 class NotATrace(FormatError):
@@ -82,7 +80,7 @@ class NotATrace(FormatError):
 # ----------------------------------------------------------------------------- what is decoded
 class _Args(msgspec.Struct, gc=False):
     correlation: int | None = _NAN  # missing: NaN, so that a block's column is numbers only (fast)
-    device: int | None = _NAN
+    device: int | None = None
 
 
 class _Event(msgspec.Struct, tag_field="ph", tag="X", gc=False):
@@ -138,6 +136,7 @@ class TraceEvents:
     ids: tuple[Any, ...]  # pid, tid and device values: int, str or None
     correlation: np.ndarray  # float64: args.correlation (launch <-> GPU event); NaN: none
     base_ns: float | None  # baseTimeNanoseconds: ts + base_ns / 1000 = wall-clock µs
+    only: frozenset[str] | None = None  # the categories read (one question's events); None: every one
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -188,8 +187,9 @@ class _Codes(dict):
 class _Builder:
     """Columns grown a block at a time."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, only: frozenset[str] | None = None) -> None:
         self.source = source
+        self.only = only
         self.cats, self.names, self.ids = _Codes(), _Codes(), _Codes()
         self.parts: dict[str, list[np.ndarray]] = {k: [] for k in
                                                    ("cat", "name", "ts", "dur", "pid", "tid", "device", "correlation")}
@@ -198,14 +198,16 @@ class _Builder:
 
     def add(self, events: list[Any], typed: bool) -> None:
         """A block's events: _Event structs (`typed`), or anything JSON decodes to."""
+        only = self.only
         if typed:
-            kept = [e for e in events if type(e) is _Event]
+            kept = ([e for e in events if type(e) is _Event] if only is None else
+                    [e for e in events if type(e) is _Event and e.cat in only])
             args = [e.args for e in kept]  # a list per field: a third faster than a tuple per event
             fields = ([e.cat for e in kept], [e.name for e in kept], [e.ts for e in kept], [e.dur for e in kept],
                       [e.pid for e in kept], [e.tid for e in kept], [a.correlation for a in args],
                       [a.device for a in args])
         else:
-            rows = _loose(events)
+            rows = [r for r in _loose(events) if only is None or r[0] in only]
             fields = tuple(zip(*rows)) if rows else ()
         if not fields or not fields[0]:
             return
@@ -221,40 +223,17 @@ class _Builder:
         self.count += n
         ts_a = _floats(ts)
         ts_a[~np.isfinite(ts_a)] = _NAN
-        pid_c = self._ids(pid, typed)
-        device_c = self._ids(device, typed)
+        pid_c = self._codes(self.ids, pid)
+        device_c = self._codes(self.ids, device)
         device_c = np.where(device_c == self.ids[None], pid_c, device_c)
         for key, column in (("cat", self._codes(self.cats, cat)), ("name", self._codes(self.names, name)),
-                            ("ts", ts_a), ("dur", dur_a), ("pid", pid_c), ("tid", self._ids(tid, typed)),
+                            ("ts", ts_a), ("dur", dur_a), ("pid", pid_c), ("tid", self._codes(self.ids, tid)),
                             ("device", device_c), ("correlation", _floats(corr))):
             self.parts[key].append(column[keep])
 
     @staticmethod
     def _codes(codes: _Codes, values: list[Any] | tuple[Any, ...]) -> np.ndarray:
         return np.fromiter(map(codes.__getitem__, values), dtype=np.int32, count=len(values))
-
-    def _ids(self, values: list[Any] | tuple[Any, ...], typed: bool) -> np.ndarray:
-        """Codes of pid, tid or device values; a typed block's device is NaN where it has none,
-        which reads as None. A typed block of ints only (most are: a few hundred distinct values
-        in a million) goes through numpy, its distinct values into the table in the order they
-        first come, as the one at a time path puts them: a third of the time."""
-        if typed:
-            with contextlib.suppress(TypeError, ValueError, OverflowError):  # a str or a None: one at a time
-                numbers = np.fromiter(values, dtype=np.float64, count=len(values))
-                if not (np.abs(numbers) >= _EXACT).any():  # ints a float holds exactly; NaN: none
-                    return self._id_numbers(numbers)
-            values = [None if v != v else v for v in values]  # noqa: PLR0124 - NaN: none
-        return self._codes(self.ids, values)
-
-    def _id_numbers(self, numbers: np.ndarray) -> np.ndarray:
-        codes = np.full(len(numbers), self.ids[None], dtype=np.int32)
-        present = ~np.isnan(numbers)
-        distinct, first, where = np.unique(numbers[present], return_index=True, return_inverse=True)
-        table = np.empty(len(distinct), dtype=np.int32)
-        for i in np.argsort(first).tolist():
-            table[i] = self.ids[int(distinct[i])]
-        codes[present] = table[where]
-        return codes
 
     def done(self) -> TraceEvents:
         cols = {k: (np.concatenate(v) if v else np.empty(0, dtype=np.float64 if k in ("ts", "dur", "correlation")
@@ -264,7 +243,7 @@ class _Builder:
         self.ids[None]  # noqa: B018 - every table has None, so a code for "none" exists
         return TraceEvents(self.source, cols["cat"], self.cats.table(), cols["name"], self.names.table(),
                            cols["ts"], cols["dur"], cols["pid"], cols["tid"], cols["device"], self.ids.table(),
-                           cols["correlation"], self.base_ns)
+                           cols["correlation"], self.base_ns, self.only)
 
 
 def _floats(values: list[Any] | tuple[Any, ...]) -> np.ndarray:
@@ -398,12 +377,14 @@ class _Inflow:
 
 
 # ----------------------------------------------------------------------------- decoding
-def read_events(path: Path) -> TraceEvents:
-    """The complete events of a Chrome trace file (gzipped or not) as columns.
+def read_events(path: Path, only: frozenset[str] | None = None) -> TraceEvents:
+    """The complete events of a Chrome trace file (gzipped or not) as columns; `only`: those of
+    these categories (a question that needs no other: the kernel table, a tenth of the events,
+    costs the decoding and little more).
 
     FormatError (NotATrace for JSON without a traceEvents array, Bounded for a bound reached),
     OSError, EOFError or zlib.error (a damaged gzip stream); the caller names the file."""
-    builder = _Builder(str(path))
+    builder = _Builder(str(path), only)
     inflow = _Inflow(path)
     try:
         with _reading():
