@@ -17,8 +17,8 @@ is left to the caller (NotATrace).
 Bounds, for a trace a stranger wrote: at most TRACE_LIMIT bytes of JSON, of a gzip file at most
 _base.gzip_limit() (100 times its size, 32 MiB at least: a gzip bomb of valid JSON, about 1000
 times, stops there), at most MAX_EVENTS kept events, and the load's deadline (_base.DEADLINE).
-Each ends in a Bounded error; the memory a read holds is its columns (about 42 bytes an event)
-and two blocks.
+Each ends in a Bounded error; the memory a read holds is its columns (about 42 bytes an event),
+a block's structs and the inflated JSON queued for it (at most two calls of INFLATE bytes).
 """
 
 from __future__ import annotations
@@ -55,8 +55,11 @@ from tinylab.safeio import open_regular
 #: little even when a stranger's events are 3 bytes each (`{},`: 700,000 structs, ~100 MB, where
 #: 8 MB blocks took 530 MB).
 BLOCK = 2 << 20
-#: Bytes of a gzip file read at a time (a trace's JSON compresses 10-20 times).
+#: Bytes of a gzip file read at a time (a trace's JSON compresses 10-20 times), and the most it
+#: inflates to in one call: the inflating thread needs the GIL between calls, and it gets it only
+#: between two of the decoder's blocks, so one call fills several.
 COMPRESSED = 1 << 20
+INFLATE = 4 * BLOCK
 #: The most JSON a trace may hold (1M events of a real H100 trace are 277 MB).
 TRACE_LIMIT = 4 << 30
 #: The most events kept (complete events with a duration); about 42 bytes each in columns.
@@ -296,7 +299,7 @@ class _Inflow:
         self._fh.seek(0)
         self.limit = min(TRACE_LIMIT, gzip_limit(self.size)) if self.gzipped else TRACE_LIMIT
         self.position = 0  # bytes of the file read so far
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=2)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=2 * INFLATE // BLOCK)  # two calls' blocks
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._pump, name="tinylab-inflate", daemon=True)
         self._thread.start()
@@ -331,12 +334,12 @@ class _Inflow:
                 if not data:
                     continue
                 inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer only
-            block = inflater.decompress(data, BLOCK)
+            inflated = memoryview(inflater.decompress(data, INFLATE))
             data = inflater.unconsumed_tail
             if inflater.eof:
                 data, inflater = inflater.unused_data, None
-            if block:
-                yield block
+            for at in range(0, len(inflated), BLOCK):
+                yield inflated[at: at + BLOCK]
 
     def _put(self, item: Any) -> None:
         while not self._stop.is_set():
