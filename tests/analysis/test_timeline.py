@@ -322,3 +322,17 @@ def test_merge_is_the_union_of_the_intervals():
         intervals = [(a, a + rng.choice([0.0, rng.uniform(0, 30)])) for a in
                      (round(rng.uniform(0, 100), rng.choice([0, 3])) for _ in range(rng.randrange(0, 40)))]
         assert timeline.merge(intervals) == reference(intervals)
+
+
+def test_what_a_window_launched_is_found_by_launch_time_in_the_events_order():
+    """Launched in [lo, hi): by the launch where one was recorded, else by the GPU start; events
+    launched out of their GPU order come back in the trace's order (sums then add up the same)."""
+    g = timeline.GpuEvent
+    events = [g(10.0, 11.0, "a", 9.0, True, True), g(12.0, 13.0, "b", 2.0, True, True),
+              g(14.0, 15.0, "c", None, True, True), g(16.0, 17.0, "d", 5.0, True, True),
+              g(18.0, 19.0, "e", float("nan"), True, True)]
+    trace = timeline.Trace("t", [], [], events, 0, 1, None)
+    assert [e.name for e in trace.launched_in(0.0, 100.0)] == ["a", "b", "c", "d"]  # a NaN launch: in none
+    assert [e.name for e in trace.launched_in(2.0, 9.0)] == ["b", "d"]  # lo inside, hi outside
+    assert [e.name for e in trace.launched_in(9.0, 14.5)] == ["a", "c"]
+    assert trace.launched_in(20.0, 30.0) == []

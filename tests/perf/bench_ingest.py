@@ -238,14 +238,14 @@ class Result:
                 or (self.target_mb is not None and self.peak_mb > self.target_mb))
 
 
-def run(argv: list[str], python: str = sys.executable, script: str = WRAPPER,
-        tree: Path = ROOT) -> tuple[float, float, float, int, str, str]:
+def run(argv: list[str], python: str = sys.executable, script: str = WRAPPER, tree: Path = ROOT,
+        prefix: list[str] | tuple[str, ...] = ()) -> tuple[float, float, float, int, str, str]:
     """(wall s, CPU s, peak MB, exit code, stdout, stderr less the peak line) of one child that
-    imports tinylab from `tree`."""
+    imports tinylab from `tree` (`prefix`: a command it runs under, e.g. taskset)."""
     env = {**os.environ, "PYTHONPATH": str(tree), "COLUMNS": "160"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([python, "-c", script, *argv], capture_output=True, text=True, env=env, cwd="/tmp")
+    proc = subprocess.run([*prefix, python, "-c", script, *argv], capture_output=True, text=True, env=env, cwd="/tmp")
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

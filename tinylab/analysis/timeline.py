@@ -143,14 +143,15 @@ class Trace:
         self.longest = max((g.end - g.start for g in self.events), default=0.0)
         # the events by when they were launched (the GPU start where no launch was recorded), as
         # their indices: which ones a window or a phase launched is then two bisections
-        keys = [g.launch if g.launch is not None else g.start for g in self.events]
-        self.by_launch = sorted((i for i, k in enumerate(keys) if k == k), key=keys.__getitem__)  # noqa: PLR0124 - NaN: never
-        self.launches = [keys[i] for i in self.by_launch]
+        keys = np.fromiter((g.launch if g.launch is not None else g.start for g in self.events), dtype=np.float64,
+                           count=len(self.events))
+        self.by_launch = np.argsort(keys, kind="stable")  # NaN last: never launched in a window
+        self.launches = keys[self.by_launch]
 
     def launched_in(self, lo: float, hi: float) -> list[GpuEvent]:
         """The events launched in [lo, hi), in the order of `events`."""
-        picked = self.by_launch[bisect.bisect_left(self.launches, lo): bisect.bisect_left(self.launches, hi)]
-        return [self.events[i] for i in sorted(picked)]
+        first, last = np.searchsorted(self.launches, (lo, hi), side="left").tolist()
+        return [self.events[i] for i in np.sort(self.by_launch[first:last]).tolist()]
 
 
 # ------------------------------------------------------------------------------------ reading
