@@ -79,20 +79,25 @@ def test_chrome_trace_as_bare_event_list_and_old_category_case(tmp_path):
     assert rows(table)["k"]["total_ns"] == 2500
 
 
-def test_a_trace_that_lists_a_gpu_is_read_for_its_kernels_only(monkeypatch):
-    """The kernel table asks for the kernel events alone (a tenth of a GPU trace's events): the
-    same table as from every event, and the reader was asked for the kernels."""
+@pytest.mark.parametrize("trace,only", [
+    ("cuda_h100/torchprof_trace.json.gz", {"kernel", "Kernel"}),  # lists a device: its kernels
+    ("tinylab_cpu_v1_memory/trace.json.gz", {"kernel", "Kernel", "cpu_op", "Operator", "operator"}),  # lists none
+])
+def test_a_trace_is_read_for_the_events_of_its_table_only(monkeypatch, trace, only):
+    """The kernel table asks the reader for the events it is made of (the kernels: a tenth of a GPU
+    trace's events; the CPU operators, not the Python calls, of a CPU run's): the same table as
+    from every event."""
     from tinylab.analysis.formats import pytorch, trace_events
 
-    path = FIX / "pytorch-profiler/cuda_h100/torchprof_trace.json.gz"
+    path = FIX / "pytorch-profiler" / trace
     asked = []
     read = trace_events.read_events
     monkeypatch.setattr(trace_events, "read_events", lambda p, only=None: asked.append(only) or read(p, only))
     table, _ = load_kernel_table(path)
-    assert asked == [pytorch.KERNELS]
+    assert asked == [only]
     whole = pytorch.parse_trace(read(path)).table
     assert table.to_dict() == whole.to_dict()
-    assert len(read(path, pytorch.KERNELS)) == sum(calls for calls, _ in _trace_kernels(path).values()) < len(read(path)) / 5
+    assert len(read(path, frozenset(only))) < len(read(path)) * 0.8
 
 
 def test_a_trace_that_lists_a_gpu_but_holds_no_kernel_is_read_again_whole(tmp_path, monkeypatch):
@@ -106,5 +111,5 @@ def test_a_trace_that_lists_a_gpu_but_holds_no_kernel_is_read_again_whole(tmp_pa
     read = trace_events.read_events
     monkeypatch.setattr(trace_events, "read_events", lambda p, only=None: asked.append(only) or read(p, only))
     table, fmt = load_kernel_table(write(tmp_path, "t.json", json.dumps(doc)))
-    assert asked == [frozenset({"kernel", "Kernel"}), None]
+    assert asked == [frozenset({"kernel", "Kernel"}), frozenset({"kernel", "Kernel", "cpu_op", "Operator", "operator"})]
     assert fmt == "pytorch-trace" and "CPU run" in table.attrs["note"] and len(table) > 10

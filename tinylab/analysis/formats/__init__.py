@@ -71,12 +71,13 @@ def _trace(fmt: str) -> Callable[[Path, Head], Parsed]:
 
 def _parse_json(path: Path, head: Head) -> Parsed:
     """A PyTorch/Chrome trace, a rocprof-sys timemory JSON or a proton tree: which one, the content
-    decides. A trace that lists devices is read for its kernels only, and again whole in the rare
-    case it holds none (its table is then of CPU operators)."""
-    only = pytorch.KERNELS if pytorch.lists_devices(head.raw) else None
-    found = _trace_or_document(path, head, only)
-    if isinstance(found, TraceEvents) and found.only is not None and not found.named().any():
-        found = _trace_or_document(path, head)
+    decides. Of a trace, only the events its table can be made of are read: the kernels of one
+    that lists a device (again with its CPU operators in the rare case it holds no kernel), the
+    kernels and CPU operators of one that does not (a CPU run's are operators and Python calls)."""
+    both = pytorch.KERNELS | pytorch.OPERATORS
+    found = _trace_or_document(path, head, pytorch.KERNELS if pytorch.lists_devices(head.raw) else both)
+    if isinstance(found, TraceEvents) and found.only == pytorch.KERNELS and not found.named().any():
+        found = _trace_or_document(path, head, both)
     if isinstance(found, TraceEvents):
         return pytorch.parse_trace(found)
     if isinstance(found, dict) and "timemory" in found:

@@ -28,6 +28,7 @@ CPU_NOTE = "CPU run: no device kernels; table shows operators by self CPU time"
 KERNEL_CATS = ("kernel", "Kernel")
 KERNELS = frozenset(KERNEL_CATS)
 OPERATOR_CATS = ("cpu_op", "Operator", "operator")
+OPERATORS = frozenset(OPERATOR_CATS)
 #: Kineto's deviceProperties with a device in it (a CPU run's list is empty), before the events.
 _DEVICES = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{')
 
