@@ -336,3 +336,29 @@ def test_what_a_window_launched_is_found_by_launch_time_in_the_events_order():
     assert [e.name for e in trace.launched_in(2.0, 9.0)] == ["b", "d"]  # lo inside, hi outside
     assert [e.name for e in trace.launched_in(9.0, 14.5)] == ["a", "c"]
     assert trace.launched_in(20.0, 30.0) == []
+
+
+def _lane_one_interval_at_a_time(busy, lo, hi, width=timeline.LANE_WIDTH):
+    cell = (hi - lo) / width
+    filled = [0.0] * width
+    for a, b in busy:
+        first, last = int((a - lo) / cell), min(width - 1, int((b - lo) / cell))
+        for i in range(max(0, first), last + 1):
+            filled[i] += max(0.0, min(b, lo + (i + 1) * cell) - max(a, lo + i * cell))
+    return "".join(next((ch for limit, ch in timeline.LANE_CHARS if f / cell > limit), ".") for f in filled)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_lane_is_the_one_a_loop_over_the_intervals_draws(seed):
+    """Cells summed in numpy, in the order a loop adds them: the same characters, to the last bit
+    (intervals past both ends, spanning many cells, a few µs, touching cell edges)."""
+    import random
+
+    rng = random.Random(seed)
+    lo = rng.uniform(0, 1e6)
+    hi = lo + rng.choice([7.0, 1e3, 3.3e4])
+    points = sorted(rng.uniform(lo - 50, hi + 50) for _ in range(rng.randrange(0, 400)))
+    points += [lo + (hi - lo) * k / timeline.LANE_WIDTH for k in range(0, timeline.LANE_WIDTH, 7)]
+    busy = timeline.merge([(a, a + rng.expovariate(1 / ((hi - lo) / 50))) for a in sorted(points)])
+    assert timeline.lane(busy, lo, hi) == _lane_one_interval_at_a_time(busy, lo, hi)
+    assert timeline.lane([], lo, hi) == "." * timeline.LANE_WIDTH

@@ -139,8 +139,13 @@ class Trace:
     def __post_init__(self) -> None:
         # which events can overlap a window: those that start before its end and at most the
         # longest event's length before its start
-        self.starts = [g.start for g in self.events]
-        self.longest = max((g.end - g.start for g in self.events), default=0.0)
+        count = len(self.events)
+        self.starts = np.fromiter((g.start for g in self.events), dtype=np.float64, count=count)
+        self.ends = np.fromiter((g.end for g in self.events), dtype=np.float64, count=count)
+        self.longest = float((self.ends - self.starts).max()) if count else 0.0
+        self.compute = np.fromiter((g.compute for g in self.events), dtype=bool, count=count)
+        kinds = {name: categorize(name) == "communication" for name in {g.name for g in self.events}}
+        self.communication = np.fromiter((kinds[g.name] for g in self.events), dtype=bool, count=count)
         # the events by when they were launched (the GPU start where no launch was recorded), as
         # their indices: which ones a window or a phase launched is then two bisections
         keys = np.fromiter((g.launch if g.launch is not None else g.start for g in self.events), dtype=np.float64,
@@ -292,22 +297,16 @@ def _clip(intervals: Iterable[tuple[float, float]], lo: float, hi: float) -> lis
     return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
 
 
-def _clipped(trace: Trace, lo: float, hi: float,
-             keep: Callable[[GpuEvent], bool] | None = None) -> list[tuple[float, float]]:
-    """Intervals of the trace's GPU events that overlap [lo, hi], cut to it (`keep`: which events
-    count, all by default). Only the events near the window are looked at (1 µs of slack for
-    the rounding of start + length)."""
-    first = bisect.bisect_left(trace.starts, lo - trace.longest - 1.0)
-    near = trace.events[first: bisect.bisect_left(trace.starts, hi)]
-    return _clip(((g.start, g.end) for g in near if keep is None or keep(g)), lo, hi)
-
-
-def _is_compute(g: GpuEvent) -> bool:
-    return g.compute
-
-
-def _is_communication(g: GpuEvent) -> bool:
-    return categorize(g.name) == "communication"
+def _clipped(trace: Trace, lo: float, hi: float, keep: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """The union of the trace's GPU events that overlap [lo, hi], cut to it (`keep`: a mask of the
+    events that count, all by default). Only the events near the window are looked at (1 µs of
+    slack for the rounding of start + length)."""
+    first, last = np.searchsorted(trace.starts, (lo - trace.longest - 1.0, hi), side="left").tolist()
+    starts, ends = trace.starts[first:last], trace.ends[first:last]
+    near = (ends > lo) & (starts < hi)
+    if keep is not None:
+        near &= keep[first:last]
+    return _merged(np.maximum(starts[near], lo), np.minimum(ends[near], hi))
 
 
 def _total(intervals: list[tuple[float, float]]) -> float:
@@ -333,15 +332,20 @@ def _phase_at(phases: list[tuple[str, float, float]], t: float) -> str | None:
 
 
 def lane(busy: list[tuple[float, float]], lo: float, hi: float, width: int = LANE_WIDTH) -> str:
-    """One character per 1/width of the window: '#' mostly busy, '+' about half, '-' a little, '.' idle."""
+    """One character per 1/width of the window: '#' mostly busy, '+' about half, '-' a little, '.' idle.
+    Each interval adds its overlap with each cell it touches, in order (as a loop over them would)."""
     cell = (hi - lo) / width
-    filled = [0.0] * width
-    for a, b in busy:
-        first, last = int((a - lo) / cell), min(width - 1, int((b - lo) / cell))
-        for i in range(max(0, first), last + 1):
-            c0, c1 = lo + i * cell, lo + (i + 1) * cell
-            filled[i] += max(0.0, min(b, c1) - max(a, c0))
-    return "".join(next((ch for limit, ch in LANE_CHARS if f / cell > limit), ".") for f in filled)
+    filled = np.zeros(width)
+    if busy:
+        a, b = np.array(busy, dtype=np.float64).T
+        first = np.maximum(((a - lo) / cell).astype(np.int64), 0)
+        last = np.minimum(((b - lo) / cell).astype(np.int64), width - 1)
+        spans = np.maximum(last - first + 1, 0)
+        which = np.repeat(np.arange(len(a)), spans)  # (interval, cell) pairs, interval by interval
+        cells = first[which] + np.arange(len(which)) - np.repeat(np.cumsum(spans) - spans, spans)
+        c0, c1 = lo + cells * cell, lo + (cells + 1) * cell
+        np.add.at(filled, cells, np.maximum(0.0, np.minimum(b[which], c1) - np.maximum(a[which], c0)))
+    return "".join(next((ch for limit, ch in LANE_CHARS if f / cell > limit), ".") for f in filled.tolist())
 
 
 def host_lane(phases: list[tuple[str, float, float]], lo: float, hi: float, width: int = LANE_WIDTH) -> str:
@@ -352,8 +356,8 @@ def host_lane(phases: list[tuple[str, float, float]], lo: float, hi: float, widt
 
 def step_anatomy(trace: Trace, window: Window) -> StepAnatomy:
     lo, hi = window.start, window.end
-    busy = merge(_clipped(trace, lo, hi))
-    compute = merge(_clipped(trace, lo, hi, _is_compute))
+    busy = _clipped(trace, lo, hi)
+    compute = _clipped(trace, lo, hi, trace.compute)
     busy_us, compute_us, wall_us = _total(busy), _total(compute), hi - lo
     gaps = _gaps(busy, lo, hi)
     largest = max(gaps, key=lambda g: g[1] - g[0]) if gaps else None
@@ -630,8 +634,8 @@ def collectives(trace: Trace) -> tuple[float, float | None] | None:
     comm_us, hidden_us = [], 0.0
     for w in trace.windows:
         if trace.events:
-            comm = merge(_clipped(trace, w.start, w.end, _is_communication))
-            compute = merge(_clipped(trace, w.start, w.end, _is_compute)) if comm else []
+            comm = _clipped(trace, w.start, w.end, trace.communication)
+            compute = _clipped(trace, w.start, w.end, trace.compute) if comm else []
         else:
             comm = merge(_clip(trace.collectives, w.start, w.end))
             inside = trace.host_ops[bisect.bisect_right(op_ends, w.start): bisect.bisect_left(op_starts, w.end)]
