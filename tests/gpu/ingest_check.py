@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import gzip
 import json
 import os
 import platform
@@ -72,8 +73,6 @@ def main() -> int:
         return 1
     trace = traces[-1]
     import msgspec
-
-    import gzip
 
     with gzip.open(trace) if trace.suffix == ".gz" else open(trace, "rb") as fh:
         raw = fh.read()
