@@ -43,7 +43,8 @@ def _advice_shown(panel) -> bool:
     if panel._filled_at != panel.size.width:
         return False
     table = panel.query_one(DataTable)
-    return not panel.items or (table.row_count == len(panel.items) and table.size.height > table.row_count)
+    return not panel.items or (table.row_count == len(panel.items) and table.size.height > 0
+                               and table.virtual_size.height > table.row_count)
 
 
 async def charts_drawn(pilot) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tinylab.errors import UserError
 from tinylab.tui.screens.hotspots import open_hint
 
 from ..conftest import SIZE, V1, make_app, screen_name, text_of, wait_for
@@ -139,6 +140,11 @@ async def test_hotspots_says_what_it_is_reading(store: Path):
         return timeline(*args, progress=lambda *said: (heard.append(said), progress(*said)), **kwargs)
 
     app.backend.timeline = listened
+
+    def no_advice(run_id):  # the Advice panel's worker would read the trace too, and may come first:
+        raise UserError("not in this test")  # the anatomy's read would then find it read (no progress)
+
+    app.backend.advise = no_advice
     async with app.run_test(size=SIZE) as pilot:
         pilot.app.open_hotspots(V1)
         await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")

@@ -22,6 +22,8 @@ from tinylab.errors import UserError
 from tinylab.render.advice import MARKS, bound_text, detail
 from tinylab.tui.fmt import plain, safe
 
+#: The most rows the table shows at once (more scroll).
+MAX_ROWS = 7
 #: Fixed widths of the short columns (the measured value takes the rest).
 WIDTHS = {"mark": 1, "rule": 21, "bound": 11}
 
@@ -43,7 +45,7 @@ class AdviceTried(Message):
 class AdvicePanel(Vertical):
     DEFAULT_CSS = """
     AdvicePanel { height: 1fr; }
-    AdvicePanel #advice-table { height: auto; max-height: 8; }
+    AdvicePanel #advice-table { height: auto; }
     AdvicePanel #advice-detail-box { height: 1fr; }
     """
 
@@ -104,6 +106,9 @@ class AdvicePanel(Vertical):
         for key, label in (("mark", ""), ("rule", "rule"), ("bound", "at most"), ("measured", "measured")):
             table.add_column(label, key=key, width=WIDTHS.get(key, rest))
         table.display = bool(items)
+        # its height from its rows, set here: `auto` is the virtual height DataTable works out when
+        # idle, which a fill inside a layout pass (on_resize) can miss, leaving the table 0 lines high
+        table.styles.height = min(1 + len(items), MAX_ROWS + 1)
         counts = [f"{sum(i.severity == s for i in items)} {s}" for s in MARKS if any(i.severity == s for i in items)]
         tryable = any(i.action.changes for i in items)
         head.update(Text.assemble(("Advice: ", "bold"), ", ".join(counts) or "nothing to say about this run",
