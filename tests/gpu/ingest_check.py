@@ -7,8 +7,10 @@ older one (issue 30): the same output, and the time and peak memory of each on t
    with this tree and with OLD (an older checkout, PYTHONPATH), each pinned to two cores
    (`taskset -c 0,1`, as the 2-core development machine), --repeat times, alternating: the median
    wall time, and the peak memory (VmHWM) of each; the outputs of the two trees must be the same.
-Prints a short table last, naming the card and the CPU. Run from the repo root:
-    OLD=.ab_old python3 tests/gpu/ingest_check.py [--profile-steps 220] [--repeat 3]
+Prints a short table last, naming the card and the CPU. Run from the repo root, OLD a folder that
+holds an older checkout's `tinylab/` package (e.g. `git worktree add /tmp/old COMMIT`; for a
+machine that gets only this tree, a copy inside it that git ignores, e.g. `.ab_old/`):
+    OLD=/tmp/old python3 tests/gpu/ingest_check.py [--profile-steps 220] [--repeat 3]
 Writes $OUT/ingest_check.json (every figure, and the diff of any output that differs).
 """
 
