@@ -149,7 +149,7 @@ class Trace:
         # the events by when they were launched (the GPU start where no launch was recorded), as
         # their indices: which ones a window or a phase launched is then two bisections
         keys = np.fromiter((g.launch if g.launch is not None else g.start for g in self.events), dtype=np.float64,
-                           count=len(self.events))
+                           count=count)
         self.by_launch = np.argsort(keys, kind="stable")  # NaN last: never launched in a window
         self.launches = keys[self.by_launch]
 

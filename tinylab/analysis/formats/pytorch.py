@@ -40,7 +40,7 @@ def lists_devices(head: bytes) -> bool:
 
 def parse_trace(events: TraceEvents) -> Parsed:
     """Device kernels from `cat == "kernel"` events (µs); CPU operators by self time otherwise
-    (events read whole, or only the kernels: `events.only`)."""
+    (events read whole, or only the categories a table is made of: `events.only`)."""
     named = events.named()
     kernels = events.of_cats(KERNEL_CATS) & named
     if kernels.any():

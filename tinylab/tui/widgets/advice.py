@@ -45,7 +45,6 @@ class AdviceTried(Message):
 class AdvicePanel(Vertical):
     DEFAULT_CSS = """
     AdvicePanel { height: 1fr; }
-    AdvicePanel #advice-table { height: auto; }
     AdvicePanel #advice-detail-box { height: 1fr; }
     """
 
