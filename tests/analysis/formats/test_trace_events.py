@@ -148,11 +148,11 @@ def test_a_gzip_file_of_several_members_is_one_stream(tmp_path, monkeypatch, pad
     (lambda data: data[:-8] + b"\xff\xff\xff\xff" + data[-4:], zlib.error),  # a wrong CRC
     (lambda data: data + b"not gzip", zlib.error),  # garbage after the member
 ], ids=["cut", "crc", "garbage"])
-def test_a_damaged_gzip_stream_is_an_error(tmp_path, damage, error):
+def test_a_damaged_gzip_stream_is_an_error(tmp_path, damage, error, request):
     doc = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(300)]}
     path = tmp_path / "t.json.gz"
     path.write_bytes(damage(gzip.compress(json.dumps(doc).encode())))
-    with pytest.raises(error):
+    with pytest.raises(error, match="no gzip" if request.node.callspec.id == "garbage" else None):
         read_events(path)
     with pytest.raises(UserError, match="corrupt or truncated"):  # one line, naming the file
         formats.read_trace(path)

@@ -329,6 +329,8 @@ class _Inflow:
                 data = data.lstrip(b"\x00")  # zero padding after a member, as gzip allows
                 if not data:
                     continue
+                if not GZIP_MAGIC.startswith(data[:2]):
+                    raise zlib.error("bytes after the end of the gzip stream that are no gzip (damaged, or appended)")
                 inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer only
             inflated = memoryview(inflater.decompress(data, INFLATE))
             data = inflater.unconsumed_tail
