@@ -47,6 +47,36 @@ async def test_long_lines_wrap_and_reflow_on_resize():
         assert log.is_vertical_scroll_end  # a log followed at its end stays there
 
 
+@pytest.mark.asyncio
+async def test_a_log_at_its_end_stays_there_when_it_gets_shorter_and_one_scrolled_up_stays_put():
+    """The Run screen adds panels as a run ends and the log loses rows: read at its end, it must
+    still show its last line (it showed its middle); scrolled up by the reader, it keeps its place."""
+    app = LogApp()
+    async with app.run_test(size=(60, 30)) as pilot:
+        log = app.query_one(WrapLog)
+        log.write_lines([f"step {i}" for i in range(40)])
+        await pilot.pause()
+        assert log.is_vertical_scroll_end
+        await pilot.resize_terminal(60, 12)  # the same width, fewer rows
+        await pilot.pause()
+        assert log.is_vertical_scroll_end and log.scroll_offset.y == 40 - log.scrollable_content_region.height
+        log.scroll_to(y=5, animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.resize_terminal(60, 8)
+        await pilot.pause()
+        assert log.scroll_offset.y == 5  # the reader's place, not the end
+        log.write_lines(["more"])
+        await pilot.pause()
+        assert log.scroll_offset.y == 5
+        log.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        await pilot.resize_terminal(60, 20)  # taller: Textual pulls the offset back, still at its end
+        await pilot.pause()
+        await pilot.resize_terminal(60, 10)
+        await pilot.pause()
+        assert log.is_vertical_scroll_end
+
+
 def test_fold_breaks_at_spaces_or_cuts_a_long_word():
     from tinylab.tui.widgets.wraplog import fold
 

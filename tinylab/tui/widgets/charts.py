@@ -1,16 +1,25 @@
 """Plotext charts that take data at any rate and redraw only when asked (a timer, at most a few Hz).
 
 Colours come from textual-plotext's "auto" theme, which follows the app's Textual theme, so the
-charts stay readable on light terminals.
+charts stay readable on light terminals. A chart given too few rows to plot in says its values
+in words (see SeriesChart.render).
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from rich.text import Text
 from textual_plotext import PlotextPlot
 
+from tinylab.tui.fmt import number
+
 Number = float | int | None
+
+#: Fewer rows than this and plotext's title, frame, ticks and axis label leave under 3 rows for the
+#: lines: at 120x40 the Run screen's four charts got 4 rows each and drew frames with no line in
+#: them and tick labels run together ("82.31.0"). Such a chart says its values in words instead.
+MIN_PLOT_ROWS = 8
 
 
 def thin(xs: Sequence[float], ys: Sequence[Number], limit: int) -> tuple[list[float], list[float]]:
@@ -62,6 +71,26 @@ class SeriesChart(PlotextPlot):
                 plt.ylabel(self.ylabel)
         self.dirty = False
         self.refresh()
+
+    def render(self):
+        if not self.size.area or self.size.height >= MIN_PLOT_ROWS:
+            return super().render()
+        return self.in_words()
+
+    def in_words(self) -> Text:
+        """The title and x range, then a line a series: its latest value and its range."""
+        known = {label: [y for y in ys if y is not None] for label, ys in self.series.items()}
+        known = {label: ys for label, ys in known.items() if ys}
+        if not known:
+            return Text(f"{self.chart_title}: {self.empty}", style="bold", no_wrap=True, overflow="ellipsis")
+        out = Text(self.chart_title, style="bold", no_wrap=True, overflow="ellipsis")
+        if self.xs:
+            out.append(f" · {self.xlabel} {number(self.xs[0], ',.4g')}–{number(self.xs[-1], ',.4g')}")
+        for label, ys in known.items():
+            out.append(f"\n {label}  " if len(known) > 1 or label != self.chart_title else "\n last ")
+            out.append(number(ys[-1], ",.4g"), style="bold")
+            out.append(f"  ({number(min(ys), ',.4g')}–{number(max(ys), ',.4g')})")
+        return out
 
 
 class BarChart(PlotextPlot):

@@ -5,6 +5,10 @@ drew a stray glyph above the footer at 80x24 (the trainer's `$ python -m tinylab
 model lines are longer than 80). This one keeps the lines as written and shows them at its
 current width, re-flowed when the width changes: a line too long loses its runs of padding
 spaces (the step lines' aligned columns), and if still too long wraps, continuations indented.
+
+A log read at its end stays at its end when its size changes, the height too: the Run screen's
+panels come as the run ends (Advice, Step) and shrink the log; Log keeps its scroll offset, which
+left a finished run's log showing its middle, at an offset that hung on the order they came in.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ class WrapLog(Log):
         super().__init__(max_lines=max_lines, **kwargs)
         self._written: deque[str] = deque(maxlen=max_lines)
         self._wrapped_at = 0
-        self._rows: int | None = None  # the rows it showed, as of its last resize
+        self._following = True  # read at its end: kept there as lines come and as its size changes
 
     def _wrap_width(self) -> int:
         """The cells a line may take: the widget less its vertical scrollbar (0: not laid out yet)."""
@@ -63,20 +67,22 @@ class WrapLog(Log):
         self._written.clear()
         return super().clear()
 
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self._following = self.is_vertical_scroll_end
+
     def on_resize(self, event: events.Resize) -> None:
         width = self._wrap_width()
         if width < MIN_WIDTH:
             return
+        following = self._following  # as of the size it had: a shorter log keeps its offset, off its end
         if width != self._wrapped_at and self._written:
-            # read at its end in the size it had, it stays at its end (the new size has other rows)
-            following = self._rows is None or self.scroll_offset.y + self._rows >= self.line_count
             self._wrapped_at = width
             written = list(self._written)
             super().clear()
             super().write_lines(self._wrap(written), scroll_end=False)
-            if following:
-                self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
-        self._rows = self.scrollable_content_region.height
+        if following:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
 
 
 def fold(line: str, width: int) -> list[str]:
