@@ -46,6 +46,44 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 10.0, 
         await asyncio.sleep(0)
 
 
+def screen_text(svg: str) -> list[str]:
+    """A snapshot SVG's screen as lines of text (its <text> runs placed by their x and y)."""
+    import html
+    import re
+
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for x, y, text in re.findall(r'<text[^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg):
+        rows.setdefault(float(y), []).append((float(x), html.unescape(text).replace("\xa0", " ")))
+    lines = []
+    for y in sorted(rows):
+        line = ""
+        for x, text in sorted(rows[y]):
+            line = line.ljust(round(x / 12.2)) + text  # textual's SVG: 12.2 px a cell
+        lines.append(line.rstrip())
+    return lines
+
+
+@pytest.fixture
+def snap_compare(snap_compare, request):
+    """The plugin's compare, which on a mismatch also prints the screen lines that differ: CI keeps
+    only its output, not the HTML report, and a snapshot that fails there once must say where."""
+    import difflib
+    import pickle
+
+    from pytest_textual_snapshot import node_to_report_path
+
+    def compare(*args, **kwargs) -> bool:
+        if snap_compare(*args, **kwargs):
+            return True
+        _, expected, actual, *_ = pickle.loads(node_to_report_path(request.node).read_bytes())
+        diff = difflib.unified_diff(screen_text(expected), screen_text(actual), "accepted", "this run",
+                                    n=1, lineterm="")
+        print("\n".join(list(diff)[:80]) or "the same text: colours or styles differ")
+        return False
+
+    return compare
+
+
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The fake run store, as the relative path "runs" so that shown paths do not depend on tmp_path."""
