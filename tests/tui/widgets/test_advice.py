@@ -68,3 +68,25 @@ async def test_the_hotspots_screen_has_the_panel_and_a_finding_launches_nothing(
         screen.query_one("#advice").try_selected()
         await pilot.pause(0.2)
         assert screen_name(pilot) == "HotspotsScreen" and len(list((tmp_path / "runs").iterdir())) == 1
+
+
+async def test_advice_that_comes_as_its_screen_closes_is_no_crash():
+    """The answer can come while the screen is closing (the run ended, then esc or quit): the panel's
+    scroll box was marked for removal before it had mounted its detail, and the panel, still running,
+    took the answer and found no '#advice-detail' (NoMatches ended the app; seen under load)."""
+    from textual.app import App
+
+    from tinylab.tui.widgets.advice import AdviceLoaded, AdvicePanel
+
+    class PanelApp(App):
+        def compose(self):
+            yield AdvicePanel(id="advice")
+
+    app = PanelApp()
+    async with app.run_test(size=SIZE) as pilot:
+        panel = app.query_one(AdvicePanel)
+        await panel.query_one("#advice-detail-box").remove()  # the state that closing leaves
+        panel.post_message(AdviceLoaded([], ["a note"], None))
+        await pilot.pause(0.2)
+        assert panel.loaded and "nothing to say about this run" in str(panel.query_one("#advice-head").render())
+    # (an exception in a handler would have been raised by run_test as it closed)

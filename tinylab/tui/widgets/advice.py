@@ -55,11 +55,17 @@ class AdvicePanel(Vertical):
         self.loaded = False  # the worker's answer came: items, or why there are none
         self._notes: list[str] = []
         self._filled_at = -1  # the width the table was filled at
+        # held, not queried: the detail sits inside its scroll box, whose children mount after the
+        # panel's own, and an answer that came first found no '#advice-detail' (NoMatches, seen
+        # under load when a run ended fast)
+        self._head = Static("Advice: loading…", id="advice-head")
+        self._table: DataTable = DataTable(id="advice-table", cursor_type="row", zebra_stripes=True)
+        self._detail = Static(id="advice-detail")
 
     def compose(self) -> ComposeResult:
-        yield Static("Advice: loading…", id="advice-head")
-        yield DataTable(id="advice-table", cursor_type="row", zebra_stripes=True)
-        yield VerticalScroll(Static(id="advice-detail"), id="advice-detail-box")
+        yield self._head
+        yield self._table
+        yield VerticalScroll(self._detail, id="advice-detail-box")
 
     # ------------------------------------------------------------------ data
     def load(self, run_id: str) -> None:
@@ -80,8 +86,8 @@ class AdvicePanel(Vertical):
         message.stop()
         self.loaded = True
         if message.items is None:
-            self.query_one("#advice-head", Static).update(Text(f"No advice: {safe(message.error)}"))
-            self.query_one("#advice-table", DataTable).display = False
+            self._head.update(Text(f"No advice: {safe(message.error)}"))
+            self._table.display = False
             return
         self.items, self._notes = message.items, message.notes
         self._fill()
@@ -94,8 +100,7 @@ class AdvicePanel(Vertical):
     def _fill(self) -> None:
         """The head line, a row an item (the highlighted row kept) and the detail, at the panel's width."""
         items = self.items or []
-        head = self.query_one("#advice-head", Static)
-        table = self.query_one("#advice-table", DataTable)
+        head, table = self._head, self._table
         row = table.cursor_row if table.row_count else 0
         table.clear(columns=True)
         self._filled_at = self.size.width
@@ -125,13 +130,12 @@ class AdvicePanel(Vertical):
         item = self.selected()
         width = max(40, (self.size.width or 80) - 2)
         # each line is printable already (render.advice.detail): Text keeps the line breaks, never markup
-        self.query_one("#advice-detail", Static).update(Text("\n".join(detail(item, width)) if item else ""))
+        self._detail.update(Text("\n".join(detail(item, width)) if item else ""))
 
     def selected(self) -> Any | None:
-        table = self.query_one("#advice-table", DataTable)
-        if not self.items or not table.row_count:
+        if not self.items or not self._table.row_count:
             return None
-        return self.items[min(table.cursor_row, len(self.items) - 1)]
+        return self.items[min(self._table.cursor_row, len(self.items) - 1)]
 
     # ---------------------------------------------------------------- try it
     def try_selected(self) -> None:
