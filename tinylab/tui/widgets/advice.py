@@ -55,11 +55,11 @@ class AdvicePanel(Vertical):
         self.loaded = False  # the worker's answer came: items, or why there are none
         self._notes: list[str] = []
         self._filled_at = -1  # the width the table was filled at
-        # held, not queried: the detail sits inside its scroll box, whose children mount after the
-        # panel's own, and an answer that came first found no '#advice-detail' (NoMatches, seen
-        # under load when a run ended fast)
+        # held, not queried: a closing screen marks its widgets for removal, and a scroll box so marked
+        # before it has mounted its child never mounts the detail, while the panel, still running,
+        # may take its answer (a query found no '#advice-detail': NoMatches, seen as a run ended)
         self._head = Static("Advice: loading…", id="advice-head")
-        self._table: DataTable = DataTable(id="advice-table", cursor_type="row", zebra_stripes=True)
+        self._table = DataTable(id="advice-table", cursor_type="row", zebra_stripes=True)
         self._detail = Static(id="advice-detail")
 
     def compose(self) -> ComposeResult:
