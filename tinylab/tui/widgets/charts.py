@@ -79,8 +79,7 @@ class SeriesChart(PlotextPlot):
 
     def in_words(self) -> Text:
         """The title and x range, then a line a series: its latest value and its range."""
-        known = {label: [y for y in ys if y is not None] for label, ys in self.series.items()}
-        known = {label: ys for label, ys in known.items() if ys}
+        known = {label: vals for label, ys in self.series.items() if (vals := [y for y in ys if y is not None])}
         if not known:
             return Text(f"{self.chart_title}: {self.empty}", style="bold", no_wrap=True, overflow="ellipsis")
         out = Text(self.chart_title, style="bold", no_wrap=True, overflow="ellipsis")
