@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 from torch import Tensor
 
-from tinylab.analysis.kernel_work import OpModel
+from kernels.work import OpModel
 
 # Elements of one program's tile in the interpreter (see tile_rows).
 INTERPRETER_TILE = 1 << 17
@@ -72,7 +72,7 @@ def work_metadata(model: OpModel) -> dict[str, float]:
     """A launch's FLOPs and bytes as Triton's launch metadata (``@triton.jit(launch_metadata=f)``,
     f(grid, compiled kernel, {argument name: value}) returning this): Triton calls it only while a
     launch hook is set, i.e. under proton, which records the counts beside the kernel's time. The
-    formulas are tinylab.analysis.kernel_work's, which the roofline evaluates too. A metadata
+    formulas are kernels.work's, which the roofline evaluates too. A metadata
     function reads shapes and element sizes only: a kernel it launched would be profiled too."""
     return {"flops": float(model.flops), "bytes": float(model.bytes)}
 

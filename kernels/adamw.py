@@ -23,7 +23,7 @@ import triton.language as tl
 from torch import Tensor
 
 from kernels._utils import INTERPRETER_TILE, check_tensors, enter_region, exit_region, interpreter_config, launch, work_metadata
-from tinylab.analysis import kernel_work
+from kernels import work as kernel_work
 
 
 @triton.jit

@@ -38,7 +38,7 @@ from kernels._utils import (
     tile_rows,
     work_metadata,
 )
-from tinylab.analysis import kernel_work
+from kernels import work as kernel_work
 
 # Widest block of a row per loop step.
 MAX_BLOCK_V = 4096

@@ -30,7 +30,7 @@ from torch import Tensor
 from kernels import _utils
 from kernels._utils import (check_tensors, device_arch, enter_region, exit_region, interpreter_config, interpreting,
                             is_amd, launch, work_metadata)
-from tinylab.analysis import kernel_work
+from kernels import work as kernel_work
 from kernels.rope import apply_rope
 
 _LOG2E = 1.4426950408889634

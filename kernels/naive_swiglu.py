@@ -20,7 +20,7 @@ import triton.language as tl
 from torch import Tensor
 
 from kernels._utils import as_rows, check_tensors, enter_region, exit_region, launch, tile_rows, work_metadata
-from tinylab.analysis import kernel_work
+from kernels import work as kernel_work
 
 
 def _work(grid, kernel, args) -> dict[str, float]:

@@ -38,7 +38,7 @@ from kernels._utils import (
     tile_rows,
     work_metadata,
 )
-from tinylab.analysis import kernel_work
+from kernels import work as kernel_work
 
 # Widest row kept whole in registers; wider rows loop over column blocks (two reads of x).
 MAX_FUSED_N = 8192

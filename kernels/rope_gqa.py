@@ -21,7 +21,7 @@ from torch import Tensor
 
 from kernels._utils import (check_tensors, enter_region, exit_region, interpreter_config, launch, program_rows, tile_rows,
                             work_metadata)
-from tinylab.analysis import kernel_work
+from kernels import work as kernel_work
 
 
 @triton.jit

@@ -1,11 +1,12 @@
-"""The shape of the code: no import cycle anywhere, the CLI is no library, Textual stays in the lab,
-the faces go through the service, analysis imports nothing above it, no module is over 700 lines
-and the root of tinylab/ stays small.
+"""The shape of the code: the packages stand in layers (each imports only those below it), no
+import cycle anywhere, the CLI is no library, Textual stays in the lab, the faces go through the
+service, kernels/ imports nothing of tinylab, no module is over 600 lines and the root of tinylab/
+stays small. docs/architecture.md draws the same layers for people.
 
-Imports are read from the source (module level and inside functions: a cycle hidden in a
-function-local import is still a cycle), except those under `if TYPE_CHECKING:`. Each rule is a
-function of the graph (or of the files), tested on a small made-up one first: a rule that cannot
-fail proves nothing.
+Imports are read from the source: at module level, inside functions and under `if TYPE_CHECKING:`
+(an import only a type checker runs is still an arrow a reader follows). Each rule is a function
+of the graph (or of the files), tested on a small made-up one first: a rule that cannot fail
+proves nothing.
 """
 
 from __future__ import annotations
@@ -27,25 +28,13 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
 
 
-def _type_checking_lines(tree: ast.Module) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
-
-
 def imports_of(name: str) -> set[str]:
     """Every module (of any package) `name` imports, by full dotted name."""
     path = MODULES[name]
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = _type_checking_lines(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
-        if getattr(node, "lineno", 0) in skipped:
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -169,8 +158,8 @@ FACES = ("tinylab.commands", "tinylab.tui")
 FACE_MAY_IMPORT = ("tinylab.service", "tinylab.render", *FACES)
 #: ... the typed run records, and the words every layer shares: the package (its version), the
 #: run config, errors, event schema, text wrapping, bounded reads, and how a child Python starts.
-FACE_MAY_IMPORT_MODULES = frozenset({"tinylab", "tinylab.runs.record", "tinylab.config", "tinylab.errors",
-                                     "tinylab.events", "tinylab.text", "tinylab.safeio", "tinylab.childproc"})
+FACE_MAY_IMPORT_MODULES = frozenset({"tinylab", "tinylab.runs.record", "tinylab.config", "tinylab.core.errors",
+                                     "tinylab.core.events", "tinylab.core.text", "tinylab.core.safeio", "tinylab.core.childproc"})
 
 
 def within(module: str, packages: tuple[str, ...]) -> bool:
@@ -208,42 +197,92 @@ def test_the_faces_import_only_the_service_the_renderers_and_the_records():
     assert face_offenders({name: imports_of(name) for name in MODULES}) == {}
 
 
-# ------------------------------------------------------------------------------ no arrow back up
-#: What tinylab.analysis sits under: a pure computation knows nothing of who asks, nor of the tools.
-ABOVE_ANALYSIS = ("tinylab.commands", "tinylab.tui", "tinylab.service", "tinylab.profilers", "tinylab.render")
-#: The one module of those it may read: the table of what each ROCm release accepts and writes (data,
-#: no tool's code), which the AMD readers of analysis/formats need for the file layouts; it lives
-#: beside the AMD adapters (DESIGN.md), and `tinylab.profilers` imports nothing when a reader imports it.
-ANALYSIS_MAY_READ = frozenset({"tinylab.profilers", "tinylab.profilers.rocm_releases"})
+# ------------------------------------------------------------------------------ the layers
+#: The packages from the bottom up (docs/architecture.md says what each holds). A module belongs to
+#: the longest unit its name starts with ("tinylab" is the package's own __init__ alone); it may
+#: import its own unit and the layers below, never a layer above, nor a unit beside it in its layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("kernels", "exercises"),                 # Triton kernels and the scenarios' files: nothing of tinylab
+    ("tinylab", "tinylab.core"),              # the shared nouns: errors, bounded reads, events, kernel tables
+    ("models", "tinylab.analysis.formats"),   # the model versions; the readers of each tool's files
+    ("tinylab.profilers",),                   # one adapter a tool, declaring its own settings
+    ("tinylab.config",),                      # RunConfig, built from the version table and the adapters
+    ("tinylab.runs",),                        # run folders, records, the supervisor
+    ("tinylab.anatomy",),                     # what each kernel compiles to
+    ("tinylab.analysis",),                    # hotspots, timeline, roofline, compare, advice
+    ("tinylab.training",),                    # the trainer process, bench
+    ("tinylab.exercises",),                   # scenarios and their checks
+    ("tinylab.render",),                      # results as text
+    ("tinylab.service",),                     # the one way in for the faces
+    ("tinylab.tui",),                         # the lab (Textual)
+    ("tinylab.commands",),                    # the CLI's commands (`tinylab lab` opens the lab)
+    ("tinylab.cli",),
+    ("tinylab.__main__",),
+)
 
 
-def back_up_arrows(graph: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Each analysis module's imports of a layer above it."""
+def unit_of(module: str, layers: tuple[tuple[str, ...], ...] = LAYERS) -> tuple[int, str] | None:
+    """(layer index, unit) of a module: the longest unit it is or sits under; None when none."""
+    found = [(len(u), i, u) for i, units in enumerate(layers) for u in units
+             if module == u or (u != "tinylab" and module.startswith(u + "."))]
+    return (max(found)[1], max(found)[2]) if found else None
+
+
+def runs_nothing(module: str) -> bool:
+    """A package __init__ that imports nothing: importing a module under it runs no code of another
+    layer, so the parent package it lies in is no arrow (tinylab.analysis holding analysis.formats)."""
+    return MODULES[module].name == "__init__.py" and not imports_of(module)
+
+
+def layer_offenders(graph: dict[str, set[str]], layers: tuple[tuple[str, ...], ...] = LAYERS,
+                    inert=lambda m: False) -> dict[str, list[str]]:
+    """Each module's imports of a unit above it, or of another unit of its own layer."""
     found = {}
     for name, imported in graph.items():
-        bad = sorted(m for m in imported if within(m, ABOVE_ANALYSIS) and m not in ANALYSIS_MAY_READ)
-        if within(name, ("tinylab.analysis",)) and bad:
-            found[name] = bad
+        here = unit_of(name, layers)
+        bad = []
+        for m in imported:
+            there = unit_of(m, layers)
+            if here is None or there is None or inert(m) or there[1] == here[1]:
+                continue
+            if there[0] >= here[0]:
+                bad.append(m)
+        if bad:
+            found[name] = sorted(bad)
     return found
 
 
-def test_back_up_arrows_are_seen():
-    made_up = {"tinylab.analysis.roofline": {"tinylab.profilers.pytorch", "tinylab.profilers", "tinylab.config"},
-               "tinylab.analysis.compare": {"tinylab.render.compare", "tinylab.analysis.names"},
-               "tinylab.analysis.formats.rocprof_sys": {"tinylab.profilers", "tinylab.profilers.rocm_releases"},
-               "tinylab.analysis.timeline": {"tinylab.service.lab"},
+def test_the_layer_rule_sees_arrows_up_and_sideways():
+    made_up = {"kernels.rmsnorm": {"tinylab.core.kernel_work", "kernels._utils"},
+               "tinylab.analysis.compare": {"tinylab.render.compare", "tinylab.core.names", "tinylab.runs.record"},
+               "tinylab.analysis.formats.rocpd": {"tinylab.analysis.formats._base", "tinylab.core.safeio"},
+               "models.v1_baseline": {"tinylab.analysis.formats.rocpd"},  # beside it in its layer
+               "tinylab.profilers.nsys": {"tinylab.analysis.formats.nsys", "tinylab.analysis"},
                "tinylab.render.compare": {"tinylab.analysis.compare"}}  # an arrow down: fine
-    assert back_up_arrows(made_up) == {"tinylab.analysis.roofline": ["tinylab.profilers.pytorch"],
-                                       "tinylab.analysis.compare": ["tinylab.render.compare"],
-                                       "tinylab.analysis.timeline": ["tinylab.service.lab"]}
+    assert layer_offenders(made_up) == {"kernels.rmsnorm": ["tinylab.core.kernel_work"],
+                                        "tinylab.analysis.compare": ["tinylab.render.compare"],
+                                        "models.v1_baseline": ["tinylab.analysis.formats.rocpd"],
+                                        "tinylab.profilers.nsys": ["tinylab.analysis"]}
+    # ... unless the package above is an __init__ that runs nothing
+    assert "tinylab.profilers.nsys" not in layer_offenders(made_up, inert=lambda m: m == "tinylab.analysis")
+    assert unit_of("tinylab.analysis.formats.rocpd") == (2, "tinylab.analysis.formats")
+    assert unit_of("tinylab.analysis.hotspots") == (7, "tinylab.analysis")
+    assert unit_of("tinylab") == (1, "tinylab") and unit_of("tinylab.newthing") is None
+    assert runs_nothing("tinylab.analysis") and not runs_nothing("tinylab.analysis.formats")
 
 
-def test_analysis_imports_nothing_above_it():
-    assert back_up_arrows(GRAPH) == {}
+def test_every_module_has_a_layer():
+    assert sorted(m for m in MODULES if unit_of(m) is None) == []
+
+
+def test_the_packages_stand_in_layers():
+    """Counting every import (module level, inside functions, under TYPE_CHECKING): no package
+    imports one above it, so the packages form no circle."""
+    assert layer_offenders(GRAPH, inert=runs_nothing) == {}
 
 
 # ------------------------------------------------------------------------------ sizes
-MAX_LINES = 700
+MAX_LINES = 600
 MAX_ROOT_MODULES = 10
 
 
@@ -257,13 +296,13 @@ def root_modules(files: list[str]) -> list[str]:
 
 
 def test_the_size_rules_see_a_long_module_and_a_crowded_root():
-    assert over_long({"a.py": 700, "b.py": 701}) == {"b.py": 701}
+    assert over_long({"a.py": 600, "b.py": 601}) == {"b.py": 601}
     crowded = [f"m{i}.py" for i in range(11)] + ["__init__.py", "__main__.py", "app.tcss"]
     assert len(root_modules(crowded)) == 11 > MAX_ROOT_MODULES
     assert root_modules(["__init__.py", "cli.py", "app.tcss"]) == ["cli.py"]
 
 
-def test_no_module_is_over_700_lines():
+def test_no_module_is_over_600_lines():
     lengths = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
                for p in (ROOT / "tinylab").rglob("*.py")}
     assert len(lengths) > 100 and over_long(lengths) == {}

@@ -144,7 +144,7 @@ def test_every_profiler_setting_is_a_config_field_with_its_tool_and_variable():
 
 def test_the_rocprofv3_names_match_what_its_releases_and_adapter_know():
     from tinylab.config import ROCPROFV3_FORMATS, ROCPROFV3_TRACES
-    from tinylab.profilers import rocm_releases as rr
+    from tinylab.core import rocm_releases as rr
     from tinylab.profilers.rocprofv3 import EXTRA_TRACES
 
     assert set(ROCPROFV3_FORMATS) == {f for facts in rr.ROCPROFV3.values() for f in facts.formats}

@@ -77,7 +77,7 @@ def test_lab_keys_the_readme_teaches_are_bound():
 def test_the_rocprofv3_row_says_what_it_writes():
     """The database where the tool's --output-format lists rocpd (7.0 on), CSV before; other formats
     on request (the row once said CSV on every release, while ROCm 7 defaults to the database)."""
-    from tinylab.profilers import rocm_releases as rr
+    from tinylab.core import rocm_releases as rr
     from tinylab.profilers.rocm_help import parse_help
     from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
 

@@ -13,7 +13,7 @@ import sys
 from typing import cast
 
 from tinylab import __version__
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 #: name -> (module, one-line help). Order is the order shown in --help.
 COMMANDS: dict[str, tuple[str, str]] = {

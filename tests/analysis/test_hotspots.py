@@ -17,11 +17,11 @@ from tinylab.analysis.hotspots import (
     summarize,
 )
 from tinylab.analysis.hotspots_result import CategoryTime, RankInfo
-from tinylab.analysis.kernel_table import (
+from tinylab.core.kernel_table import (
     counts_table,
 )
-from tinylab.errors import UserError
-from tinylab.events import EventWriter
+from tinylab.core.errors import UserError
+from tinylab.core.events import EventWriter
 from tinylab.profilers.base import CollectResult, write_kernel_table
 
 
@@ -97,7 +97,7 @@ def test_a_run_of_two_ranks_gives_rank_0s_table_never_a_merged_one(tmp_path):
 
 def test_load_run_kernel_table_reads_only_rank_0s_table_and_takes_the_records_profiles(tmp_path):
     """What compare and report do: they hand in their RunRecord's profile events."""
-    from tinylab.events import ProfileEvent, read_events
+    from tinylab.core.events import ProfileEvent, read_events
 
     run = ranked_run(tmp_path)
     profiles = [ProfileEvent.from_event(e) for e in read_events(run / "events.jsonl").of("profile")]

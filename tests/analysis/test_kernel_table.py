@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support.tables import table_of
 
-from tinylab.analysis.categories import CATEGORIES, categorize
-from tinylab.analysis.kernel_table import KERNEL_COLUMNS
+from tinylab.core.categories import CATEGORIES, categorize
+from tinylab.core.kernel_table import KERNEL_COLUMNS
 
 # Real names from the fixtures (and our kernels/ Triton functions), with the category a learner expects.
 NAMES = {
@@ -98,7 +98,7 @@ def test_a_table_from_name_codes_is_the_table_from_the_names():
     import numpy as np
     import pandas as pd
 
-    from tinylab.analysis.kernel_table import table_from_codes, table_from_durations
+    from tinylab.core.kernel_table import table_from_codes, table_from_durations
 
     rng = np.random.default_rng(0)
     names = ("aten::mm", "_attn_fwd_kernel", "Memcpy DtoD (Device -> Device)", "ncclDevKernel_AllReduce")

@@ -1,5 +1,5 @@
 """The one source of the FLOP/byte formulas: every Triton kernel a v3 or v4 step launches gives
-proton its work through launch metadata, from tinylab.analysis.kernel_work, and where a launch's
+proton its work through launch metadata, from kernels.work, and where a launch's
 shapes are the config's that work is the roofline's model.
 
 The step runs on fake tensors inside kernels._utils.planning (as tinylab.anatomy plans a step):
@@ -17,7 +17,8 @@ import warnings
 
 import pytest
 
-from tinylab.analysis import kernel_work, roofline
+from kernels import work as kernel_work
+from tinylab.analysis import roofline
 from tinylab.config import RunConfig
 
 SIZES = dict(num_layers=2)  # the workshop's shapes; every layer launches what the second does

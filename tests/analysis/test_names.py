@@ -10,8 +10,8 @@ import pytest
 from support.paths import FIX
 
 from tinylab.analysis.hotspots import summarize
-from tinylab.analysis.kernel_table import table_from_durations
-from tinylab.analysis.names import short_name, short_names
+from tinylab.core.kernel_table import table_from_durations
+from tinylab.core.names import short_name, short_names
 from tinylab.render.hotspots import render_text
 
 H100_TRACE = FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"

@@ -11,7 +11,7 @@ import pytest
 from tinylab.analysis import roofline
 from tinylab.render.roofline import render as render_roofline
 from tinylab.config import RunConfig
-from tinylab.events import EventWriter
+from tinylab.core.events import EventWriter
 from tinylab.runs.store import RunStore
 
 CEILINGS = {"copy_gbps": 4000.0, "gemm_tflops": {"fp32": {"large": 50.0}, "tf32": {"large": 370.0}, "bf16": {"large": 780.0}}}

@@ -16,7 +16,7 @@ from support.traces import CPU_RUN, DDP2, H100, V4_GRAPH, gpu_copy, host, kernel
 
 from tinylab.analysis import timeline
 from tinylab.analysis.timeline_result import Gaps, GraphReplay, StepAnatomy
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 def test_busy_idle_gaps_and_launches_per_step(tmp_path):
     result = timeline.analyze(write(tmp_path, two_step_trace()))

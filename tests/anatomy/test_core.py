@@ -7,7 +7,7 @@ import pytest
 from tinylab.anatomy import TARGETS, sweep, sweep_values
 from tinylab.anatomy.launches import Launch, TensorArg
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.service.lab import Lab
 
 

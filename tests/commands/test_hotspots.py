@@ -13,11 +13,11 @@ from support.paths import FIX, deny
 from support.runs import kernels_csv
 from support.tables import run_with_events, table_of
 
-from tinylab.analysis.kernel_table import (
+from tinylab.core.kernel_table import (
     KERNEL_COLUMNS,
 )
 from tinylab.cli import main
-from tinylab.events import EventWriter
+from tinylab.core.events import EventWriter
 from tinylab.profilers.base import CollectResult, write_kernel_table
 from tinylab.runs.store import mark_run
 

@@ -16,7 +16,7 @@ from support.exercises import make_run
 from tinylab import exercises as ex
 from tinylab.exercises import checks
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.exercises import CheckSpec, Step
 
 
@@ -648,7 +648,7 @@ def test_a_progress_file_that_is_no_file_is_refused_not_read(progress_file, kind
     """TINYLAB_PROGRESS_FILE=/dev/zero grew a reader to 7.6 GB; a FIFO would block it."""
     import os
 
-    from tinylab.errors import UserError
+    from tinylab.core.errors import UserError
 
     if kind == "device":
         os.environ[ex.PROGRESS_ENV] = "/dev/zero"
@@ -683,7 +683,7 @@ def test_a_malformed_progress_file_loses_only_its_malformed_entries(progress_fil
 
 
 def test_a_progress_file_nested_5000_deep_is_one_line(progress_file):
-    from tinylab.errors import UserError
+    from tinylab.core.errors import UserError
 
     progress_file.parent.mkdir(parents=True)
     progress_file.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tinylab import exercises as ex
-from tinylab.analysis.categories import CATEGORIES
+from tinylab.core.categories import CATEGORIES
 from tinylab.config import FAULTS, RunConfig
 from tinylab.training.faults import CATALOGUE
 

@@ -1,5 +1,5 @@
 """What a quiet machine's runs and a loaded machine's runs record, for the thresholds of a busy
-machine (tinylab/events.py, BUSY_*; docs/performance.md, "A busy machine").
+machine (tinylab/core/events.py, BUSY_*; docs/performance.md, "A busy machine").
 
 Trains each case through `tinylab train` (the launcher, the supervisor and the load sampler as a
 learner gets them), then prints its step spread, the load it recorded and the verdict. Loads are

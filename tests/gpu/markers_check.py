@@ -5,7 +5,7 @@ they cost, and does a profiler that records ranges see one per step?
    the median step time: the ranges must cost next to nothing.
 2. If nsys (NVIDIA) or rocprofv3 (AMD) is on PATH, runs `tinylab train --profile <tool>` on a short
    run and counts the recorded "tinylab step N" ranges and the steps the kernel table kept (the
-   measured ones: both tools' tables are cut to them, tinylab.analysis.steps).
+   measured ones: both tools' tables are cut to them, tinylab.core.steps).
 
 Run on a GPU node: python tests/gpu/markers_check.py   (prints a short table last)
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from tinylab.config import RunConfig
-from tinylab.events import read_events
+from tinylab.core.events import read_events
 from tinylab.training.trainer import Trainer
 
 STEPS, WARMUP = 30, 5

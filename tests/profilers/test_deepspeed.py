@@ -15,7 +15,7 @@ from support.foreign import plant
 from support.training import mlp, train
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers import deepspeed
 from tinylab.profilers.registry import get_adapter, inprocess_hooks
 

@@ -14,7 +14,7 @@ import pytest
 from support.paths import FIX
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers import proton as adapter_module
 from tinylab.profilers.proton import INSTRUMENT_MODE, ProtonAdapter, ProtonHook, amd_tracer, backends
 

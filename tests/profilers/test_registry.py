@@ -16,7 +16,7 @@ from support.paths import BIN
 
 from tinylab.cli import main
 from tinylab.config import IN_PROCESS_PROFILERS, PROFILERS, RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.base import IN_PROCESS, WRAPPER
 from tinylab.profilers.registry import all_adapters, get_adapter, inprocess_hooks
 

@@ -16,10 +16,10 @@ from support import samples
 from support.rocm import VERSIONS, key_of, plain_version, rocm_tree
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers import base
 from tinylab.profilers import rocm as rocm_module
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core import rocm_releases as rr
 from tinylab.profilers.registry import get_adapter
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 from tinylab.profilers.rocprofv3 import Rocprofv3Adapter
@@ -187,7 +187,7 @@ def test_rocprof_compute_pass_count_from_the_table(rocm, tmp_path):
 def test_rocprofv3_keeps_the_measured_steps_where_it_recorded_their_ranges(rocm, tmp_path):
     """A GPU run's trace with the trainer's roctx step ranges, in the release's layout: the kernel
     table is the measured steps' dispatches and the profile says how many steps it covers."""
-    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
+    from tinylab.core.rocm_releases import MARKER_TRACE_HEADER
 
     facts = rr.ROCPROFV3[key_of(rocm)]
     folder = tmp_path / "out" / (socket.gethostname() if facts.host_dir else "")

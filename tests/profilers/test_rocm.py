@@ -13,7 +13,7 @@ from support.paths import BIN
 from support.rocm import rocm_tree
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers import base
 from tinylab.profilers import rocm as rocm_module
 from tinylab.profilers.registry import get_adapter

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers import rocm_help
 from tinylab.profilers.rocm_help import ask, parse_help, tool_help
 

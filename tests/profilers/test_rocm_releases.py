@@ -1,7 +1,7 @@
-"""The release table (tinylab/profilers/rocm_releases.py) pinned to the tools' own sources, release by release,
+"""The release table (tinylab/core/rocm_releases.py) pinned to the tools' own sources, release by release,
 and the release keys it maps versions to.
 
-The stand-ins (tests/profilers/bin) are built from tinylab/profilers/rocm_releases.py, so every
+The stand-ins (tests/profilers/bin) are built from tinylab/core/rocm_releases.py, so every
 other release test agrees with the table by construction: a wrong edit of it would be mirrored by
 the stand-ins and pass. Here a few facts of each release are literal values copied from the tools'
 sources and changelogs, as docs/rocm-tools.md cites them (T: the release's tag or branch, M: the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core import rocm_releases as rr
 
 V62 = ("csv", "json", "pftrace")  # SDK@rocm-6.2.0 and @rocm-6.2.2 source/bin/rocprofv3.py:172 choices=
 V63 = V62 + ("otf2",)  # SDK 16d535e (2024-07-30, after the 6.2 tags); RS@39db3e8a1 rocprofv3.py:137

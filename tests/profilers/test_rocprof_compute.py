@@ -9,7 +9,7 @@ import json
 import pytest
 from support.adapters import CONFIG, run_wrapped, totals
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.config import ConfigError, RunConfig
 from tinylab.profilers.rocprof_compute import RocprofComputeAdapter
 

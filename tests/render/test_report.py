@@ -12,7 +12,7 @@ from support.runs import cli, clone_run, profile_tables, with_kernels, world_of
 from tinylab.analysis.compare import compare_runs
 from tinylab.render.compare import format_value, ratio_text
 from tinylab.render.report import build_report
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 VOID = {"meta", "br", "hr", "img", "input", "link"}
 SVG_SHAPES = {"rect", "line", "polyline", "circle", "path"}

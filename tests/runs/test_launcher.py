@@ -32,7 +32,7 @@ from support.runs import (
 )
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.launcher import cancel, launch, run_group
 from tinylab.runs.store import TERMINAL, Run, RunStore, write_json
 

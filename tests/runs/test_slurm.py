@@ -13,9 +13,9 @@ import pytest
 from support.runs import tiny_config
 
 from tinylab.runs import slurm
-from tinylab.errors import UserError
-from tinylab.events import read_events
-from tinylab.training.parallel import ENDPOINT_ENV
+from tinylab.core.errors import UserError
+from tinylab.core.events import read_events
+from tinylab.runs.engines import ENDPOINT_ENV
 from tinylab.runs.launcher import SAFE_PATH, supervisor_argv
 from tinylab.runs.store import Run, RunStore
 

@@ -9,8 +9,8 @@ import pytest
 from support.paths import deny
 from support.runs import make_run, tiny_config
 
-from tinylab.errors import UserError
-from tinylab.events import EventTail, read_events
+from tinylab.core.errors import UserError
+from tinylab.core.events import EventTail, read_events
 from tinylab.runs.record import short_id
 from tinylab.runs.store import MARKER, Run, RunStore, is_run_dir, new_run_id, run_dir_state
 
@@ -218,7 +218,7 @@ def test_a_cancel_that_comes_after_the_summary_leaves_the_run_finished(tmp_path)
 def test_a_full_disk_at_creation_leaves_no_half_run(tmp_path, monkeypatch):
     import errno
 
-    from tinylab.safeio import os as safeio_os
+    from tinylab.core.safeio import os as safeio_os
 
     def full(*_):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -8,8 +8,8 @@ import sys
 import pytest
 from support.runs import tiny_config
 
-from tinylab.errors import UserError
-from tinylab.training.parallel import ENDPOINT_ENV
+from tinylab.core.errors import UserError
+from tinylab.runs.engines import ENDPOINT_ENV
 from tinylab.runs import supervisor
 
 

@@ -12,7 +12,7 @@ from support.exercises import HIDES_ITS_FAULT
 from support.paths import FIX
 from support.runs import make_run, output_tail, wait_for_status
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.store import TRIED_FILE
 from tinylab.service.lab import Lab
 

@@ -9,7 +9,7 @@ from support.paths import FIX
 from support.exercises import HIDES_ITS_FAULT
 from support.runs import make_run
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.render.compare import format_compare
 from tinylab.render.report import build_report
@@ -128,7 +128,7 @@ def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
 # ------------------------------------------------------------------------------ the roofline, for both faces
 def _gpu_run(root):
     from tinylab.config import RunConfig
-    from tinylab.events import EventWriter
+    from tinylab.core.events import EventWriter
     from tinylab.runs.store import RunStore
 
     run = RunStore(root).create(RunConfig(version="v3", batch_size=8, seq_len=128))

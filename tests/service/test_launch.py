@@ -6,7 +6,7 @@ import pytest
 from support.runs import tiny_config
 
 from tinylab.config import ConfigError
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.service.lab import Lab
 from tinylab.service.launch import check_run
 from tinylab.service.machine import Machine

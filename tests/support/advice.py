@@ -15,7 +15,7 @@ from support.runs import make_run
 
 from tinylab.analysis.advice import Facts
 from tinylab.analysis.timeline import analyze, trainer_timing
-from tinylab.events import RankEvent, StepEvent, Summary
+from tinylab.core.events import RankEvent, StepEvent, Summary
 from tinylab.runs.store import Run
 
 PT = FIX / "pytorch-profiler"

@@ -77,7 +77,7 @@ def fake_compiles(monkeypatch) -> list:
     checks call); returns the list of the calls they got. A kernel called "nope" is unknown, one
     called "crash" breaks the planning."""
     import tinylab.anatomy
-    from tinylab.errors import UserError
+    from tinylab.core.errors import UserError
 
     calls: list = []
 

@@ -8,7 +8,7 @@ import pytest
 
 from support import samples
 from support.paths import FIX
-from tinylab.analysis.kernel_table import KERNEL_COLUMNS
+from tinylab.core.kernel_table import KERNEL_COLUMNS
 
 ROCM7 = FIX / "rocprofv3/rocm7-docs-data"
 DISPATCHES = samples.rocm7_dispatches()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from support.paths import BIN
 
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core import rocm_releases as rr
 
 #: An install -> the version it is of (what its .info/version, folder or `rocm-sdk version` says).
 VERSIONS = {"6.2.0": "6.2.0-66", "6.3": "6.3.1", "6.4": "6.4.0", "7.0": "7.0.2", "7.2": "7.2.0", "7.14": "7.14.0",

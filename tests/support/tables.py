@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tinylab.analysis.kernel_table import build_table
-from tinylab.events import EventWriter
+from tinylab.core.kernel_table import build_table
+from tinylab.core.events import EventWriter
 from tinylab.profilers.base import CollectResult, write_kernel_table
 from tinylab.runs.store import mark_run
 

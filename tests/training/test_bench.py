@@ -8,7 +8,7 @@ import pytest
 from tinylab.training import bench
 from tinylab.analysis.ceilings import FLOOR_METHOD
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[2]
 

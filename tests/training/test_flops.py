@@ -1,4 +1,4 @@
-"""tinylab/training/flops.py: the analytic FLOP count behind MFU and the roofline, checked against what
+"""tinylab/config/flops.py: the analytic FLOP count behind MFU and the roofline, checked against what
 torch's FlopCounterMode counts on the real v1 model, and the peak-rate lookup by device name."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from models import build_model
 from tinylab.config import RunConfig
-from tinylab.training.flops import device_peak_tflops, mfu, training_flops_per_step
+from tinylab.config.flops import mfu, training_flops_per_step
+from tinylab.core.peaks import device_peak_tflops
 
 
 def counted_flops(cfg: RunConfig) -> tuple[int, int]:

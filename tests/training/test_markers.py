@@ -1,10 +1,10 @@
-"""tinylab/training/markers.py: the step ranges the trainer marks, read back as each profiler names them."""
+"""tinylab/core/markers.py: the step ranges the trainer marks, read back as each profiler names them."""
 
 from __future__ import annotations
 
 import pytest
 
-from tinylab.training.markers import parse_step_range, step_range
+from tinylab.core.markers import parse_step_range, step_range
 
 
 @pytest.mark.parametrize(("step", "warmup"), [(0, True), (3, False), (1234, False)])

@@ -16,6 +16,7 @@ import sys
 import pytest
 from support.runs import FOREVER_STEPS, TINY, output_tail, process_gone, wait_for, wait_for_status, wait_for_step
 
+from tinylab.runs import engines
 from tinylab.training import parallel
 from tinylab.config import ConfigError, RunConfig
 from tinylab.runs.launcher import SAFE_PATH, cancel, launch
@@ -106,7 +107,7 @@ def test_a_profiled_run_of_ranks_wraps_each_rank(tmp_path):
 
 def test_zero_writes_its_deepspeed_config(tmp_path):
     launch_argv(tmp_path, two_ranks(parallel="zero2"), None)
-    written = json.loads((tmp_path / parallel.DEEPSPEED_CONFIG).read_text())
+    written = json.loads((tmp_path / engines.DEEPSPEED_CONFIG).read_text())
     assert written["zero_optimization"] == {"stage": 2, "overlap_comm": True, "contiguous_gradients": True,
                                             "reduce_bucket_size": 6_553_600, "allgather_bucket_size": 6_553_600}
     assert written["train_micro_batch_size_per_gpu"] == SHORT["batch_size"]
@@ -212,7 +213,7 @@ def test_fsdp_trains_every_parameter(runs):
 def test_zero2_trains_every_parameter_with_the_config_it_wrote(runs):
     record = finished(runs["zero2-v1"], timeout=600)  # the first DeepSpeed run on a machine builds its shm op
     assert record.summary.params_trained == record.summary.params_total and record.ranks_in_sync is True
-    assert (record.dir / parallel.DEEPSPEED_CONFIG).is_file()
+    assert (record.dir / engines.DEEPSPEED_CONFIG).is_file()
 
 
 @pytest.mark.skipif(not HAS_DEEPSPEED, reason="deepspeed is not installed (pip install deepspeed)")
@@ -223,7 +224,7 @@ def test_zero_trains_in_this_process_without_a_config_file(tmp_path, monkeypatch
         monkeypatch.delenv(name)
     summary = run_training(RunConfig(**{**SHORT, "parallel": "zero1"}), tmp_path, out=io.StringIO())
     assert summary["params_trained"] == summary["params_total"] and summary["world_size"] == 1
-    assert not (tmp_path / parallel.DEEPSPEED_CONFIG).exists()
+    assert not (tmp_path / engines.DEEPSPEED_CONFIG).exists()
 
 
 def test_one_rank_through_torchrun(runs):
@@ -248,7 +249,7 @@ def _launch_forever(tmp_path) -> Run:
 
 
 def _rank_pids(run: Run) -> list[tuple[int, float]]:
-    return [(r["pid"], r["start_time"]) for r in parallel.rank_records(run.dir)]
+    return [(r["pid"], r["start_time"]) for r in engines.rank_records(run.dir)]
 
 
 def test_a_killed_rank_fails_the_run_naming_it(tmp_path):

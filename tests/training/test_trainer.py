@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tinylab.config import RunConfig
-from tinylab.events import read_events
+from tinylab.core.events import read_events
 from tinylab.training.trainer import run_training
 
 # The CPU acceptance config; on a GPU machine the same tests run on the GPU.

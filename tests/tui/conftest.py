@@ -110,7 +110,7 @@ class FakeKernels:
 
     def study(self, cfg, targets=None, name=None, *, progress=None, **_):
         from tinylab.anatomy import Progress
-        from tinylab.errors import UserError
+        from tinylab.core.errors import UserError
         from tinylab.service.lab import KernelStudy
 
         self.studies.append(cfg.precision)

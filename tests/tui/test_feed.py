@@ -55,7 +55,7 @@ def test_feed_reports_the_end_once_with_its_record(tmp_path: Path):
 
 
 def test_fake_kernel_categories_match_the_categorizer():
-    from tinylab.analysis.categories import categorize
+    from tinylab.core.categories import categorize
 
     assert [categorize(name) for name, *_ in KERNELS] == [category for *_, category in KERNELS]
 

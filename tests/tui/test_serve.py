@@ -125,7 +125,7 @@ def test_the_socket_refuses_no_token_and_a_foreign_origin_before_any_lab_starts(
     ("0.0.0.0", 0, "add --allow-remote"),
 ])
 def test_bad_hosts_and_ports_are_one_line_errors(host, port, message):
-    from tinylab.errors import UserError
+    from tinylab.core.errors import UserError
     from tinylab.tui.serve import bind
 
     with pytest.raises(UserError, match=message):
@@ -133,7 +133,7 @@ def test_bad_hosts_and_ports_are_one_line_errors(host, port, message):
 
 
 def test_a_port_in_use_is_an_error_and_port_0_listens_where_it_says():
-    from tinylab.errors import UserError
+    from tinylab.core.errors import UserError
     from tinylab.tui.serve import bind
 
     listen = bind("127.0.0.1", 0, allow_remote=False)

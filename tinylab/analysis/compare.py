@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinylab.analysis.hotspots_result import KernelDiff
-from tinylab.errors import UserError
-from tinylab.events import SUMMARY_FIELDS, Summary, number
+from tinylab.core.errors import UserError
+from tinylab.core.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
 
 #: Config keys an A/B comparison is meant to vary; a difference in any other key gets a note. The

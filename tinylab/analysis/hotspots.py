@@ -2,7 +2,7 @@
 diffed between two runs, as the frozen typed results of tinylab.analysis.hotspots_result
 (tinylab.render.hotspots lays them out).
 
-The table itself and its categories are built in tinylab.analysis.kernel_table; the native
+The table itself and its categories are built in tinylab.core.kernel_table; the native
 formats are read by tinylab.analysis.formats.
 """
 
@@ -17,15 +17,15 @@ from typing import Any
 import pandas as pd
 
 from tinylab.analysis import formats
-from tinylab.analysis.categories import CATEGORIES
+from tinylab.core.categories import CATEGORIES
 from tinylab.analysis.formats.pytorch import CPU_NOTE
 from tinylab.analysis.hotspots_result import (ALL_RANKS, CategoryTime, HotspotSummary, KernelChange, KernelDiff,
                                               KernelRow, KernelTotal, RankComparison, RankInfo, RankTotals, Spread,
                                               TopKernel)
-from tinylab.analysis.kernel_table import has_durations
-from tinylab.errors import UserError
-from tinylab.events import EVENTS_FILE, ProfileEvent, read_events
-from tinylab.safeio import inside, is_plain_dir
+from tinylab.core.kernel_table import has_durations
+from tinylab.core.errors import UserError
+from tinylab.core.events import EVENTS_FILE, ProfileEvent, read_events
+from tinylab.core.safeio import inside, is_plain_dir
 
 
 # ----------------------------------------------------------------------------- loading

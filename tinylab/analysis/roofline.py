@@ -19,7 +19,7 @@ the tool saw: the PyTorch profiler's (and proton's) active window, or every step
 a tool that wraps the whole process; ncu sees its first N launches, which are not whole steps.
 
 Under proton a Triton kernel's FLOPs and bytes are proton's own: what the kernel's launch metadata
-gave it at each launch's shapes (the same formulas, tinylab.analysis.kernel_work). Each such
+gave it at each launch's shapes (the same formulas, kernels.work). Each such
 point says how its counts compare with the model's at the config's shapes ("model_ratio"): where
 they differ, a launch ran at other shapes or dtypes than the config's (a residual stream's norm,
 an fp32 input under autocast).
@@ -32,15 +32,15 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from tinylab.analysis import kernel_work as work
-from tinylab.analysis.kernel_work import OpModel
+from typing import TYPE_CHECKING, Any
 
 from tinylab.config import RunConfig, profile_schedule
-from tinylab.errors import UserError
-from tinylab.safeio import DOCUMENT_LIMIT, read_json
-from tinylab.training.flops import forward_flops_per_token, training_flops_per_step
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import DOCUMENT_LIMIT, read_json
+from tinylab.config.flops import forward_flops_per_token, training_flops_per_step
+
+if TYPE_CHECKING:
+    from kernels.work import OpModel
 
 ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 #: How far above its roof a point may sit and still be plotted: the measured ceilings' noise
@@ -54,7 +54,9 @@ ABOVE_ROOF = ("above its roof: the model counts more bytes or FLOPs than the ker
 
 def op_models(cfg: RunConfig) -> list[tuple[re.Pattern[str], OpModel]]:
     """Per-call models of the lab's own Triton kernels at this config's shapes (the formulas are
-    tinylab.analysis.kernel_work's, which the kernels' launch metadata evaluates too)."""
+    kernels.work's, which the kernels' launch metadata evaluates too)."""
+    from kernels import work  # the kernels' own formulas (importing the kernels package imports torch and triton)
+
     eb = ELEMENT_BYTES.get(cfg.precision, 4)
     t = cfg.batch_size * cfg.seq_len  # token rows
     d, f, v, hd = cfg.hidden_dim, cfg.ffn_dim, cfg.vocab_size, cfg.head_dim
@@ -89,6 +91,8 @@ def step_model(cfg: RunConfig, param_elements: int) -> OpModel:
     write of weight and moments; plus one write and one read of each layer's saved activations
     (about 10 hidden-sized and 3 ffn-sized tensors per token and layer).
     """
+    from kernels.work import OpModel
+
     eb = ELEMENT_BYTES.get(cfg.precision, 4)
     weights = param_elements * (3 * eb + eb + 7 * 4)
     t = cfg.batch_size * cfg.seq_len
@@ -187,6 +191,8 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
     `steps`: the training steps the table covers (steps_seen), None when unknown. `counted`: per
     kernel name, the FLOPs and bytes a launch did by the profiler's own count (proton's launch
     metadata, per call): those kernels are placed from it, with its ratio to the model."""
+    from kernels.work import OpModel
+
     points: list[RooflinePoint] = []
     flagged: list[RooflinePoint] = []
     skipped: list[NotPlaced] = []
@@ -268,6 +274,8 @@ def _model_ratio(own: OpModel, model: OpModel | None, calls: int, steps: int | N
 def counted_work(hatchet) -> dict[str, OpModel]:
     """Per kernel, the FLOPs and bytes of one launch by proton's count (its tree's totals over its
     launches), for the kernels whose launch metadata gave both."""
+    from kernels.work import OpModel
+
     return {name: OpModel(row["flops"] / row["calls"], row["bytes"] / row["calls"])
             for name, row in hatchet.kernels.items()
             if row["calls"] > 0 and row.get("has_flops") and row.get("has_bytes")}
@@ -328,7 +336,7 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool
 
 def _proton_tree(run_dir: Path, profiles, rank: int | None) -> Path:
     """The .hatchet tree of a run's proton profile (of `rank` in a run of several)."""
-    from tinylab.analysis.profile_files import HATCHET
+    from tinylab.core.profile_files import HATCHET
 
     event = next((p for p in reversed(list(profiles)) if p.tool == "proton" and p.rank == rank
                   and HATCHET in p.artifacts), None)

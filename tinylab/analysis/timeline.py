@@ -14,7 +14,7 @@ and hta/utils/utils.py `merge_kernel_intervals`):
   on two streams count once.
 - busy = the length of that union; idle = the time no GPU event runs; compute = the union of
   compute kernels only; non-compute = busy - compute (HTA: copies, memsets and collectives).
-  rocclr's copy kernels on ROCm are copies too (tinylab.analysis.categories "memcpy").
+  rocclr's copy kernels on ROCm are copies too (tinylab.core.categories "memcpy").
 - HTA measures idle over the span from an iteration's first kernel to its last; here the span
   is the step's `ProfilerStep#N` window, the wall time the learner's step costs: host time
   before the first kernel is idle GPU time too, which is what a launch-bound step is made of.
@@ -47,14 +47,14 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from tinylab.analysis.categories import categorize
-from tinylab.analysis.profile_files import MEMORY_TIMELINE
+from tinylab.core.categories import categorize
+from tinylab.core.profile_files import MEMORY_TIMELINE
 from tinylab.analysis.timeline_result import (Communication, Gaps, GraphReplay, MemoryPeak, PhaseTime, StepAnatomy,
                                              Timeline, TrainerTiming)
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import printable
-from tinylab.safeio import inside, loads_json
-from tinylab.safeio import read_bounded
+from tinylab.core.safeio import inside, loads_json
+from tinylab.core.safeio import read_bounded
 
 #: Kineto's categories of events that run on the device.
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset"})

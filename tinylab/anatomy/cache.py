@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from tinylab.safeio import gunzip_bounded, read_bounded
+from tinylab.core.safeio import gunzip_bounded, read_bounded
 
 
 def default_root() -> Path:

@@ -22,7 +22,7 @@ from tinylab.anatomy.launches import (
 from tinylab.anatomy.pool import Pool
 from tinylab.anatomy.targets import TARGETS, Target, get_target
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tinylab.errors import UserError
-from tinylab.safeio import write_atomic
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import write_atomic
 from tinylab.service.lab import Lab
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.commands._common import check_output
 from tinylab.commands.runflags import add_run_arguments, config_from_args
 

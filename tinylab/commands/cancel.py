@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tinylab.commands._common import add_runs_dir, lab_from
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def add_arguments(p) -> None:

@@ -17,7 +17,7 @@ from tinylab.config import RunConfig
 from tinylab.commands.runflags import add_run_arguments
 from tinylab.runs.record import mask_config
 from tinylab.service import exercise
-from tinylab.text import wrap_words
+from tinylab.core.text import wrap_words
 
 MARK = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 

@@ -9,7 +9,7 @@ import argparse
 import sys
 import textwrap
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 # registers holds the widest AMD cell, "v255+a28 s106"; 80 columns leave the limit 11
 _NAME_W, _TARGET_W, _REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W = 18, 6, 13, 6, 7, 7, 5

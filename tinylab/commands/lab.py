@@ -6,7 +6,7 @@ import os
 import sys
 
 from tinylab.commands._common import add_runs_dir
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def add_arguments(p) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
-from tinylab.events import FIELD_BY_KEY, SUMMARY_FIELDS, TAIL_BYTES
+from tinylab.core.events import FIELD_BY_KEY, SUMMARY_FIELDS, TAIL_BYTES
 from tinylab.runs.record import printable, short_id
-from tinylab.text import wrap_words
+from tinylab.core.text import wrap_words
 
 
 def add_arguments(p) -> None:

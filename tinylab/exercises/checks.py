@@ -48,7 +48,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 NUM, STR, BOOL = "number", "text", "boolean"
 

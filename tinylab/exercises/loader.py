@@ -13,14 +13,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tinylab import tomlfile
+from tinylab.core import tomlfile
 from tinylab.exercises import checks
 from tinylab.config import TOGGLES, ConfigError, RunConfig, env_defaults
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import EXERCISE_LABEL
 from tinylab.exercises.model import CheckSpec, LEVELS, Question, Recorded, Scenario, ScenarioError, Step
 from tinylab.exercises.names import name_types
-from tinylab.safeio import UnsafeFile, read_bounded
+from tinylab.core.safeio import UnsafeFile, read_bounded
 
 #: The most a scenario file or one of its markdown files may hold (the shipped ones are under 20 KB).
 SCENARIO_LIMIT = 1 << 20

@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 from tinylab.exercises import checks
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord
-from tinylab.safeio import inside, read_json
+from tinylab.core.safeio import inside, read_json
 from tinylab.exercises.model import Recorded, Step
 from tinylab.exercises.names import (DEEPSPEED_NAMES, KERNEL_NAMES, PROFILE_NAMES, RANK_NAMES, START_NAMES,
                                      SUMMARY_NAMES, TIMELINE_NAMES, category_names)
@@ -265,7 +265,7 @@ class Measured:
     def speed_of_light(self, fname: str, sel: str, metric: str) -> float:
         """sol_pct/sol_value: "Pct of Peak" or "Avg" of `metric` in the speed-of-light table of the
         analyzed kernel with the most time among those whose name contains `sel` or whose category is `sel`."""
-        from tinylab.analysis.names import short_name
+        from tinylab.core.names import short_name
 
         call = f"{fname}({sel!r}, {metric!r})"
         found = self.sol_kernels
@@ -339,7 +339,7 @@ class Measured:
             raise checks.Missing(call, f"the {self.role} was not profiled with --profile proton "
                                        "--proton-backend instrumentation" if self.summary else self._no_summary())
         from tinylab.analysis.formats.proton import load_hatchet
-        from tinylab.analysis.profile_files import HATCHET
+        from tinylab.core.profile_files import HATCHET
 
         relative = event.artifacts.get(HATCHET)
         if relative is None:
@@ -383,7 +383,7 @@ class Measured:
 
 def _selects(sel: str, name: str) -> bool:
     """A run function's kernel selector: `sel` is part of the kernel's name (any case) or its category."""
-    from tinylab.analysis.categories import categorize
+    from tinylab.core.categories import categorize
 
     return sel.lower() in name.lower() or categorize(name) == sel
 

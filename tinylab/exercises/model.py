@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 LEVELS = ("beginner", "intermediate", "advanced")
 PROGRESS_ENV = "TINYLAB_PROGRESS_FILE"

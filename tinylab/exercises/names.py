@@ -6,9 +6,9 @@ import dataclasses
 from functools import lru_cache
 
 from tinylab.exercises import checks
-from tinylab.analysis.categories import CATEGORIES
+from tinylab.core.categories import CATEGORIES
 from tinylab.config import TOGGLES, RunConfig
-from tinylab.events import SUMMARY_FIELDS
+from tinylab.core.events import SUMMARY_FIELDS
 
 # ----------------------------------------------------------------------------- measured names
 #: check name -> (summary key, description), from the summary's one declaration.

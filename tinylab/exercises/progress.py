@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tinylab.errors import UserError
-from tinylab.safeio import UnsafeFile, read_json, write_atomic
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import UnsafeFile, read_json, write_atomic
 from tinylab.exercises.evaluate import step_passed
 from tinylab.exercises.model import CheckResult, PROGRESS_ENV, PROGRESS_LIMIT, Scenario
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager
 
-from tinylab import childproc
-from tinylab.errors import UserError
-from tinylab.safeio import open_append, read_tail
+from tinylab.core import childproc
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import open_append, read_tail
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -297,7 +297,7 @@ def profile_dir(run_dir: Path, tool: str, rank: int | None = None) -> Path:
 def write_kernel_table(run_dir: Path, tool: str, result: CollectResult, rank: int | None = None) -> dict[str, Any]:
     """Store the normalized table as <run_dir>/profiles/<tool>[/rank<k>]/kernels.csv; return the
     "profile" event fields, with paths relative to run_dir so a moved run folder still works."""
-    from tinylab.analysis.kernel_table import (  # pandas, as above
+    from tinylab.core.kernel_table import (  # pandas, as above
         KERNEL_COLUMNS,
         build_table,
     )

@@ -20,10 +20,10 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tinylab import childproc
-from tinylab.errors import UserError
-from tinylab.safeio import read_json
-from tinylab.training.flops import device_peak_tflops
+from tinylab.core import childproc
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import read_json
+from tinylab.core.peaks import device_peak_tflops
 from tinylab.profilers.base import (
     Availability,
     CollectResult,

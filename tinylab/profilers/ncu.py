@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinylab.config import NCU_LAUNCH_COUNT
-from tinylab.safeio import read_tail
+from tinylab.core.safeio import read_tail
 from tinylab.profilers.base import (
     CollectResult,
     WrapperAdapter,

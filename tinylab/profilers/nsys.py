@@ -2,7 +2,7 @@
 
 `nsys profile -o <out>/report -t cuda,nvtx,osrt --force-overwrite true <trainer>` (FORMATS.md
 6.2; nsys takes the program right after its options, without "--"). On a GPU the trainer marks
-each step as an NVTX range (tinylab/training/markers.py), which `-t nvtx` records. Collect runs `nsys stats
+each step as an NVTX range (tinylab/core/markers.py), which `-t nvtx` records. Collect runs `nsys stats
 --format csv --output <out>/report report.nsys-rep` for `nvtx_pushpop_trace` and `cuda_gpu_trace`
 (report_<name>.csv): where the step ranges are there, the kernel table holds the kernels that
 started in a measured step, and the profile says how many steps that is. Otherwise it is
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.base import (
     CollectResult,
     WrapperAdapter,
@@ -54,7 +54,7 @@ class NsysAdapter(WrapperAdapter):
         if ranges and trace:
             from tinylab.analysis.formats._base import FormatError  # pandas: after the run
             from tinylab.analysis.formats.nsys import gpu_trace_dispatches, pushpop_ranges
-            from tinylab.analysis.steps import measured_kernels, step_windows
+            from tinylab.core.steps import measured_kernels, step_windows
 
             try:
                 windows = step_windows(pushpop_ranges(ranges))

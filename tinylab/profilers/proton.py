@@ -4,7 +4,7 @@ The hook starts a proton session when training starts and records the same steps
 profiler's active window (tinylab.config.profile_schedule), so the two tables compare step for
 step. Kernels are attributed to the scopes the trainer opens around a step's phases (forward,
 backward, optimizer; InProcessHook.phase) and to their own names; each Triton kernel of v3 and v4
-adds the FLOPs and bytes of its launch metadata (tinylab.analysis.kernel_work), from which the
+adds the FLOPs and bytes of its launch metadata (kernels.work), from which the
 roofline places it with proton's own counts. Outputs in <run>/profiles/proton/:
   proton.hatchet        proton's tree (JSON): `proton-viewer -m time/ms,tflop/s,gbyte/s proton.hatchet`
   proton-session.json   which backend measured and which Triton (the tree does not say)
@@ -29,9 +29,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ContextManager
 
-from tinylab.analysis.profile_files import HATCHET, SESSION
+from tinylab.core.profile_files import HATCHET, SESSION
 from tinylab.config import first_clean_step, profile_schedule
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers import base
 from tinylab.profilers.base import (
     Availability,

@@ -20,9 +20,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tinylab.analysis.profile_files import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
+from tinylab.core.profile_files import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
 from tinylab.config import first_clean_step, profile_schedule
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.base import (
     Availability,
     CollectResult,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.base import (
     InProcessAdapter,
     InProcessHook,
@@ -22,7 +22,7 @@ def _registry(config: "RunConfig | None" = None) -> dict[str, ProfilerAdapter]:
     """Fresh adapters in tinylab.config.PROFILERS order, set up as `config` asks (the defaults without one).
 
     The adapters are imported here, not at the package's top: a module that needs only the ROCm
-    facts (tinylab.profilers.rocm_releases) must not import every adapter, and through them the
+    facts (tinylab.core.rocm_releases) must not import every adapter, and through them the
     format readers that read those facts."""
     from tinylab.profilers.deepspeed import DeepSpeedAdapter
     from tinylab.profilers.ncu import NcuAdapter

@@ -27,8 +27,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tinylab.errors import UserError
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core.errors import UserError
+from tinylab.core import rocm_releases as rr
 from tinylab.profilers import base
 from tinylab.profilers.base import _VENDOR_EVIDENCE, Availability, WrapperAdapter, tail
 from tinylab.profilers.rocm_help import ToolHelp, ask, tool_help

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.registry import all_adapters
 from tinylab.profilers.rocm import RocmToolAdapter
 

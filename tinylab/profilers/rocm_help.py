@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.base import probe, tail
 
 #: How long a tool may take to answer --help or --version (rocprof-compute imports pandas first).

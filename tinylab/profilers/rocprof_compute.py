@@ -33,8 +33,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core.errors import UserError
+from tinylab.core import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
 from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
 from tinylab.profilers.rocm_help import ToolHelp
@@ -200,7 +200,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
         if not ok:
             return [f"analyze --list-stats failed: {detail}"]
         from tinylab.analysis.formats.rocprof_compute import analysis_targets, sol_file
-        from tinylab.analysis.names import short_name
+        from tinylab.core.names import short_name
 
         if _csv_output(listed):
             save = ["--output-format", "csv", "--output-name"]

@@ -10,7 +10,7 @@ by its kernel, so the kernel table comes from wall_clock-<pid>.json. In the Perf
 kernels are slices of category device_hip (6.2, 6.3) or rocm_kernel_dispatch (6.4+), and the
 trainer's roctx step ranges show above them, which is what the lab tells the learner to look for.
 The wall-clock tables have no timestamps, so where the optional `perfetto` package can read the
-trace, the kernel table is cut to the measured steps from it (tinylab.analysis.steps); otherwise it
+trace, the kernel table is cut to the measured steps from it (tinylab.core.steps); otherwise it
 covers the whole run, and the profile says so. The trainer's ranges are never counted as kernels.
 """
 
@@ -20,8 +20,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core.errors import UserError
+from tinylab.core import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
 from tinylab.profilers.rocm_help import ToolHelp, tool_help
@@ -114,7 +114,7 @@ class RocprofSysAdapter(RocmToolAdapter):
         step ranges, and reading it needs the perfetto package."""
         from tinylab.analysis.formats._base import FormatError  # pandas: after the run
         from tinylab.analysis.formats.rocprof_sys import perfetto_steps
-        from tinylab.analysis.steps import measured_kernels, step_windows
+        from tinylab.core.steps import measured_kernels, step_windows
 
         whole = "the table covers the whole run, warm-up included"
         if not traces:

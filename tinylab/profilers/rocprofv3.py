@@ -10,7 +10,7 @@ Files land where any release writes them, so none is assumed: <dir>/<pid>_<name>
 <dir>/<hostname>/<pid>_<name> (6.3+), `_results.db` for rocpd; counter passes in <dir>/pmc_<n>/ (-i
 FILE) or <dir>/pass_<n>/ (repeated --pmc, SDK 1.3.0+); the profile's note says which layout was
 found. With CSV, `--marker-trace` records the trainer's roctx step ranges
-(tinylab/training/markers.py) and the kernel table holds only the measured steps' dispatches.
+(tinylab/core/markers.py) and the kernel table holds only the measured steps' dispatches.
 
 Hardware counters (RunConfig.rocprofv3_pmc: `--rocprofv3-pmc "SQ_WAVES GRBM_COUNT" --rocprofv3-pmc
 "TCC_HIT TCC_MISS"`, a group each): one group is `--pmc` (6.3+, one pass); several are repeated `--pmc` groups where the help
@@ -25,9 +25,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tinylab.errors import UserError
-from tinylab.safeio import read_bounded
-from tinylab.profilers import rocm_releases as rr
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import read_bounded
+from tinylab.core import rocm_releases as rr
 from tinylab.profilers.base import CollectResult, list_artifacts, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
 from tinylab.profilers.rocm_help import ToolHelp, ask
@@ -199,7 +199,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
         traces = sorted(p for p in files if p.name.endswith("_kernel_trace.csv"))
         markers = sorted(p for p in files if p.name.endswith("_marker_api_trace.csv"))
         from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches  # pandas: after the run
-        from tinylab.analysis.steps import measured_kernels, step_windows
+        from tinylab.core.steps import measured_kernels, step_windows
 
         windows = step_windows(marker_ranges(markers)) if traces and markers else []
         # the kernel trace is read only when there is a measured step to cut it to

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tinylab.runs.record import printable
-from tinylab.text import wrap_words
+from tinylab.core.text import wrap_words
 
 MARKS = {"error": "✗", "warning": "!", "suggestion": "→", "good": "✓"}
 HEADER = ["severity", "rule", "measured", "at most"]

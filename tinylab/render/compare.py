@@ -10,10 +10,10 @@ from typing import Any, Callable
 from tinylab.analysis.compare import METRICS, TIMED, Comparison
 
 from tinylab.analysis.hotspots_result import KernelDiff
-from tinylab.analysis.names import short_name
+from tinylab.core.names import short_name
 from tinylab.render.hotspots import format_ns
 from tinylab.runs.record import printable
-from tinylab.text import wrap_words
+from tinylab.core.text import wrap_words
 
 _FORMATS = {f.key: f.fmt for f in METRICS}
 

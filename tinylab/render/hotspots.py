@@ -12,7 +12,7 @@ import textwrap
 from typing import TextIO
 
 from tinylab.analysis.hotspots_result import ALL_RANKS, HotspotSummary, RankComparison
-from tinylab.analysis.names import short_names
+from tinylab.core.names import short_names
 
 
 def format_ns(value: float | int | None) -> str:
@@ -101,7 +101,7 @@ def render_ranks(compared: RankComparison, width: int = 120) -> list[str]:
 
 def write_csv(summary: HotspotSummary, out: TextIO) -> None:
     """The listed kernels as CSV with full names; in a run of several ranks, a rank column first."""
-    from tinylab.analysis.kernel_table import KERNEL_COLUMNS  # pandas: only for --csv
+    from tinylab.core.kernel_table import KERNEL_COLUMNS  # pandas: only for --csv
 
     ranks, rank = (summary.ranks.ranks, summary.ranks.rank) if summary.ranks else ((), None)
     columns = (["rank"] if ranks else []) + KERNEL_COLUMNS  # whose row it is, in a run of several

@@ -8,7 +8,7 @@ whose weights differ from rank 0's reads "✗ differs".
 
 from __future__ import annotations
 
-from tinylab.events import RankEvent
+from tinylab.core.events import RankEvent
 from tinylab.runs.record import RunRecord, printable
 
 #: column key -> header; rank_table takes any of them, in any order.

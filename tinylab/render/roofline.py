@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from tinylab.analysis.names import short_name
+from tinylab.core.names import short_name
 from tinylab.analysis.roofline import ROOF_TOLERANCE, Placement, roof
 
 

@@ -8,7 +8,7 @@ import time
 from typing import Callable, Iterator, TextIO
 
 from tinylab.runs.store import TERMINAL, Run
-from tinylab.safeio import open_regular
+from tinylab.core.safeio import open_regular
 
 #: At most this much output is copied a poll (a run that floods its log is followed in steps).
 READ_CHUNK = 4 << 20

@@ -16,15 +16,15 @@ import subprocess
 import time
 from pathlib import Path
 
-from tinylab import childproc
+from tinylab.core import childproc
 from tinylab.runs import slurm
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import printable
 from tinylab.runs.store import LIVE, Run, RunStore, process_start_time, record_alive, write_json, write_record
-from tinylab.safeio import UnsafeFile, open_append
+from tinylab.core.safeio import UnsafeFile, open_append
 
-#: Python flags of every process tinylab starts (tinylab.childproc): `-P` (3.11+) keeps the
+#: Python flags of every process tinylab starts (tinylab.core.childproc): `-P` (3.11+) keeps the
 #: caller's folder off sys.path, so a `models/` or `torch.py` there is never imported into a run.
 #: Runs also start in their own folder, which is what 3.10 puts first on sys.path instead.
 SAFE_PATH = childproc.SAFE_PATH

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinylab.config import RunConfig
-from tinylab.events import EVENTS_FILE, PassEvent
+from tinylab.core.events import EVENTS_FILE, PassEvent
 from tinylab.profilers.base import profile_dir
 from tinylab.profilers.registry import wrapper_adapter
-from tinylab.errors import UserError
-from tinylab.safeio import open_append, read_bounded
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import open_append, read_bounded
 
 PASSES_FILE = "passes.log"
 #: Measured steps a later pass trains after the warm-up.

@@ -2,7 +2,7 @@
 
 Every reader (the CLI's runs/show/compare/report, the lab's screens, the exercise checks) reads
 runs through this record instead of event dicts, so a field is named and typed in one place
-(tinylab/events.py declares the events; this module assembles them with the run's files).
+(tinylab/core/events.py declares the events; this module assembles them with the run's files).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.config import PROFILER_SETTINGS, RunConfig
-from tinylab.events import (
+from tinylab.core.events import (
     ErrorEvent,
     EventLog,
     ExitEvent,

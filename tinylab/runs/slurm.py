@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tinylab import childproc, tomlfile
+from tinylab.core import childproc, tomlfile
 from tinylab.config import MAX_PER_NODE, MAX_WORLD, RunConfig
-from tinylab.errors import UserError
-from tinylab.training.parallel import ENDPOINT_ENV
+from tinylab.core.errors import UserError
+from tinylab.runs.engines import ENDPOINT_ENV
 
 SCRIPT_FILE = "job.sbatch"
 JOB_FILE = "job.json"
@@ -107,7 +107,7 @@ def default_config_path() -> Path:
 
 def read_defaults(path: Path, explicit: bool) -> dict[str, str]:
     """partition, account and time from a TOML file, each checked; {} when the default file is absent."""
-    from tinylab.safeio import UnsafeFile, read_bounded
+    from tinylab.core.safeio import UnsafeFile, read_bounded
 
     try:
         text = read_bounded(path, 64 << 10, follow_links=True).decode("utf-8")
@@ -359,7 +359,7 @@ _silent: dict[str, float] = {}
 
 
 def _call(argv: list[str], timeout: float = CALL_TIMEOUT_S) -> subprocess.CompletedProcess | str:
-    """The finished command, or why it could not be run (tinylab.childproc.run_bounded: killed with
+    """The finished command, or why it could not be run (tinylab.core.childproc.run_bounded: killed with
     what it started after `timeout` seconds, its output bounded)."""
     name = argv[0]
     if shutil.which(name) is None:

@@ -51,10 +51,10 @@ from typing import Any
 
 from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
-from tinylab.errors import UserError
-from tinylab.events import EVENTS_FILE, EventLog, read_events
+from tinylab.core.errors import UserError
+from tinylab.core.events import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RUN_ID, RunRecord, printable, short_id
-from tinylab.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
+from tinylab.core.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
 
 STATUSES = ("queued", "running", "remote", "finished", "failed", "cancelled", "lost", "dry-run")
 #: Statuses that do not change by themselves (a dry run's script waits for a hand-typed sbatch).
@@ -134,7 +134,7 @@ TRIED_FILE = "tried.json"
 
 
 def write_json(path: Path, obj: dict[str, Any]) -> None:
-    """A record of a run folder, written then renamed (tinylab.safeio.write_atomic): a reader never
+    """A record of a run folder, written then renamed (tinylab.core.safeio.write_atomic): a reader never
     sees half a record, and a link planted at its name, or a run folder that is a link, is never
     written through."""
     write_atomic(path, json.dumps(obj, indent=2, sort_keys=True).encode("utf-8"), follow_dir_link=False)
@@ -259,7 +259,7 @@ class Run:
 
     def rank_groups(self) -> list[int]:
         """Process groups of this host's live ranks (torchrun starts each rank in a session of its own)."""
-        from tinylab.training.parallel import rank_records
+        from tinylab.runs.engines import rank_records
 
         here = socket.gethostname()
         return [r["pid"] for r in rank_records(self.dir) if r.get("host") == here and record_alive(r)]

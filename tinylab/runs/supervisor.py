@@ -25,18 +25,18 @@ import time
 import traceback
 from pathlib import Path
 
-from tinylab import childproc
-from tinylab.training import parallel
+from tinylab.core import childproc
+from tinylab.runs import engines
 from tinylab.runs import slurm
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
-from tinylab.events import EVENTS_FILE, EventWriter, read_events
+from tinylab.core.errors import UserError
+from tinylab.core.events import EVENTS_FILE, EventWriter, read_events
 from tinylab.profilers.base import profile_dir, write_kernel_table
 from tinylab.profilers.registry import wrapper_adapter
 from tinylab.profilers.base import WrapperAdapter
 from tinylab.runs import passes
 from tinylab.runs.store import process_start_time, record_alive, write_json, write_record
-from tinylab.safeio import UnsafeFile, read_tail, write_atomic
+from tinylab.core.safeio import UnsafeFile, read_tail, write_atomic
 
 
 #: What the other nodes of a run started by hand (not through Slurm) run to join it.
@@ -91,10 +91,10 @@ def launch_argv(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter | None) -
     if cfg.parallel is None:
         return wrapped_trainer_argv(run_dir, cfg, adapter)
     if cfg.parallel in ("zero1", "zero2"):
-        write_json(run_dir / parallel.DEEPSPEED_CONFIG, parallel.deepspeed_config(cfg))
+        write_json(run_dir / engines.DEEPSPEED_CONFIG, engines.deepspeed_config(cfg))
     program = trainer_argv(run_dir) if adapter is None else \
         childproc.python("-m", "tinylab.runs.rank", str(run_dir.resolve()))
-    argv = torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(parallel.ENDPOINT_ENV))
+    argv = torchrun_argv(cfg, program, run_id=run_dir.name, endpoint=os.environ.get(engines.ENDPOINT_ENV))
     return slurm.srun_argv(cfg) + argv if through_srun(cfg) else argv
 
 
@@ -173,7 +173,7 @@ def _after_ranks(run_dir: Path, cfg: RunConfig, rc: int) -> tuple[int, str | Non
     the run's exit code: torchrun's, unless it died while every rank of the run trained on here to
     exit code 0 (then 0, with a note of what happened to torchrun)."""
     here = socket.gethostname()
-    records = {r["pid"]: r for r in parallel.rank_records(run_dir) if r.get("host") == here and isinstance(r.get("pid"), int)}
+    records = {r["pid"]: r for r in engines.rank_records(run_dir) if r.get("host") == here and isinstance(r.get("pid"), int)}
     codes: dict[int, int | None] = {}
     for pid, record in records.items():
         try:  # re-parented to this process (adopt_orphans): its exit code, even if it has already ended
@@ -211,7 +211,7 @@ def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[dict]:
     cause = report.rfind("Root Cause")  # torchrun's first observed failure
     root = _TORCHRUN_FAILURE.search(report, cause) if cause >= 0 else None
     root_rank = int(root.group(1)) if root else None
-    records = {r["rank"]: r for r in parallel.rank_records(run_dir)}
+    records = {r["rank"]: r for r in engines.rank_records(run_dir)}
     out = []
     for rank in range(cfg.world_size):
         if rank in spoke:

@@ -10,15 +10,32 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tinylab.analysis.advice import Advice, Facts, advise, compare_advice
 from tinylab.analysis.advice.facts import launched_reports, run_facts, target_of, trace_facts
-from tinylab.errors import UserError
-from tinylab.runs.store import LIVE, TRIED_FILE, Run, write_record
+from tinylab.core.errors import UserError
+from tinylab.runs.store import LIVE, TRIED_FILE, Run, RunStore, write_record
 
 if TYPE_CHECKING:
-    from tinylab.service.lab import Lab
+    from tinylab.config import RunConfig
+    from tinylab.runs.record import RunRecord
+
+
+class Lab(Protocol):
+    """What these use cases ask of tinylab.service.lab.Lab, which calls them with itself (named
+    here, not imported: the Lab imports this module)."""
+
+    store: RunStore
+
+    def run(self, ref: str) -> Run: ...
+
+    def masked(self, record: "RunRecord", progress: dict[str, Any] | None = None) -> "RunRecord": ...
+
+    def launch(self, cfg: "RunConfig") -> Run: ...
+
+    def kernel_study(self, cfg: "RunConfig", targets: list[str] | None = None, name: str | None = None,
+                     **options: Any) -> Any: ...
 
 #: Files `tinylab advise PATH` reads as a PyTorch profiler trace.
 TRACE_SUFFIXES = (".json", ".gz")
@@ -38,7 +55,7 @@ class Advised:
         return [item.to_json() for item in self.items]
 
 
-def advise_ref(lab: "Lab", ref: str, kernels: str | bool = False) -> Advised:
+def advise_ref(lab: Lab, ref: str, kernels: str | bool = False) -> Advised:
     """The advice of a run (id, prefix, `last`, folder) or of a PyTorch trace file. `kernels`: also
     compile the run's Triton kernels for its card (True) or for a named target, for the rules on
     spills and occupancy."""
@@ -58,7 +75,7 @@ def advise_ref(lab: "Lab", ref: str, kernels: str | bool = False) -> Advised:
     return Advised(facts.source, title, advise(facts), notes, facts)
 
 
-def run_facts_of(lab: "Lab", run: Run, kernels: str | bool = False) -> Facts:
+def run_facts_of(lab: Lab, run: Run, kernels: str | bool = False) -> Facts:
     from tinylab.analysis.roofline import cached_ceilings
 
     log = run.events()
@@ -84,7 +101,7 @@ def run_facts_of(lab: "Lab", run: Run, kernels: str | bool = False) -> Facts:
     return dataclasses.replace(facts, config=shown.ran_config) if shown.hidden else facts
 
 
-def try_item(lab: "Lab", ref: str, rule: str) -> tuple[Run, Advice]:
+def try_item(lab: Lab, ref: str, rule: str) -> tuple[Run, Advice]:
     """Launch run B: run A's config with the item's action applied (sizes, seed and profilers kept),
     labelled, and recording what it tries. UserError when A has no such item or it cannot be run."""
     run = lab.run(ref)
@@ -104,7 +121,7 @@ def try_item(lab: "Lab", ref: str, rule: str) -> tuple[Run, Advice]:
     return b, item
 
 
-def verdict(lab: "Lab", a_ref: str, b_ref: str) -> dict[str, Any]:
+def verdict(lab: Lab, a_ref: str, b_ref: str) -> dict[str, Any]:
     """Run B against run A's advice (tinylab.analysis.advice.verdict), with both runs' ids."""
     a, b = lab.run(a_ref), lab.run(b_ref)
     fa, fb = run_facts_of(lab, a), run_facts_of(lab, b)

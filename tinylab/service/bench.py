@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
-from tinylab.safeio import write_atomic
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import write_atomic
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 import psutil
 
-from tinylab import childproc
+from tinylab.core import childproc
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.profilers.base import dist_version, usable_cpus
 from tinylab.profilers.registry import all_adapters

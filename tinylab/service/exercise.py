@@ -17,7 +17,7 @@ from tinylab.config import RunConfig
 # What the faces read of a scenario and its results, named here so that they import no tinylab.exercises
 from tinylab.exercises import (CheckResult, Scenario, Step, format_value, get_step, hidden_fields, progress_path,
                                step_passed, steps_done, verdict)
-from tinylab.events import ErrorEvent
+from tinylab.core.events import ErrorEvent
 from tinylab.profilers.registry import get_adapter
 from tinylab.runs.follow import watch
 from tinylab.runs.store import TERMINAL, Run

@@ -1,12 +1,12 @@
 """What the faces name of kernels, so that they import nothing of tinylab.analysis or
 tinylab.anatomy: the categories of a kernel table and the short name a column shows of a kernel
-(tinylab.analysis.names); the Triton targets, IR stages and tunable launch parameters of the
+(tinylab.core.names); the Triton targets, IR stages and tunable launch parameters of the
 kernel anatomy, the config fields that shape a kernel's launches, the names of kernels/'s Triton
 kernels, and the anatomy's worker pool (a long-lived face keeps one).
 """
 
-from tinylab.analysis.categories import CATEGORIES
-from tinylab.analysis.names import short_name, short_names
+from tinylab.core.categories import CATEGORIES
+from tinylab.core.names import short_name, short_names
 from tinylab.anatomy import TARGETS, Pool, tunable
 from tinylab.anatomy.compile import STAGES
 from tinylab.anatomy.launches import SHAPING_FIELDS, triton_kernel_names

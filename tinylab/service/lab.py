@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, TextI
 from tinylab import exercises as ex
 from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
-from tinylab.errors import UserError
-from tinylab.analysis.profile_files import MEMORY_TIMELINE
+from tinylab.core.errors import UserError
+from tinylab.core.profile_files import MEMORY_TIMELINE
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
@@ -30,7 +30,7 @@ from tinylab.runs.store import Run, RunStore, check_ref, is_run_dir, write_recor
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
-from tinylab.safeio import DOCUMENT_LIMIT, is_plain_dir, read_json, write_atomic
+from tinylab.core.safeio import DOCUMENT_LIMIT, is_plain_dir, read_json, write_atomic
 
 if TYPE_CHECKING:
     from tinylab.analysis.hotspots import KernelTables

@@ -10,7 +10,7 @@ import importlib.util
 from typing import Callable
 
 from tinylab.config import ConfigError, RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.profilers.registry import get_adapter
 from tinylab.service.machine import Machine
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 PEER = "v2+compile+graph"
 
@@ -229,7 +229,7 @@ def environment() -> dict[str, Any]:
 def load_baseline(baseline_path: Path) -> dict:
     """A saved bench JSON measured on this card; read before any case runs, so a wrong path or
     card fails in seconds rather than after the whole bench."""
-    from tinylab.safeio import DOCUMENT_LIMIT, UnsafeFile, read_json
+    from tinylab.core.safeio import DOCUMENT_LIMIT, UnsafeFile, read_json
 
     try:
         baseline = read_json(baseline_path, DOCUMENT_LIMIT, follow_links=True)

@@ -1,7 +1,7 @@
 """The training child process: `python -m tinylab.training.trainer --config RUN_DIR/config.json`.
 
 It builds the model, trains it, and appends events to RUN_DIR/events.jsonl (schema in
-tinylab/events.py). Human-readable progress goes to stdout. Any failure becomes an `error`
+tinylab/core/events.py). Human-readable progress goes to stdout. Any failure becomes an `error`
 event and a non-zero exit code, so nothing that reads the run has to parse text.
 
 Timing is honest by construction: on a GPU each phase is bracketed by CUDA events and the step
@@ -28,14 +28,15 @@ from typing import Any
 
 from tinylab.training import parallel
 from tinylab.config import ConfigError, RunConfig
-from tinylab.events import EVENTS_FILE, EventWriter, Summary, clean_float
-from tinylab.training.flops import mfu, training_flops_per_step
-from tinylab.training.markers import step_range
+from tinylab.core.events import EVENTS_FILE, EventWriter, Summary, clean_float
+from tinylab.config.flops import mfu, training_flops_per_step
+from tinylab.core.markers import step_range
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.training.parallel import RankInfo, percentile
+from tinylab.runs.engines import rank_file
 from tinylab.profilers.registry import wrapper_adapter
 from tinylab.runs.store import Run, process_start_time, write_json
-from tinylab.safeio import FULL_DISK
+from tinylab.core.safeio import FULL_DISK
 
 
 class PhaseTimer:
@@ -218,7 +219,7 @@ class Trainer:
         info = self.ranks
         if self.device.type == "cpu":
             os.environ.setdefault("DS_ACCELERATOR", "cpu")  # DeepSpeed would look for a GPU otherwise
-        path = parallel.rank_file(self.run_dir, info.rank)
+        path = rank_file(self.run_dir, info.rank)
         path.parent.mkdir(exist_ok=True)
         pid = os.getpid()
         write_json(path, {"rank": info.rank, "local_rank": info.local_rank, "world_size": info.world_size,
@@ -614,7 +615,7 @@ def _profile_fields(run_dir: Path, hook, rank: int | None) -> dict:
 def _communication(run_dir: Path, profiles: list[dict]) -> tuple[float, float | None] | None:
     """This rank's time in collectives a step and the share of it hidden under compute, from its
     PyTorch profiler trace (None without one, or when it recorded no collective)."""
-    from tinylab.analysis.profile_files import TRACE
+    from tinylab.core.profile_files import TRACE
 
     trace = next((p["artifacts"].get(TRACE) for p in profiles if p["tool"] == "pytorch"), None)
     if trace is None:

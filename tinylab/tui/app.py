@@ -23,7 +23,7 @@ from textual.reactive import var
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord
 from tinylab.service.doctor import DoctorReport
 from tinylab.tui.backend import Backend

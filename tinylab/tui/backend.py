@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from tinylab import childproc
+from tinylab.core import childproc
 from tinylab.config import RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.service.doctor import DoctorReport
 from tinylab.service.lab import Lab, NoCeilings
 from tinylab.service.machine import Machine

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from tinylab.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
+from tinylab.core.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, mask_config
-from tinylab.safeio import UnsafeFile, open_regular
+from tinylab.core.safeio import UnsafeFile, open_regular
 from tinylab.service.runs import TERMINAL, Run, noise
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")

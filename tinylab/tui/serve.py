@@ -11,7 +11,7 @@ too. Listening beyond the loopback interface needs --allow-remote and prints a w
 token then travels unencrypted.
 
 textual-serve starts one `tinylab lab` child per browser session; like every Python child tinylab
-starts, it runs with `-P` (tinylab.childproc), so a `tinylab/`, `torch.py` or `models/` folder
+starts, it runs with `-P` (tinylab.core.childproc), so a `tinylab/`, `torch.py` or `models/` folder
 where `tinylab serve` was started is never imported. It keeps the caller's working folder: the
 default run store (./tinylab_runs) and any path typed in the lab are relative to it.
 """
@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from tinylab import childproc
-from tinylab.errors import UserError
+from tinylab.core import childproc
+from tinylab.core.errors import UserError
 
 #: Names a browser on this machine uses for a server on the loopback interface.
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})

@@ -8,7 +8,7 @@ import pytest
 
 from tinylab.analysis.advice.model import Facts
 from tinylab.analysis.advice.scale import exposed_communication, memory_capacity, straggler
-from tinylab.events import RankEvent
+from tinylab.core.events import RankEvent
 
 from support.advice import config, ddp2_facts, summary
 

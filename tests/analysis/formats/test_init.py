@@ -17,7 +17,7 @@ from support.formats import (
 )
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def test_every_trace_and_summary_format_gives_the_same_table(tmp_path):

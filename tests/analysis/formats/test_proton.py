@@ -18,7 +18,7 @@ from support.paths import FIX
 from tinylab.analysis import formats
 from tinylab.analysis.formats.proton import load_hatchet
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 TREE = FIX / "proton" / "proton.hatchet"
 INSTRUMENTED = FIX / "proton" / "instrument_attn_fwd.hatchet"

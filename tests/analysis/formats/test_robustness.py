@@ -25,11 +25,11 @@ from support.paths import FIX
 from support.rocpd_db import write_rocpd
 
 from tinylab.analysis import formats
-from tinylab.analysis.categories import CATEGORIES
+from tinylab.core.categories import CATEGORIES
 from tinylab.analysis.formats import detect
 from tinylab.analysis.hotspots import load_kernel_table
 from tinylab.cli import main
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 DISPATCHES = samples.rocm7_dispatches()
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,7 +17,7 @@ from support.formats import (
 from support.rocpd_db import KERNELS_VIEW_COLUMNS, write_rocpd
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def test_rocpd_summary_by_rank_merges_processes(tmp_path):

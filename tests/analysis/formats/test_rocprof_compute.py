@@ -17,7 +17,7 @@ from support.formats import (
 from support.paths import FIX
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def test_rocprof_compute_workload_folder():

@@ -20,7 +20,7 @@ from support.formats import (
 from support.paths import FIX
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def test_rocprof_sys_json_keeps_kernels_drops_host_regions(tmp_path):
@@ -94,7 +94,7 @@ def test_rocprof_sys_perfetto_trace_gives_the_measured_steps(tmp_path, monkeypat
     import types
 
     from tinylab.analysis.formats.rocprof_sys import perfetto_steps
-    from tinylab.analysis.steps import measured_kernels, step_windows
+    from tinylab.core.steps import measured_kernels, step_windows
 
     base = DISPATCHES[0][1]
     shifted = [(name, start - base, end - base) for name, start, end in DISPATCHES]

@@ -23,7 +23,7 @@ from support.formats import (
 from support.paths import FIX
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def test_rocm7_kernel_trace_by_hand():
@@ -102,7 +102,7 @@ def test_legacy_rocprof_stats_have_no_min_max():
 # ----------------------------------------------------------------------------- measured steps
 def marker_trace(ranges: list[tuple[str, int, int]]) -> str:
     """marker_api_trace.csv with rocprofv3's own header (rocm_releases.MARKER_TRACE_HEADER)."""
-    from tinylab.profilers.rocm_releases import MARKER_TRACE_HEADER
+    from tinylab.core.rocm_releases import MARKER_TRACE_HEADER
 
     lines = [",".join(f'"{c}"' for c in MARKER_TRACE_HEADER)]
     lines += [f'"MARKER_CORE_API","{name}",4242,4242,{i},{start},{end}' for i, (name, start, end) in enumerate(ranges, 1)]
@@ -113,7 +113,7 @@ def test_only_the_kernels_of_measured_step_ranges_are_kept(tmp_path):
     """Two warm-up and two measured step ranges (plus phase ranges inside): the dispatches of the
     real ROCm 7 docs trace are shifted into them, one outside every range."""
     from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches
-    from tinylab.analysis.steps import measured_kernels, step_windows
+    from tinylab.core.steps import measured_kernels, step_windows
 
     base = DISPATCHES[0][1]
     shifted = [(name, start - base, end - base) for name, start, end in DISPATCHES]  # 0 .. ~150 us
@@ -131,7 +131,7 @@ def test_only_the_kernels_of_measured_step_ranges_are_kept(tmp_path):
 
 def test_no_measured_range_means_no_restriction(tmp_path):
     from tinylab.analysis.formats.rocprofv3 import marker_ranges, trace_dispatches
-    from tinylab.analysis.steps import measured_kernels, step_windows
+    from tinylab.core.steps import measured_kernels, step_windows
 
     write(tmp_path, "m.csv", marker_trace([("tinylab warm-up step 0", 0, 10)]))
     dispatches = trace_dispatches([ROCM7 / "kernel_trace.csv"])

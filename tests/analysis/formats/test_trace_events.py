@@ -20,7 +20,7 @@ from tinylab.analysis import formats
 from tinylab.analysis.formats import _base, trace_events
 from tinylab.analysis.formats._base import Bounded, FormatError
 from tinylab.analysis.formats.trace_events import NotATrace, read_events
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 H100 = FIX / "pytorch-profiler" / "cuda_h100" / "torchprof_trace.json.gz"
 CPU_RUN = FIX / "pytorch-profiler" / "tinylab_cpu_v1_memory" / "trace.json.gz"

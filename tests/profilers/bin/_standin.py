@@ -5,7 +5,7 @@ rocprof-sys) and parses its argv with the options that release has (unknown opti
 real tool's exit code); it writes the real tool's output format (copied from tests/fixtures, or built
 by tests/support/samples.py from the real headers), and runs the program after "--" with the real
 tool's exit code convention. The three AMD stand-ins behave as one ROCm release, taken from the
-project's release table (tinylab/profilers/rocm_releases.py, loaded by path): the release in
+project's release table (tinylab/core/rocm_releases.py, loaded by path): the release in
 $STANDIN_ROCM_RELEASE, else in the .info/version of the ROCm tree they are called from
 (<root>/bin/<tool>, as tests/support/rocm.py lays out, or a pip install's sibling
 site-packages/_rocm_sdk_core/.info/version), else 7.0. A release newer than the table is the newest
@@ -34,7 +34,7 @@ DEFAULT_RELEASE = "7.0.0"
 
 
 def releases():
-    """tinylab/profilers/rocm_releases.py, loaded by path (not through the tinylab package)."""
+    """tinylab/core/rocm_releases.py, loaded by path (not through the tinylab package)."""
     spec = importlib.util.spec_from_file_location("rocm_releases", REPO / "tinylab" / "profilers" / "rocm_releases.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["rocm_releases"] = module  # dataclasses look their module up while the file runs

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.tui.screens.hotspots import open_hint
 
 from ..conftest import SIZE, V1, make_app, screen_name, text_of, wait_for

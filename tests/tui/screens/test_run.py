@@ -73,7 +73,7 @@ async def test_failed_run_shows_its_error(store: Path):
 async def test_a_cancelled_run_says_so_without_the_interrupts_traceback():
     """A cancel reaches the trainer as an interrupt and leaves an error event; the run screen
     reports the cancel, not that event as if the run had crashed."""
-    from tinylab.events import ErrorEvent
+    from tinylab.core.events import ErrorEvent
     from tinylab.runs.record import RunRecord
     from tinylab.tui.screens.run import outcome_text
 
@@ -142,7 +142,7 @@ async def test_the_fault_a_step_hides_is_masked_in_the_run_header_and_the_runs_s
 async def test_ms_per_step_is_the_summarys_statistic():
     """The Run screen said 70.5 ms/step (the last ten steps, warm-up included) beside a summary
     median of 840.9: it shows the median after warm-up, the summary's own once there is one."""
-    from tinylab.events import StepEvent, Summary
+    from tinylab.core.events import StepEvent, Summary
     from tinylab.runs.record import RunRecord
     from tinylab.tui.screens.run import RunScreen
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.analysis.advice.model import Facts
-from tinylab.errors import UserError
-from tinylab.events import EventLog, StepEvent
+from tinylab.core.errors import UserError
+from tinylab.core.events import EventLog, StepEvent
 
 #: The anatomy's compile target of a card, by device-name substring (first match wins).
 TARGET_BY_CARD = (("GH200", "sm_90"), ("H100", "sm_90"), ("H200", "sm_90"), ("A100", "sm_80"), ("MI300", "gfx942"),
@@ -75,7 +75,7 @@ def run_facts(run: Any, log: EventLog | None = None, *, ceilings: dict[str, Any]
 
 def trace_facts(path: Path) -> Facts:
     """Facts of a PyTorch profiler trace file alone (no run around it): its step anatomy only."""
-    from tinylab.analysis.profile_files import MEMORY_TIMELINE
+    from tinylab.core.profile_files import MEMORY_TIMELINE
     from tinylab.analysis.timeline import analyze
 
     path = Path(path)

@@ -18,7 +18,7 @@ from tinylab.analysis.advice.model import (
     without_fault,
 )
 from tinylab.analysis.roofline import ELEMENT_BYTES
-from tinylab.training.flops import device_peak_tflops
+from tinylab.core.peaks import device_peak_tflops
 
 #: The S x S tensors an eager attention keeps above this share of the peak memory: flash attention
 #: (SDPA, or v3/v4's kernel) keeps none (the v1-memory and v2-flash-attention scenarios).
@@ -112,7 +112,7 @@ def fp32_gemms(f: Facts) -> Advice | None:
         lesson="v3-flash-attention step 4",
         evidence=(f"{f.trace}: {f.step_label()} gemm {cats.get('gemm', 0.0):.2f} ms, attention "
                   f"{cats.get('attention', 0.0):.2f} ms, busy {busy:.2f} ms", f"step time: {where} {step:.2f} ms",
-                  f"datasheet peaks of {f.device_name} (tinylab.training.flops)"),
+                  f"datasheet peaks of {f.device_name} (tinylab.config.flops)"),
     )
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tinylab.config import ConfigError, RunConfig
-from tinylab.events import ProfileEvent, RankEvent, StepEvent, Summary
+from tinylab.core.events import ProfileEvent, RankEvent, StepEvent, Summary
 
 SEVERITIES = ("error", "warning", "suggestion", "good")
 #: How far above the run's own spread a bound must be for each confidence: "high" at 3x the

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinylab.analysis.advice.model import Advice, Facts, ratio
-from tinylab.events import FIELD_BY_KEY
+from tinylab.core.events import FIELD_BY_KEY
 
 #: Ratios this close to 1 are no change, whatever the runs' spread (as A/B comparisons judge them).
 SAME_WITHIN = 0.01

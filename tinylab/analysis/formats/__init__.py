@@ -51,9 +51,9 @@ from tinylab.analysis.formats._base import (
 from tinylab.analysis.formats.detect import json_kind, sniff
 from tinylab.analysis.formats.dispatch import parse_dispatch_trace
 from tinylab.analysis.formats.trace_events import NotATrace, TraceEvents
-from tinylab.analysis.kernel_table import build_table
-from tinylab.errors import UserError
-from tinylab.safeio import is_plain_dir, is_plain_file
+from tinylab.core.kernel_table import build_table
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import is_plain_dir, is_plain_file
 
 
 @dataclass(frozen=True)

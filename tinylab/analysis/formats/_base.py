@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterator
 
 import pandas as pd
 
-from tinylab.errors import UserError
-from tinylab.safeio import open_regular
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import open_regular
 
 SNIFF_BYTES = 1 << 20  # ncu/nsys stdout can carry the program's own output before the CSV header
 

@@ -23,8 +23,8 @@ from tinylab.analysis.formats._base import (
     Head,
     read_text,
 )
-from tinylab.errors import UserError
-from tinylab.safeio import open_regular
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import open_regular
 
 #: Headers we recognize but that hold no kernels: a pointed message beats "unknown format".
 NOT_KERNEL_HEADERS: list[tuple[set[str], str]] = [

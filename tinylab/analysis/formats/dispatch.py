@@ -14,8 +14,8 @@ import pandas as pd
 
 from tinylab.analysis.formats._base import Columns, FormatError, Head, Parsed, join
 from tinylab.analysis.formats.detect import header_offset
-from tinylab.safeio import open_regular
-from tinylab.analysis.kernel_table import counts_table, table_from_durations
+from tinylab.core.safeio import open_regular
+from tinylab.core.kernel_table import counts_table, table_from_durations
 
 _SCI = re.compile(r"^\s*-?\d+(?:\.\d+)?[eE][+-]?\d+\s*$")
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from tinylab.analysis.formats._base import Head, Parsed, complete_rows, number
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import build_table
+from tinylab.core.kernel_table import build_table
 
 
 def parse(path: Path, head: Head) -> Parsed:

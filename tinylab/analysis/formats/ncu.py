@@ -17,7 +17,7 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import counts_table, table_from_durations
+from tinylab.core.kernel_table import counts_table, table_from_durations
 
 _NCU_DURATION_METRICS = ("gpu__time_duration.sum", "gpu__time_duration.avg", "gpu__time_duration", "duration")
 

@@ -25,8 +25,8 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import csv_table, header_offset
 from tinylab.analysis.formats.dispatch import read_columns
-from tinylab.analysis.kernel_table import build_table, table_from_durations
-from tinylab.safeio import open_regular
+from tinylab.core.kernel_table import build_table, table_from_durations
+from tinylab.core.safeio import open_regular
 
 
 def parse_kern_sum(path: Path, head: Head) -> Parsed:

@@ -4,7 +4,7 @@ The file is a list: the tree's root node, then (when any kernel ran) the devices
 {"frame": {"name", "type"}, "metrics": {...}, "children": [...]}; its metrics are its own
 (exclusive), as proton writes them. A kernel's node carries "time (ns)", "count" and its
 "device_id"; a Triton kernel's node also carries the "flops" and "bytes" its launch metadata
-gave (tinylab.analysis.kernel_work, through the kernels' `launch_metadata`). Nodes above the
+gave (kernels.work, through the kernels' `launch_metadata`). Nodes above the
 kernels are scopes: tinylab's are the phases forward, backward and optimizer. Under the
 instrumentation backend a kernel's children are the regions its code marks
 (kernels._utils.enter_region), each with the "cycles" its warps spent there, and no kernel time.
@@ -27,10 +27,10 @@ from typing import Any
 import pandas as pd
 
 from tinylab.analysis.formats._base import FormatError, Head, Parsed, join, json_number, read_text
-from tinylab.analysis.kernel_table import build_table
-from tinylab.analysis.profile_files import SESSION
-from tinylab.errors import UserError
-from tinylab.safeio import is_plain_file, read_bounded
+from tinylab.core.kernel_table import build_table
+from tinylab.core.profile_files import SESSION
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import is_plain_file, read_bounded
 
 #: The scopes tinylab's trainer opens around a step's phases.
 PHASES = ("forward", "backward", "optimizer")

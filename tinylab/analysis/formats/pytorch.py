@@ -19,7 +19,7 @@ from tinylab.analysis.formats._base import (
 )
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.analysis.formats.trace_events import TraceEvents
-from tinylab.analysis.kernel_table import build_table, table_from_codes
+from tinylab.core.kernel_table import build_table, table_from_codes
 
 #: The note of a table of CPU operators (a CPU run has no device kernels): its rows are operators.
 CPU_NOTE = "CPU run: no device kernels; table shows operators by self CPU time"

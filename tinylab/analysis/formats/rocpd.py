@@ -36,7 +36,7 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import build_table
+from tinylab.core.kernel_table import build_table
 
 #: A query running longer than this is stopped; rocpd's own tables of a few steps read in seconds.
 QUERY_SECONDS = 60.0

@@ -24,9 +24,9 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import build_table
-from tinylab.profilers import rocm_releases as rr
-from tinylab.safeio import open_regular
+from tinylab.core.kernel_table import build_table
+from tinylab.core import rocm_releases as rr
+from tinylab.core.safeio import open_regular
 
 
 #: A workload's per-dispatch files, best first: the timing pass, else pmc_perf.csv (the join of every
@@ -126,7 +126,7 @@ def analysis_targets(workload: Path, kernels: tuple[str, ...] = ()) -> list[tupl
     dispatch of its kernel: the kernel with the most time among those each of `kernels` (the
     profile's kernel filter) names, then the top GEMM, then the kernel with the most time; at most
     MAX_ANALYZED, none twice."""
-    from tinylab.analysis.categories import categorize
+    from tinylab.core.categories import categorize
 
     dispatches = dispatch_times(workload)
     totals = _by_kernel(dispatches)

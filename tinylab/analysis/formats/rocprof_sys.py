@@ -20,9 +20,9 @@ from tinylab.analysis.formats._base import (
     read_text,
     unit_factor,
 )
-from tinylab.analysis.kernel_table import build_table
-from tinylab.training.markers import PHASES, parse_step_range
-from tinylab.profilers.rocm_releases import SYS_KERNEL_CATEGORIES
+from tinylab.core.kernel_table import build_table
+from tinylab.core.markers import PHASES, parse_step_range
+from tinylab.core.rocm_releases import SYS_KERNEL_CATEGORIES
 
 #: Host-side regions that share rocprof-sys' wall_clock table with the GPU kernels.
 HOST_REGION = re.compile(

@@ -1,5 +1,5 @@
 """rocprofv3 (and legacy rocprof v1) kernel statistics and the `rocprofv3 -S` summary text, and the
-dispatches and roctx ranges of its kernel and marker traces (tinylab.analysis.steps cuts them to
+dispatches and roctx ranges of its kernel and marker traces (tinylab.core.steps cuts them to
 the measured steps).
 
 Its per-dispatch CSVs (kernel_trace, counter_collection) are read by dispatch.py.
@@ -25,8 +25,8 @@ from tinylab.analysis.formats._base import (
     unit_factor,
 )
 from tinylab.analysis.formats.detect import csv_table
-from tinylab.analysis.kernel_table import build_table
-from tinylab.safeio import open_regular
+from tinylab.core.kernel_table import build_table
+from tinylab.core.safeio import open_regular
 
 _API_NAME = re.compile(r"(?:__)?(?:hip|hsa|rccl|nccl|roctx|rocdecode|rocjpeg|rocshmem)[A-Za-z0-9_]*")
 

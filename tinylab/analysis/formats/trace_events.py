@@ -48,7 +48,7 @@ from tinylab.analysis.formats._base import (
     json_number,
     report,
 )
-from tinylab.safeio import open_regular
+from tinylab.core.safeio import open_regular
 
 #: Bytes of JSON decoded at a time: large enough that a block's fixed costs vanish (the 1M-event
 #: H100 trace takes the same CPU time as with 8 MB blocks), small enough that its structs cost

@@ -21,11 +21,11 @@ from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from tinylab.config import ConfigError, RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord, short_id
 from tinylab.service.kernels import SHAPING_FIELDS, triton_kernel_names
 from tinylab.service.results import HotspotSummary, Timeline
-from tinylab.text import wrap_words
+from tinylab.core.text import wrap_words
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.advice import AdvicePanel

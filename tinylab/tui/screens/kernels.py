@@ -24,7 +24,7 @@ from textual.widgets import DataTable, Footer, Header, Log, Static
 from textual.worker import get_current_worker
 
 from tinylab.config import PRECISIONS, RunConfig
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.service.kernels import STAGES, TARGETS, tunable
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import SweepChart

@@ -45,7 +45,7 @@ from tinylab.config import (
     matching_preset,
     preset_for,
 )
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord, key_config, short_id
 from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain, safe

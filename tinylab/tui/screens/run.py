@@ -25,8 +25,8 @@ from textual.widgets import DataTable, Footer, Header, ProgressBar, Static
 from textual.worker import get_current_worker
 
 from tinylab.config import ConfigError, RunConfig
-from tinylab.errors import UserError
-from tinylab.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
+from tinylab.core.errors import UserError
+from tinylab.core.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, key_config
 from tinylab.service.results import Timeline
 from tinylab.service.runs import LIVE

@@ -18,7 +18,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 from tinylab.render.advice import MARKS, bound_text, detail
 from tinylab.tui.fmt import plain, safe
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 VERSIONS: dict[str, str] = {
     "v1": "PyTorch baseline: separate q/k/v and gate/up GEMMs, eager attention, eager RMSNorm/RoPE",
@@ -630,7 +630,7 @@ class RunConfig:
     @classmethod
     def from_json_file(cls, path: str) -> "RunConfig":
         """A config.json (the trainer's and the supervisor's input): bounded, never through a link."""
-        from tinylab.safeio import read_json
+        from tinylab.core.safeio import read_json
 
         data = read_json(path)
         if not isinstance(data, dict):

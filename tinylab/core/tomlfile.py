@@ -6,7 +6,7 @@ error naming their file.
 
 from __future__ import annotations
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 
 def loads(text: str) -> dict:

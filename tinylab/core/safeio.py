@@ -23,7 +23,7 @@ import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tinylab.errors import UserError
+from tinylab.core.errors import UserError
 
 #: The most any record file (config.json, process.json, cancel.json ...) may hold.
 RECORD_LIMIT = 1 << 20

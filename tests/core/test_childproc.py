@@ -1,4 +1,4 @@
-"""External commands under a time cap and an output cap (tinylab.childproc.run_bounded)."""
+"""External commands under a time cap and an output cap (tinylab.core.childproc.run_bounded)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from tinylab.childproc import run_bounded
+from tinylab.core.childproc import run_bounded
 
 
 def test_a_hung_command_is_killed_with_what_it_started(tmp_path):

@@ -1,6 +1,6 @@
 """The kernels of the measured steps: a profiler's dispatches cut to the trainer's step ranges.
 
-On a GPU the trainer marks each step as a range (roctx on ROCm, NVTX on CUDA; tinylab/training/markers.py),
+On a GPU the trainer marks each step as a range (roctx on ROCm, NVTX on CUDA; tinylab/core/markers.py),
 warm-up steps saying so in their name. Tools that record those ranges on the clock of their kernel
 records (rocprofv3 --marker-trace, Nsight Systems' NVTX push/pop trace, rocprof-sys' Perfetto
 trace) give both; each tool's reader turns them into (name, start, end) ranges and (names, starts,
@@ -14,8 +14,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from tinylab.analysis.kernel_table import table_from_durations
-from tinylab.training.markers import parse_step_range
+from tinylab.core.kernel_table import table_from_durations
+from tinylab.core.markers import parse_step_range
 
 #: (step, warm-up, start, end) of one step range, on the tool's clock
 Window = tuple[int, bool, int, int]

@@ -1,8 +1,8 @@
-"""tinylab/text.py: sentences wrapped for an 80-column terminal, never inside a word, a flag or a path."""
+"""tinylab/core/text.py: sentences wrapped for an 80-column terminal, never inside a word, a flag or a path."""
 
 from __future__ import annotations
 
-from tinylab.text import wrap_words
+from tinylab.core.text import wrap_words
 
 
 def test_lines_fit_and_keep_flags_and_paths_whole():

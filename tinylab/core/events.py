@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from tinylab.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
+from tinylab.core.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
 
 EVENTS_FILE = "events.jsonl"
 KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "load", "error", "exit")

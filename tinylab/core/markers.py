@@ -2,7 +2,7 @@
 
 On a GPU every step is a range (roctx on ROCm, NVTX on CUDA: torch.cuda.nvtx maps to either),
 with forward/backward/optimizer ranges inside it, so rocprofv3 --marker-trace, rocprof-sys and
-Nsight Systems can scope kernels to steps (tinylab.analysis.steps). A warm-up step says so in its
+Nsight Systems can scope kernels to steps (tinylab.core.steps). A warm-up step says so in its
 name, which lets a reader keep only the measured steps without knowing the run's config.
 """
 

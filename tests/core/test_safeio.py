@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from tinylab.errors import UserError
-from tinylab.safeio import (
+from tinylab.core.errors import UserError
+from tinylab.core.safeio import (
     RESERVE,
     JSONLimit,
     UnsafeFile,

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from tinylab.analysis.categories import categorize
+from tinylab.core.categories import categorize
 
 KERNEL_COLUMNS = ["name", "calls", "total_ns", "avg_ns", "min_ns", "max_ns", "pct", "category"]
 # ----------------------------------------------------------------------------- building tables

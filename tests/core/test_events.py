@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from tinylab import events
-from tinylab.events import EventWriter, read_events, sample_steps
-from tinylab.safeio import RESERVE, reserve_space
+from tinylab.core import events
+from tinylab.core.events import EventWriter, read_events, sample_steps
+from tinylab.core.safeio import RESERVE, reserve_space
 
 
 def write_log(path, steps: int, pad: int = 0) -> None:
