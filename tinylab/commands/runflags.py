@@ -13,8 +13,6 @@ import dataclasses
 from tinylab.config import (
     COMPILE_MODES,
     ENGINES,
-    PRESET_HELP,
-    PRESETS,
     DATASETS,
     ENV_DEFAULTS,
     FAULTS,
@@ -28,9 +26,8 @@ from tinylab.config import (
     TOGGLES,
     VERSIONS,
     RunConfig,
-    env_defaults,
-    preset_for,
 )
+from tinylab.config.build import PRESET_HELP, PRESETS, from_choices, preset_for
 
 _DEFAULTS = RunConfig()
 SIZES = tuple(PRESETS["workshop"])
@@ -148,10 +145,6 @@ def config_from_args(args: argparse.Namespace, device_type: str = "cuda", **over
     names = {f.name for f in dataclasses.fields(RunConfig)}
     unset = (*SIZES, *ENV_DEFAULTS)  # None: the preset's size, the variable's or the default setting
     values = {k: v for k, v in vars(args).items() if k in names and not (k in unset and v is None)}
-    sizes = PRESETS[chosen_preset(args, device_type)]
-    values = {**env_defaults(values.get("profilers", [])), **sizes, **values}
     values["precision"] = args.precision or (args.amp_dtype if args.use_amp else "fp32")
     values.update(overrides)
-    if values.get("parallel") is None and values.get("nproc_per_node", 1) * values.get("nnodes", 1) > 1:
-        values["parallel"] = "ddp"
-    return RunConfig(**values).validate()
+    return from_choices(values, preset=chosen_preset(args, device_type)).validate()

@@ -6,7 +6,8 @@ import sys
 from dataclasses import asdict
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json
-from tinylab.config import PRESETS, RunConfig
+from tinylab.config import RunConfig
+from tinylab.config.build import PRESETS
 from tinylab.commands.runflags import SIZES, add_run_arguments, chosen_preset, config_from_args
 from tinylab.service.runs import EXIT_CODES, follow
 

@@ -138,31 +138,6 @@ PROTON_BACKENDS = ("auto", "instrumentation")
 TRACING_PROFILERS = ("pytorch", "rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")
 
 
-#: Model and batch sizes by machine. The workshop's sizes are the RunConfig defaults and what a
-#: GPU gets; on a CPU they take 19 s a v1 step, so a machine without a GPU starts from `cpu`,
-#: where a 50-step v1 run takes seconds (head dim 32: v3 and v4 run too). docs/performance.md
-#: has the timings.
-PRESETS: dict[str, dict[str, int]] = {
-    "workshop": {"hidden_dim": 512, "num_layers": 8, "num_heads": 8, "num_kv_heads": 4, "batch_size": 8,
-                 "seq_len": 128},
-    "cpu": {"hidden_dim": 128, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "batch_size": 4, "seq_len": 64},
-}
-PRESET_HELP = {
-    "workshop": "the reference workshop's sizes (hidden 512, 8 layers, batch 8, seq 128): for a GPU",
-    "cpu": "small sizes for a machine without a GPU (hidden 128, 2 layers, batch 4, seq 64)",
-}
-
-
-def preset_for(device_type: str) -> str:
-    """The preset a machine starts from: `cpu` when the run will be on the CPU, else the workshop's."""
-    return "cpu" if device_type == "cpu" else "workshop"
-
-
-def matching_preset(values: dict[str, Any]) -> str | None:
-    """The preset whose sizes these are, or None (custom sizes)."""
-    return next((name for name, sizes in PRESETS.items() if all(values.get(k) == v for k, v in sizes.items())), None)
-
-
 MAX_SEED = 2**32 - 1
 MAX_PROFILE_KERNELS = 8
 _KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")

@@ -15,7 +15,8 @@ from typing import Any
 
 from tinylab.core import tomlfile
 from tinylab.exercises import checks
-from tinylab.config import TOGGLES, ConfigError, RunConfig, env_defaults
+from tinylab.config import TOGGLES, ConfigError, RunConfig
+from tinylab.config.build import from_choices
 from tinylab.core.errors import UserError
 from tinylab.runs.record import EXERCISE_LABEL
 from tinylab.exercises.model import CheckSpec, LEVELS, Question, Recorded, Scenario, ScenarioError, Step
@@ -513,4 +514,4 @@ def _config(preset: dict, step: Step, device: str, overrides: dict) -> RunConfig
     # Profilers add up: a step that reads a kernel table keeps its profiler when the learner adds one.
     values["profilers"] = list(dict.fromkeys([*values.get("profilers", []), *overrides.get("profilers", [])]))
     values["device"] = device
-    return RunConfig.from_dict({**env_defaults(values["profilers"]), **values}).validate()
+    return from_choices(values).validate()

@@ -33,7 +33,6 @@ from tinylab.config import (
     DEVICES,
     ENGINE_LIMITS,
     ENGINES,
-    PRESETS,
     PRECISIONS,
     PROFILERS,
     TOGGLE_HELP,
@@ -41,10 +40,8 @@ from tinylab.config import (
     VERSIONS,
     ConfigError,
     RunConfig,
-    env_defaults,
-    matching_preset,
-    preset_for,
 )
+from tinylab.config.build import PRESETS, from_choices, matching_preset, preset_for
 from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord, key_config, short_id
 from tinylab.service.doctor import DoctorReport
@@ -418,18 +415,15 @@ class LabScreen(BaseScreen):
         values["precision"] = self.query_one("#precision", Select).value
         values["device"] = self.query_one("#device", Select).value
         engine = self.query_one("#engine", Select).value
-        if engine != ONE_PROCESS:
+        if engine != ONE_PROCESS:  # one process, or ranks above 1 under ddp (from_choices)
             values["parallel"] = engine
-        elif values["nproc_per_node"] > 1:
-            values["parallel"] = "ddp"  # as --nproc-per-node alone does
         for name, supported in TOGGLES.items():
             box = self.query_one(f"#toggle-{name}", Option)
             # the version's default stays None, so the engine resolves it (e.g. graphs off on a CPU)
             if self.version in supported and box.value != self._toggle_default(name, values["precision"]):
                 values[name] = box.value
         values["profilers"] = [n for n in PROFILERS if self.query_one(f"#profiler-{n}", Option).value]
-        values = {**env_defaults(values["profilers"]), **values}
-        return self.backend.check(RunConfig(**values), final=False)
+        return self.backend.check(from_choices(values), final=False)
 
     def _validate(self) -> RunConfig | None:
         check = self.query_one("#check", Static)
