@@ -22,6 +22,7 @@ import pytest
 from support.paths import BIN, SLURM_BIN
 from support.runs import TINY_FLAGS, cli, output_tail, wait_for_status
 from support.slurm import FakeSlurm
+from support.slow_tests import base_name, load as slow_tests
 from support import slow_compiles
 
 from tinylab.runs import slurm
@@ -107,6 +108,16 @@ def pytest_collection_modifyitems(items):
         if item.path == launcher:
             group = "pair"
         item.add_marker(pytest.mark.xdist_group(group or str(item.path.relative_to(Path(__file__).parent))))
+    _mark_slow(items)
+
+
+def _mark_slow(items) -> None:
+    """The `slow` mark (support/slow_tests.py): the anatomy session's tests and the measured list."""
+    listed = slow_tests()
+    for item in items:
+        name = base_name(item.nodeid if item.nodeid.startswith("tests/") else f"tests/{item.nodeid}")
+        if name in listed or set(getattr(item, "fixturenames", ())) & SESSION_GROUPS["anatomy"]:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

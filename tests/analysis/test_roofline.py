@@ -8,6 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
+from kernels.work import OpModel
 from tinylab.analysis import roofline
 from tinylab.render.roofline import render as render_roofline
 from tinylab.config import RunConfig
@@ -279,7 +280,7 @@ def test_counts_that_differ_from_the_model_are_named():
     cfg = RunConfig(version="v3", batch_size=8, seq_len=128)
     model = next(m for p, m in roofline.op_models(cfg) if p.search("_rmsnorm_fwd_kernel"))
     table = table_rows(("_rmsnorm_fwd_kernel", 51, 1e6, "norm"), ("_mean_kernel", 3, 1e4, "reduction"))
-    counted = {"_rmsnorm_fwd_kernel": roofline.OpModel(model.flops, model.bytes / 2), "_mean_kernel": roofline.OpModel(2048, 8200)}
+    counted = {"_rmsnorm_fwd_kernel": OpModel(model.flops, model.bytes / 2), "_mean_kernel": OpModel(2048, 8200)}
     result = roofline.place(cfg, table, None, 3, V4_PARAMS, 50.0, 4101.0, counted=counted)
     points = {p.name: p for p in result.points}
     assert points["_rmsnorm_fwd_kernel"].model_ratio == {"flops": 1.0, "bytes": 0.5}

@@ -35,7 +35,7 @@ DEFAULT_RELEASE = "7.0.0"
 
 def releases():
     """tinylab/core/rocm_releases.py, loaded by path (not through the tinylab package)."""
-    spec = importlib.util.spec_from_file_location("rocm_releases", REPO / "tinylab" / "profilers" / "rocm_releases.py")
+    spec = importlib.util.spec_from_file_location("rocm_releases", REPO / "tinylab" / "core" / "rocm_releases.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["rocm_releases"] = module  # dataclasses look their module up while the file runs
     spec.loader.exec_module(module)
