@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from tinylab.config import GRAPH_WARMUP_ITERS, PRESETS, ConfigError, RunConfig
+from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
+from tinylab.config.build import PRESETS
 
 
 def test_defaults_are_the_workshop_model():
@@ -233,3 +234,22 @@ def test_the_memory_floor_counts_what_grows_with_the_vocabulary_and_the_sequence
     assert flash.memory_floor_parts()["attention"] == 0
     wide = RunConfig(**{**PRESETS["cpu"], "vocab_size": 20_000_000})
     assert wide.memory_floor_parts()["logits"] == 3 * 4 * 64 * 20_000_000 * 4
+
+
+def test_from_choices_is_the_one_builder_of_what_a_person_chose():
+    """Flags, the Lab's form and exercise presets all build through from_choices: the preset's
+    sizes under what was set, a chosen profiler's TINYLAB_* variable under its flag, several
+    processes under ddp unless an engine was named, and an unknown key refused."""
+    from tinylab.config.build import from_choices
+
+    cfg = from_choices({"hidden_dim": 256, "profilers": ["ncu"]}, preset="cpu",
+                       environ={"TINYLAB_NCU_LAUNCH_COUNT": "7", "TINYLAB_PROFILE_MEMORY": "1"})
+    assert (cfg.hidden_dim, cfg.num_layers, cfg.batch_size) == (256, PRESETS["cpu"]["num_layers"], PRESETS["cpu"]["batch_size"])
+    assert cfg.ncu_launch_count == 7 and cfg.profile_memory is False  # pytorch's variable: not its run
+    assert from_choices({"profilers": ["ncu"], "ncu_launch_count": 3},
+                        environ={"TINYLAB_NCU_LAUNCH_COUNT": "7"}).ncu_launch_count == 3  # the flag wins
+    assert from_choices({"nproc_per_node": 2}, environ={}).parallel == "ddp"
+    assert from_choices({"nproc_per_node": 2, "parallel": "fsdp"}, environ={}).parallel == "fsdp"
+    assert from_choices({}, environ={}).parallel is None and from_choices({}, environ={}).hidden_dim == RunConfig().hidden_dim
+    with pytest.raises(ConfigError, match="unknown config key 'hiden_dim'"):
+        from_choices({"hiden_dim": 3}, environ={})
