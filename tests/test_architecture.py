@@ -157,9 +157,12 @@ FACES = ("tinylab.commands", "tinylab.tui")
 #: the faces themselves (`tinylab lab` opens the lab)...
 FACE_MAY_IMPORT = ("tinylab.service", "tinylab.render", *FACES)
 #: ... the typed run records, and the words every layer shares: the package (its version), the
-#: run config, errors, event schema, text wrapping, bounded reads, and how a child Python starts.
-FACE_MAY_IMPORT_MODULES = frozenset({"tinylab", "tinylab.runs.record", "tinylab.config", "tinylab.core.errors",
-                                     "tinylab.core.events", "tinylab.core.text", "tinylab.core.safeio", "tinylab.core.childproc"})
+#: run config and its one builder from what a person chose, errors, event schema and log, text
+#: wrapping, bounded reads, and how a child Python starts.
+FACE_MAY_IMPORT_MODULES = frozenset({"tinylab", "tinylab.runs.record", "tinylab.config", "tinylab.config.build",
+                                     "tinylab.core.errors",
+                                     "tinylab.core.events", "tinylab.core.eventlog", "tinylab.core.text",
+                                     "tinylab.core.safeio", "tinylab.core.childproc"})
 
 
 def within(module: str, packages: tuple[str, ...]) -> bool:

@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from tinylab.config import GRAPH_WARMUP_ITERS, ConfigError, RunConfig
+from tinylab.config import ConfigError, RunConfig
+from tinylab.core.window import GRAPH_WARMUP_ITERS
 from tinylab.config.build import PRESETS
 
 
@@ -144,12 +145,12 @@ def test_every_profiler_setting_is_a_config_field_with_its_tool_and_variable():
 
 
 def test_the_rocprofv3_names_match_what_its_releases_and_adapter_know():
-    from tinylab.config import ROCPROFV3_FORMATS, ROCPROFV3_TRACES
     from tinylab.core import rocm_releases as rr
-    from tinylab.profilers.rocprofv3 import EXTRA_TRACES
+    from tinylab.profilers.rocprofv3 import EXTRA_TRACES, Rocprofv3Adapter
 
-    assert set(ROCPROFV3_FORMATS) == {f for facts in rr.ROCPROFV3.values() for f in facts.formats}
-    assert set(ROCPROFV3_TRACES) == set(EXTRA_TRACES)
+    allowed = {s.name: s.choices for s in Rocprofv3Adapter.settings}
+    assert set(allowed["rocprofv3_formats"]) == {f for facts in rr.ROCPROFV3.values() for f in facts.formats}
+    assert set(allowed["rocprofv3_traces"]) == set(EXTRA_TRACES)
 
 
 def test_a_profiler_setting_needs_its_profiler():

@@ -21,7 +21,8 @@ from tinylab.core.kernel_table import (
     counts_table,
 )
 from tinylab.core.errors import UserError
-from tinylab.core.events import EventWriter
+from tinylab.core.eventlog import EventWriter
+from tinylab.core.events import ProfileEvent
 from tinylab.profilers.base import CollectResult, write_kernel_table
 
 
@@ -75,7 +76,7 @@ def test_load_run_kernel_table_takes_the_newest_profile_with_a_table(tmp_path):
     none = write_kernel_table(run, "deepspeed", CollectResult({}, None, "flops", "deepspeed-flops"))
     with EventWriter(run / "events.jsonl") as ev:
         for fields in (older, newer, none):
-            ev.emit("profile", **fields)
+            ev.emit(ProfileEvent(**fields))
     table, fmt = load_run_kernel_table(run)
     assert fmt == "rocprofv3-kernel-stats" and table["name"].tolist() == ["Cijk_x"]
     assert load_run_kernel_table(run_with_events(tmp_path / "other", [{"event": "start"}])) is None
@@ -97,7 +98,8 @@ def test_a_run_of_two_ranks_gives_rank_0s_table_never_a_merged_one(tmp_path):
 
 def test_load_run_kernel_table_reads_only_rank_0s_table_and_takes_the_records_profiles(tmp_path):
     """What compare and report do: they hand in their RunRecord's profile events."""
-    from tinylab.core.events import ProfileEvent, read_events
+    from tinylab.core.eventlog import read_events
+    from tinylab.core.events import ProfileEvent
 
     run = ranked_run(tmp_path)
     profiles = [ProfileEvent.from_event(e) for e in read_events(run / "events.jsonl").of("profile")]
@@ -140,8 +142,8 @@ def test_rank_info_compares_the_ranks(tmp_path):
 def test_ranks_come_from_the_newest_tool_and_a_one_process_source_has_none(tmp_path):
     run = ranked_run(tmp_path)
     with EventWriter(run / "events.jsonl") as ev:  # a later profiler of rank 0 only
-        ev.emit("profile", **write_kernel_table(run, "rocprofv3", CollectResult({}, table_of([("Cijk_x", 2, 20.0)]), None,
-                                                                                 "rocprofv3-kernel-stats"), 0))
+        ev.emit(ProfileEvent(**write_kernel_table(run, "rocprofv3", CollectResult({}, table_of([("Cijk_x", 2, 20.0)]),
+                                                                                  None, "rocprofv3-kernel-stats"), 0)))
     tables = load_run_kernel_tables(run)
     assert tables.ranks == [0] and tables.select()[0]["name"].tolist() == ["Cijk_x"]
     single = load_run_kernel_tables(run_with_events(tmp_path / "one", [

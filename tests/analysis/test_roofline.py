@@ -12,7 +12,8 @@ from kernels.work import OpModel
 from tinylab.analysis import roofline
 from tinylab.render.roofline import render as render_roofline
 from tinylab.config import RunConfig
-from tinylab.core.events import EventWriter
+from tinylab.core.eventlog import EventWriter
+from tinylab.core.events import ExitEvent, ProfileEvent, StartEvent, Summary
 from tinylab.runs.store import RunStore
 
 CEILINGS = {"copy_gbps": 4000.0, "gemm_tflops": {"fp32": {"large": 50.0}, "tf32": {"large": 370.0}, "bf16": {"large": 780.0}}}
@@ -43,10 +44,10 @@ def make_run(tmp_path):
     ])
     table.to_csv(prof / "kernels.csv", index=False)
     with EventWriter(run.dir / "events.jsonl") as ev:
-        ev.emit("start", config=cfg.resolved().to_dict(), device="cuda", device_name="FakeGPU", param_elements=31_977_984)
-        ev.emit("summary", step_ms_median=6.0, samples_per_s=1333.0, params_trained=50, params_total=50)
-        ev.emit("profile", tool="pytorch", artifacts={}, kernel_table="profiles/pytorch/kernels.csv", format="pytorch-trace", note=None)
-        ev.emit("exit", returncode=0, signal=None)
+        ev.emit(StartEvent(config=cfg.resolved().to_dict(), device="cuda", device_name="FakeGPU", param_elements=31_977_984))
+        ev.emit(Summary(step_ms_median=6.0, samples_per_s=1333.0, params_trained=50, params_total=50))
+        ev.emit(ProfileEvent(tool="pytorch", artifacts={}, kernel_table="profiles/pytorch/kernels.csv", format="pytorch-trace", note=None))
+        ev.emit(ExitEvent(returncode=0, signal=None))
     return run
 
 
@@ -248,11 +249,11 @@ def make_proton_run(root):
         shutil.copy(FIX / "proton" / name, folder / name)
     fields = write_kernel_table(run.dir, "proton", ProtonAdapter().collect(folder))
     with EventWriter(run.dir / "events.jsonl") as ev:
-        ev.emit("start", config=cfg.resolved().to_dict(), device="cuda", device_name="NVIDIA H100 80GB HBM3",
-                param_elements=31_977_984)
-        ev.emit("summary", step_ms_median=20.0, samples_per_s=400.0, params_trained=50, params_total=50)
-        ev.emit("profile", **fields)
-        ev.emit("exit", returncode=0, signal=None)
+        ev.emit(StartEvent(config=cfg.resolved().to_dict(), device="cuda", device_name="NVIDIA H100 80GB HBM3",
+                           param_elements=31_977_984))
+        ev.emit(Summary(step_ms_median=20.0, samples_per_s=400.0, params_trained=50, params_total=50))
+        ev.emit(ProfileEvent(**fields))
+        ev.emit(ExitEvent(returncode=0, signal=None))
     return run
 
 

@@ -17,7 +17,8 @@ from tinylab.core.kernel_table import (
     KERNEL_COLUMNS,
 )
 from tinylab.cli import main
-from tinylab.core.events import EventWriter
+from tinylab.core.eventlog import EventWriter
+from tinylab.core.events import ProfileEvent
 from tinylab.profilers.base import CollectResult, write_kernel_table
 from tinylab.runs.store import mark_run
 
@@ -62,7 +63,7 @@ def test_cli_counts_only_says_so(capsys, tmp_path):
 def test_cli_run_folder_and_run_id(capsys, tmp_path):
     run = run_with_events(tmp_path, [])
     with EventWriter(run / "events.jsonl") as ev:
-        ev.emit("profile", **write_kernel_table(run, "pytorch", CollectResult({}, table_of([("aten::mm", 3, 30.0)]), None, "pytorch-operators")))
+        ev.emit(ProfileEvent(**write_kernel_table(run, "pytorch", CollectResult({}, table_of([("aten::mm", 3, 30.0)]), None, "pytorch-operators"))))
     for ref in (str(run), "20260101", "last"):
         code, out, err = run_cli(capsys, ref, "--json", "--runs-dir", str(tmp_path / "runs"))
         assert code == 0, err
@@ -93,8 +94,8 @@ def two_rank_run(tmp_path):
     with EventWriter(run / "events.jsonl") as ev:
         for rank, mm in ((0, 60.0), (1, 90.0)):
             rows = [("aten::mm", 3, mm), ("c10d::allreduce_", 1, 10.0)]
-            ev.emit("profile", **write_kernel_table(run, "pytorch", CollectResult({}, table_of(rows), None,
-                                                                                   "pytorch-operators"), rank))
+            ev.emit(ProfileEvent(**write_kernel_table(run, "pytorch", CollectResult({}, table_of(rows), None,
+                                                                                    "pytorch-operators"), rank)))
     return run
 
 
@@ -179,7 +180,7 @@ def test_cli_on_a_path_below_an_unreadable_folder(capsys, tmp_path, monkeypatch)
 def test_cli_on_a_store_with_an_unreadable_entry(capsys, tmp_path, monkeypatch):
     run = run_with_events(tmp_path, [])
     with EventWriter(run / "events.jsonl") as ev:
-        ev.emit("profile", **write_kernel_table(run, "pytorch", CollectResult({}, table_of([("aten::mm", 3, 30.0)]), None, "pytorch-operators")))
+        ev.emit(ProfileEvent(**write_kernel_table(run, "pytorch", CollectResult({}, table_of([("aten::mm", 3, 30.0)]), None, "pytorch-operators"))))
     (run.parent / "20260102-000000-ffff").mkdir()
     deny(monkeypatch, run.parent / "20260102-000000-ffff")
     code, out, err = run_cli(capsys, "last", "--json", "--runs-dir", str(run.parent))

@@ -1,103 +1,69 @@
-"""events.jsonl readers and writer under stress: huge logs read at their ends, a full disk."""
+"""The event schema: typed events in, the same events out, docs/events.md made from the dataclasses,
+and the summary's verdict on a busy machine."""
 
 from __future__ import annotations
 
-import errno
-import json
-import os
-
 import pytest
+from support.paths import REPO
 
 from tinylab.core import events
-from tinylab.core.events import EventWriter, read_events, sample_steps
-from tinylab.core.safeio import RESERVE, reserve_space
+from tinylab.core.eventlog import EventWriter, read_events
+from tinylab.core.events import (
+    ErrorEvent,
+    ExitEvent,
+    LoadEvent,
+    PassEvent,
+    ProfileEvent,
+    RankEvent,
+    StartEvent,
+    StepEvent,
+    Summary,
+    TelemetryEvent,
+    encode,
+)
 
 
-def write_log(path, steps: int, pad: int = 0) -> None:
-    lines = [{"event": "start", "time": 1.0, "device": "cpu", "config": {}}]
-    lines += [{"event": "step", "time": 2.0, "step": i, "loss": 5.0, "step_ms": 1.0, "warmup": i < 3, "pad": "x" * pad}
-              for i in range(steps)]
-    lines += [{"event": "summary", "time": 3.0, "samples_per_s": 100.0, "steps": steps},
-              {"event": "exit", "time": 4.0, "returncode": 0, "signal": None}]
-    path.write_text("".join(json.dumps(e) + "\n" for e in lines))
+def test_docs_events_md_is_made_from_the_dataclasses():
+    page = REPO / "docs" / "events.md"
+    assert page.is_file() and page.read_text(encoding="utf-8") == events.schema_page(), (
+        "docs/events.md is not what the event dataclasses give; regenerate it:\n"
+        "  python -c \"from tinylab.core.events import schema_page; "
+        "open('docs/events.md', 'w', encoding='utf-8').write(schema_page())\"")
 
 
-@pytest.fixture
-def small_limits(monkeypatch):
-    """The huge-log path at test size: logs past 64 KiB are read at a 4 KiB head and a 16 KiB tail."""
-    monkeypatch.setattr(events, "FULL_READ_LIMIT", 64 << 10)
-    monkeypatch.setattr(events, "HEAD_BYTES", 4 << 10)
-    monkeypatch.setattr(events, "TAIL_BYTES", 16 << 10)
-
-
-def test_a_huge_log_is_read_at_its_head_and_tail(tmp_path, small_limits):
-    path = tmp_path / "events.jsonl"
-    write_log(path, 5000, pad=40)
-    log = read_events(path)
-    assert log.skipped_bytes > 0 and log.last("start") is not None and log.last("summary")["steps"] == 5000
-    steps = log.of("step")
-    assert steps[-1]["step"] == 4999 and len(steps) < 5000
-    assert log.corrupt_lines == [] and log.corrupt_unnumbered == 0
-
-
-def test_a_small_log_is_read_whole(tmp_path):
-    path = tmp_path / "events.jsonl"
-    write_log(path, 50)
-    log = read_events(path)
-    assert log.skipped_bytes == 0 and len(log.of("step")) == 50
-
-
-def test_sample_steps_keeps_a_bounded_evenly_spread_sample(tmp_path):
-    path = tmp_path / "events.jsonl"
-    write_log(path, 10_000)
-    steps = sample_steps(path, max_points=100)
-    assert 90 <= len(steps) <= 102
-    assert steps[0].step == 0 and steps[-1].step == 9999 and all(a.step < b.step for a, b in zip(steps, steps[1:]))
-
-
-def test_links_and_fifos_are_an_empty_log_with_a_problem(tmp_path):
-    link = tmp_path / "events.jsonl"
-    link.symlink_to("/dev/zero")
-    assert read_events(link).problem.endswith("is a symbolic link; not followed") and sample_steps(link) == []
-    fifo = tmp_path / "fifo.jsonl"
-    os.mkfifo(fifo)
-    assert "FIFO" in read_events(fifo).problem
-
-
-class FullDisk:
-    """os.write that fails with ENOSPC until the run folder's reserve is gone."""
-
-    def __init__(self, run_dir, real):
-        self.run_dir, self.real = run_dir, real
-
-    def __call__(self, fd, data):
-        if (self.run_dir / RESERVE).exists():
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return self.real(fd, data)
-
-
-def test_on_a_full_disk_a_step_fails_but_the_last_words_use_the_reserve(tmp_path, monkeypatch):
-    reserve_space(tmp_path)
-    writer = EventWriter(tmp_path / "events.jsonl")
-    writer.emit("step", step=0, loss=1.0)
-    monkeypatch.setattr(os, "write", FullDisk(tmp_path, os.write))
-    with pytest.raises(OSError) as info:
-        writer.emit("step", step=1, loss=1.0)
-    assert info.value.errno == errno.ENOSPC
-    writer.emit("error", type="OSError", message="the disk is full", traceback="")
-    writer.emit("exit", returncode=1, signal=None)
-    writer.close()
+def test_every_kind_reads_back_as_it_was_written(tmp_path):
+    written = [
+        StartEvent(config={"version": "v1"}, device="cpu", pid=7, params_total=3, time=1.0),
+        StepEvent(step=0, loss=6.9, step_ms=2.0, fwd_ms=1.0, warmup=True, time=2.0),
+        Summary(samples_per_s=10.0, steps=4, world_size=2),
+        RankEvent(rank=1, steps=4, comm_ms=3.0, comm_hidden=None),
+        ProfileEvent(tool="pytorch", artifacts={"trace": "profiles/pytorch/trace.json.gz"}, rank=0),
+        PassEvent(2, 16, "rocprof-compute", 5, time=3.0),
+        TelemetryEvent(gpu_util_pct=88.0, rank=1, time=4.0),
+        LoadEvent(others_cores=0.5, cpus=8, gpu_others=None),
+        ErrorEvent("RankDied", "rank 1 ended", "", rank=1, root=True, time=5.0),
+        ExitEvent(1, "SIGKILL", note="torchrun was killed"),
+    ]
+    assert [type(e).kind for e in written] == list(events.KINDS)
+    with EventWriter(tmp_path / "events.jsonl") as writer:
+        for event in written:
+            writer.emit(event)
     log = read_events(tmp_path / "events.jsonl")
-    assert [e["event"] for e in log.events] == ["step", "error", "exit"] and log.corrupt_lines == []
+    assert log.corrupt_lines == [] and [type(e).from_event(r) for e, r in zip(written, log.events)] == written
 
 
-def test_last_words_end_a_fragment_a_failed_write_left(tmp_path):
-    path = tmp_path / "events.jsonl"
-    path.write_text('{"event": "step", "step": 0, "loss": 1.0}\n{"event": "step", "st')
-    with EventWriter(path) as writer:
-        writer.emit("exit", returncode=1, signal=None)
-    log = read_events(path)
-    assert [e["event"] for e in log.events] == ["step", "exit"] and log.corrupt_lines == [2]
+def test_a_line_keeps_its_keys_and_leaves_out_what_a_run_of_one_process_does_not_say():
+    assert encode(PassEvent(2, 16, "rocprof-compute", 5), 9.0) == {
+        "event": "pass", "time": 9.0, "pass": 2, "planned": 16, "tool": "rocprof-compute", "steps": 5}
+    assert encode(ErrorEvent("OSError", "the disk is full", ""), 9.0) == {
+        "event": "error", "time": 9.0, "type": "OSError", "message": "the disk is full", "traceback": ""}
+    assert encode(ExitEvent(0), 9.0) == {"event": "exit", "time": 9.0, "returncode": 0, "signal": None}
+    assert encode(StepEvent(step=0, loss=1.0, time=2.0), 9.0)["time"] == 2.0  # its own time, when it has one
+
+
+def test_a_number_that_is_not_finite_reads_as_null():
+    step = StepEvent.from_event({"event": "step", "step": 1, "loss": float("nan"), "step_ms": float("inf")})
+    assert step == StepEvent(step=1, loss=None, step_ms=None)
 
 
 @pytest.mark.parametrize("figures, busy", [
@@ -111,7 +77,7 @@ def test_last_words_end_a_fragment_a_failed_write_left(tmp_path):
      "step times spread ±82% (p10 323.0 ms, p90 1,701.0 ms)"),
 ])
 def test_a_busy_machine_is_named_from_the_recorded_load_and_spread(figures, busy):
-    summary = events.Summary(**{"step_ms_median": 840.0, "step_ms_p10": 800.0, "step_ms_p90": 900.0, **figures})
+    summary = Summary(**{"step_ms_median": 840.0, "step_ms_p10": 800.0, "step_ms_p90": 900.0, **figures})
     assert summary.busy() == busy
     if busy:
         assert any(line.startswith(f"  machine busy   {busy}") for line in summary.lines())

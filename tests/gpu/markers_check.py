@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from tinylab.config import RunConfig
-from tinylab.core.events import read_events
+from tinylab.core.eventlog import read_events
 from tinylab.training.trainer import Trainer
 
 STEPS, WARMUP = 30, 5

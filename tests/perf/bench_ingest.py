@@ -150,7 +150,7 @@ ROCPD_TABLES = {
 
 
 def write_rocpd(path: Path, n: int) -> None:
-    """A rocpd database as ROCm 7 writes one (the tables rocpd's kernels view reads, FORMATS.md 1.5)."""
+    """A rocpd database as ROCm 7 writes one (the tables rocpd's kernels view reads, docs/formats.md 1.5)."""
     uuid, guid = "_0000ddb5_8903_7903_b269_cd8d3745bb8a", "0000ddb5-8903-7903-b269-cd8d3745bb8a"
     con = sqlite3.connect(path)
     for name, columns in ROCPD_TABLES.items():
@@ -172,7 +172,7 @@ def write_rocpd(path: Path, n: int) -> None:
                     ((i, guid, i, i) for i in range(1, n + 1)))
     con.executemany(f'INSERT INTO "rocpd_kernel_dispatch{uuid}" VALUES (?, ?, 1, 1, 1, 1, ?, ?, 1, 1, ?, ?, 2, ?)',
                     ((i, guid, symbol[name], i, start, end, i) for i, (name, start, end) in enumerate(rows, 1)))
-    # the columns rocpd's `kernels` view has (FORMATS.md 1.5), over the same joins
+    # the columns rocpd's `kernels` view has (docs/formats.md 1.5), over the same joins
     con.execute(
         "CREATE VIEW kernels AS SELECT K.id, K.guid, T.tid, C.string AS category, R.string AS region, "
         "S.display_name AS name, K.nid, P.pid, A.absolute_index AS agent_abs_index, "

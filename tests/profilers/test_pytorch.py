@@ -10,7 +10,8 @@ import torch
 from support.training import mlp, train
 
 from tinylab.analysis.hotspots import load_kernel_table
-from tinylab.config import GRAPH_WARMUP_ITERS, RunConfig, profile_schedule
+from tinylab.config import RunConfig
+from tinylab.core.window import GRAPH_WARMUP_ITERS, profile_schedule
 from tinylab.profilers.base import write_kernel_table
 from tinylab.profilers.registry import inprocess_hooks
 from tinylab.profilers.pytorch import OPERATOR_COLUMNS

@@ -20,7 +20,7 @@ from support.rocm import RUN_INSTALLS, key_of, rocm_tree
 from support.runs import cli, output_tail, wait_for_status
 
 from tinylab import exercises as ex
-from tinylab.core.events import read_events
+from tinylab.core.eventlog import read_events
 from tinylab.core import rocm_releases as rr
 from tinylab.runs.passes import window_steps
 from tinylab.runs.store import TERMINAL, Run

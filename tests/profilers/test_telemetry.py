@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tinylab.core.events import TelemetryEvent
 from tinylab.profilers import telemetry
 from tinylab.profilers.base import usable_cpus
 
@@ -39,13 +40,13 @@ def test_telemetry_samples_through_nvml(monkeypatch):
     mod = fake_pynvml(fail_power=True)
     monkeypatch.setitem(sys.modules, "pynvml", mod)
     events = []
-    stop = telemetry.start_sampler(lambda kind, **f: events.append((kind, f)), interval_s=0.01)
+    stop = telemetry.start_sampler(events.append, interval_s=0.01)
     assert stop is not None
     deadline = time.monotonic() + 5
     while len(events) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)
     stop()
-    assert events[0] == ("telemetry", {"gpu_util_pct": 37.0, "mem_used_mb": 3072.0, "power_w": None, "sm_clock_mhz": 1755.0})
+    assert events[0] == TelemetryEvent(gpu_util_pct=37.0, mem_used_mb=3072.0, power_w=None, sm_clock_mhz=1755.0)
     assert mod.calls[0] == "init" and mod.calls[-1] == "shutdown"
     count = len(events)
     time.sleep(0.05)
@@ -67,12 +68,12 @@ def test_telemetry_samples_through_amdsmi(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("HIP_VISIBLE_DEVICES", "1")
     events = []
-    stop = telemetry.start_sampler(lambda kind, **f: events.append(f), interval_s=10)
+    stop = telemetry.start_sampler(events.append, interval_s=10)
     deadline = time.monotonic() + 5
     while not events and time.monotonic() < deadline:
         time.sleep(0.01)
     stop()
-    assert events[0] == {"gpu_util_pct": 88.0, "mem_used_mb": 4096.0, "power_w": 512.0, "sm_clock_mhz": 2100.0}
+    assert events[0] == TelemetryEvent(gpu_util_pct=88.0, mem_used_mb=4096.0, power_w=512.0, sm_clock_mhz=2100.0)
 
 
 def test_telemetry_absent_or_broken_gives_none(monkeypatch):
@@ -88,7 +89,7 @@ def test_telemetry_absent_or_broken_gives_none(monkeypatch):
 def test_telemetry_emit_failure_stops_quietly(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml())
 
-    def emit(kind, **fields):
+    def emit(event):
         raise OSError("events file closed")
 
     stop = telemetry.start_sampler(emit, interval_s=0.01)
@@ -121,12 +122,12 @@ def test_nvml_telemetry_by_pci_address(monkeypatch):
     mod.nvmlDeviceGetHandleByIndex = lambda i: pytest.fail("the PCI address decides")
     monkeypatch.setitem(sys.modules, "pynvml", mod)
     events = []
-    stop = telemetry.start_sampler(lambda kind, **f: events.append(f), 1, "0000:c1:00.0", interval_s=10)
+    stop = telemetry.start_sampler(events.append, 1, "0000:c1:00.0", interval_s=10)
     deadline = time.monotonic() + 5
     while not events and time.monotonic() < deadline:
         time.sleep(0.01)
     stop()
-    assert events and events[0]["gpu_util_pct"] == 37.0
+    assert events and events[0].gpu_util_pct == 37.0
 
 
 # ------------------------------------------------------------------------------ the machine's load
@@ -141,13 +142,13 @@ def test_the_load_sampler_counts_a_cpu_hog_outside_the_run():
     try:
         time.sleep(0.3)
         events = []
-        sampler = telemetry.LoadSampler(lambda kind, **f: events.append((kind, f)), run.pid, interval_s=0.2).start()
+        sampler = telemetry.LoadSampler(events.append, run.pid, interval_s=0.2).start()
         time.sleep(1.5)
         samples = sampler.stop()
     finally:
         hog.kill()
         run.kill()
-    assert len(samples) >= 5 and [kind for kind, _ in events] == ["load"] * len(samples)
+    assert len(samples) >= 5 and [e.kind for e in events] == ["load"] * len(samples)
     assert all(s["cpus"] == (usable_cpus() or 1) and s["gpu_others"] is None for s in samples)
     assert sum(s["others_cores"] for s in samples) / len(samples) >= 0.7  # the hog's core (and anyone else's)
     assert sampler.stop() is samples  # stopping twice is harmless

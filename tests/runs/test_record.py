@@ -18,7 +18,8 @@ from tinylab.analysis.compare import compare_runs
 from tinylab.render.compare import format_compare
 from tinylab.render.report import build_report
 from tinylab.commands import show as show_command
-from tinylab.core.events import KINDS, read_events
+from tinylab.core.eventlog import read_events
+from tinylab.core.events import KINDS
 from tinylab.runs.store import STATUSES, Run, mark_run
 
 FIELDS = ["step", "loss", "step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s", "tokens_per_s", "mem_alloc_mb",
@@ -100,7 +101,7 @@ def test_a_parseable_record_with_wrong_field_types_is_corrupt(tmp_path):
 
 def test_true_false_is_no_count():
     """`"pass": true` or `"returncode": false` parse as JSON ints in Python: they are corrupt records."""
-    from tinylab.core.events import parse_lines
+    from tinylab.core.eventlog import parse_lines
 
     events, corrupt, _ = parse_lines(b'{"event": "pass", "pass": true}\n{"event": "exit", "returncode": false}\n'
                                      b'{"event": "pass", "pass": 2, "planned": 16}\n')

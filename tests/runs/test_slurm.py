@@ -14,7 +14,7 @@ from support.runs import tiny_config
 
 from tinylab.runs import slurm
 from tinylab.core.errors import UserError
-from tinylab.core.events import read_events
+from tinylab.core.eventlog import read_events
 from tinylab.runs.engines import ENDPOINT_ENV
 from tinylab.runs.launcher import SAFE_PATH, supervisor_argv
 from tinylab.runs.store import Run, RunStore

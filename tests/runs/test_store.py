@@ -10,7 +10,7 @@ from support.paths import deny
 from support.runs import make_run, tiny_config
 
 from tinylab.core.errors import UserError
-from tinylab.core.events import EventTail, read_events
+from tinylab.core.eventlog import EventTail, read_events
 from tinylab.runs.record import short_id
 from tinylab.runs.store import MARKER, Run, RunStore, is_run_dir, new_run_id, run_dir_state
 

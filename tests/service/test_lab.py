@@ -128,15 +128,16 @@ def test_timeline_of_a_run_of_ranks_is_one_ranks_trace(lab, tmp_path):
 # ------------------------------------------------------------------------------ the roofline, for both faces
 def _gpu_run(root):
     from tinylab.config import RunConfig
-    from tinylab.core.events import EventWriter
+    from tinylab.core.eventlog import EventWriter
+    from tinylab.core.events import ExitEvent, StartEvent, Summary
     from tinylab.runs.store import RunStore
 
     run = RunStore(root).create(RunConfig(version="v3", batch_size=8, seq_len=128))
     with EventWriter(run.dir / "events.jsonl") as ev:
-        ev.emit("start", config=run.config().resolved().to_dict(), device="cuda", device_name="FakeGPU",
-                param_elements=31_977_984)
-        ev.emit("summary", step_ms_median=6.0, samples_per_s=1333.0, params_trained=50, params_total=50)
-        ev.emit("exit", returncode=0, signal=None)
+        ev.emit(StartEvent(config=run.config().resolved().to_dict(), device="cuda", device_name="FakeGPU",
+                           param_elements=31_977_984))
+        ev.emit(Summary(step_ms_median=6.0, samples_per_s=1333.0, params_trained=50, params_total=50))
+        ev.emit(ExitEvent(returncode=0, signal=None))
     return run
 
 

@@ -1,4 +1,4 @@
-"""Build rocpd SQLite databases with the documented schema (FORMATS.md 1.5); no real .db exists.
+"""Build rocpd SQLite databases with the documented schema (docs/formats.md 1.5); no real .db exists.
 
 Physical tables carry a per-process UUID suffix; the un-suffixed names are views, and the
 `kernels` view joins dispatches with kernel symbols and strings. Used by the parser tests and

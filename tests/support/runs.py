@@ -20,7 +20,7 @@ from typing import Callable
 import psutil
 
 from tinylab.config import RunConfig
-from tinylab.core.events import EVENTS_FILE
+from tinylab.core.eventlog import EVENTS_FILE
 from tinylab.runs.store import TERMINAL, Run, mark_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,12 +159,13 @@ def profile_tables(run: Run, tables: dict) -> Run:
     None for a run of one process (profiles/pytorch/kernels.csv), else profiles/pytorch/rank<k>/."""
     from support.tables import table_of
 
-    from tinylab.core.events import EventWriter
+    from tinylab.core.eventlog import EventWriter
+    from tinylab.core.events import ProfileEvent
     from tinylab.profilers.base import CollectResult, write_kernel_table
 
     with EventWriter(run.dir / EVENTS_FILE) as ev:
         for rank, rows in tables.items():
-            ev.emit("profile", **write_kernel_table(run.dir, "pytorch", CollectResult({}, table_of(rows)), rank))
+            ev.emit(ProfileEvent(**write_kernel_table(run.dir, "pytorch", CollectResult({}, table_of(rows)), rank)))
     return run
 
 

@@ -1,5 +1,5 @@
 """Sample outputs for formats with no real file in tests/fixtures, written from the documented
-headers (FORMATS.md) and filled with the dispatches of a real fixture, so every format can be
+headers (docs/formats.md) and filled with the dispatches of a real fixture, so every format can be
 checked against the same expected table. Stdlib only: the stand-in executables import it too.
 """
 

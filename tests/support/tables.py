@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
 import pandas as pd
 
 from tinylab.core.kernel_table import build_table
-from tinylab.core.events import EventWriter
+from tinylab.core.eventlog import EventWriter
+from tinylab.core.events import ProfileEvent
 from tinylab.profilers.base import CollectResult, write_kernel_table
 from tinylab.runs.store import mark_run
 
@@ -17,14 +20,14 @@ def table_of(rows: list[tuple[str, int, float]]) -> pd.DataFrame:
 
 
 def run_with_events(tmp_path: Path, events: list[dict]) -> Path:
-    """A marked run folder with an empty config and these events (each stamped with a time)."""
+    """A marked run folder with an empty config and these records, written as they are (each stamped
+    with a time)."""
     run = tmp_path / "runs" / "20260101-000000-abcd"
     run.mkdir(parents=True)
     mark_run(run)
     (run / "config.json").write_text("{}")
-    with EventWriter(run / "events.jsonl") as ev:
-        for e in events:
-            ev.emit(e.pop("event"), **e)
+    (run / "events.jsonl").write_text("".join(json.dumps({"event": e["event"], "time": time.time(), **e}) + "\n"
+                                              for e in events))
     return run
 
 
@@ -37,6 +40,6 @@ def ranked_run(tmp_path, tables=(RANK0, RANK1), tool="pytorch"):
     run = run_with_events(tmp_path, [])
     with EventWriter(run / "events.jsonl") as ev:
         for rank, rows in reversed(list(enumerate(tables))):  # ranks finish in any order
-            ev.emit("profile", **write_kernel_table(run, tool, CollectResult({}, table_of(rows), None, "pytorch-operators"),
-                                                    rank))
+            ev.emit(ProfileEvent(**write_kernel_table(run, tool, CollectResult({}, table_of(rows), None,
+                                                                               "pytorch-operators"), rank)))
     return run

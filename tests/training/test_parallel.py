@@ -19,6 +19,7 @@ from support.runs import FOREVER_STEPS, TINY, output_tail, process_gone, wait_fo
 from tinylab.runs import engines
 from tinylab.training import parallel
 from tinylab.config import ConfigError, RunConfig
+from tinylab.core.events import ErrorEvent
 from tinylab.runs.launcher import SAFE_PATH, cancel, launch
 from tinylab.runs.store import Run, RunStore
 from tinylab.runs.supervisor import launch_argv, silent_ranks, torchrun_argv
@@ -131,8 +132,8 @@ Root Cause (first observed failure):
   exitcode  : -9 (pid: 101)
 """)
     [error] = silent_ranks(tmp_path, two_ranks())
-    assert error == {"type": "RankDied", "message": "rank 1 (pid 101 on n1) was killed by SIGKILL without recording "
-                     "an error", "traceback": "", "rank": 1, "root": True}
+    assert error == ErrorEvent(type="RankDied", message="rank 1 (pid 101 on n1) was killed by SIGKILL without recording "
+                               "an error", traceback="", rank=1, root=True)
 
 
 # ----------------------------------------------------------------------------- the ranks meet

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from tinylab.config import RunConfig
-from tinylab.core.events import read_events
+from tinylab.core.eventlog import read_events
 from tinylab.training.trainer import run_training
 
 # The CPU acceptance config; on a GPU machine the same tests run on the GPU.
@@ -155,7 +155,8 @@ def test_gpu_runs_mark_steps_and_phases_cpu_runs_do_not(tmp_path):
 
     import torch
 
-    from tinylab.training.trainer import Trainer, _markers_work
+    from tinylab.training.device import markers_work
+    from tinylab.training.trainer import Trainer
 
     nvtx = _Nvtx()
     trainer = Trainer(RunConfig(device="cpu"), tmp_path)
@@ -170,8 +171,8 @@ def test_gpu_runs_mark_steps_and_phases_cpu_runs_do_not(tmp_path):
     with trainer._step_marker(6, warmup=False), trainer._range("backward"):
         pass
     assert nvtx.marked[-1] == "tinylab step 5"
-    assert _markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=nvtx)))
-    assert not _markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=_Nvtx(broken=True))))
+    assert markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=nvtx)))
+    assert not markers_work(SimpleNamespace(cuda=SimpleNamespace(nvtx=_Nvtx(broken=True))))
     trainer.close()
 
 

@@ -24,7 +24,8 @@ from tinylab.analysis.hotspots_result import (ALL_RANKS, CategoryTime, HotspotSu
                                               TopKernel)
 from tinylab.core.kernel_table import has_durations
 from tinylab.core.errors import UserError
-from tinylab.core.events import EVENTS_FILE, ProfileEvent, read_events
+from tinylab.core.eventlog import EVENTS_FILE, read_events
+from tinylab.core.events import ProfileEvent
 from tinylab.core.safeio import inside, is_plain_dir
 
 

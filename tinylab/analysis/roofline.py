@@ -34,10 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tinylab.config import RunConfig, profile_schedule
+from tinylab.config import RunConfig
 from tinylab.core.errors import UserError
 from tinylab.core.safeio import DOCUMENT_LIMIT, read_json
+from tinylab.core.window import profile_schedule
 from tinylab.config.flops import forward_flops_per_token, training_flops_per_step
+from tinylab.profilers import registry
+from tinylab.profilers.base import RUN, WINDOW
+from tinylab.profilers.proton import ProtonAdapter
 
 if TYPE_CHECKING:
     from kernels.work import OpModel
@@ -46,8 +50,6 @@ ELEMENT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 #: How far above its roof a point may sit and still be plotted: the measured ceilings' noise
 #: (a copy kernel is not the fastest possible reader and writer, by a few %).
 ROOF_TOLERANCE = 0.05
-#: Tools that wrap the whole trainer process: their tables hold every step of the run.
-WHOLE_RUN_TOOLS = ("rocprofv3", "nsys", "rocprof-sys", "rocprof-compute")
 ABOVE_ROOF = ("above its roof: the model counts more bytes or FLOPs than the kernel moves, or the time "
               "is divided by the wrong number of steps")
 
@@ -112,18 +114,17 @@ def roof(intensity: float, peak_tflops: float, bandwidth_gbps: float) -> float:
     return min(peak_tflops, intensity * bandwidth_gbps / 1e3)
 
 
-#: Tools whose table covers the PyTorch profiler's active window (tinylab.config.profile_schedule).
-WINDOW_TOOLS = ("pytorch", "proton")
-
-
 def steps_seen(tool: str | None, cfg: RunConfig, steps_run: int | None) -> int | None:
-    """How many training steps a tool's kernel table covers: the PyTorch profiler's (and proton's)
-    active window, every step of the run for a tool that wraps the process, and None (unknown)
-    otherwise: ncu profiles its first N launches, which cut through a step."""
-    if tool in WINDOW_TOOLS:
+    """How many training steps a tool's kernel table covers, as its adapter declares (table_steps):
+    the PyTorch profiler's active window (pytorch, proton), every step of the run for a tool that
+    wraps the whole process, and None (unknown) otherwise: ncu profiles its first N launches, which
+    cut through a step, and a table read from a file names no tool."""
+    adapter = registry.adapter_class(tool)
+    covers = adapter.table_steps if adapter else None
+    if covers == WINDOW:
         return profile_schedule(cfg.num_steps, cfg.profile_steps, cfg.warmup_steps, bool(cfg.cuda_graph),
                                 cfg.graph_warmup_iters)[2]
-    if tool in WHOLE_RUN_TOOLS:
+    if covers == RUN:
         return steps_run or cfg.num_steps
     return None
 
@@ -140,7 +141,7 @@ class RooflinePoint:
     pct_of_roof: float
     bound: str  # "memory" (left of the ridge) or "compute"
     reason: str | None = None  # why a flagged point cannot sit where its numbers put it
-    source: str | None = None  # "proton": its FLOPs and bytes are the profiler's own count, not the model's
+    source: str | None = None  # the profiler whose own count its FLOPs and bytes are (proton), None: the model's
     model_ratio: dict[str, float] | None = None  # that count over the model's ("flops", "bytes")
 
     def to_json(self) -> dict[str, Any]:
@@ -240,7 +241,7 @@ def place(cfg: RunConfig, table, step_ms: float | None, steps: int | None, param
             own = (counted or {}).get(name)
             if own is not None and math.isfinite(float(row["total_ns"])) and row["total_ns"] > 0:
                 calls = int(row["calls"])
-                add(name, own, float(row["total_ns"]) / 1e9, calls, calls, source="proton",
+                add(name, own, float(row["total_ns"]) / 1e9, calls, calls, source=ProtonAdapter.name,
                     model_ratio=_model_ratio(own, model, calls, steps))
                 continue
             if model is None:
@@ -323,7 +324,7 @@ def for_run(run, record, ceilings: dict[str, Any]) -> tuple[Placement, str, bool
     table = loaded[0] if loaded else None
     tool = table.attrs.get("tool") if table is not None else None
     counted = None
-    if tool == "proton":
+    if tool == ProtonAdapter.name:
         from tinylab.analysis.formats.proton import load_hatchet
 
         counted = counted_work(load_hatchet(_proton_tree(run.dir, record.profiles, table.attrs.get("rank"))))
@@ -338,7 +339,7 @@ def _proton_tree(run_dir: Path, profiles, rank: int | None) -> Path:
     """The .hatchet tree of a run's proton profile (of `rank` in a run of several)."""
     from tinylab.core.profile_files import HATCHET
 
-    event = next((p for p in reversed(list(profiles)) if p.tool == "proton" and p.rank == rank
+    event = next((p for p in reversed(list(profiles)) if p.tool == ProtonAdapter.name and p.rank == rank
                   and HATCHET in p.artifacts), None)
     if event is None:
         raise UserError(f"{run_dir.name}: its proton profile lists no {HATCHET}")

@@ -31,6 +31,7 @@ from typing import Any, Iterator
 
 from tinylab.anatomy.targets import Target
 from tinylab.config import RunConfig
+from tinylab.core.versions import TABLE, first
 
 # Bump when a plan's or launch's stored form changes (part of every cache key).
 FORMAT = 1
@@ -204,27 +205,36 @@ def planned_config(cfg: RunConfig) -> RunConfig:
 
 
 def scenarios(cfg: RunConfig) -> dict[str, RunConfig]:
-    """The steps whose launches together are every launch v3 and v4 make at ``cfg``'s model
-    size and precision: label -> config. Toggles, faults and the version of ``cfg`` are
-    replaced by each scenario's own."""
-    from tinylab.config import FAULTS, TOGGLES
+    """The steps whose launches together are every launch the Triton versions (v3 and v4) make
+    at ``cfg``'s model size and precision: label -> config. Toggles, faults and the version of
+    ``cfg`` are replaced by each scenario's own: each Triton version with its defaults,
+    deterministic, under each kernel fault that applies to it, and with each of its planned
+    toggles flipped (Version.planned_toggles: v4's other attention path, its FFN recomputation)."""
+    from tinylab.config import TOGGLES
 
     base = dataclasses.replace(
         planned_config(cfg), fault=None, deterministic=False, **{name: None for name in TOGGLES},
     )
     out: dict[str, RunConfig] = {}
-    for version in ("v3", "v4"):
-        default = dataclasses.replace(base, version=version)
-        out[version] = default
-        out[f"{version} deterministic"] = dataclasses.replace(default, deterministic=True)
+    for spec in (v for v in TABLE.values() if v.triton):
+        default = dataclasses.replace(base, version=spec.name)
+        out[spec.name] = default
+        out[f"{spec.name} deterministic"] = dataclasses.replace(default, deterministic=True)
         for fault in KERNEL_FAULTS:
-            if version in FAULTS[fault]:
-                out[f"{version} {fault}"] = dataclasses.replace(default, fault=fault)
-    v4 = out["v4"]
-    other = not v4.toggle("sdpa")
-    out["v4 sdpa" if other else "v4 no-sdpa"] = dataclasses.replace(v4, sdpa=other)
-    out["v4 recompute-ffn"] = dataclasses.replace(v4, recompute_ffn=True)
+            if fault in spec.faults:
+                out[f"{spec.name} {fault}"] = dataclasses.replace(default, fault=fault)
+        for toggle in spec.planned_toggles:
+            flipped = not default.toggle(toggle)
+            label = f"{spec.name} {'' if flipped else 'no-'}{toggle.replace('_', '-')}"
+            out[label] = dataclasses.replace(default, **{toggle: flipped})
     return {label: c.validate() for label, c in out.items()}
+
+
+def kernel_config(**sizes: Any) -> RunConfig:
+    """The first Triton version at these sizes (SHAPING_FIELDS, the rest RunConfig's defaults),
+    validated: what the Kernels view and `tinylab kernels` study (scenarios plans every Triton
+    version from it). ConfigError when the Triton kernels cannot run it (its head size)."""
+    return RunConfig(version=first(triton=True).name, **sizes).validate()
 
 
 def scenario_of(cfg: RunConfig) -> str | None:
@@ -277,9 +287,11 @@ def source_hash(kernel) -> str:
 
 def code_hash() -> str:
     """Hash of every source file a plan depends on (the models, the kernels' launch code, the
-    run config and this module), read without importing them: part of a plan's cache key."""
+    run config, the version table and this module), read without importing them: part of a plan's
+    cache key."""
     h = hashlib.sha256()
-    files = [Path(__file__), Path(__file__).parents[1] / "config.py"]
+    files = [Path(__file__), Path(__file__).parents[1] / "config" / "__init__.py",
+             Path(__file__).parents[1] / "core" / "versions.py"]
     for package in ("kernels", "models"):
         spec = importlib.util.find_spec(package)
         for root in spec.submodule_search_locations if spec else ():

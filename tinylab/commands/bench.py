@@ -9,6 +9,7 @@ from pathlib import Path
 from tinylab.core.errors import UserError
 from tinylab.commands._common import check_output
 from tinylab.commands.runflags import add_run_arguments, config_from_args
+from tinylab.service.bench import DEFAULT_CASES, run_bench  # torch when a bench runs, not on import
 
 
 def _csv(kind):
@@ -23,9 +24,9 @@ def _csv(kind):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--cases", type=_csv(str), default=["v1", "v2", "v2+compile+graph", "v3", "v4"],
+    p.add_argument("--cases", type=_csv(str), default=list(DEFAULT_CASES),
                    help="comma-separated cases: a version plus +toggles, e.g. v1,v2,v3,v4,v4+sdpa,v2+compile+graph "
-                        "(default: v1,v2,v2+compile+graph,v3,v4)")
+                        f"(default: {','.join(DEFAULT_CASES)})")
     p.add_argument("--precisions", type=_csv(str), default=["fp32"], help="comma-separated: fp32,bf16,fp16")
     p.add_argument("--seq-lens", type=_csv(int), default=None, help="comma-separated (default: --seq-len)")
     p.add_argument("--repeats", type=int, default=2, help="rounds over all cases (default %(default)s)")
@@ -42,13 +43,11 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from tinylab.service.bench import run_bench  # torch, when it runs
-
     if args.repeats < 1:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out is not None:
         check_output(args.out, "--out")
-    base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", version="v1", telemetry=False)
+    base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", telemetry=False)  # a case sets its version
     result = run_bench(base, args.cases, args.precisions, args.seq_lens or [base.seq_len], args.repeats,
                        kernels=args.kernels, roofline=args.roofline, baseline=args.baseline,
                        max_regression=args.max_regression, out=args.out, log=lambda s: print(s, flush=True))

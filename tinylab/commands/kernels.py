@@ -45,11 +45,10 @@ def add_arguments(p) -> None:
 
 
 def _config(args):
-    from tinylab.config import RunConfig
+    from tinylab.service.kernels import kernel_config
 
     names = ("vocab_size", "hidden_dim", "num_heads", "num_kv_heads", "batch_size", "seq_len", "precision", "tf32")
-    # version v3: validation then checks the head size the Triton attention supports
-    return RunConfig(version="v3", **{n: getattr(args, n) for n in names}).validate()
+    return kernel_config(**{n: getattr(args, n) for n in names})
 
 
 def _parse_sweep(text: str) -> tuple[str, list[int]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from typing import Any
 
 from tinylab.config import (
     COMPILE_MODES,
@@ -17,17 +18,13 @@ from tinylab.config import (
     ENV_DEFAULTS,
     FAULTS,
     PRECISIONS,
-    PROFILERS,
-    ROCPROF_COMPUTE_MODES,
-    ROCPROFV3_FORMATS,
-    ROCPROFV3_TRACES,
-    PROTON_BACKENDS,
     TOGGLE_HELP,
     TOGGLES,
     VERSIONS,
     RunConfig,
 )
 from tinylab.config.build import PRESET_HELP, PRESETS, from_choices, preset_for
+from tinylab.service import profilers
 
 _DEFAULTS = RunConfig()
 SIZES = tuple(PRESETS["workshop"])
@@ -78,37 +75,12 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     e.add_argument("--seed", type=int, default=_DEFAULTS.seed)
     e.add_argument("--deterministic", action="store_true", help="deterministic algorithms and fixed seeds")
     e.add_argument("--profile", dest="profilers", action="append", default=[], metavar="TOOL",
-                   help=f"profile the run with TOOL (repeatable): {', '.join(PROFILERS)}")
+                   help=f"profile the run with TOOL (repeatable): {', '.join(profilers.names())}")
     e.add_argument("--profile-steps", type=int, default=_DEFAULTS.profile_steps,
                    help="steps recorded by the PyTorch profiler (default %(default)s)")
-    e.add_argument("--profile-kernel", dest="profile_kernels", action="append", default=[], metavar="NAME",
-                   help="collect rocprof-compute's counters for kernels whose name holds NAME only (repeatable; "
-                        "default: every kernel, in each of its passes)")
     s = p.add_argument_group("what a profiler records (default: the tool's own, or the TINYLAB_* variable named)")
-    s.add_argument("--profile-memory", action=argparse.BooleanOptionalAction, default=None,
-                   help="pytorch: record the memory timeline too (shapes and stacks: slower profiled steps)"
-                        + _env("profile_memory"))
-    s.add_argument("--ncu-launch-count", type=int, default=None, metavar="N",
-                   help=f"ncu: profile the first N kernel launches (default {_DEFAULTS.ncu_launch_count})"
-                        + _env("ncu_launch_count"))
-    s.add_argument("--rocprofv3-traces", action="append", default=None, metavar="TRACE",
-                   help=f"rocprofv3: an extra trace, {' or '.join(ROCPROFV3_TRACES)} (repeatable)" + _env("rocprofv3_traces"))
-    s.add_argument("--rocprofv3-formats", action="append", default=None, metavar="FORMAT",
-                   help=f"rocprofv3: an output format besides its default: {', '.join(ROCPROFV3_FORMATS)} (repeatable)"
-                        + _env("rocprofv3_formats"))
-    s.add_argument("--rocprofv3-pmc", action="append", default=None, metavar="'C1 C2'",
-                   help="rocprofv3: a group of hardware counters, one pass of the program a group (repeatable)"
-                        + _env("rocprofv3_pmc", "groups split by ;"))
-    s.add_argument("--rocprof-compute-mode", default=None, metavar="MODE",
-                   help=f"rocprof-compute: {', '.join(ROCPROF_COMPUTE_MODES)} (default full)" + _env("rocprof_compute_mode"))
-    s.add_argument("--rocprof-compute-dispatch", action="append", default=None, metavar="N|A:B",
-                   help="rocprof-compute: a dispatch id or range to profile (repeatable)" + _env("rocprof_compute_dispatch"))
-    e.add_argument("--profile-set", dest="profile_set", default=None, metavar="NAME",
-                   help="rocprof-compute: collect one metric set in a single pass (its --set, ROCm 7.1+; "
-                        "rocprof-compute profile --list-sets names them)")
-    e.add_argument("--proton-backend", choices=PROTON_BACKENDS, default=_DEFAULTS.proton_backend,
-                   help="how --profile proton measures: auto (kernel times through the backend proton picks for "
-                        "the GPU) or instrumentation (cycles of the regions inside kernels; default %(default)s)")
+    for setting in profilers.settings():
+        s.add_argument(setting.flag, dest=setting.name, **_flag_options(setting))
     e.add_argument("--fault", default=None, metavar="NAME",
                    help=f"inject a teaching fault: {', '.join(FAULTS)}")
     e.add_argument("--label", default="", help="a note shown in run lists")
@@ -126,8 +98,24 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
                    help="where the nodes of a run of several meet (the first node's address and a free port)")
 
 
-def _env(name: str, how: str = "") -> str:
-    return f"; ${ENV_DEFAULTS[name]}" + (f", {how}" if how else "")
+def _flag_options(setting: profilers.Setting) -> dict[str, Any]:
+    """A profiler setting's flag, as its adapter declares it: repeated for a list, with --no-X for a
+    bool. Its default is None where a variable may set the setting (config_from_args then takes
+    the variable's value, else the setting's default), else the setting's default."""
+    options: dict[str, Any] = {"default": None if setting.env else setting.default_value(), "help": setting.help}
+    if setting.type is bool:
+        options["action"] = argparse.BooleanOptionalAction
+    elif setting.type is list:
+        options["action"] = "append"
+    elif setting.type is int:
+        options["type"] = int
+    if setting.metavar:
+        options["metavar"] = setting.metavar
+    elif setting.choices:  # shown as {a,b} and refused by argparse itself
+        options["choices"] = setting.choices
+    if setting.env:
+        options["help"] += f"; ${setting.env}" + (f", split by {setting.split}" if setting.split != "," else "")
+    return options
 
 
 def chosen_preset(args: argparse.Namespace, device_type: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from tinylab.commands._common import add_runs_dir, lab_from, print_json, terminal_width
-from tinylab.core.events import FIELD_BY_KEY, SUMMARY_FIELDS, TAIL_BYTES
+from tinylab.core.eventlog import TAIL_BYTES
+from tinylab.core.events import FIELD_BY_KEY, SUMMARY_FIELDS
 from tinylab.runs.record import printable, short_id
 from tinylab.core.text import wrap_words
 

@@ -2,6 +2,10 @@
 
 Kept free of torch so that the CLI, the TUI form and the exercise loader can validate a config
 (and print a one-line error) without paying for a torch import.
+
+The profilers' own settings are no fields written here: each adapter declares them
+(tinylab/profilers/, `Setting`), and config_class adds them to RunConfigBase's fields, so a tool's
+options, checks and environment variables live with the tool (docs/profilers.md).
 """
 
 from __future__ import annotations
@@ -12,40 +16,20 @@ import math
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from tinylab.core.errors import UserError
-
-VERSIONS: dict[str, str] = {
-    "v1": "PyTorch baseline: separate q/k/v and gate/up GEMMs, eager attention, eager RMSNorm/RoPE",
-    "v2": "PyTorch fused: toggles for QKV fusion, SDPA flash attention, SwiGLU fusion, torch.compile",
-    "v3": "Triton kernels: RMSNorm, RoPE, SwiGLU and flash attention, each with its own backward",
-    "v4": "Ultra: v3 plus fused residual+RMSNorm, RoPE+attention off the fused QKV, fused "
-          "cross-entropy, fused AdamW+bf16 cast, whole-step graph",
-}
+from tinylab.core.window import DDP_GRAPH_WARMUP_ITERS, GRAPH_WARMUP_ITERS
+from tinylab.profilers import registry
+from tinylab.profilers.base import IN_PROCESS, ProfilerAdapter
+# What applies to each version (descriptions, toggles and their defaults, faults, engines that cannot
+# train it) is read off its record in the version table, under the names the faces use.
+from tinylab.core.versions import ENGINE_LIMITS, FAULTS, TABLE, TOGGLES, VERSIONS, Version, baseline
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 DEVICES = ("auto", "cpu", "cuda")
 DATASETS = ("patterns", "random")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-
-#: Fusion toggles, the versions that honour them, and each version's default.
-TOGGLES: dict[str, dict[str, bool]] = {
-    "qkv_fusion": {"v2": True},
-    "sdpa": {"v2": True, "v4": False},
-    "swiglu_fusion": {"v2": True},
-    "torch_compile": {"v2": False},
-    "cuda_graph": {"v2": False, "v3": False, "v4": True},
-    "recompute_ffn": {"v3": False, "v4": False},
-}
-
-#: A graphed run's eager warm-up steps (on a side stream) before it captures the step: the
-#: capture lies in the next step's window, so replays start one step later (profilers use this).
-#: RunConfig.graph_warmup_iters says which count a run uses.
-GRAPH_WARMUP_ITERS = 3
-#: DDP's reducer rebuilds its buckets during the first iterations: a CUDA graph captured earlier
-#: would replay stale buckets (torch's CUDA-graph notes ask for 11 eager DDP iterations first).
-DDP_GRAPH_WARMUP_ITERS = 11
 
 TOGGLE_HELP: dict[str, str] = {
     "qkv_fusion": "one GEMM for q, k and v instead of three",
@@ -56,44 +40,6 @@ TOGGLE_HELP: dict[str, str] = {
     "recompute_ffn": "activation checkpointing: keep only the FFN's input and recompute the FFN in the backward, less memory for more FLOPs",
 }
 
-# Faults are described where they are implemented (tinylab/training/faults.py); the names live here so
-# that validation needs no torch import.
-FAULTS: dict[str, tuple[str, ...]] = {
-    "missing-init": ("v1", "v2", "v3", "v4"),
-    "non-contiguous": ("v3", "v4"),
-    "unsynced-timing": ("v1", "v2", "v3", "v4"),
-    "naive-triton-swiglu": ("v3", "v4"),
-    "detached-backward": ("v3", "v4"),
-    "straggler": ("v1", "v2", "v3", "v4"),
-}
-
-#: What a profiler can be told to record beyond its defaults. The names are checked here (no profiler
-#: import); each adapter maps them onto its tool's own options (tinylab/profilers/).
-ROCPROFV3_TRACES = ("hip", "memory-copy")
-ROCPROFV3_FORMATS = ("csv", "json", "pftrace", "otf2", "rocpd")
-ROCPROF_COMPUTE_MODES = ("full", "counters", "roof-only")
-NCU_LAUNCH_COUNT = 2000  # ncu replays each launch: the first 2,000 cover a few steps of the workshop model
-_COUNTER = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?(?::device=\d+)?")
-_DISPATCH = re.compile(r"\d+(?::\d+)?")
-#: The settings an environment variable may default, and its variable. The variable is read when a
-#: config is built (env_defaults), never by the trainer: from then on the value lives in config.json,
-#: so two runs that differ by one are told apart by `show` and `compare`.
-ENV_DEFAULTS: dict[str, str] = {
-    "profile_memory": "TINYLAB_PROFILE_MEMORY",
-    "ncu_launch_count": "TINYLAB_NCU_LAUNCH_COUNT",
-    "rocprofv3_traces": "TINYLAB_ROCPROFV3_TRACE",
-    "rocprofv3_formats": "TINYLAB_ROCPROFV3_FORMAT",
-    "rocprofv3_pmc": "TINYLAB_ROCPROFV3_PMC",
-    "rocprof_compute_mode": "TINYLAB_ROCPROF_COMPUTE_MODE",
-    "rocprof_compute_dispatch": "TINYLAB_ROCPROF_COMPUTE_DISPATCH",
-}
-#: Which profiler each of those settings is for (a setting for a profiler the run does not use is refused).
-PROFILER_SETTINGS: dict[str, str] = {
-    "profile_memory": "pytorch", "ncu_launch_count": "ncu", "rocprofv3_traces": "rocprofv3",
-    "rocprofv3_formats": "rocprofv3", "rocprofv3_pmc": "rocprofv3", "rocprof_compute_mode": "rocprof-compute",
-    "rocprof_compute_dispatch": "rocprof-compute",
-}
-
 #: Engines that spread training over several processes (torchrun starts one a GPU), and the
 #: versions each can train. tinylab/training/parallel.py builds them; ENGINE_LIMITS says why a pair is out.
 ENGINES: dict[str, str] = {
@@ -102,45 +48,10 @@ ENGINES: dict[str, str] = {
     "zero1": "DeepSpeed ZeRO stage 1: optimizer state partitioned across ranks",
     "zero2": "DeepSpeed ZeRO stage 2: optimizer state and gradients partitioned across ranks",
 }
-_V4_FLAT = ("v4 keeps its GEMM weights as views of one flat buffer and updates them with its own AdamW kernel "
-            "(models/flat_adamw.py)")
-ENGINE_LIMITS: dict[tuple[str, str], str] = {
-    ("fsdp", "v4"): _V4_FLAT + "; FSDP2 turns every parameter into a sharded DTensor of its own",
-    ("zero1", "v4"): _V4_FLAT + "; ZeRO partitions the optimizer it is given, torch's AdamW over the parameters",
-    ("zero2", "v4"): _V4_FLAT + "; ZeRO partitions the optimizer it is given, torch's AdamW over the parameters",
-}
-#: Profilers that cannot follow several ranks, and why (a run of world size 1 may use them).
-RANK_LIMITS: dict[str, str] = {
-    "ncu": "Nsight Compute replays each kernel, and a replayed collective waits for ranks that are not replaying",
-    "rocprof-compute": "rocprof-compute runs the program once per counter pass, which ranks cannot repeat in step",
-}
 MAX_WORLD = 2048
 MAX_PER_NODE = 256
 
-PROFILERS = (
-    "pytorch",
-    "deepspeed",
-    "rocprofv3",
-    "rocprof-sys",
-    "rocprof-compute",
-    "ncu",
-    "nsys",
-    "proton",
-)
-#: Profilers that run inside the trainer (hooks); the others wrap its process, one at a time.
-IN_PROCESS_PROFILERS = ("pytorch", "deepspeed", "proton")
-#: How proton measures (tinylab/profilers/proton.py): `auto`, kernel times through the tracing
-#: backend proton picks for the GPU and Triton release; `instrumentation`, cycles of the regions
-#: inside kernels that the kernels mark.
-PROTON_BACKENDS = ("auto", "instrumentation")
-#: Profilers that take the GPU vendor's kernel-tracing interface (CUPTI, ROCm's tracer and queue
-#: interception) for themselves, which proton's tracing backends need too.
-TRACING_PROFILERS = ("pytorch", "rocprofv3", "rocprof-sys", "rocprof-compute", "ncu", "nsys")
-
-
 MAX_SEED = 2**32 - 1
-MAX_PROFILE_KERNELS = 8
-_KERNEL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 MAX_LABEL = 200
 #: Control characters, and the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069)
 #: that make a terminal show text in another order than it is stored: refused in a label.
@@ -152,8 +63,13 @@ class ConfigError(UserError):
 
 
 @dataclass
-class RunConfig:
-    version: str = "v1"
+class RunConfigBase:
+    """Every field of a run but the profilers' own settings, and what a run config does: RunConfig
+    is this with the settings of its adapters added as fields (config_class)."""
+
+    #: the profiler adapters whose settings are this class's fields, which validate checks against
+    adapters: ClassVar[tuple[type[ProfilerAdapter], ...]] = ()
+    version: str = baseline().name
     # model
     vocab_size: int = 1000
     hidden_dim: int = 512
@@ -187,25 +103,7 @@ class RunConfig:
     deterministic: bool = False
     profilers: list[str] = field(default_factory=list)
     profile_steps: int = 3
-    #: kernel names (or parts of them) whose hardware counters rocprof-compute collects (its -k);
-    #: empty: every kernel, in every one of its 15-25 passes
-    profile_kernels: list[str] = field(default_factory=list)
-    #: the PyTorch profiler's memory timeline (it records shapes and stacks: slower profiled steps)
-    profile_memory: bool = False
-    #: ncu profiles the first N kernel launches of the run
-    ncu_launch_count: int = NCU_LAUNCH_COUNT
-    #: rocprofv3: extra traces (ROCPROFV3_TRACES), output formats beside its default, and hardware
-    #: counter groups ("SQ_WAVES GRBM_COUNT"), one pass of the program a group
-    rocprofv3_traces: list[str] = field(default_factory=list)
-    rocprofv3_formats: list[str] = field(default_factory=list)
-    rocprofv3_pmc: list[str] = field(default_factory=list)
-    #: rocprof-compute: what its passes collect (ROCPROF_COMPUTE_MODES) and the dispatches ("20:40")
-    rocprof_compute_mode: str = "full"
-    rocprof_compute_dispatch: list[str] = field(default_factory=list)
-    #: a rocprof-compute metric set (its --set, 3.3+: one pass instead of 15-25); None: every counter
-    profile_set: str | None = None
-    #: how --profile proton measures: one of PROTON_BACKENDS
-    proton_backend: str = "auto"
+    # (each profiler's own settings follow the fields, from its adapter: config_class)
     telemetry: bool = True
     fault: str | None = None
     label: str = ""
@@ -216,6 +114,11 @@ class RunConfig:
     rdzv_endpoint: str | None = None  # HOST:PORT of the first node, when nnodes > 1 outside Slurm
 
     # ------------------------------------------------------------------ derived
+    @property
+    def spec(self) -> Version:
+        """The version's record in the version table (what it runs, what applies to it)."""
+        return TABLE[self.version]
+
     @property
     def head_dim(self) -> int:
         return self.hidden_dim // self.num_heads
@@ -247,7 +150,7 @@ class RunConfig:
             return False
         if value is None and name == "cuda_graph" and self._graph_blocked():
             return False
-        if value is None and name == "sdpa" and self.version == "v4":
+        if value is None and name == "sdpa" and self.spec.strict_fp32_sdpa:
             # Strict fp32 forces Triton's dots to IEEE fp32 (no tensor cores), where torch's SDPA is
             # faster (H200, seq 128, one bench run: 6.35 vs 6.62 ms a step); otherwise our flash kernel wins.
             return self.precision == "fp32" and not self.tf32
@@ -259,11 +162,10 @@ class RunConfig:
             return "--cuda-graph supports fp32 and bf16, not fp16 (its loss scaler syncs the host)"
         if self.fault == "unsynced-timing":
             return "fault 'unsynced-timing' times phases, which a graph replay does not have: add --no-cuda-graph"
-        if "deepspeed" in self.profilers:
-            return "the DeepSpeed FLOPS profiler hooks an eager forward, which a graph replay skips: add --no-cuda-graph"
-        if "proton" in self.profilers and self.proton_backend == "instrumentation":
-            return ("proton's instrumentation reads each launch's record when Triton's launcher returns, which a "
-                    "graph replay skips: add --no-cuda-graph")
+        for adapter in self.adapters:  # a profiler that needs the eager step (its adapter says why)
+            blocked = adapter.graph_blocked(self) if adapter.name in self.profilers else None
+            if blocked:
+                return blocked
         if self.parallel in ("fsdp", "zero1", "zero2"):
             return (f"--parallel {self.parallel} gathers and partitions outside the step a graph would replay: "
                     "add --no-cuda-graph, or use --parallel ddp")
@@ -334,10 +236,11 @@ class RunConfig:
                 f"head dimension {self.head_dim} (= hidden {self.hidden_dim} / heads {self.num_heads})"
                 " must be even for RoPE"
             )
-        if self.version in ("v3", "v4") and self.head_dim not in (16, 32, 64, 128):
+        dims = self.spec.flash_head_dims
+        if dims and self.head_dim not in dims:
             raise ConfigError(
-                f"{self.version}'s flash-attention kernel needs a head dimension of 16, 32, 64 or 128;"
-                f" hidden {self.hidden_dim} / heads {self.num_heads} gives {self.head_dim}"
+                f"{self.version}'s flash-attention kernel needs a head dimension of "
+                f"{', '.join(map(str, dims[:-1]))} or {dims[-1]}; hidden {self.hidden_dim} / heads {self.num_heads} gives {self.head_dim}"
             )
         for name, lowest, strict in (("learning_rate", 0.0, True), ("weight_decay", 0.0, False),
                                      ("norm_eps", 0.0, True), ("rope_theta", 0.0, True)):
@@ -378,15 +281,14 @@ class RunConfig:
             raise ConfigError(self._graph_blocked())
         if not isinstance(self.profilers, list):
             raise ConfigError(f"--profile takes tool names, got {self.profilers!r}")
+        kinds = {a.name: a.kind for a in self.adapters}
         for i, prof in enumerate(self.profilers):
-            if not isinstance(prof, str) or prof not in PROFILERS:
-                raise ConfigError(f"unknown profiler {prof!r}: choose from {', '.join(PROFILERS)}")
+            if not isinstance(prof, str) or prof not in kinds:
+                raise ConfigError(f"unknown profiler {prof!r}: choose from {', '.join(kinds)}")
             if prof in self.profilers[:i]:
                 raise ConfigError(f"profiler {prof!r} is asked for twice: name each tool once")
-        self._validate_profile_kernels()
-        self._validate_profiler_settings()
-        self._validate_proton()
-        wrappers = [p for p in self.profilers if p not in IN_PROCESS_PROFILERS]
+        self._validate_tools()
+        wrappers = [p for p in self.profilers if kinds[p] != IN_PROCESS]
         if len(wrappers) > 1:
             raise ConfigError(
                 f"only one external profiler can wrap a run, got {', '.join(wrappers)}"
@@ -424,9 +326,10 @@ class RunConfig:
         if self.precision == "fp16" and self.parallel != "ddp":
             raise ConfigError(f"--parallel {self.parallel} with fp16 would need its own loss scaling: use bf16 or fp32")
         if self.world_size > 1:
+            limits = {a.name: a.rank_limit for a in self.adapters if a.rank_limit}
             for prof in self.profilers:
-                if prof in RANK_LIMITS:
-                    raise ConfigError(f"--profile {prof} cannot follow {self.world_size} ranks: {RANK_LIMITS[prof]}; "
+                if prof in limits:
+                    raise ConfigError(f"--profile {prof} cannot follow {self.world_size} ranks: {limits[prof]}; "
                                       "profile a run of --nproc-per-node 1")
         if isinstance(self.device, str) and re.fullmatch(r"cuda:\d+", self.device) and self.nproc_per_node > 1:
             raise ConfigError(f"--device {self.device} names one GPU, but each of {self.nproc_per_node} ranks takes "
@@ -441,70 +344,22 @@ class RunConfig:
             if self.nnodes == 1:
                 raise ConfigError("--rdzv-endpoint applies to runs of several nodes (--nnodes 2 or more)")
 
-    def _validate_proton(self) -> None:
-        if not isinstance(self.proton_backend, str) or self.proton_backend not in PROTON_BACKENDS:
-            raise ConfigError(f"unknown proton backend {self.proton_backend!r}: choose one of {', '.join(PROTON_BACKENDS)}"[:200])
-        if "proton" not in self.profilers:
-            if self.proton_backend != "auto":
-                raise ConfigError(f"--proton-backend {self.proton_backend} says how proton measures: add --profile proton")
-            return
-        clash = [p for p in self.profilers if p in TRACING_PROFILERS]
-        if clash and self.proton_backend == "auto":
-            raise ConfigError(f"--profile proton and --profile {clash[0]} would both trace the GPU's kernels through "
-                              "the vendor's one tracing interface (CUPTI on NVIDIA, ROCm's tracer on AMD): profile "
-                              "them in two runs, or add --proton-backend instrumentation (it traces nothing)")
-
-    def _validate_profile_kernels(self) -> None:
-        kernels = self.profile_kernels
-        if not isinstance(kernels, list) or len(kernels) > MAX_PROFILE_KERNELS:
-            raise ConfigError(f"--profile-kernel takes at most {MAX_PROFILE_KERNELS} kernel names, got {kernels!r}"[:200])
-        for name in kernels:
-            # plain names mean the same to 6.x's kernel-name filter (a substring) and to 7.x's
-            # (--kernel-include-regex, the names joined with "|"): docs/rocm-tools.md
-            if not isinstance(name, str) or not _KERNEL_NAME.fullmatch(name):
-                raise ConfigError(f"--profile-kernel {name!r} is not a kernel name or part of one "
-                                  "(letters, digits and _)"[:200])
-        if kernels and "rocprof-compute" not in self.profilers:
-            raise ConfigError(f"--profile-kernel {kernels[0]} narrows rocprof-compute's counters: add "
-                              "--profile rocprof-compute")
-        chosen = self.profile_set
-        if chosen is not None and (not isinstance(chosen, str) or not _KERNEL_NAME.fullmatch(chosen)):
-            raise ConfigError(f"--profile-set {chosen!r} is not a metric set name (letters, digits and _; "
-                              "rocprof-compute profile --list-sets lists them)"[:200])
-        if chosen and "rocprof-compute" not in self.profilers:
-            raise ConfigError(f"--profile-set {chosen} is a rocprof-compute metric set: add --profile rocprof-compute")
-
-    def _validate_profiler_settings(self) -> None:
-        if not isinstance(self.profile_memory, bool):
-            raise ConfigError(f"--profile-memory must be true or false, got {self.profile_memory!r}")
-        count = self.ncu_launch_count
-        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 10**7:
-            raise ConfigError(f"--ncu-launch-count must be an integer from 1 to 10000000, got {count!r}")
-        lists = {
-            "rocprofv3_traces": lambda v: v in ROCPROFV3_TRACES, "rocprofv3_formats": lambda v: v in ROCPROFV3_FORMATS,
-            "rocprofv3_pmc": lambda v: bool(v.split()) and all(_COUNTER.fullmatch(c) for c in v.split()),
-            "rocprof_compute_dispatch": lambda v: bool(_DISPATCH.fullmatch(v)),
-        }
-        allowed = {
-            "rocprofv3_traces": f"choose from {', '.join(ROCPROFV3_TRACES)}",
-            "rocprofv3_formats": f"choose from {', '.join(ROCPROFV3_FORMATS)}",
-            "rocprofv3_pmc": "a group of counter names split by spaces, e.g. 'SQ_WAVES GRBM_COUNT'",
-            "rocprof_compute_dispatch": "a dispatch id or a range such as 20:40",
-        }
-        for name, ok in lists.items():
-            values = getattr(self, name)
-            if not isinstance(values, list) or len(values) > MAX_PROFILE_KERNELS:
-                raise ConfigError(f"{_flag(name)} takes at most {MAX_PROFILE_KERNELS} values, got {values!r}"[:200])
-            for value in values:
-                if not isinstance(value, str) or not ok(value):
-                    raise ConfigError(f"{_flag(name)} {value!r}: {allowed[name]}"[:200])
-        if not isinstance(self.rocprof_compute_mode, str) or self.rocprof_compute_mode not in ROCPROF_COMPUTE_MODES:
-            raise ConfigError(f"unknown rocprof-compute mode {self.rocprof_compute_mode!r}: choose from "
-                              f"{', '.join(ROCPROF_COMPUTE_MODES)}")
-        defaults = RunConfig()
-        for name, tool in PROFILER_SETTINGS.items():
-            if getattr(self, name) != getattr(defaults, name) and tool not in self.profilers:
-                raise ConfigError(f"{_flag(name)} is a setting of {tool}: add --profile {tool}")
+    def _validate_tools(self) -> None:
+        """Each profiler setting's value, then the settings of tools the run does not use (each
+        must be its default), then what each tool the run uses refuses (its config_problem)."""
+        settings = [s for a in self.adapters for s in a.settings]
+        for setting in settings:
+            problem = setting.problem(getattr(self, setting.name))
+            if problem:
+                raise ConfigError(problem)
+        for setting in settings:
+            problem = None if setting.tool in self.profilers else setting.unused(getattr(self, setting.name))
+            if problem:
+                raise ConfigError(problem)
+        for adapter in self.adapters:
+            problem = adapter.config_problem(self) if adapter.name in self.profilers else None
+            if problem:
+                raise ConfigError(problem)
 
     def check_device(self, device_type: str) -> "RunConfig":
         """The rules that depend on the device the run will use ("cpu" or "cuda").
@@ -531,18 +386,18 @@ class RunConfig:
           ffn-sized fp32 values a token and layer);
         - logits: the loss's [batch x seq, vocab] fp32 tensors: in the backward of v1-v3's
           cross-entropy the log-probabilities it saved, their gradient and the logits' gradient
-          (3 copies); v4's fused cross-entropy works in place on the logits (1 copy);
+          (3 copies); v4's fused cross-entropy (Version.fused_loss) works in place on the logits (1 copy);
         - attention: eager attention (v1, v2 without SDPA) saves each layer's fp32 [batch, heads,
           seq, seq] softmax, and the backward of the last layer holds that softmax's gradient and
           its input's besides (layers + 2 copies): the term that grows with the square of --seq-len.
         """
         tokens = self.batch_size * self.seq_len
         element = 4 if self.precision == "fp32" else 2
-        eager = self.version == "v1" or (self.version == "v2" and not self.toggle("sdpa"))
+        eager = self.spec.attends_eagerly(self.toggle("sdpa"))
         return {
             "weights": 16 * self.parameter_count(),
             "activations": 4 * tokens * self.num_layers * (10 * self.hidden_dim + 3 * self.ffn_dim),
-            "logits": tokens * self.vocab_size * (element if self.version == "v4" else 3 * 4),
+            "logits": tokens * self.vocab_size * (element if self.spec.fused_loss else 3 * 4),
             "attention": (self.num_layers + 2) * self.batch_size * self.num_heads * self.seq_len ** 2 * 4 if eager else 0,
         }
 
@@ -621,48 +476,39 @@ def env_defaults(profilers: list[str], environ: Mapping[str, str] | None = None)
     """The settings of the run's `profilers` whose TINYLAB_* variable is set (ENV_DEFAULTS), parsed
     into their field's type: the faces (flags, the lab's form, exercise steps) put them under what
     the learner chose when they build a config. A variable for a tool the run does not use is left
-    alone, as the tool would have; a bad value is a one-line error naming the variable."""
+    alone, as the tool would have; a bad value is a one-line error naming the variable. The
+    variable is read here, never by the trainer: from then on the value lives in config.json, so
+    two runs that differ by one are told apart by `show` and `compare`."""
     environ = os.environ if environ is None else environ
     found: dict[str, Any] = {}
-    for name, var in ENV_DEFAULTS.items():
-        raw = environ.get(var, "").strip()
-        if not raw or PROFILER_SETTINGS[name] not in profilers:
+    for setting in registry.settings():
+        raw = environ.get(setting.env, "").strip() if setting.env else ""
+        if not raw or setting.tool not in profilers:
             continue
-        default = getattr(RunConfig(), name)
-        if isinstance(default, bool):
-            if raw.lower() not in _TRUE + _FALSE:
-                raise ConfigError(f"{var} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}"[:200])
-            found[name] = raw.lower() in _TRUE
-        elif isinstance(default, int):
-            try:
-                found[name] = int(raw)
-            except ValueError:
-                raise ConfigError(f"{var} must be an integer, got {raw!r}"[:200]) from None
-        elif isinstance(default, list):  # counter groups split by ';', other lists by ','
-            found[name] = [item.strip() for item in raw.split(";" if name == "rocprofv3_pmc" else ",") if item.strip()]
-        else:
-            found[name] = raw
+        try:
+            found[setting.name] = setting.parse(raw)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     return found
 
 
-_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+def config_class(adapters: Sequence[type[ProfilerAdapter]]) -> type[RunConfigBase]:
+    """The run config of these profilers: RunConfigBase's fields and, after them, each adapter's
+    settings (Setting.name, its config.json key), which validate checks as each tool declares.
+    RunConfig below is the registry's; a test that registers a made-up tool builds its own."""
+    settings = [(s.name, s.annotation, s.config_field()) for a in adapters for s in a.settings]
+    return dataclasses.make_dataclass("RunConfig", settings, bases=(RunConfigBase,),
+                                      namespace={"adapters": tuple(adapters), "__module__": __name__,
+                                                 "__doc__": "One run's configuration: RunConfigBase's fields and "
+                                                            "the settings of `adapters`."})
 
 
-# ----------------------------------------------------------------------------- the profiled window
-def first_clean_step(warmup_steps: int, cuda_graph: bool, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> int:
-    """The first step worth recording: past the run's warm-up steps and, in a graphed run, past
-    its eager warm-up steps (RunConfig.graph_warmup_iters) and the step whose window holds the
-    graph's capture, so that the profile shows replays. Step 2 at the earliest: steps 0 and 1 pay
-    one-time costs."""
-    return max(2, warmup_steps, graph_warmup_iters + 1 if cuda_graph else 0)
-
-
-def profile_schedule(num_steps: int, profile_steps: int, warmup_steps: int = 0,
-                     cuda_graph: bool = False, graph_warmup_iters: int = GRAPH_WARMUP_ITERS) -> tuple[int, int, int]:
-    """(wait, warmup, active): the profiler warms up one step before first_clean_step and records
-    `profile_steps` from it; a run too short for that records its last step (even a 1-step run
-    yields a trace), and a short window before it shrinks active, never the start."""
-    start = min(first_clean_step(warmup_steps, cuda_graph, graph_warmup_iters), num_steps - 1)
-    warmup = 1 if start >= 1 else 0
-    active = max(1, min(profile_steps, num_steps - start))
-    return start - warmup, warmup, active
+RunConfig = config_class(registry.ADAPTERS)
+#: The profilers, in the registry's order.
+PROFILERS = tuple(a.name for a in RunConfig.adapters)
+#: Profilers that run inside the trainer (hooks); the others wrap its process, one at a time.
+IN_PROCESS_PROFILERS = tuple(a.name for a in RunConfig.adapters if a.kind == IN_PROCESS)
+#: The settings an environment variable may default, and its variable (env_defaults).
+ENV_DEFAULTS: dict[str, str] = {s.name: s.env for a in RunConfig.adapters for s in a.settings if s.env}
+#: Which profiler each of those settings is for: `show` leaves out those of tools a run did not use.
+PROFILER_SETTINGS: dict[str, str] = {s.name: s.tool for a in RunConfig.adapters for s in a.settings if s.env}

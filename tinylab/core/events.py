@@ -1,54 +1,46 @@
-"""The events.jsonl schema shared by the trainer (writer) and every reader.
+"""The events.jsonl schema shared by the trainer and the supervisor (writers) and every reader.
 
-One JSON object per line, each with an "event" key:
+One JSON object a line: its kind (`event`), when it was written (`time`), and the fields of its kind.
+The dataclasses below are the schema, one for each kind (EVENT_TYPES): FIELD_TYPES, which readers
+check each record against, the decoding of a record into its dataclass (`from_event`), the line a
+writer makes of one (`encode`) and docs/events.md (`schema_page`) are all made from them. A new
+field is declared once, on its dataclass, and then regenerate docs/events.md.
 
-start     config, device, device_name, device_memory_mb (a GPU's capacity), torch, triton, python, pid,
-          params_total, param_tensors, model_flops_per_step, world_size, parallel, host, time
-step      step, loss, step_ms, fwd_ms, bwd_ms, opt_ms (null when not separable, e.g. graph
-          replay), samples_per_s, tokens_per_s, mem_alloc_mb, mem_peak_mb (null on CPU), warmup
-summary   samples_per_s (median after warm-up), tokens_per_s, step_ms_median, step_ms_p10,
-          step_ms_p90, fwd_ms_median, bwd_ms_median, opt_ms_median, peak_mem_mb,
-          initial_loss, final_loss, params_trained, params_total, model_flops_per_step, mfu,
-          steps, measured_steps, others_cpu_cores, spare_cpu_cores, others_gpu_share (from the
-          load events); with several ranks also world_size, slowest_rank, comm_ms, comm_hidden
-          (throughput is the whole run's, each step as long as its slowest rank)
-rank      rank, local_rank, host, device, pid, steps, step_ms_median, step_ms_p90, fwd/bwd/opt
-          medians, peak_mem_mb, weights (a digest), comm_ms, comm_hidden: one per rank, by rank 0
-profile   tool, artifacts {name: path relative to the run dir}, kernel_table (path or null), note,
-          steps (training steps the kernel table covers, when the tool says), passes (runs of the
-          program by a counter-pass tool such as rocprof-compute), rank (a run of several ranks)
-pass      pass, planned, tool, steps: a counter-pass tool started the program again (pass >= 1);
-          passes after the first write their other events to events.pass<k>.jsonl
-telemetry time, gpu_util_pct, mem_used_mb, power_w, sm_clock_mhz (any may be null), rank (each rank
-          samples its own GPU in a run of several)
-load      time, others_cores (CPU time processes outside the run used since the last sample, in
-          cores' worth), cpus (the CPUs the run may use), gpu_others (processes outside the run
-          using its GPU; null when no NVML/AMD SMI answers): twice a second, by the run's first rank
-error     type, message, traceback, rank (any rank of a run of several may write one)
-exit      returncode, signal, note (written by the supervisor after the trainer ends)
-
-Readers must tolerate a partly written last line and corrupt records: they are skipped and
-counted, never fatal. A record that parses but breaks FIELD_TYPES (a hand edit, a damaged line
-that is still JSON) is corrupt too, so readers can compute with those fields without guarding.
+Readers (tinylab/core/eventlog.py) must tolerate a partly written last line and corrupt records:
+they are skipped and counted, never fatal. A record that parses but breaks FIELD_TYPES (a hand
+edit, a damaged line that is still JSON) is corrupt too, so readers can compute with its fields
+without guarding.
 """
 
 from __future__ import annotations
 
-import json
+import functools
+import inspect
 import math
-import os
-import time
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import Any
+from dataclasses import MISSING, dataclass, field, fields
+from types import UnionType
+from typing import Any, ClassVar, get_args, get_origin, get_type_hints
 
-from tinylab.core.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
 
-EVENTS_FILE = "events.jsonl"
-KINDS = ("start", "step", "summary", "rank", "profile", "pass", "telemetry", "load", "error", "exit")
+def _field(description: str, default: Any = None, *, key: str | None = None, sparse: bool = False) -> Any:
+    """An event field: `description` for docs/events.md; `default` MISSING when every record of its
+    kind has it (one without it is corrupt), `dict` for an empty object; `key`, its name on disk
+    where that is no Python name (`pass`); `sparse`: written only when it differs from its default,
+    so a line of a run of one process names no rank."""
+    metadata = {"description": description, "key": key, "sparse": sparse}
+    if default is dict:
+        return field(default_factory=dict, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
-_NUM = (int, float, type(None))
-_STR = (str, type(None))
+
+class Event:
+    """What every event type shares: its kind, and how a record read from events.jsonl becomes one."""
+
+    kind: ClassVar[str]
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> Any:
+        return decode(cls, event)
 
 
 # ----------------------------------------------------------------------------- the summary, declared once
@@ -76,13 +68,16 @@ BUSY_GPU_SHARE = 0.25
 
 
 @dataclass(frozen=True)
-class Summary:
+class Summary(Event):
     """The `summary` event: medians after warm-up and the run's totals.
 
     This dataclass is the one declaration of the summary's fields: the trainer writes it, and the
     event schema (FIELD_TYPES), `show`, `compare`, `report`, the exercise checks and the lab's Run
-    screen read their fields, labels and formats from SUMMARY_FIELDS.
+    screen read their fields, labels and formats from SUMMARY_FIELDS. In a run of several ranks the
+    throughput is the whole run's, each step as long as its slowest rank.
     """
+
+    kind: ClassVar[str] = "summary"
 
     samples_per_s: float | None = _metric("samples/s", "samples/s", ",.1f", "training throughput, median after warm-up",
                                           direction=+1, check="samples_per_s", timed=True)
@@ -134,10 +129,6 @@ class Summary:
                                             "left free", shown=False)
     others_gpu_share: float | None = _metric("GPU shared", "fraction", ".0%", "share of the load samples in which "
                                              "another process used the run's GPU")
-
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "Summary":
-        return cls(**{f.key: number(event.get(f.key)) for f in SUMMARY_FIELDS})
 
     def get(self, key: str) -> float | int | None:
         return getattr(self, key)
@@ -222,79 +213,100 @@ SUMMARY_FIELDS: tuple[SummaryField, ...] = tuple(SummaryField(f.name, **f.metada
 FIELD_BY_KEY: dict[str, SummaryField] = {f.key: f for f in SUMMARY_FIELDS}
 
 
-# ----------------------------------------------------------------------------- the other events, typed
+# ----------------------------------------------------------------------------- the other events
 @dataclass(frozen=True)
-class StepEvent:
-    step: int
-    loss: float | None
-    step_ms: float | None = None
-    fwd_ms: float | None = None  # None when not separable (a graph replay)
-    bwd_ms: float | None = None
-    opt_ms: float | None = None
-    samples_per_s: float | None = None
-    tokens_per_s: float | None = None
-    mem_alloc_mb: float | None = None  # None on CPU
-    mem_peak_mb: float | None = None
-    warmup: bool = False
+class StartEvent(Event):
+    """The run began training: what ran, where, with which software (rank 0 writes it once the
+    model is built)."""
+
+    kind: ClassVar[str] = "start"
+    config: dict[str, Any] = _field("the config as it ran (toggles resolved)", dict)
+    device: str | None = _field("the torch device (`cuda:0`, `cpu`)")
+    device_name: str | None = _field("the GPU's name, or the CPU's")
+    device_memory_mb: float | None = _field("the GPU's capacity in MiB (null on a CPU)")
+    torch: str | None = _field("torch's version")
+    triton: str | None = _field("Triton's version (null without Triton)")
+    python: str | None = _field("Python's version")
+    pid: int | None = _field("the trainer's process id")
+    params_total: int | None = _field("parameter tensors in the model")
+    param_elements: int | None = _field("parameters in the model (elements of all its tensors)")
+    model_flops_per_step: float | None = _field("analytic training FLOPs of one step")
+    world_size: int | None = _field("processes that train together")
+    parallel: str | None = _field("how several ranks share the work (`ddp`, `fsdp`, `zero1`, `zero2`; null: one process)")
+    host: str | None = _field("rank 0's host, in a run of several ranks")
     time: float | None = None
 
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "StepEvent":
-        return _typed(cls, event)
-
 
 @dataclass(frozen=True)
-class StartEvent:
-    config: dict[str, Any] = field(default_factory=dict)  # the config as it ran (toggles resolved)
-    device: str | None = None
-    device_name: str | None = None
-    device_memory_mb: float | None = None  # the GPU's capacity (None on a CPU)
-    torch: str | None = None
-    triton: str | None = None
-    python: str | None = None
-    pid: int | None = None
-    params_total: int | None = None
-    param_elements: int | None = None
-    model_flops_per_step: float | None = None
-    world_size: int | None = None
-    parallel: str | None = None
-    host: str | None = None
+class StepEvent(Event):
+    """One training step, as rank 0 timed it (the other ranks' steps meet it in the summary)."""
+
+    kind: ClassVar[str] = "step"
+    step: int = _field("the step's number, from 0", MISSING)
+    loss: float | None = _field("the step's loss (null when not finite)", MISSING)
+    step_ms: float | None = _field("the step's time (ms)")
+    fwd_ms: float | None = _field("its forward (ms; null when not separable, e.g. a graph replay)")
+    bwd_ms: float | None = _field("its backward (ms; null when not separable)")
+    opt_ms: float | None = _field("its optimizer step (ms; null when not separable)")
+    samples_per_s: float | None = _field("samples a second at this step's time")
+    tokens_per_s: float | None = _field("tokens a second at this step's time")
+    mem_alloc_mb: float | None = _field("device memory the run holds after the step (MiB; null on a CPU)")
+    mem_peak_mb: float | None = _field("the step's peak device memory (MiB; null on a CPU)")
+    warmup: bool = _field("a warm-up step (left out of the summary's medians)", False)
     time: float | None = None
 
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "StartEvent":
-        return _typed(cls, event)
+
+@dataclass(frozen=True)
+class RankEvent(Event):
+    """One rank of a run of several, as it reported to rank 0 at the end (rank 0 writes one a rank)."""
+
+    kind: ClassVar[str] = "rank"
+    rank: int = _field("the rank", MISSING)
+    local_rank: int | None = _field("its rank on its host")
+    host: str | None = _field("its host")
+    device: str | None = _field("its torch device")
+    pid: int | None = _field("its process id")
+    steps: int | None = _field("steps it ran")
+    step_ms_median: float | None = _field("its median step time after warm-up (ms)")
+    step_ms_p90: float | None = _field("its 90th percentile step time (ms)")
+    fwd_ms_median: float | None = _field("its median forward (ms)")
+    bwd_ms_median: float | None = _field("its median backward (ms)")
+    opt_ms_median: float | None = _field("its median optimizer step (ms)")
+    peak_mem_mb: float | None = _field("its peak device memory (MiB)")
+    weights: str | None = _field("a digest of its weights at the end: equal on every rank that stayed in sync")
+    comm_ms: float | None = _field("its time in collectives a step (ms; from its PyTorch profiler trace)",
+                                   sparse=True)
+    comm_hidden: float | None = _field("the share of that time that ran under compute", sparse=True)
 
 
 @dataclass(frozen=True)
-class ProfileEvent:
-    tool: str | None = None
-    artifacts: dict[str, str] = field(default_factory=dict)  # name -> path relative to the run dir
-    kernel_table: str | None = None
-    format: str | None = None
-    note: str | None = None
-    steps: int | None = None  # training steps the kernel table covers (None: not known)
-    passes: int | None = None  # runs of the program by a counter-pass tool
-    rank: int | None = None  # whose output this is, in a run of several ranks
+class ProfileEvent(Event):
+    """A profiler's output: its files and the kernel table normalized from them. The trainer writes
+    one for each in-process profiler, the supervisor one for a tool that wraps the trainer (one a
+    rank in a run of several)."""
 
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "ProfileEvent":
-        return _typed(cls, event)
+    kind: ClassVar[str] = "profile"
+    tool: str | None = _field("the profiler")
+    artifacts: dict[str, str] = _field("its files: name -> path relative to the run folder", dict)
+    kernel_table: str | None = _field("the normalized kernels.csv, relative to the run folder (null: none)")
+    format: str | None = _field("the format the table was read from")
+    note: str | None = _field("what people should know about the table (or why there is none)")
+    steps: int | None = _field("training steps the kernel table covers (null: not known)")
+    passes: int | None = _field("runs of the program by a counter-pass tool such as rocprof-compute")
+    rank: int | None = _field("whose output this is, in a run of several ranks", sparse=True)
 
 
 @dataclass(frozen=True)
-class PassEvent:
-    """A counter-pass profiler (rocprof-compute, rocprofv3 -i) started the program again."""
+class PassEvent(Event):
+    """A counter-pass profiler (rocprof-compute, rocprofv3 -i) started the program again. Passes
+    after the first write their other events to events.pass<k>.jsonl (tinylab/runs/passes.py)."""
 
-    number: int
-    planned: int | None = None  # runs the tool will make, when known
-    tool: str | None = None
-    steps: int | None = None  # steps this pass trains
-    time: float | None = None  # when this pass started
-
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "PassEvent":
-        return _typed(cls, {**event, "number": event.get("pass")})
+    kind: ClassVar[str] = "pass"
+    number: int = _field("which run of the program this is, from 1", MISSING, key="pass")
+    planned: int | None = _field("runs the tool will make, when known")
+    tool: str | None = _field("the profiler")
+    steps: int | None = _field("steps this pass trains")
+    time: float | None = None
 
     @property
     def label(self) -> str:
@@ -302,66 +314,131 @@ class PassEvent:
 
 
 @dataclass(frozen=True)
-class TelemetryEvent:
-    time: float | None = None
-    gpu_util_pct: float | None = None
-    mem_used_mb: float | None = None
-    power_w: float | None = None
-    sm_clock_mhz: float | None = None
-    rank: int | None = None  # whose GPU, in a run of several ranks
+class TelemetryEvent(Event):
+    """A sample of the run's GPU, once a second (tinylab/profilers/telemetry.py); any value is null
+    where the driver does not say. Each rank samples its own GPU in a run of several."""
 
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "TelemetryEvent":
-        return _typed(cls, event)
-
-
-@dataclass(frozen=True)
-class RankEvent:
-    """One rank of a run of several, as it reported to rank 0 at the end."""
-
-    rank: int
-    local_rank: int | None = None
-    host: str | None = None
-    device: str | None = None
-    pid: int | None = None
-    steps: int | None = None
-    step_ms_median: float | None = None
-    step_ms_p90: float | None = None
-    fwd_ms_median: float | None = None
-    bwd_ms_median: float | None = None
-    opt_ms_median: float | None = None
-    peak_mem_mb: float | None = None
-    weights: str | None = None  # a digest of its weights at the end: equal on every rank that stayed in sync
-    comm_ms: float | None = None
-    comm_hidden: float | None = None
-
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "RankEvent":
-        return _typed(cls, event)
-
-
-@dataclass(frozen=True)
-class ErrorEvent:
-    type: str | None = None
-    message: str | None = None
-    traceback: str | None = None
-    rank: int | None = None  # which rank wrote it, in a run of several
+    kind: ClassVar[str] = "telemetry"
+    gpu_util_pct: float | None = _field("GPU utilization (%)")
+    mem_used_mb: float | None = _field("device memory used, by every process (MiB)")
+    power_w: float | None = _field("power draw (W)")
+    sm_clock_mhz: float | None = _field("SM (GFX) clock (MHz)")
+    rank: int | None = _field("whose GPU, in a run of several ranks", sparse=True)
     time: float | None = None
 
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "ErrorEvent":
-        return _typed(cls, event)
+
+@dataclass(frozen=True)
+class LoadEvent(Event):
+    """The machine's load by processes outside the run, twice a second, by the run's first rank
+    (tinylab.profilers.telemetry.LoadSampler; the summary's others_* fields are made from them)."""
+
+    kind: ClassVar[str] = "load"
+    others_cores: float | None = _field("CPU time processes outside the run used since the last sample, in cores' worth")
+    cpus: int | None = _field("the CPUs the run may use")
+    gpu_others: int | None = _field("processes outside the run using its GPU (null when no NVML or AMD SMI answers)")
 
 
 @dataclass(frozen=True)
-class ExitEvent:
-    returncode: int
-    signal: str | None = None
-    note: str | None = None  # what the supervisor saw besides the code (torchrun killed while its ranks trained on)
+class ErrorEvent(Event):
+    """Why the run failed: the trainer's exception, or the supervisor's word for a trainer that
+    could not start or a rank that died without one. Any rank of a run of several may write one."""
 
-    @classmethod
-    def from_event(cls, event: dict[str, Any]) -> "ExitEvent":
-        return _typed(cls, event)
+    kind: ClassVar[str] = "error"
+    type: str | None = _field("the exception's class (`RankDied`: a rank that left no error)")
+    message: str | None = _field("what went wrong, in one line")
+    traceback: str | None = _field("the end of the traceback (empty for a signal or a full disk)")
+    rank: int | None = _field("which rank it is about, in a run of several", sparse=True)
+    root: bool = _field("the rank torchrun saw fail first (the others followed from it)", False, sparse=True)
+    time: float | None = None
+
+
+@dataclass(frozen=True)
+class ExitEvent(Event):
+    """The trainer ended: written by the supervisor after it exits."""
+
+    kind: ClassVar[str] = "exit"
+    returncode: int = _field("its exit code (negative: killed by a signal)", MISSING)
+    signal: str | None = _field("the signal's name, when a signal ended it")
+    note: str | None = _field("what the supervisor saw besides the code (torchrun killed while its ranks "
+                              "trained on)", sparse=True)
+
+
+# ----------------------------------------------------------------------------- the schema, made from them
+#: Every kind of event, in the order docs/events.md lists them.
+EVENT_TYPES: tuple[type[Event], ...] = (StartEvent, StepEvent, Summary, RankEvent, ProfileEvent, PassEvent,
+                                        TelemetryEvent, LoadEvent, ErrorEvent, ExitEvent)
+KINDS = tuple(t.kind for t in EVENT_TYPES)
+#: What every record carries besides its kind; a kind readers do not know is checked for it alone.
+ENVELOPE: dict[str, tuple[tuple[type, ...], bool]] = {"time": ((int, float), False)}
+
+
+def _json_types(annotation: Any) -> tuple[type, ...]:
+    """The JSON values a field of this annotation may hold: a float may be written as an integer."""
+    out: list[type] = []
+    for part in get_args(annotation) if isinstance(annotation, UnionType) else (annotation,):
+        base = get_origin(part) or part
+        out += [int, float] if base is float else [base]
+    return tuple(out)
+
+
+@functools.cache
+def _schema(cls: type[Event]) -> tuple[tuple[str, str, tuple[type, ...], bool], ...]:
+    """(attribute, key on disk, the JSON values it may hold, required) for each field of an event type."""
+    hints = get_type_hints(cls)
+    return tuple((f.name, f.metadata.get("key") or f.name, _json_types(hints[f.name]), f.default is MISSING
+                  and f.default_factory is MISSING) for f in fields(cls))
+
+
+#: kind -> key -> (the JSON values it may hold, required).
+FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+    t.kind: {**{key: (types, required) for _, key, types, required in _schema(t)}, **ENVELOPE} for t in EVENT_TYPES
+}
+
+
+def _fits(value: Any, types: tuple[type, ...]) -> bool:
+    # true/false is no count: `"returncode": false` would break ExitEvent
+    return isinstance(value, types) and (not isinstance(value, bool) or bool in types)
+
+
+def well_typed(record: dict[str, Any]) -> bool:
+    """Whether a record's known fields hold what FIELD_TYPES allows, and its required ones are there."""
+    for key, (types, required) in FIELD_TYPES.get(record["event"], ENVELOPE).items():
+        if key in record:
+            if not _fits(record[key], types):
+                return False
+        elif required:
+            return False
+    return True
+
+
+def decode(cls: type[Event], event: dict[str, Any]) -> Any:
+    """cls from a record's fields, a value not of its declared type left at the default.
+
+    Records that readers parsed are well typed already; this also takes records from elsewhere
+    (fixtures, a rank's report), and makes NaN or infinity (JSON parses them) a null.
+    """
+    values = {}
+    for name, key, types, _ in _schema(cls):
+        if key in event:
+            value = event[key]
+            if isinstance(value, float) and not math.isfinite(value):
+                value = None
+            if _fits(value, types):
+                values[name] = value
+    return cls(**values)
+
+
+def encode(event: Event, now: float) -> dict[str, Any]:
+    """The record of an event: its kind and time first (sample_steps finds a step line by its
+    opening), stamped `now` unless it has its own; then its fields in their declared order, a
+    sparse one only when it differs from its default."""
+    stamp = getattr(event, "time", None)
+    record: dict[str, Any] = {"event": event.kind, "time": now if stamp is None else stamp}
+    for f in fields(event):
+        value = getattr(event, f.name)
+        if f.name != "time" and not (f.metadata.get("sparse") and value == f.default):
+            record[f.metadata.get("key") or f.name] = value
+    return record
 
 
 def number(value: Any) -> float | int | None:
@@ -371,281 +448,27 @@ def number(value: Any) -> float | int | None:
     return value if math.isfinite(value) else None
 
 
-def _typed(cls: Any, event: dict[str, Any]) -> Any:
-    """cls from an event's known fields, each of its declared type or left at the default.
+def schema_page() -> str:
+    """docs/events.md: the schema as people read it (tests/core/test_events.py fails when the page
+    in the repository is not this)."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
 
-    Only well-typed records reach readers (parse_lines drops the others); this guards the fields
-    FIELD_TYPES does not cover, so a hand-edited record never puts a list where a number goes.
-    """
-    values = {}
-    for f in fields(cls):
-        if f.name not in event:
-            continue
-        value = event[f.name]
-        if _fits(value, str(f.type)):
-            values[f.name] = value
-    return cls(**values)
-
-
-def _fits(value: Any, annotation: str) -> bool:
-    if value is None:
-        return "None" in annotation
-    if isinstance(value, bool):
-        return annotation.startswith("bool")
-    if isinstance(value, (int, float)):
-        return (annotation.startswith("float") or (annotation.startswith("int") and isinstance(value, int))) \
-            and math.isfinite(value)
-    if isinstance(value, str):
-        return annotation.startswith("str")
-    if isinstance(value, dict):
-        return annotation.startswith("dict")
-    return False
-
-
-#: kind -> field -> (allowed types, required): the fields readers format or compute with.
-FIELD_TYPES: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
-    "start": {"config": ((dict,), False), "pid": ((int,), False)},
-    "step": {
-        "step": ((int,), True),
-        "loss": (_NUM, True),
-        **{k: (_NUM, False) for k in ("step_ms", "fwd_ms", "bwd_ms", "opt_ms", "samples_per_s",
-                                       "tokens_per_s", "mem_alloc_mb", "mem_peak_mb")},
-    },
-    "summary": {f.key: (_NUM, False) for f in SUMMARY_FIELDS},
-    "rank": {"rank": ((int,), True), **{k: (_NUM, False) for k in ("step_ms_median", "step_ms_p90", "fwd_ms_median",
-                                                                    "bwd_ms_median", "opt_ms_median", "peak_mem_mb")}},
-    "profile": {"artifacts": ((dict, type(None)), False), "kernel_table": (_STR, False)},
-    "pass": {"pass": ((int,), True), "planned": ((int, type(None)), False)},
-    "load": {"others_cores": (_NUM, False), "cpus": ((int,), False), "gpu_others": ((int, type(None)), False)},
-    "error": {"type": (_STR, False), "message": (_STR, False), "traceback": (_STR, False),
-              "rank": ((int, type(None)), False)},
-    "exit": {"returncode": ((int,), True), "signal": (_STR, False)},
-}
-
-
-#: The events a run writes last: on a full disk they may use the run folder's reserve.
-LAST_WORDS = ("error", "exit")
-
-
-class EventWriter:
-    """Appends events with one write() each, so concurrent writers never interleave a line.
-
-    On a full disk an ordinary event raises (the run must stop); its last words (an error, the
-    exit) release the run folder's reserve and are written after a newline that ends whatever
-    fragment the failed write left, so the run still says why it ended.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = open_append(self.path)  # never through a planted link; read: see _after_fragment
-
-    def emit(self, kind: str, **fields: Any) -> dict[str, Any]:
-        record = {"event": kind, "time": time.time(), **fields}
-        line = (json.dumps(record, default=_jsonable, allow_nan=False) + "\n").encode("utf-8")
-        if kind not in LAST_WORDS:
-            self._write(line)
-            return record
-        try:
-            self._write(self._after_fragment(line))
-        except OSError as exc:
-            if exc.errno not in FULL_DISK or not release_space(self.path.parent):
-                raise
-            self._write(self._after_fragment(line))
-        return record
-
-    def _write(self, data: bytes) -> None:
-        while data:
-            data = data[os.write(self._fd, data):]
-
-    def _after_fragment(self, line: bytes) -> bytes:
-        """The line, after a newline when a failed write left the file's last line unfinished."""
-        size = os.fstat(self._fd).st_size
-        return line if size == 0 or os.pread(self._fd, 1, size - 1) == b"\n" else b"\n" + line
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __enter__(self) -> "EventWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def clean_float(value: float | None) -> float | None:
-    """NaN/inf are not JSON: store them as null."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if value == value and value not in (float("inf"), float("-inf")) else None
-
-
-#: Up to this size events.jsonl is read whole; past it readers that need only the run's start and
-#: end (listing, show, compare, status) read its head and tail: a 400 MB log lists in milliseconds.
-FULL_READ_LIMIT = 8 << 20
-HEAD_BYTES = 256 << 10
-TAIL_BYTES = 4 << 20
-
-
-@dataclass
-class EventLog:
-    """Parsed events plus what could not be parsed (and what was not read, for a huge log)."""
-
-    events: list[dict[str, Any]] = field(default_factory=list)
-    corrupt_lines: list[int] = field(default_factory=list)
-    partial_tail: bool = False
-    offset: int = 0
-    skipped_bytes: int = 0  # the middle of a huge log, not read
-    corrupt_unnumbered: int = 0  # corrupt lines in the tail of a huge log (their numbers are unknown)
-    problem: str | None = None  # why the file could not be read at all (a link, a FIFO ...)
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("event") == kind]
-
-    def last(self, kind: str) -> dict[str, Any] | None:
-        for e in reversed(self.events):
-            if e.get("event") == kind:
-                return e
-        return None
-
-
-def parse_lines(data: bytes, first_line_no: int = 1) -> tuple[list[dict[str, Any]], list[int], int]:
-    """Parse complete lines of `data`; return events, corrupt line numbers, bytes consumed.
-
-    A trailing fragment without a newline is left unconsumed (it may still be being written).
-    """
-    events: list[dict[str, Any]] = []
-    corrupt: list[int] = []
-    end = data.rfind(b"\n") + 1
-    for i, raw in enumerate(data[:end].splitlines()):
-        if not raw.strip():
-            continue
-        try:
-            obj = loads_json(raw)  # depth and integer size bounded: 5,000 brackets are a corrupt line
-        except (ValueError, UnicodeDecodeError):
-            corrupt.append(first_line_no + i)
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("event"), str) and _well_typed(obj):
-            events.append(obj)
-        else:
-            corrupt.append(first_line_no + i)
-    return events, corrupt, end
-
-
-def _well_typed(record: dict[str, Any]) -> bool:
-    if not isinstance(record.get("time", 0.0), (int, float)):  # every writer stamps it
-        return False
-    for name, (types, required) in FIELD_TYPES.get(record["event"], {}).items():
-        if name in record:
-            value = record[name]  # true/false is no count: `"returncode": false` would break ExitEvent
-            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-                return False
-        elif required:
-            return False
-    return True
-
-
-def read_events(path: str | os.PathLike[str]) -> EventLog:
-    """An events file: whole up to FULL_READ_LIMIT, else its head and tail; a missing file is an
-    empty log, and one that is a link, a FIFO or a device an empty log with its `problem`."""
-    try:
-        fh = open_regular(path)
-    except FileNotFoundError:
-        return EventLog()
-    except (UnsafeFile, OSError) as exc:
-        return EventLog(problem=str(exc) if isinstance(exc, UnsafeFile) else f"{path}: {exc.strerror or exc}")
-    with fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size <= FULL_READ_LIMIT:
-            data = fh.read(FULL_READ_LIMIT)
-            events, corrupt, end = parse_lines(data)
-            return EventLog(events=events, corrupt_lines=corrupt, partial_tail=end < len(data), offset=end)
-        head = fh.read(HEAD_BYTES)
-        head = head[: head.rfind(b"\n") + 1]
-        fh.seek(size - TAIL_BYTES)
-        tail = fh.read(TAIL_BYTES)
-    cut = tail.find(b"\n") + 1  # the tail starts inside a line: drop that fragment
-    head_events, head_corrupt, _ = parse_lines(head)
-    tail_events, tail_corrupt, end = parse_lines(tail[cut:])
-    return EventLog(events=head_events + tail_events, corrupt_lines=head_corrupt, partial_tail=end < len(tail) - cut,
-                    offset=size - TAIL_BYTES + cut + end, skipped_bytes=size - TAIL_BYTES + cut - len(head),
-                    corrupt_unnumbered=len(tail_corrupt))
-
-
-def sample_steps(path: str | os.PathLike[str], max_points: int = 2000) -> list[StepEvent]:
-    """Step events of a whole run, every k-th one past `max_points` (charts need no more), in
-    bounded memory: the file is read in chunks and only the kept lines are parsed. The first and
-    the last step are always kept."""
-    marker = b'"event": "step"'  # how EventWriter writes a step line (its first key)
-    try:
-        fh = open_regular(path)
-    except (FileNotFoundError, UnsafeFile, OSError):
-        return []
-    with fh:
-        total = sum(chunk.count(marker) for chunk in iter(lambda: fh.read(8 << 20), b""))
-        stride = max(1, -(-total // max_points))
-        fh.seek(0)
-        steps: list[StepEvent] = []
-        index, rest = 0, b""
-        for chunk in iter(lambda: fh.read(8 << 20), b""):
-            *complete, rest = (rest + chunk).split(b"\n")
-            for raw in complete:
-                if marker not in raw:
-                    continue
-                if index % stride == 0 or index == total - 1:
-                    steps += _step(raw)
-                index += 1
-    return steps
-
-
-def _step(raw: bytes) -> list[StepEvent]:
-    events, _, _ = parse_lines(raw + b"\n")
-    return [StepEvent.from_event(e) for e in events if e.get("event") == "step"]
-
-
-class EventTail:
-    """Incremental reader: each poll() returns the events appended since the last one.
-
-    A log already past FULL_READ_LIMIT on the first poll is read from its head (the start event)
-    and its last TAIL_BYTES, like read_events: a live view needs the recent steps, not every one.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]):
-        self.path = Path(path)
-        self.offset = 0
-        self.line_no = 1
-        self.corrupt_lines: list[int] = []
-
-    def poll(self) -> list[dict[str, Any]]:
-        try:
-            with open_regular(self.path) as fh:
-                size = os.fstat(fh.fileno()).st_size
-                head: list[dict[str, Any]] = []
-                if self.offset == 0 and size > FULL_READ_LIMIT:
-                    data = fh.read(HEAD_BYTES)
-                    head = parse_lines(data[: data.rfind(b"\n") + 1])[0]
-                    fh.seek(size - TAIL_BYTES)
-                    skip = fh.readline()
-                    self.offset, self.line_no = size - TAIL_BYTES + len(skip), 0  # line numbers unknown from here
-                fh.seek(self.offset)
-                data = fh.read(max(0, size - self.offset))
-        except (FileNotFoundError, UnsafeFile):
-            return []
-        events, corrupt, end = parse_lines(data, self.line_no)
-        self.offset += end
-        if self.line_no:
-            self.line_no += data[:end].count(b"\n")
-            self.corrupt_lines.extend(corrupt)
-        return head + events
-
+    out = ["# events.jsonl", "",
+           "<!-- Made by schema_page() in tinylab/core/events.py from the event dataclasses: edit those, then",
+           "     regenerate this page (tests/core/test_events.py says how). -->", "",
+           "A run's events, one JSON object a line. Every line has `event` (its kind) and `time` (when it was",
+           "written, in seconds since the epoch), then the fields of its kind below. A *required* field is on",
+           "every line of its kind; one *written when set* is left out at its default. Readers skip and count a",
+           "line that is not JSON, or whose field does not hold its type (a `float` may be written as an integer),",
+           "and never fail on it; they read NaN or infinity as null, and ignore fields not listed here.", ""]
+    for cls in EVENT_TYPES:
+        out += [f"## `{cls.kind}`", "", inspect.cleandoc(cls.__doc__ or ""), "", "| field | type | meaning |",
+                "|---|---|---|"]
+        for f, (_, key, _, required) in zip(fields(cls), _schema(cls)):
+            if f.name == "time":
+                continue
+            how = "required; " if required else "written when set; " if f.metadata.get("sparse") else ""
+            out.append(f"| `{key}` | `{cell(str(f.type))}` | {how}{cell(f.metadata['description'])} |")
+        out.append("")
+    return "\n".join(out)

@@ -13,33 +13,27 @@ CUDA-graph replay runs no module hooks at all. The note in flops.json says so.
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import json
-import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tinylab.core import childproc
 from tinylab.core.errors import UserError
-from tinylab.core.safeio import read_json
 from tinylab.core.peaks import device_peak_tflops
+from tinylab.core.versions import TABLE
 from tinylab.profilers.base import (
     Availability,
     CollectResult,
+    Config,
     InProcessAdapter,
     InProcessHook,
     list_artifacts,
 )
 
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
-
 FLOPS_JSON = "flops.json"
 PROFILE_TXT = "flops_profile.txt"
 MODULES_CSV = "modules.csv"
 BASE_NOTE = "forward only; work inside Triton kernels is not counted"
-TRITON_VERSIONS = ("v3", "v4")
 _IMPORT_CHECK = "import deepspeed, deepspeed.profiling.flops_profiler; print(deepspeed.__version__)"
 
 
@@ -51,11 +45,19 @@ class DeepSpeedAdapter(InProcessAdapter):
         "pip install --no-build-isolation deepspeed)"
     )
 
+    @classmethod
+    def graph_blocked(cls, config: Config) -> str | None:
+        return "the DeepSpeed FLOPS profiler hooks an eager forward, which a graph replay skips: add --no-cuda-graph"
+
     def available(self) -> Availability:
         """Imports deepspeed in a child: importing it can fail (no CUDA_HOME), prints to stdout,
         and costs seconds; doctor must report that truthfully without inheriting any of it."""
         if importlib.util.find_spec("deepspeed") is None:
             return Availability(False, "deepspeed is not installed", None)
+        import subprocess
+
+        from tinylab.core import childproc
+
         try:  # -P and a folder of its own: a deepspeed.py or torch.py where tinylab runs is never imported
             with childproc.neutral_cwd() as cwd:
                 proc = childproc.run_bounded(childproc.python("-c", _IMPORT_CHECK), 180, cwd=cwd)
@@ -67,7 +69,7 @@ class DeepSpeedAdapter(InProcessAdapter):
             return Availability(False, f"import deepspeed failed: {errors[-1] if errors else proc.returncode}", None)
         return Availability(True, None, lines[-1])
 
-    def make_hook(self, config: "RunConfig", out_dir: Path) -> "DeepSpeedHook":
+    def make_hook(self, config: Config, out_dir: Path) -> "DeepSpeedHook":
         try:
             from deepspeed.profiling.flops_profiler import FlopsProfiler
         except Exception as exc:  # ImportError, or DeepSpeed's MissingCUDAException at import time
@@ -78,6 +80,8 @@ class DeepSpeedAdapter(InProcessAdapter):
         note = None
         path = out_dir / FLOPS_JSON
         if path.is_file():
+            from tinylab.core.safeio import read_json
+
             try:
                 note = read_json(path).get("note")
             except (OSError, UserError, AttributeError):
@@ -88,7 +92,7 @@ class DeepSpeedAdapter(InProcessAdapter):
 class DeepSpeedHook(InProcessHook):
     name = "deepspeed"
 
-    def __init__(self, config: "RunConfig", out_dir: Path, profiler_class: Any):
+    def __init__(self, config: Config, out_dir: Path, profiler_class: Any):
         self.config = config
         self.out_dir = Path(out_dir)
         self.profiler_class = profiler_class
@@ -137,7 +141,7 @@ class DeepSpeedHook(InProcessHook):
         achieved = flops / latency / 1e12 if latency > 0 else None
         peak = device_peak_tflops(device_name, cfg.precision, cfg.tf32) if self.device.type == "cuda" else None
         notes = [BASE_NOTE]
-        if cfg.version in TRITON_VERSIONS:
+        if TABLE[cfg.version].triton:
             notes.append(f"{cfg.version} runs RMSNorm/RoPE/SwiGLU/attention in Triton kernels: their FLOPs are missing")
         if flops == 0:
             notes.append("no forward ran under the profiler's hooks (a CUDA-graph replay bypasses them)")
@@ -166,6 +170,8 @@ class DeepSpeedHook(InProcessHook):
         if self.result is None:
             return CollectResult(list_artifacts(self.out_dir), None, f"step {self.profile_step} never ran", "deepspeed-flops")
         (self.out_dir / FLOPS_JSON).write_text(json.dumps(self.result, indent=2) + "\n", encoding="utf-8")
+        import csv
+
         with open(self.out_dir / MODULES_CSV, "w", newline="", encoding="utf-8") as fh:
             writer = csv.DictWriter(fh, fieldnames=["module", "type", "depth", "params", "macs", "flops", "latency_s"])
             writer.writeheader()

@@ -1,6 +1,6 @@
 """Nsight Systems (`nsys`): whole-program timeline on NVIDIA GPUs, kernel summary via `nsys stats`.
 
-`nsys profile -o <out>/report -t cuda,nvtx,osrt --force-overwrite true <trainer>` (FORMATS.md
+`nsys profile -o <out>/report -t cuda,nvtx,osrt --force-overwrite true <trainer>` (docs/formats.md
 6.2; nsys takes the program right after its options, without "--"). On a GPU the trainer marks
 each step as an NVTX range (tinylab/core/markers.py), which `-t nvtx` records. Collect runs `nsys stats
 --format csv --output <out>/report report.nsys-rep` for `nvtx_pushpop_trace` and `cuda_gpu_trace`
@@ -12,19 +12,18 @@ cuda_gpu_kern_sum's whole-run summary (releases before 2023 call it `gpukernsum`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tinylab.core.errors import UserError
 from tinylab.profilers.base import (
+    RUN,
     CollectResult,
+    Config,
+    Viewer,
     WrapperAdapter,
     list_artifacts,
     read_table,
     run_tool,
 )
-
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
 
 REPORT = "report"
 KERNEL_REPORTS = ("cuda_gpu_kern_sum", "gpukernsum")
@@ -39,8 +38,12 @@ class NsysAdapter(WrapperAdapter):
     vendor = "nvidia"
     description = "NVIDIA Nsight Systems: CUDA/NVTX/OS-runtime timeline and kernel summary"
     fix = "install Nsight Systems (CUDA toolkit or nsight-systems package) and put nsys on PATH; needs an NVIDIA GPU"
+    table_steps = RUN
+    traces = True
+    viewers = (Viewer((".nsys-rep", ".qdrep"), "timeline, in the Nsight Systems GUI or as tables in a terminal:",
+                      ("nsys-ui FILE", "nsys stats FILE")),)
 
-    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+    def wrap_argv(self, out_dir: Path, config: Config) -> list[str]:
         return [
             self.argv0(), "profile", "-o", str(out_dir / REPORT), "-t", "cuda,nvtx,osrt", "--force-overwrite", "true",
         ]  # fmt: skip

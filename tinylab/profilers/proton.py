@@ -1,7 +1,7 @@
 """Triton's own profiler, proton (`triton.profiler`, in the Triton wheel), in-process.
 
 The hook starts a proton session when training starts and records the same steps as the PyTorch
-profiler's active window (tinylab.config.profile_schedule), so the two tables compare step for
+profiler's active window (tinylab.core.window.profile_schedule), so the two tables compare step for
 step. Kernels are attributed to the scopes the trainer opens around a step's phases (forward,
 backward, optimizer; InProcessHook.phase) and to their own names; each Triton kernel of v3 and v4
 adds the FLOPs and bytes of its launch metadata (kernels.work), from which the
@@ -16,7 +16,7 @@ Triton release: CUPTI on NVIDIA; on AMD roctracer up to Triton 3.7, rocprofiler-
 cycle counter instead, on both vendors. Limits of proton's, refused before a run starts: on AMD
 its tracing backends see no kernel inside a HIP graph and do not honour HIP_VISIBLE_DEVICES or
 CUDA_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES works); a tracing backend cannot share the vendor's
-tracing interface with another tool (tinylab.config.TRACING_PROFILERS).
+tracing interface with another tool (an adapter that declares `traces`).
 """
 
 from __future__ import annotations
@@ -27,24 +27,24 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager
+from typing import Any, ContextManager
 
-from tinylab.core.profile_files import HATCHET, SESSION
-from tinylab.config import first_clean_step, profile_schedule
 from tinylab.core.errors import UserError
+from tinylab.core.profile_files import HATCHET, SESSION
+from tinylab.core.window import first_clean_step, profile_schedule
 from tinylab.profilers import base
 from tinylab.profilers.base import (
+    WINDOW,
     Availability,
     CollectResult,
+    Config,
     InProcessAdapter,
     InProcessHook,
+    Setting,
     dist_version,
     list_artifacts,
     read_table,
 )
-
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
 
 #: Distributions that ship Triton (and with it proton), first found wins.
 TRITON_DISTS = ("triton", "pytorch-triton-rocm", "pytorch-triton")
@@ -52,6 +52,9 @@ TRITON_DISTS = ("triton", "pytorch-triton-rocm", "pytorch-triton")
 AMD_DEVICE_VARIABLES = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 #: proton's instrumentation mode: its default (cycles, per warp), records kept in global memory.
 INSTRUMENT_MODE = "default:buffer_type=global"
+#: How proton measures: `auto`, kernel times through the tracing backend proton picks for the GPU
+#: and Triton release; `instrumentation`, cycles of the regions inside kernels that the kernels mark.
+BACKENDS = ("auto", "instrumentation")
 AMD_GRAPH = ("proton's AMD tracing backends see no kernel inside a HIP graph replay: add --no-cuda-graph "
              "(or --proton-backend instrumentation)")
 
@@ -92,6 +95,32 @@ class ProtonAdapter(InProcessAdapter):
     description = ("Triton's profiler: kernel times by phase and kernel, TFLOP/s and GB/s of each Triton kernel "
                    "from its launch metadata; regions inside kernels with --proton-backend instrumentation")
     fix = "proton comes with triton (3.6 or newer: pip install triton) and needs an NVIDIA or AMD GPU"
+    settings = (
+        Setting("proton_backend", str, "auto", choices=BACKENDS,
+                invalid="unknown proton backend {value!r}: choose one of {choices}",
+                needs="{flag} {value} says how proton measures: add --profile proton",
+                help="how --profile proton measures: auto (kernel times through the backend proton picks for "
+                     "the GPU) or instrumentation (cycles of the regions inside kernels; default %(default)s)"),
+    )
+    table_steps = WINDOW
+
+    @classmethod
+    def config_problem(cls, config: Config) -> str | None:
+        """A tracing backend and another tool that traces would share the vendor's one interface."""
+        tracing = {a.name for a in config.adapters if a.traces}
+        clash = [p for p in config.profilers if p in tracing]
+        if clash and config.proton_backend == "auto":
+            return (f"--profile proton and --profile {clash[0]} would both trace the GPU's kernels through the "
+                    "vendor's one tracing interface (CUPTI on NVIDIA, ROCm's tracer on AMD): profile them in two "
+                    "runs, or add --proton-backend instrumentation (it traces nothing)")
+        return None
+
+    @classmethod
+    def graph_blocked(cls, config: Config) -> str | None:
+        if config.proton_backend == "instrumentation":
+            return ("proton's instrumentation reads each launch's record when Triton's launcher returns, which a "
+                    "graph replay skips: add --no-cuda-graph")
+        return None
 
     def available(self) -> Availability:
         spec = importlib.util.find_spec("triton")
@@ -109,8 +138,8 @@ class ProtonAdapter(InProcessAdapter):
     def backends(self) -> list[str]:
         return backends(triton_version(), base.gpu_vendors())
 
-    def check(self, config: "RunConfig") -> None:
-        """What proton cannot do on this machine's AMD GPUs (the vendor-free limits are RunConfig's)."""
+    def check(self, config: Config) -> None:
+        """What proton cannot do on this machine's AMD GPUs (the vendor-free limits are config_problem's)."""
         if config.proton_backend != "auto" or "amd" not in base.gpu_vendors():
             return
         if config.toggle("cuda_graph"):
@@ -120,7 +149,7 @@ class ProtonAdapter(InProcessAdapter):
                 raise UserError(f"--profile proton on an AMD GPU: proton refuses {variable} (set here to "
                                 f"{os.environ[variable][:40]!r}): unset it and choose GPUs with ROCR_VISIBLE_DEVICES")
 
-    def make_hook(self, config: "RunConfig", out_dir: Path) -> "ProtonHook":
+    def make_hook(self, config: Config, out_dir: Path) -> "ProtonHook":
         if importlib.util.find_spec("triton") is None:
             raise UserError(f"profiler proton needs triton: {self.fix}")
         return ProtonHook(config, out_dir)
@@ -133,7 +162,7 @@ class ProtonAdapter(InProcessAdapter):
 class ProtonHook(InProcessHook):
     name = "proton"
 
-    def __init__(self, config: "RunConfig", out_dir: Path):
+    def __init__(self, config: Config, out_dir: Path):
         self.config = config
         self.out_dir = Path(out_dir)
         wait, warmup, active = profile_schedule(config.num_steps, config.profile_steps, config.warmup_steps,

@@ -14,27 +14,28 @@ is the operator table by self CPU time (CI and laptops are CPU-only and still ge
 
 from __future__ import annotations
 
-import csv
 import importlib.util
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tinylab.core.profile_files import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
-from tinylab.config import first_clean_step, profile_schedule
 from tinylab.core.errors import UserError
+from tinylab.core.profile_files import MEMORY_TIMELINE, OPERATORS_CSV, TRACE
+from tinylab.core.window import first_clean_step, profile_schedule
 from tinylab.profilers.base import (
+    PERFETTO,
+    WINDOW,
     Availability,
     CollectResult,
+    Config,
     InProcessAdapter,
     InProcessHook,
+    Setting,
+    Viewer,
     dist_version,
     list_artifacts,
     read_table,
 )
-
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
 
 OPERATORS_TXT = "operators.txt"
 #: How to get the memory timeline (off by default: shapes and stacks slow the profiled steps).
@@ -60,13 +61,24 @@ class PyTorchAdapter(InProcessAdapter):
     name = "pytorch"
     description = "PyTorch profiler: Chrome/Perfetto trace, operator table and device-kernel table"
     fix = "pip install torch (CPU wheels work; GPU kernels need a CUDA or ROCm build)"
+    settings = (
+        Setting("profile_memory", bool, False, env="TINYLAB_PROFILE_MEMORY",
+                help="pytorch: record the memory timeline too (shapes and stacks: slower profiled steps)"),
+    )
+    table_steps = WINDOW
+    traces = True
+    viewers = (
+        Viewer((MEMORY_TIMELINE,), "memory over a step (no trace: Perfetto cannot read it): the Run screen's Step "
+                                   "panel charts it, and this prints its peak:", ("tinylab timeline RUN",)),
+        Viewer((".json.gz", ".json"), PERFETTO),
+    )
 
     def available(self) -> Availability:
         if importlib.util.find_spec("torch") is None:
             return Availability(False, "torch is not installed", None)
         return Availability(True, None, dist_version("torch"))
 
-    def make_hook(self, config: "RunConfig", out_dir: Path) -> "PyTorchHook":
+    def make_hook(self, config: Config, out_dir: Path) -> "PyTorchHook":
         if importlib.util.find_spec("torch") is None:
             raise UserError(f"profiler pytorch needs torch: {self.fix}")
         return PyTorchHook(config, out_dir, memory=config.profile_memory)
@@ -80,7 +92,7 @@ class PyTorchAdapter(InProcessAdapter):
 class PyTorchHook(InProcessHook):
     name = "pytorch"
 
-    def __init__(self, config: "RunConfig", out_dir: Path, memory: bool = False):
+    def __init__(self, config: Config, out_dir: Path, memory: bool = False):
         self.out_dir = Path(out_dir)
         self.schedule = profile_schedule(config.num_steps, config.profile_steps, config.warmup_steps,
                                          bool(config.cuda_graph), config.graph_warmup_iters)
@@ -162,6 +174,8 @@ def memory_device(device: Any) -> str:
 
 def write_operators_csv(averages: Any, path: Path) -> None:
     """key_averages() rows from their attributes, so no value is a rounded, truncated text cell."""
+    import csv
+
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(OPERATOR_COLUMNS)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -137,6 +136,8 @@ ROCM_EXECUTABLES = ("rocprofv3", "rocprof-sys-run", "omnitrace-run", "rocprof-co
 
 def node_release() -> Release | None:
     """The ROCm release of this node: the tree of a ROCm executable on PATH, else $ROCM_PATH or /opt/rocm."""
+    import shutil  # (shutil imports the compression modules: not at import, see tinylab/profilers/__init__.py)
+
     for name in ROCM_EXECUTABLES:
         found = shutil.which(name)
         if found:
@@ -204,6 +205,8 @@ class RocmToolAdapter(WrapperAdapter):
         self._release: Release | None = None
 
     def executable_path(self) -> str | None:
+        import shutil
+
         for name in self.executables:
             found = shutil.which(name)
             if found:

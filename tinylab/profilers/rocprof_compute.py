@@ -31,21 +31,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tinylab.core.errors import UserError
 from tinylab.core import rocm_releases as rr
-from tinylab.profilers.base import CollectResult, list_artifacts, read_table, run_tool
+from tinylab.profilers.base import RUN, CollectResult, Config, Setting, list_artifacts, read_table, run_tool
 from tinylab.profilers.rocm import Release, RocmToolAdapter, kfd_gpus, release_from_version, release_of_tree
 from tinylab.profilers.rocm_help import ToolHelp
-
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
 
 #: -n: at most 35 characters without "-" or "." (6.x), no "/" (7.0): RocprofComputeFacts.name_forbids
 WORKLOAD_NAME = "tinylab"
 #: mode -> the profile flag it adds (full: counters and the roofline benchmark)
 MODES = {"full": None, "counters": "--no-roof", "roof-only": "--roof-only"}
+#: A kernel name or part of one, and a metric set's name. Plain names mean the same to 6.x's
+#: kernel-name filter (a substring) and to 7.x's (--kernel-include-regex, the names joined with
+#: "|"): docs/rocm-tools.md
+_NAME = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
 _VERSION = re.compile(r"version:\s*(\d+\.\d+\.\d+)", re.IGNORECASE)
 
 
@@ -58,16 +58,38 @@ class RocprofComputeAdapter(RocmToolAdapter):
     description = "AMD per-kernel hardware counters, speed-of-light and roofline (rocprof-compute)"
     fix = ("install ROCm >= 6.2 with rocprofiler-compute (omniperf on 6.2) and its Python requirements; "
            "needs an AMD Instinct GPU")
+    settings = (
+        Setting("profile_kernels", list, (), flag="--profile-kernel", metavar="NAME", pattern=_NAME, items="kernel names",
+                invalid="{flag} {value!r} is not a kernel name or part of one (letters, digits and _)",
+                needs="{flag} {value[0]} narrows rocprof-compute's counters: add --profile rocprof-compute",
+                help="collect rocprof-compute's counters for kernels whose name holds NAME only (repeatable; "
+                     "default: every kernel, in each of its passes)"),
+        Setting("profile_set", str, None, metavar="NAME", pattern=_NAME,
+                invalid="{flag} {value!r} is not a metric set name (letters, digits and _; rocprof-compute profile "
+                        "--list-sets lists them)",
+                needs="{flag} {value} is a rocprof-compute metric set: add --profile rocprof-compute",
+                help="rocprof-compute: collect one metric set in a single pass (its --set, ROCm 7.1+; "
+                     "rocprof-compute profile --list-sets names them)"),
+        Setting("rocprof_compute_mode", str, "full", choices=tuple(MODES), metavar="MODE",
+                env="TINYLAB_ROCPROF_COMPUTE_MODE", invalid="unknown rocprof-compute mode {value!r}: choose from {choices}",
+                help=f"rocprof-compute: {', '.join(MODES)} (default full)"),
+        Setting("rocprof_compute_dispatch", list, (), pattern=r"\d+(?::\d+)?", metavar="N|A:B",
+                env="TINYLAB_ROCPROF_COMPUTE_DISPATCH", invalid="{flag} {value!r}: a dispatch id or a range such as 20:40",
+                help="rocprof-compute: a dispatch id or range to profile (repeatable)"),
+    )
+    table_steps = RUN  # whole_run_table stays False: WrapperAdapter says why
+    traces = True
+    rank_limit = "rocprof-compute runs the program once per counter pass, which ranks cannot repeat in step"
 
     def __init__(self, mode: str = "full", dispatches: tuple[str, ...] = ()):
         super().__init__()
-        # the names are checked by RunConfig.validate (ROCPROF_COMPUTE_MODES, the dispatch syntax)
+        # the names are checked by RunConfig.validate (the settings above: the modes, the dispatch syntax)
         self.mode = mode
         self.dispatches = tuple(dispatches)
         self.kernels: tuple[str, ...] = ()  # the kernel filter of the run it wrapped, for collect
 
     @classmethod
-    def from_config(cls, config: "RunConfig | None") -> "RocprofComputeAdapter":
+    def from_config(cls, config: Config | None) -> "RocprofComputeAdapter":
         """The mode (full | counters | roof-only) and dispatches ("20:40") the run's config asks for;
         the kernel filter is the run's own too (RunConfig.profile_kernels), read when the argv is built."""
         if config is None:
@@ -87,7 +109,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
         return release_from_version(rocm, f"{Path(path).name} --version ({version})") if rocm else None
 
     # ------------------------------------------------------------------ argv
-    def check(self, config: "RunConfig") -> None:
+    def check(self, config: Config) -> None:
         self._profile_options(config, self.help("profile"))
         if self.mode == "roof-only":
             if config.profile_set:
@@ -100,7 +122,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
                                   "profile the counters (--rocprof-compute-mode full or counters) or use "
                                   "ROCm 6.4 or newer")
 
-    def _profile_options(self, config: "RunConfig", listed: ToolHelp) -> dict[str, str | None]:
+    def _profile_options(self, config: Config, listed: ToolHelp) -> dict[str, str | None]:
         """The profile options this run needs, as the tool spells them (None: not used)."""
         mode = MODES[self.mode]
         return {
@@ -118,7 +140,7 @@ class RocprofComputeAdapter(RocmToolAdapter):
             "overwrite": listed.first("--overwrite"),
         }
 
-    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+    def wrap_argv(self, out_dir: Path, config: Config) -> list[str]:
         flags = self._profile_options(config, self.help("profile"))
         self.kernels = tuple(config.profile_kernels)
         workload = out_dir / "workload"

@@ -18,16 +18,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tinylab.core.errors import UserError
 from tinylab.core import rocm_releases as rr
-from tinylab.profilers.base import CollectResult, list_artifacts, read_table
+from tinylab.profilers.base import PERFETTO, RUN, CollectResult, Config, Viewer, list_artifacts, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
 from tinylab.profilers.rocm_help import ToolHelp, tool_help
-
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
 
 _VERSION = re.compile(r"v(\d+\.\d+\.\d+)")
 #: `--version` names the ROCm it was built for: "(rev: ..., rocm: v7.1.x)" (RS defines.h.in:71-88,
@@ -45,6 +41,9 @@ class RocprofSysAdapter(RocmToolAdapter):
     description = "AMD whole-program timeline (Perfetto) and per-function/kernel wall-clock tables"
     fix = ("install ROCm >= 6.2 with rocprofiler-systems (rocprof-sys-run, or omnitrace-run on 6.2) on PATH; "
            "needs an AMD GPU (/dev/kfd)")
+    table_steps = RUN
+    traces = True
+    viewers = (Viewer((".proto",), PERFETTO),)
 
     def version_from_output(self, output: str) -> str | None:
         m = _VERSION.search(output)
@@ -68,7 +67,7 @@ class RocprofSysAdapter(RocmToolAdapter):
             return tool_help(self.argv0(), (*args, "--help=all"))
         return listed
 
-    def check(self, config: "RunConfig") -> None:
+    def check(self, config: Config) -> None:
         self._options()
 
     def _options(self) -> list[str]:
@@ -77,7 +76,7 @@ class RocprofSysAdapter(RocmToolAdapter):
                 self.need(listed, "--trace", "-T", purpose="for its timeline (--profile alone turns it off)"),
                 self.need(listed, "-o", "--output", purpose="to write into the run's folder")]
 
-    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+    def wrap_argv(self, out_dir: Path, config: Config) -> list[str]:
         profile, trace, output = self._options()
         return [self.argv0(), profile, trace, output, str(out_dir), "--"]
 

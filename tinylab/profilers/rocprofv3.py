@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tinylab.core.errors import UserError
-from tinylab.core.safeio import read_bounded
 from tinylab.core import rocm_releases as rr
-from tinylab.profilers.base import CollectResult, list_artifacts, read_table
+from tinylab.profilers.base import PERFETTO, RUN, CollectResult, Config, Setting, Viewer, list_artifacts, read_table
 from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
 from tinylab.profilers.rocm_help import ToolHelp, ask
 
-if TYPE_CHECKING:
-    from tinylab.config import RunConfig
-
 EXTRA_TRACES = {"hip": "--hip-trace", "memory-copy": "--memory-copy-trace"}
+#: --output-format's values over the releases read (rocm_releases.ROCPROFV3): what --rocprofv3-formats
+#: may name; the installed tool's own help says which it takes.
+FORMATS = ("csv", "json", "pftrace", "otf2", "rocpd")
+#: A hardware counter as --pmc takes it (SQ_WAVES, TCC_HIT[0], GRBM_COUNT:device=1); a group is
+#: several split by spaces.
+_COUNTER = r"[A-Za-z][A-Za-z0-9_]*(?:\[\d+\])?(?::device=\d+)?"
 COUNTERS_FILE = "counters.txt"
 #: Written beside the output when the program runs once per counter group (repeated --pmc): the
 #: number of passes, for reruns_program/planned_passes, which may only read files.
@@ -54,6 +55,20 @@ class Rocprofv3Adapter(RocmToolAdapter):
     table = rr.ROCPROFV3
     description = "AMD kernel trace and per-kernel stats (ROCprofiler-SDK rocprofv3)"
     fix = "install ROCm >= 6.2 (rocprofiler-sdk) and put /opt/rocm/bin on PATH; needs an AMD GPU (/dev/kfd)"
+    settings = (
+        Setting("rocprofv3_traces", list, (), choices=tuple(EXTRA_TRACES), metavar="TRACE", env="TINYLAB_ROCPROFV3_TRACE",
+                help=f"rocprofv3: an extra trace, {' or '.join(EXTRA_TRACES)} (repeatable)"),
+        Setting("rocprofv3_formats", list, (), choices=FORMATS, metavar="FORMAT", env="TINYLAB_ROCPROFV3_FORMAT",
+                help=f"rocprofv3: an output format besides its default: {', '.join(FORMATS)} (repeatable)"),
+        Setting("rocprofv3_pmc", list, (), pattern=rf"\s*{_COUNTER}(?:\s+{_COUNTER})*\s*", metavar="'C1 C2'",
+                env="TINYLAB_ROCPROFV3_PMC", split=";",
+                invalid="{flag} {value!r}: a group of counter names split by spaces, e.g. 'SQ_WAVES GRBM_COUNT'",
+                help="rocprofv3: a group of hardware counters, one pass of the program a group (repeatable)"),
+    )
+    table_steps = RUN
+    traces = True
+    viewers = (Viewer((".pftrace",), PERFETTO),
+               Viewer((".db", ".sqlite"), "rocpd database (rocpd and sqlite3 read it too):", ("tinylab hotspots FILE",)))
 
     def __init__(self, traces: tuple[str, ...] = (), output_formats: tuple[str, ...] = (),
                  counters: tuple[tuple[str, ...], ...] = ()):
@@ -64,7 +79,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
         self.counters = tuple(g for g in counters if g)
 
     @classmethod
-    def from_config(cls, config: "RunConfig | None") -> "Rocprofv3Adapter":
+    def from_config(cls, config: Config | None) -> "Rocprofv3Adapter":
         """Extra traces, formats and counter groups (one pass a group) as the run's config asks."""
         if config is None:
             return cls()
@@ -105,7 +120,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
         return text if rc == 0 else ""
 
     # ------------------------------------------------------------------ argv
-    def check(self, config: "RunConfig") -> None:
+    def check(self, config: Config) -> None:
         self._options()
 
     def _formats(self, listed: ToolHelp) -> list[str]:
@@ -147,7 +162,7 @@ class Rocprofv3Adapter(RocmToolAdapter):
         raise UserError(f"{self.who()} takes neither repeated --pmc groups nor a .txt counter file: "
                         f"give one counter group (one --rocprofv3-pmc)")
 
-    def wrap_argv(self, out_dir: Path, config: "RunConfig") -> list[str]:
+    def wrap_argv(self, out_dir: Path, config: Config) -> list[str]:
         argv = [self.argv0()]
         formats = self._formats(self.help())
         for flag in self._options():
@@ -173,6 +188,8 @@ class Rocprofv3Adapter(RocmToolAdapter):
         return self.planned_passes(out_dir, None) is not None  # counters.txt or passes.txt: a run a group
 
     def planned_passes(self, out_dir: Path, arch: str | None) -> int | None:
+        from tinylab.core.safeio import read_bounded
+
         try:
             lines = read_bounded(out_dir / COUNTERS_FILE, 1 << 20).decode("utf-8", "replace").splitlines()
             return sum(line.startswith("pmc:") for line in lines) or None

@@ -16,12 +16,13 @@ import threading
 import time
 from typing import Any, Callable
 
+from tinylab.core.events import LoadEvent, TelemetryEvent
 from tinylab.profilers.base import usable_cpus
 
 Sample = dict[str, float | None]
 
 
-def start_sampler(emit: Callable[..., Any], index: int = 0, pci_bus_id: str | None = None,
+def start_sampler(emit: Callable[[TelemetryEvent], Any], index: int = 0, pci_bus_id: str | None = None,
                   interval_s: float = 1.0) -> Callable[[], None] | None:
     """Start a daemon thread emitting `telemetry` events of GPU `index` (as torch numbers it, or at
     `pci_bus_id` when known); return its stop(), or None."""
@@ -37,7 +38,7 @@ def start_sampler(emit: Callable[..., Any], index: int = 0, pci_bus_id: str | No
     def loop() -> None:
         while True:
             try:
-                emit("telemetry", **read())
+                emit(TelemetryEvent(**read()))
             except Exception:  # emit after the events file closed, or a driver hiccup: stop quietly
                 return
             if stop_event.wait(interval_s):
@@ -199,7 +200,7 @@ class LoadSampler:
     the run's GPU. Nothing here raises into the trainer: a probe that fails gives None.
     """
 
-    def __init__(self, emit: Callable[..., Any], root: int, gpu: tuple[int, str | None] | None = None,
+    def __init__(self, emit: Callable[[LoadEvent], Any], root: int, gpu: tuple[int, str | None] | None = None,
                  interval_s: float = LOAD_INTERVAL_S) -> None:
         import psutil
 
@@ -263,7 +264,7 @@ class LoadSampler:
             sample = {"others_cores": round(max(0.0, busy1 - busy0 - own) / (t1 - t0), 3), "cpus": self.cpus,
                       "gpu_others": self._gpu[0](set(own1)) if self._gpu is not None else None}
             self.samples.append(sample)
-            self.emit("load", **sample)
+            self.emit(LoadEvent(**sample))
             return True
         except Exception:  # the events file closed under it, or a probe broke: stop quietly
             return False

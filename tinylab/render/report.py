@@ -18,7 +18,8 @@ from tinylab import __version__
 from tinylab.analysis.compare import METRICS, Comparison, compare_runs, load_kernels
 from tinylab.analysis.hotspots_result import HotspotSummary
 from tinylab.core.errors import UserError
-from tinylab.core.events import EVENTS_FILE, FIELD_BY_KEY, Summary, number, sample_steps
+from tinylab.core.eventlog import EVENTS_FILE, sample_steps
+from tinylab.core.events import FIELD_BY_KEY, Summary, number
 from tinylab.render.compare import kernel_sections, metric_label, metric_rows, scaling_rows, show_value
 from tinylab.render.hotspots import format_ns
 from tinylab.render.ranks import numeric_columns, rank_table, ranks_caption

@@ -34,12 +34,12 @@ def render(result: Placement, title: str, width: int = 78, height: int = 20) -> 
         star = "*" if p.pct_of_roof > 100 else " "
         lines.append(f"{i % 10:>2} {short_name(p.name)[:42]:<42} {p.intensity:>8.2f} {p.achieved_tflops:>9.3f} "
                      f"{p.achieved_gbps:>8,.0f} {p.pct_of_roof:>6.1f}%{star} {p.bound}")
-    own = [p for p in (*result.points, *result.flagged) if p.source == "proton"]
+    own = [p for p in (*result.points, *result.flagged) if p.source]
     if own:
         off = [p for p in own if p.model_ratio and any(abs(r - 1) > 0.01 for r in p.model_ratio.values())]
         checked = sum(1 for p in own if p.model_ratio)
-        line = (f"FLOPs and bytes of {len(own)} Triton kernel{'s' if len(own) > 1 else ''}: proton's own counts "
-                f"(launch metadata); against the model at the run's shapes: {checked - len(off)} of {checked} agree")
+        line = (f"FLOPs and bytes of {len(own)} Triton kernel{'s' if len(own) > 1 else ''}: {own[0].source}'s own "
+                f"counts (launch metadata); against the model at the run's shapes: {checked - len(off)} of {checked} agree")
         line += "" if not off else "; " + ", ".join(
             f"{short_name(p.name)} {p.model_ratio['flops']:.2f}x FLOPs {p.model_ratio['bytes']:.2f}x bytes" for p in off)
         lines += textwrap.wrap(line, width, subsequent_indent="  ")

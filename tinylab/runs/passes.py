@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tinylab.config import RunConfig
-from tinylab.core.events import EVENTS_FILE, PassEvent
+from tinylab.core.eventlog import EVENTS_FILE
+from tinylab.core.events import PassEvent
 from tinylab.profilers.base import profile_dir
 from tinylab.profilers.registry import wrapper_adapter
 from tinylab.core.errors import UserError

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from tinylab.config import PROFILER_SETTINGS, RunConfig
+from tinylab.core.eventlog import EventLog
 from tinylab.core.events import (
     ErrorEvent,
-    EventLog,
     ExitEvent,
     PassEvent,
     ProfileEvent,
@@ -76,7 +76,7 @@ def key_config(cfg: RunConfig | None) -> str:
     if cfg.fault:
         parts.append(f"fault={cfg.fault}")
     on = [short for k, short in _KEY_TOGGLES.items() if getattr(cfg, k)]
-    if cfg.version == "v2" and on:
+    if cfg.spec.peer and on:  # the peer's runs differ by which of its fusions are on
         parts.append("+".join(on))
     elif cfg.cuda_graph:
         parts.append("graph")

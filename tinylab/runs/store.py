@@ -52,7 +52,7 @@ from typing import Any
 from tinylab.runs import slurm
 from tinylab.config import ConfigError, RunConfig
 from tinylab.core.errors import UserError
-from tinylab.core.events import EVENTS_FILE, EventLog, read_events
+from tinylab.core.eventlog import EVENTS_FILE, EventLog, read_events
 from tinylab.runs.record import RUN_ID, RunRecord, printable, short_id
 from tinylab.core.safeio import FULL_DISK, exposed, read_json, release_space, reserve_space, write_atomic
 

@@ -30,7 +30,8 @@ from tinylab.runs import engines
 from tinylab.runs import slurm
 from tinylab.config import RunConfig
 from tinylab.core.errors import UserError
-from tinylab.core.events import EVENTS_FILE, EventWriter, read_events
+from tinylab.core.eventlog import EVENTS_FILE, EventWriter, read_events
+from tinylab.core.events import ErrorEvent, ExitEvent, ProfileEvent
 from tinylab.profilers.base import profile_dir, write_kernel_table
 from tinylab.profilers.registry import wrapper_adapter
 from tinylab.profilers.base import WrapperAdapter
@@ -140,9 +141,8 @@ def supervise(run_dir: Path) -> int:
     with EventWriter(run_dir / EVENTS_FILE) as ev:
         if cfg.parallel is not None and rc != 0:
             for error in silent_ranks(run_dir, cfg):
-                ev.emit("error", **error)
-        ev.emit("exit", returncode=rc, signal=signal.Signals(-rc).name if rc < 0 else None,
-                **({"note": note} if note else {}))
+                ev.emit(error)
+        ev.emit(ExitEvent(rc, signal.Signals(-rc).name if rc < 0 else None, note))
         if adapter is not None:
             ranks = [None] if cfg.parallel is None else list(range(cfg.world_size))
             for rank in ranks:
@@ -197,7 +197,7 @@ RANK_POLL_S = 0.5
 _TORCHRUN_FAILURE = re.compile(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)")
 
 
-def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[dict]:
+def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[ErrorEvent]:
     """Error events for the ranks of a failed run that left none: killed (SIGKILL, the OOM killer),
     or never started. torchrun's own failure report, in output.log, says how each ended and which
     failed first (`root`: the others' errors, a peer's closed connection say, followed from it)."""
@@ -224,15 +224,14 @@ def silent_ranks(run_dir: Path, cfg: RunConfig) -> list[dict]:
             message = f"rank {rank} never started (torchrun's output in output.log says why)"
         else:
             message = f"rank {rank} (pid {record.get('pid')} on {record.get('host')}) {how} without recording an error"
-        out.append({"type": "RankDied", "message": message, "traceback": "", "rank": rank,
-                    **({"root": True} if rank == root_rank else {})})
+        out.append(ErrorEvent("RankDied", message, "", rank, root=rank == root_rank))
     return out
 
 
 def _not_started(run_dir: Path, message: str, code: int, kind: str = "UserError") -> int:
     with EventWriter(run_dir / EVENTS_FILE) as ev:
-        ev.emit("error", type=kind, message=message, traceback="")
-        ev.emit("exit", returncode=code, signal=None)
+        ev.emit(ErrorEvent(kind, message, ""))
+        ev.emit(ExitEvent(code))
     return code
 
 
@@ -246,17 +245,9 @@ def _collect(run_dir: Path, cfg: RunConfig, adapter: WrapperAdapter, out_dir: Pa
         if count:  # a counter-pass tool: say how many runs there were, and why
             why = passes.describe(count, adapter.name, cfg)
             result = dataclasses.replace(result, passes=count, note=f"{why}; {result.note}" if result.note else why)
-        ev.emit("profile", **write_kernel_table(run_dir, adapter.name, result, rank))
+        ev.emit(ProfileEvent(**write_kernel_table(run_dir, adapter.name, result, rank)))
     except Exception as exc:  # a parse failure must not turn a finished run into a crash
-        ev.emit(
-            "profile",
-            tool=adapter.name,
-            artifacts={},
-            kernel_table=None,
-            format=None,
-            note=f"could not read {adapter.name} output: {exc}",
-            **({} if rank is None else {"rank": rank}),
-        )
+        ev.emit(ProfileEvent(adapter.name, note=f"could not read {adapter.name} output: {exc}", rank=rank))
         traceback.print_exc()
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from tinylab.analysis.advice import Advice, Facts, advise, compare_advice
 from tinylab.analysis.advice.facts import launched_reports, run_facts, target_of, trace_facts
 from tinylab.core.errors import UserError
+from tinylab.core.versions import TABLE
 from tinylab.runs.store import LIVE, TRIED_FILE, Run, RunStore, write_record
 
 if TYPE_CHECKING:
@@ -88,9 +89,10 @@ def run_facts_of(lab: Lab, run: Run, kernels: str | bool = False) -> Facts:
             raise UserError(f"--kernels: no compile target is known for {record.device_name or record.device}; "
                             "name one: --kernels sm_90 (or sm_80, gfx90a, gfx942, gfx950)")
         cfg = run.config()
-        if cfg.version not in ("v3", "v4"):
+        if not cfg.spec.triton:
+            triton = " and ".join(name for name, v in TABLE.items() if v.triton)
             raise UserError(f"--kernels: run {run.id} is {cfg.version}, whose step launches no Triton kernel "
-                            "(v3 and v4 do)")
+                            f"({triton} do)")
         ran = dataclasses.replace(cfg, **{k: v for k, v in record.ran_config.items()
                                            if k in ("qkv_fusion", "sdpa", "swiglu_fusion", "torch_compile",
                                                     "recompute_ffn")})

@@ -15,6 +15,9 @@ from typing import Any, Callable
 from tinylab.config import RunConfig
 from tinylab.core.errors import UserError
 from tinylab.core.safeio import write_atomic
+from tinylab.training.bench import DEFAULT_CASES  # no torch: the faces' default list of cases
+
+__all__ = ["DEFAULT_CASES", "BenchResult", "run_bench"]
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,12 @@ from typing import Any, Callable
 
 from tinylab.config import RunConfig
 from tinylab.core.errors import UserError
+from tinylab.core.versions import TABLE, baseline, first
 
-PEER = "v2+compile+graph"
+#: The fastest step PyTorch alone makes: the peer version with its fusions, compiled and graphed.
+PEER = f"{first(peer=True).name}+compile+graph"
+#: The cases a bench times unless told: every version, the peer right after its version.
+DEFAULT_CASES = tuple(case for v in TABLE.values() for case in ((v.name, PEER) if v.peer else (v.name,)))
 
 
 @dataclass
@@ -83,9 +87,10 @@ CASE_TOKENS = {
 def make_case(name: str, precision: str, seq_len: int, base: RunConfig) -> Case:
     """A case is a version plus toggle tokens, e.g. v4, v4+sdpa, v2+compile+graph (the peer)."""
     version, *tokens = name.split("+")
-    if version not in ("v1", "v2", "v3", "v4"):
-        raise UserError(f"unknown bench case {name!r}: a version (v1..v4) optionally followed by "
-                        f"+{'/+'.join(CASE_TOKENS)}, e.g. {PEER}")
+    if version not in TABLE:
+        names = list(TABLE)
+        raise UserError(f"unknown bench case {name!r}: a version ({names[0]}..{names[-1]}) optionally "
+                        f"followed by +{'/+'.join(CASE_TOKENS)}, e.g. {PEER}")
     overrides: dict[str, Any] = {"version": version, "precision": precision, "seq_len": seq_len}
     for token in tokens:
         if token not in CASE_TOKENS:
@@ -143,13 +148,14 @@ def _free_device_memory() -> None:
 
 
 def add_speedups(rows: list[dict]) -> None:
-    """Speedup and memory ratio vs v1 (and vs the compiled+graphed v2 peer) within a group."""
+    """Speedup and memory ratio vs the baseline, v1 (and vs the compiled+graphed v2 peer) within a group."""
+    base = baseline().name
     for row in rows:
         group = [r for r in rows if r["precision"] == row["precision"] and r["seq_len"] == row["seq_len"]]
-        for ref_name, key in (("v1", "speedup_vs_v1"), (PEER, "speedup_vs_peer")):
+        for ref_name, key in ((base, "speedup_vs_v1"), (PEER, "speedup_vs_peer")):
             ref = next((r for r in group if r["case"] == ref_name and r["samples_per_s"]), None)
             row[key] = row["samples_per_s"] / ref["samples_per_s"] if ref and row["samples_per_s"] else None
-        ref = next((r for r in group if r["case"] == "v1" and r["peak_mem_mb"]), None)
+        ref = next((r for r in group if r["case"] == base and r["peak_mem_mb"]), None)
         row["mem_vs_v1"] = row["peak_mem_mb"] / ref["peak_mem_mb"] if ref and row["peak_mem_mb"] else None
 
 

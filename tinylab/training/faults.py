@@ -48,7 +48,7 @@ CATALOGUE: dict[str, Fault] = {
         Fault(
             "unsynced-timing",
             FAULTS["unsynced-timing"],
-            "tinylab/training/trainer.py PhaseTimer(sync=...)",
+            "tinylab/training/device.py PhaseTimer(sync=...)",
             "forward/backward/optimizer times are read from the host clock without synchronizing "
             "the device; only the step total waits for the GPU",
             "fwd + bwd + opt is far below the step time: the phases measure kernel launches, "

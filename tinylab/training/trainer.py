@@ -2,11 +2,8 @@
 
 It builds the model, trains it, and appends events to RUN_DIR/events.jsonl (schema in
 tinylab/core/events.py). Human-readable progress goes to stdout. Any failure becomes an `error`
-event and a non-zero exit code, so nothing that reads the run has to parse text.
-
-Timing is honest by construction: on a GPU each phase is bracketed by CUDA events and the step
-ends with a synchronize, so fwd + bwd + opt add up to the step; on CPU the work is synchronous
-and a host clock suffices. The `unsynced-timing` fault is the one deliberate exception.
+event and a non-zero exit code, so nothing that reads the run has to parse text. How a step is
+timed, honestly, is tinylab/training/device.py's.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import functools
 import math
 import os
 import platform
@@ -28,84 +24,17 @@ from typing import Any
 
 from tinylab.training import parallel
 from tinylab.config import ConfigError, RunConfig
-from tinylab.core.events import EVENTS_FILE, EventWriter, Summary, clean_float
+from tinylab.core.eventlog import EVENTS_FILE, EventWriter, clean_float
+from tinylab.core.events import ErrorEvent, PassEvent, ProfileEvent, RankEvent, StartEvent, StepEvent, Summary
 from tinylab.config.flops import mfu, training_flops_per_step
 from tinylab.core.markers import step_range
+from tinylab.training.device import device_name, gpu_index, markers_work, pci_bus_id, resolve_device, step_timer
 from tinylab.training.packages import describe, foreign_packages
 from tinylab.training.parallel import RankInfo, percentile
 from tinylab.runs.engines import rank_file
 from tinylab.profilers.registry import wrapper_adapter
 from tinylab.runs.store import Run, process_start_time, write_json
 from tinylab.core.safeio import FULL_DISK
-
-
-class PhaseTimer:
-    """Host clock at phase boundaries; correct where device work is synchronous (CPU)."""
-
-    def __init__(self, sync=None):
-        self._sync = sync
-
-    def start(self) -> None:
-        self._marks = {"start": time.perf_counter()}
-
-    def mark(self, name: str) -> None:
-        self._marks[name] = time.perf_counter()
-
-    def finish(self) -> dict[str, float | None]:
-        if self._sync is not None:  # unsynced-timing: phases above were read before this sync
-            self._sync()
-        end = time.perf_counter()
-        m = self._marks
-        return {
-            "step_ms": (end - m["start"]) * 1e3,
-            "fwd_ms": (m["fwd"] - m["start"]) * 1e3,
-            "bwd_ms": (m["bwd"] - m["fwd"]) * 1e3,
-            "opt_ms": (m["opt"] - m["bwd"]) * 1e3,
-        }
-
-
-class CudaEventTimer:
-    """CUDA events at phase boundaries, one synchronize per step: exact and cheap."""
-
-    def __init__(self, torch):
-        self.torch = torch
-        self._events: dict[str, Any] = {}
-
-    def start(self) -> None:
-        self._events = {}
-        self.mark("start")
-
-    def mark(self, name: str) -> None:
-        ev = self.torch.cuda.Event(enable_timing=True)
-        ev.record()
-        self._events[name] = ev
-
-    def finish(self) -> dict[str, float | None]:
-        e = self._events
-        e["opt" if "opt" in e else "end"].synchronize()
-        if "fwd" not in e:  # a graph replay cannot be split into phases
-            return {"step_ms": e["start"].elapsed_time(e["end"]), "fwd_ms": None, "bwd_ms": None, "opt_ms": None}
-        return {
-            "step_ms": e["start"].elapsed_time(e["opt"]),
-            "fwd_ms": e["start"].elapsed_time(e["fwd"]),
-            "bwd_ms": e["fwd"].elapsed_time(e["bwd"]),
-            "opt_ms": e["bwd"].elapsed_time(e["opt"]),
-        }
-
-
-def resolve_device(torch, requested: str):
-    has_cuda = torch.cuda.is_available()
-    if requested == "auto":
-        return torch.device("cuda" if has_cuda else "cpu")
-    if requested.startswith("cuda") and not has_cuda:
-        raise ConfigError(f"--device {requested} requested but no CUDA/ROCm GPU is visible to torch")
-    return torch.device(requested)
-
-
-def device_name(torch, device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine() or "cpu"
 
 
 class Trainer:
@@ -138,7 +67,7 @@ class Trainer:
         # Memory figures count what this run allocates: a bench runs many cases in one process,
         # and caches of earlier cases (compiled graphs, graph pools) would otherwise count too.
         self.mem_baseline = torch.cuda.memory_allocated(self.device) if self.device.type == "cuda" else 0
-        if cfg.version in ("v3", "v4") and self.device.type == "cpu":
+        if cfg.spec.triton and self.device.type == "cpu":
             os.environ["TRITON_INTERPRET"] = "1"  # must precede the first triton import
         cfg.check_device(self.device.type)
         if self.device.type == "cuda":
@@ -151,7 +80,7 @@ class Trainer:
         cfg.cuda_graph = cfg.toggle("cuda_graph") and self.device.type == "cuda"
         if cfg.profilers and self.ranks is None:  # counter-pass tools follow no run of several ranks
             self._claim_counter_pass()
-        self.markers = self.device.type == "cuda" and _markers_work(torch)
+        self.markers = self.device.type == "cuda" and markers_work(torch)
         torch.manual_seed(cfg.seed)
         if cfg.deterministic:
             torch.use_deterministic_algorithms(True)
@@ -187,11 +116,7 @@ class Trainer:
 
         self.batches = Batches(make_corpus(cfg.vocab_size, cfg.seq_len, cfg.dataset), cfg.batch_size, cfg.seed, self.device,
                                rank=self.ranks.rank if self.ranks else 0)
-        if self.device.type == "cuda":
-            sync = torch.cuda.synchronize if cfg.fault == "unsynced-timing" else None
-            self.timer = PhaseTimer(sync) if sync else CudaEventTimer(torch)
-        else:
-            self.timer = PhaseTimer()
+        self.timer = step_timer(torch, self.device, cfg.fault)
         later_pass = self.counter_pass is not None and self.counter_pass.number > 1
         if cfg.profilers and not later_pass:  # a later counter pass only repeats the kernels
             from tinylab.profilers.registry import inprocess_hooks
@@ -205,13 +130,13 @@ class Trainer:
             except ImportError:
                 start_sampler = None
             if start_sampler is not None:
-                emit = self.events.emit if self.ranks is None else \
-                    functools.partial(self.events.emit, rank=self.ranks.rank)  # every GPU of the run, by rank
-                self._stop_telemetry = start_sampler(emit, _gpu_index(torch, self.device), _pci_bus_id(torch, self.device))
+                events, rank = self.events, self.ranks.rank if self.ranks else None  # every GPU of the run, by rank
+                self._stop_telemetry = start_sampler(lambda sample: events.emit(dataclasses.replace(sample, rank=rank)),
+                                                     gpu_index(torch, self.device), pci_bus_id(torch, self.device))
         if cfg.telemetry and self.main and not later_pass:
             from tinylab.profilers.telemetry import LoadSampler
 
-            gpu = (_gpu_index(torch, self.device), _pci_bus_id(torch, self.device)) if self.device.type == "cuda" else None
+            gpu = (gpu_index(torch, self.device), pci_bus_id(torch, self.device)) if self.device.type == "cuda" else None
             self._load = LoadSampler(self.events.emit, _run_root(self.run_dir), gpu)
 
     def _join(self) -> None:
@@ -232,7 +157,7 @@ class Trainer:
     def _make_optimizer(self, model):
         cfg, torch = self.cfg, self.torch
         opt_kwargs: dict[str, Any] = {"lr": cfg.learning_rate, "weight_decay": cfg.weight_decay}
-        if self.device.type == "cuda" and cfg.version != "v1":
+        if self.device.type == "cuda" and cfg.spec.optimizer != "torch":
             opt_kwargs["fused"] = True  # one kernel for all parameters; v1 keeps torch's default
         if cfg.cuda_graph:
             opt_kwargs["capturable"] = True
@@ -254,15 +179,15 @@ class Trainer:
         if counter_pass is None:
             return
         self.counter_pass = counter_pass
-        fields = dict(planned=counter_pass.planned, tool=counter_pass.tool, steps=counter_pass.steps)
+        event = PassEvent(counter_pass.number, counter_pass.planned, counter_pass.tool, counter_pass.steps)
         if counter_pass.number > 1:
             with EventWriter(self.run_dir / EVENTS_FILE) as run_events:
-                run_events.emit("pass", **{"pass": counter_pass.number}, **fields)
+                run_events.emit(event)
             self.events.close()
             self.events = EventWriter(self.run_dir / counter_pass.events_file)
             self.cfg.num_steps = counter_pass.steps
         else:
-            self.events.emit("pass", **{"pass": 1}, **fields)
+            self.events.emit(event)
         print(f"{counter_pass.label} ({counter_pass.tool} runs the program once per group of hardware counters): "
               f"training {counter_pass.steps} steps" + (f", events in {counter_pass.events_file}"
                                                         if counter_pass.number > 1 else ""),
@@ -407,7 +332,7 @@ class Trainer:
             warmup=warmup,
         )
         if self.main:  # the run's step events are rank 0's; the others' meet it in the summary
-            self.events.emit("step", **rec)
+            self.events.emit(StepEvent(**rec))
         self.records.append(rec)
         if self._should_print(step):
             mem = f" | peak {mem_peak:7.1f} MB" if mem_peak is not None else ""
@@ -432,8 +357,7 @@ class Trainer:
         flops = training_flops_per_step(cfg)
         elements = sum(p.numel() for p in params)  # an FSDP2 shard's DTensor counts its whole tensor
         if self.main:
-            self.events.emit(
-                "start",
+            self.events.emit(StartEvent(
                 config=cfg.resolved().to_dict(),
                 device=str(self.device),
                 device_name=device_name(torch, self.device),
@@ -450,7 +374,7 @@ class Trainer:
                 world_size=cfg.world_size,
                 parallel=cfg.parallel,
                 host=self.ranks.host if self.ranks else None,
-            )
+            ))
         where = f" | {cfg.world_size} ranks under {cfg.parallel}" if self.ranks else ""
         print(
             f"tinylab {cfg.version} on {device_name(torch, self.device)} ({self.device}) | "
@@ -480,7 +404,7 @@ class Trainer:
         rank = self.ranks.rank if self.ranks else None
         profiles = [_profile_fields(self.run_dir, hook, rank) for hook in self.hooks]
         for fields in profiles:
-            self.events.emit("profile", **fields)
+            self.events.emit(ProfileEvent(**fields))
         measured, medians = parallel.measured_steps(self.records)
         step_ms = sorted(r["step_ms"] for r in measured)
         peaks = [r["mem_peak_mb"] for r in self.records if r["mem_peak_mb"] is not None]
@@ -513,7 +437,7 @@ class Trainer:
             measured_steps=len(measured),
             **fields,
         )
-        record = self.events.emit("summary", **dataclasses.asdict(summary))
+        record = self.events.emit(summary)
         print("\n".join(summary.lines(profiled=bool(cfg.profilers))), file=self.out, flush=True)
         return record
 
@@ -545,7 +469,7 @@ class Trainer:
         if not self.main:
             return [], {}, []
         for s in stats:
-            self.events.emit("rank", **{k: v for k, v in s.items() if k != "step_ms"})
+            self.events.emit(RankEvent(**{k: v for k, v in s.items() if k != "step_ms"}))
         comms = [s for s in stats if s.get("comm_ms") is not None]
         fields = {
             "world_size": self.cfg.world_size,
@@ -569,16 +493,6 @@ class Trainer:
             parallel.finish()
 
 
-def _markers_work(torch) -> bool:
-    """Whether this torch build can mark ranges (roctx on ROCm, NVTX on CUDA)."""
-    try:
-        torch.cuda.nvtx.range_push("tinylab")
-        torch.cuda.nvtx.range_pop()
-    except (RuntimeError, AttributeError):
-        return False
-    return True
-
-
 def _run_root(run_dir: Path) -> int:
     """The process whose tree is the run: its supervisor (process.json) when that is this process's
     ancestor, else this process (a run trained in-process, by the tests or the bench)."""
@@ -593,19 +507,6 @@ def _run_root(run_dir: Path) -> int:
     return os.getpid()
 
 
-def _gpu_index(torch, device) -> int:
-    return device.index if device.index is not None else torch.cuda.current_device()
-
-
-def _pci_bus_id(torch, device) -> str | None:
-    """The GPU's PCI address ("0000:c1:00.0"), so telemetry reads this GPU whatever the numbering."""
-    props = torch.cuda.get_device_properties(device)
-    bus = getattr(props, "pci_bus_id", None)
-    if bus is None:
-        return None
-    return f"{getattr(props, 'pci_domain_id', 0):04x}:{bus:02x}:{getattr(props, 'pci_device_id', 0):02x}.0"
-
-
 def _profile_fields(run_dir: Path, hook, rank: int | None) -> dict:
     from tinylab.profilers.base import write_kernel_table
 
@@ -617,7 +518,7 @@ def _communication(run_dir: Path, profiles: list[dict]) -> tuple[float, float | 
     PyTorch profiler trace (None without one, or when it recorded no collective)."""
     from tinylab.core.profile_files import TRACE
 
-    trace = next((p["artifacts"].get(TRACE) for p in profiles if p["tool"] == "pytorch"), None)
+    trace = next((p["artifacts"][TRACE] for p in profiles if TRACE in p["artifacts"]), None)  # the PyTorch profiler's
     if trace is None:
         return None
     from tinylab.analysis.timeline import communication
@@ -675,11 +576,11 @@ def main(argv: list[str] | None = None) -> int:
             message, where = f"the disk is full ({exc.filename or run_dir}): free some space and run it again", ""
         else:
             message, where = str(exc) or type(exc).__name__, "".join(traceback.format_exception(exc)[-8:])
-        rank = {"rank": int(os.environ["RANK"])} if os.environ.get("RANK", "").isdigit() else {}
+        rank = int(os.environ["RANK"]) if os.environ.get("RANK", "").isdigit() else None
         try:
             with EventWriter(run_dir / EVENTS_FILE) as writer:
-                writer.emit("error", type=type(exc).__name__, message=message, traceback=where, **rank)
-            who = f"rank {rank['rank']}: " if rank else ""
+                writer.emit(ErrorEvent(type(exc).__name__, message, where, rank))
+            who = f"rank {rank}: " if rank is not None else ""
             print(f"{who}error: {type(exc).__name__}: {message}", file=sys.stderr, flush=True)
         except OSError:  # nowhere left to say it: the supervisor's exit event still records the failure
             pass

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from tinylab.core.events import EVENTS_FILE, EventTail, PassEvent, StartEvent, StepEvent, TelemetryEvent
+from tinylab.core.eventlog import EVENTS_FILE, EventTail
+from tinylab.core.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
 from tinylab.runs.record import RunRecord, mask_config
 from tinylab.core.safeio import UnsafeFile, open_regular
 from tinylab.service.runs import TERMINAL, Run, noise

@@ -14,7 +14,8 @@ from typing import Any
 
 from tinylab.analysis.advice.model import Facts
 from tinylab.core.errors import UserError
-from tinylab.core.events import EventLog, StepEvent
+from tinylab.core.eventlog import EventLog
+from tinylab.core.events import StepEvent
 
 #: The anatomy's compile target of a card, by device-name substring (first match wins).
 TARGET_BY_CARD = (("GH200", "sm_90"), ("H100", "sm_90"), ("H200", "sm_90"), ("A100", "sm_80"), ("MI300", "gfx942"),

@@ -19,6 +19,7 @@ from tinylab.analysis.advice.model import (
 )
 from tinylab.analysis.roofline import ELEMENT_BYTES
 from tinylab.core.peaks import device_peak_tflops
+from tinylab.core.versions import first, lookup
 
 #: The S x S tensors an eager attention keeps above this share of the peak memory: flash attention
 #: (SDPA, or v3/v4's kernel) keeps none (the v1-memory and v2-flash-attention scenarios).
@@ -44,8 +45,8 @@ _CUSTOM = re.compile(r"^(?:_\w+|triton_\w+)$")
 
 def attention_scores(f: Facts) -> Advice | None:
     cfg, s = f.run_config(), f.summary
-    eager = cfg is not None and (cfg.version == "v1" or (cfg.version == "v2" and not f.config.get("sdpa")))
-    if not eager or s is None or not s.peak_mem_mb:
+    spec = lookup(cfg.version) if cfg is not None else None
+    if spec is None or not spec.attends_eagerly(bool(f.config.get("sdpa"))) or s is None or not s.peak_mem_mb:
         return None
     eb = ELEMENT_BYTES.get(cfg.precision, 4)
     one = cfg.batch_size * cfg.num_heads * cfg.seq_len ** 2  # elements of one layer's [B, H, S, S]
@@ -55,8 +56,9 @@ def attention_scores(f: Facts) -> Advice | None:
     share = removable / s.peak_mem_mb
     if share < SCORES_SHARE:
         return None
-    changes = {"sdpa": True} if cfg.version == "v2" else {"version": "v2", "sdpa": True, "qkv_fusion": False,
-                                                           "swiglu_fusion": False}
+    peer = first(peer=True)  # SDPA, its other fusions off: the same step but for the attention
+    changes = {"sdpa": True} if "sdpa" in spec.toggles else {
+        "version": peer.name, "sdpa": True, **{name: False for name in peer.fusions if name != "sdpa"}}
     attention, source = category_ms(f, "attention")
     timing = f"; softmax and masking kernels {attention:.2f} ms a step" if attention else ""
     bound = s.peak_mem_mb / (s.peak_mem_mb - removable)

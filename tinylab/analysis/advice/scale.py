@@ -17,6 +17,7 @@ from tinylab.analysis.advice.model import (
     without_fault,
 )
 from tinylab.analysis.roofline import ELEMENT_BYTES
+from tinylab.core.versions import lookup
 
 #: A peak at or above this share of the card's memory leaves no room for a larger batch or sequence
 #: (and the caching allocator's fragmentation takes some of what is left).
@@ -36,7 +37,8 @@ def memory_capacity(f: Facts) -> Advice | None:
         return None
     tokens = cfg.batch_size * cfg.seq_len
     eb = ELEMENT_BYTES.get(cfg.precision, 4)
-    if cfg.version in ("v3", "v4") and not f.config.get("recompute_ffn"):
+    spec = lookup(cfg.version)
+    if spec is not None and "recompute_ffn" in spec.toggles and not f.config.get("recompute_ffn"):
         # recomputing the FFN frees at most its three ffn-sized activations a token and layer
         freed = min(3 * cfg.ffn_dim * tokens * cfg.num_layers * eb / 2**20, 0.99 * s.peak_mem_mb)
         changes, text = {"recompute_ffn": True}, "recompute the FFN in the backward instead of keeping its activations"

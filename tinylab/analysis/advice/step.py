@@ -20,6 +20,7 @@ from tinylab.analysis.advice.model import (
     without_fault,
 )
 from tinylab.analysis.timeline import IDLE_BOUND, LAUNCH_BOUND_US
+from tinylab.core.versions import first, lookup
 
 #: The optimizer above this share of the step is worth a fused one (the lab's v4 AdamW, at its
 #: memory floor, is 18% of a 1.33 ms bf16 step on an H200: docs/performance.md).
@@ -27,8 +28,10 @@ OPTIMIZER_SHARE = 0.15
 #: Elementwise launches per GEMM launch above which a step is a chain of small kernels (the
 #: v1-bottlenecks scenario's "launch-heavy" check, step 1).
 ELEMENTWISE_PER_GEMM = 2.0
-#: v2 with its three fusions on (its defaults), set explicitly: a v1 config resolved them off.
-V2_FUSED = {"version": "v2", "qkv_fusion": True, "sdpa": True, "swiglu_fusion": True}
+#: What the advisor offers an eager PyTorch step: the peer, v2 ...
+PEER = first(peer=True)
+#: ... with its three fusions on (its defaults), set explicitly: a v1 config resolved them off.
+PEER_FUSED = {"version": PEER.name, **dict.fromkeys(PEER.fusions, True)}
 
 
 def _eager_step(f: Facts) -> dict | None:
@@ -50,13 +53,14 @@ def launch_bound(f: Facts) -> Advice | None:
     if idle < IDLE_BOUND or median >= LAUNCH_BOUND_US:
         return None
     gemm = shown["categories_ms"].get("gemm", 0.0)
-    version, cfg = f.version, f.config
-    if (version == "v1" or (version == "v2" and not cfg.get("torch_compile"))) and gemm > 0:
-        changes = {**(V2_FUSED if version == "v1" else {}), "torch_compile": True, "cuda_graph": True}
+    spec = lookup(f.version)
+    if spec is not None and not spec.triton and not f.config.get("torch_compile") and gemm > 0:  # eager PyTorch
+        peer = {} if "torch_compile" in spec.toggles else PEER_FUSED  # a version that cannot compile moves
+        changes = {**peer, "torch_compile": True, "cuda_graph": True}
         floor, what = gemm, (f"a graph removes the {step - busy:.2f} ms of idle time and compile's fusion the "
                              f"non-GEMM kernels: the step cannot beat its GEMMs' {gemm:.2f} ms (at their speed in "
                              "this run)")
-        text = "fuse and graph the step: v2 with its fusions, torch.compile and a CUDA graph"
+        text = f"fuse and graph the step: {PEER.name} with its fusions, torch.compile and a CUDA graph"
     else:
         changes = {"cuda_graph": True}
         floor, what = busy, f"a graph removes the idle time: the step cannot beat its {busy:.2f} ms of GPU work"
@@ -138,13 +142,16 @@ def optimizer_share(f: Facts) -> Advice | None:
     if not f.on_gpu or s is None or not s.step_ms_median or s.opt_ms_median is None:
         return None
     share = s.opt_ms_median / s.step_ms_median
-    if share < OPTIMIZER_SHARE or f.version not in ("v1", "v2", "v3"):
+    spec = lookup(f.version)
+    if share < OPTIMIZER_SHARE or spec is None or spec.optimizer == "flat":
         return None  # v4's AdamW is one fused kernel at its memory floor already
-    if f.version == "v1":  # v2 with every fusion off is v1's math with the fused AdamW
-        changes = {"version": "v2", "qkv_fusion": False, "sdpa": False, "swiglu_fusion": False}
-        text = "the fused AdamW (one kernel for every parameter), as v2 uses; v2 with its fusions off is v1's math"
+    if spec.optimizer == "torch":  # v2 with every fusion off is v1's math with the fused AdamW
+        changes = {"version": PEER.name, **dict.fromkeys(PEER.fusions, False)}
+        text = (f"the fused AdamW (one kernel for every parameter), as {PEER.name} uses; {PEER.name} with its "
+                f"fusions off is {spec.name}'s math")
     else:
-        changes, text = {"version": "v4"}, "v4: its AdamW updates one flat buffer in one kernel and writes the " \
+        flat = first(optimizer="flat").name
+        changes, text = {"version": flat}, f"{flat}: its AdamW updates one flat buffer in one kernel and writes the " \
                                            "next step's low-precision copy"
     impact = speedup(f, 1.0 / (1.0 - share), f"the step without its {s.opt_ms_median:.2f} ms optimizer")
     if impact is None:
@@ -174,13 +181,16 @@ def elementwise_chains(f: Facts) -> Advice | None:
     per_gemm = elementwise / gemms
     if per_gemm < ELEMENTWISE_PER_GEMM:
         return None
-    version, cfg = f.version, f.config
-    if version == "v1":
-        changes, text = {**V2_FUSED, "torch_compile": True}, "fuse them: v2's fusions and torch.compile"
-    elif version == "v2" and not cfg.get("torch_compile"):
+    spec = lookup(f.version)
+    if spec is None or f.config.get("torch_compile"):
+        return None
+    if "torch_compile" in spec.toggles:
         changes, text = {"torch_compile": True}, "let torch.compile fuse the elementwise chains"
-    elif version == "v3":
-        changes, text = {"version": "v4"}, "v4 fuses the residual adds, norms, RoPE and the loss"
+    elif not spec.triton:
+        changes, text = {**PEER_FUSED, "torch_compile": True}, f"fuse them: {PEER.name}'s fusions and torch.compile"
+    elif spec.fused_into:
+        changes = {"version": spec.fused_into}
+        text = f"{spec.fused_into} fuses the residual adds, norms, RoPE and the loss"
     else:
         return None
     impact = speedup(f, 1.0 / (1.0 - min(ms / step, 0.99)), f"the step without its {ms:.2f} ms of elementwise "

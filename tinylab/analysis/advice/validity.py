@@ -8,7 +8,8 @@ These say nothing about speed; they say which numbers the other rules (and the l
 from __future__ import annotations
 
 from tinylab.analysis.advice.model import Advice, Facts, Impact, Quantity, action, evidence_of_summary, without_fault
-from tinylab.config import first_clean_step
+from tinylab.core.window import first_clean_step
+from tinylab.profilers.pytorch import PyTorchAdapter
 
 #: A profiled window this many times the unprofiled steps' median is distorted by the profiler's own
 #: host work (the lab measured 1.1-1.8x for eager H100 windows: docs/performance.md).
@@ -132,7 +133,7 @@ def empty_capture(f: Facts) -> Advice | None:
         threshold=Quantity(1.0, "events", "at least one kernel or operator"),
         impact=Impact(None, None, None, "validity: no profile rule can read this run"),
         action=action(f, "profile again with the PyTorch profiler, which works on any machine",
-                      {"profilers": ["pytorch"]} if not f.config.get("profilers") else {}),
+                      {"profilers": [PyTorchAdapter.name]} if not f.config.get("profilers") else {}),
         lesson="profiler-tour step 1",
         evidence=(why,),
     )

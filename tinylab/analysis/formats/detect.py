@@ -2,7 +2,7 @@
 
 Never from the file name: tools rename their outputs between versions and users rename files.
 Columns are matched without regard to case because every tool has re-capitalized its columns
-across versions (FORMATS.md section 0). Also the two helpers that find a table's header line.
+across versions (docs/formats.md section 0). Also the two helpers that find a table's header line.
 """
 
 from __future__ import annotations

@@ -20,10 +20,11 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
-from tinylab.config import ConfigError, RunConfig
+from tinylab.config import ConfigError
 from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord, short_id
-from tinylab.service.kernels import SHAPING_FIELDS, triton_kernel_names
+from tinylab.service import profilers
+from tinylab.service.kernels import SHAPING_FIELDS, kernel_config, triton_kernel_names
 from tinylab.service.results import HotspotSummary, Timeline
 from tinylab.core.text import wrap_words
 from tinylab.tui.fmt import plain, safe
@@ -52,21 +53,13 @@ TOPS = (20, 50, 100, 500)
 #: How often a worker reading a trace says how far it has come.
 READING_EVERY_S = 0.25
 
-#: How to look at an artifact, by the end of its file name: what it is, and the commands that open it
-#: (FILE: its path, RUN: its run), each shown on a line of its own so that it copies whole.
+#: How to look at an artifact no tool's viewers name, by the end of its file name: what it is, and
+#: the commands that open it (FILE: its path, RUN: its run), each shown on a line of its own so that
+#: it copies whole. The tools' own come first (each adapter's `viewers`: profilers.viewers()).
 OPEN_WITH = (
-    (("memory_timeline.json.gz",), "memory over a step (no trace: Perfetto cannot read it): the Run screen's Step "
-                                   "panel charts it, and this prints its peak:", ("tinylab timeline RUN",)),
-    ((".json.gz", ".json", ".pftrace", ".proto"), "timeline: open https://ui.perfetto.dev and drag the file in "
-                                                  "(copy it to your laptop first on a remote node)", ()),
-    ((".nsys-rep", ".qdrep"), "timeline, in the Nsight Systems GUI or as tables in a terminal:",
-     ("nsys-ui FILE", "nsys stats FILE")),
-    ((".ncu-rep",), "kernel details, in the Nsight Compute GUI or in a terminal:",
-     ("ncu-ui FILE", "ncu --import FILE --page details")),
-    ((".db", ".sqlite"), "rocpd database (rocpd and sqlite3 read it too):", ("tinylab hotspots FILE",)),
-    ((".csv",), "table (any profiler output works):", ("tinylab hotspots FILE",)),
-    ((".txt", ".md", ".log"), "text:", ("less FILE",)),
-    ((".html",), "report: open it in a browser", ()),
+    profilers.Viewer((".csv",), "table (any profiler output works):", ("tinylab hotspots FILE",)),
+    profilers.Viewer((".txt", ".md", ".log"), "text:", ("less FILE",)),
+    profilers.Viewer((".html",), "report: open it in a browser"),
 )
 
 
@@ -112,11 +105,12 @@ class Selected(Message):
 
 
 def open_hint(path: str) -> tuple[str, tuple[str, ...]]:
-    """What the artifact at `path` is, and the commands that open it (OPEN_WITH)."""
+    """What the artifact at `path` is, and the commands that open it: the first viewer, the tools'
+    then OPEN_WITH, whose suffix its name ends with."""
     lowered = path.lower()
-    for suffixes, what, commands in OPEN_WITH:
-        if lowered.endswith(suffixes):
-            return what, commands
+    for viewer in (*profilers.viewers(), *OPEN_WITH):
+        if lowered.endswith(viewer.suffixes):
+            return viewer.what, viewer.commands
     return "most profiler outputs read as a table:", ("tinylab hotspots FILE",)
 
 
@@ -476,7 +470,7 @@ class HotspotsScreen(BaseScreen):
         try:
             settings = self.record.settings
             sizes = {k: getattr(settings, k) for k in SHAPING_FIELDS} if settings else {}
-            config = RunConfig(version="v3", **sizes).validate()
+            config = kernel_config(**sizes)
         except ConfigError as exc:
             self.notify(f"This run's model cannot run the Triton kernels: {exc}", severity="warning")
             return

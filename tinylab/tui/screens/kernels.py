@@ -25,7 +25,7 @@ from textual.worker import get_current_worker
 
 from tinylab.config import PRECISIONS, RunConfig
 from tinylab.core.errors import UserError
-from tinylab.service.kernels import STAGES, TARGETS, tunable
+from tinylab.service.kernels import STAGES, TARGETS, kernel_config, tunable
 from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.widgets.charts import SweepChart
 from tinylab.tui.widgets.panes import Pane, Panes
@@ -102,7 +102,7 @@ class KernelsScreen(BaseScreen):
 
     def __init__(self, config: RunConfig | None = None, kernel: str | None = None, source: str = "") -> None:
         super().__init__()
-        self.config = config or RunConfig(version="v3")
+        self.config = config or kernel_config()
         #: where the model comes from, for the head line ("the workshop's model", "run X's model")
         self.source = source or "the workshop's model"
         self.wanted = kernel  # a profiler's name for the kernel to select once compiled

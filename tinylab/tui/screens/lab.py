@@ -44,6 +44,7 @@ from tinylab.config import (
 from tinylab.config.build import PRESETS, from_choices, matching_preset, preset_for
 from tinylab.core.errors import UserError
 from tinylab.runs.record import RunRecord, key_config, short_id
+from tinylab.service import profilers
 from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
@@ -59,6 +60,8 @@ AGE_TICK_S = 15.0
 CUSTOM = "custom"
 #: The engine select's value for a run of one process.
 ONE_PROCESS = "one process"
+#: Profiler boxes a row of the form holds.
+PROFILERS_A_ROW = 4
 
 #: Form fields: RunConfig attribute -> label.
 NUMBERS = {
@@ -119,6 +122,13 @@ class Launched(Message):
         self.run_id = run_id
 
 
+def profiler_rows() -> list[tuple[str, ...]]:
+    """The form's rows of profiler boxes: every registered tool in the registry's order (a tool
+    added there gets a box), PROFILERS_A_ROW a row."""
+    names = profilers.names()
+    return [names[i:i + PROFILERS_A_ROW] for i in range(0, len(names), PROFILERS_A_ROW)]
+
+
 class LabScreen(BaseScreen):
     TITLE = "Lab"
     AUTO_FOCUS = "#versions"
@@ -139,7 +149,7 @@ class LabScreen(BaseScreen):
 
     def __init__(self) -> None:
         super().__init__()
-        self.version = "v1"
+        self.version = RunConfig().version  # the baseline, first in the list
         self.records: list[RunRecord] = []
         self.last_runs: dict[str, RunRecord] = {}
         self.busy_runs: dict[str, RunRecord] = {}  # a version's newest run at these sizes, kept out: busy
@@ -188,7 +198,7 @@ class LabScreen(BaseScreen):
                     yield Label("fusions", classes="row-label")
                     for name, label in TOGGLE_LABELS.items():
                         yield Option(label, name=name, help=f"{label}: {TOGGLE_HELP[name]}", id=f"toggle-{name}")
-                for i, names in enumerate((PROFILERS[:4], PROFILERS[4:])):
+                for i, names in enumerate(profiler_rows()):
                     with Horizontal(classes="form-row"):
                         yield Label("" if i else "profile", classes="row-label")
                         for name in names:
@@ -209,7 +219,7 @@ class LabScreen(BaseScreen):
 
     def on_mount(self) -> None:
         self.query_one("#versions", OptionList).highlighted = 0
-        self._apply_version("v1", reset=True)
+        self._apply_version(RunConfig().version, reset=True)
         if self.backend.knows_device:  # no GPU here: the cpu preset from the first frame, not after the doctor
             self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
         self.watch(self.app, "doctor_report", self._apply_doctor)
@@ -316,7 +326,7 @@ class LabScreen(BaseScreen):
         if not self.sized:  # no earlier run to start from: the machine's own preset
             self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
         self._fit_device()
-        for name in PROFILERS:
+        for name in profilers.names():
             box = self.query_one(f"#profiler-{name}", Option)
             entry = report.profilers.get(name)
             if entry is None:
@@ -335,7 +345,7 @@ class LabScreen(BaseScreen):
     def _apply_doctor_error(self, error: str | None) -> None:
         if error is None:
             return
-        for name in PROFILERS:
+        for name in profilers.names():
             self.query_one(f"#profiler-{name}", Option).help = f"{name}: availability unknown ({error})"
         self._launch_if_pending()
 
