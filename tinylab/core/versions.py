@@ -1,7 +1,7 @@
 """The model versions, one record each in one table: what a version is, what it runs and what
 applies to it. Whatever depends on the version asks its record (RunConfig's validation and
 toggles, models.build_model, the trainer, the anatomy's plans, the bench, the advisor), so a new
-version is a record here and a model file in models/; tests/core/test_versions.py registers a
+version is a record here and a model file in models/; tests/core/test_version_table.py registers a
 made-up fifth one and shows which code paths then need no change.
 
 Free of torch (a record names its model class, models.build_model imports it), so that the CLI's
@@ -131,7 +131,7 @@ V = TypeVar("V")
 class Derived(Mapping[K, V]):
     """A mapping read off the table each time it is asked: RunConfig's VERSIONS, TOGGLES, FAULTS
     and ENGINE_LIMITS are views of the records, never copies, so a version registered in TABLE
-    (the made-up one of tests/core/test_versions.py) is in every one of them."""
+    (the made-up one of tests/core/test_version_table.py) is in every one of them."""
 
     def __init__(self, derive: Callable[[], dict[K, V]]) -> None:
         self._derive = derive
