@@ -112,11 +112,13 @@ def pytest_collection_modifyitems(items):
 
 
 def _mark_slow(items) -> None:
-    """The `slow` mark (support/slow_tests.py): the anatomy session's tests and the measured list."""
+    """The `slow` mark (support/slow_tests.py): the tests of the anatomy's and the pair's sessions, and
+    the measured list (tests and whole modules)."""
     listed = slow_tests()
     for item in items:
         name = base_name(item.nodeid if item.nodeid.startswith("tests/") else f"tests/{item.nodeid}")
-        if name in listed or set(getattr(item, "fixturenames", ())) & SESSION_GROUPS["anatomy"]:
+        sessions = SESSION_GROUPS["anatomy"] | SESSION_GROUPS["pair"]
+        if name in listed or name.split("::", 1)[0] in listed or set(getattr(item, "fixturenames", ())) & sessions:
             item.add_marker(pytest.mark.slow)
 
 

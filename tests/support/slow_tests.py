@@ -1,8 +1,10 @@
 """Which tests are slow, so that the fast lane (`pytest -m "not slow"`) stays under 5 minutes on two
-cores: a test is slow when it uses the kernel anatomy's session (the shipped configs compiled for
-every target: minutes), or when it is named in tests/slow_tests.txt, the tests measured at 2 s or
-more (call, set-up and tear-down; any of its parameters) in a full run on the 2-core development
-machine.
+cores: a test is slow when it uses a session fixture of the kernel anatomy (the shipped configs
+compiled for every target: minutes) or of the launched pair of runs, or when tests/slow_tests.txt
+names it: the tests measured at 2 s or more (call, set-up and tear-down; any of its parameters) in
+a full run on the 2-core development machine, and whole modules (a line without `::`) whose
+module-scoped fixture trains runs for all their tests (its minutes of set-up land on whichever of
+them runs first, so no test of the module is fast: measured with `-m "not slow" --durations=60`).
 
 The list is a measurement, so it is made again from one, never by hand:
 
@@ -41,7 +43,9 @@ def record(durations: str, slow_s: float = SLOW_S) -> list[str]:
         m = _DURATION.match(line)
         if m:
             spent[m.group(2)] += float(m.group(1))
-    names = sorted(name for name, seconds in spent.items() if seconds >= slow_s)
-    PATH.write_text("# tests measured at 2 s or more: support/slow_tests.py says how this is made\n"
+    modules = sorted(name for name in load() if "::" not in name)  # kept: measured in the fast lane
+    names = sorted(name for name, seconds in spent.items() if seconds >= slow_s and name.split("::")[0] not in modules)
+    PATH.write_text("# tests measured at 2 s or more, and whole modules: support/slow_tests.py says how this is made\n"
+                    + "".join(f"{name}\n" for name in modules)
                     + "".join(f"{name}  # {spent[name]:.1f} s\n" for name in names), encoding="utf-8")
-    return names
+    return modules + names
