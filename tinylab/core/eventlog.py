@@ -19,8 +19,6 @@ from tinylab.core.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, 
 
 EVENTS_FILE = "events.jsonl"
 
-
-
 #: The events a run writes last: on a full disk they may use the run folder's reserve.
 LAST_WORDS = ("error", "exit")
 
