@@ -81,7 +81,8 @@ def test_markdown_two_runs_compares_them(finished_pair):
     assert f"## Run {a.id}" in text and f"## Run {b.id}" in text and "## Comparison" in text
     for m in compare_runs(a.record(), b.record()).metrics:
         if m.ratio is not None:
-            assert f"| {ratio_text(m.ratio)} |" in text  # as compare writes it: 11.5x from 10x up
+            interval = f" [{m.interval.low:.2f}–{m.interval.high:.2f}]" if m.interval else ""
+            assert f"| {ratio_text(m.ratio)}{interval} |" in text  # as compare writes it: 11.5x from 10x up
     overlay = re.findall(r"```text\n(.*?)```", text.split("## Comparison")[1], re.S)[0]
     assert f"A {a.id}" in overlay and f"B {b.id}" in overlay, "overlaid series are labelled"
 
@@ -235,7 +236,7 @@ def test_html_tells_who_is_better_apart_draws_equal_lines_apart_and_ticks_whole_
 
     steps = [{"event": "step", "time": 1.0, "step": k, "loss": 6.9 - 0.1 * k, "step_ms": 40.0} for k in range(8)]
     runs = []
-    for name, sps, loss in (("20260101-000000-0001", 100.0, 5.0), ("20260101-000000-0002", 150.0, 6.0)):
+    for name, sps, loss in (("20260101-000000-0001", 100.0, 5.0), ("20260101-000000-0002", 300.0, 6.0)):
         summary = {"event": "summary", "time": 2.0, "samples_per_s": sps, "step_ms_median": 4000 / sps,
                    "step_ms_p10": 3990 / sps, "step_ms_p90": 4010 / sps, "final_loss": loss}
         runs.append(make_run(tmp_path, name, [*steps, summary]))

@@ -7,10 +7,12 @@ frozen `Comparison`, so the CLI prints it (tinylab.render.compare), `--json` dum
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from tinylab.analysis.hotspots_result import KernelDiff
+from tinylab.analysis.stats import ASSUMED, SAME_BAND, RatioInterval, RunValue, Variation, history_variation, ratio_interval
 from tinylab.core.errors import UserError
 from tinylab.core.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
@@ -25,15 +27,17 @@ UNDER_TEST = frozenset({
 #: The summary fields an A/B comparison shows: those with a better direction (see events.Summary).
 METRICS = tuple(f for f in SUMMARY_FIELDS if f.direction)
 
-#: Ratios this close to 1 mark neither run as better, whatever the runs' own spread.
+#: Ratios of exact (untimed) figures this close to 1 mark neither run as better.
 SAME_WITHIN = 0.01
-#: Metrics computed from step times: their differences are judged against the step-time spread.
+#: Metrics measured in time (or energy): their verdicts come from an interval on the B/A ratio that
+#: sees between-run variation (tinylab.analysis.stats), never from the runs' own spread alone.
 TIMED = frozenset(f.key for f in METRICS if f.timed)
+#: The row whose interval says whether a comparison is settled (`compare --repeat auto`).
+HEADLINE = "samples_per_s"
 
 
 def step_noise(summary: Summary | None) -> float | None:
-    """A run's own step-to-step spread (Summary.spread). A difference between two runs smaller
-    than either run's spread is noise, not a win."""
+    """A run's own step-to-step spread (Summary.spread), shown beside the between-run spread."""
     return summary.spread if summary is not None else None
 
 
@@ -62,20 +66,22 @@ class RunSide:
 
 @dataclass(frozen=True)
 class Noise:
-    """Each run's step-to-step spread (step_noise) and the distance from 1 a ratio of step times
-    must pass to mark a run better."""
+    """Each side's own step-to-step spread (step_noise, of its first run) and the machine's
+    run-to-run variation the intervals start from (its history of repeated configs, or assumed)."""
 
     a: float | None
     b: float | None
-    threshold: float
+    variation: Variation
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "threshold": self.threshold}
+        return {"a": self.a, "b": self.b, "variation": self.variation.to_json()}
 
 
 @dataclass(frozen=True)
 class MetricRow:
-    """One summary field of both runs; ratio = B/A; `better` ("a", "b" or None) only outside the noise."""
+    """One summary field of both sides; ratio = B/A. A timed row's figures are each side's
+    geometric mean over its pooled runs, and `better` ("a", "b" or None: not sure) comes from its
+    `interval`; an exact row (loss, parameters, memory) compares the first runs' values."""
 
     key: str
     label: str
@@ -84,11 +90,17 @@ class MetricRow:
     ratio: float | None
     better: str | None
     unit: str
-    within_noise: bool
+    interval: RatioInterval | None = None  # timed rows with a figure on both sides
+
+    @property
+    def not_sure(self) -> bool:
+        """A timed row whose interval names no side and is not inside the same-band."""
+        return self.interval is not None and not self.interval.sure
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "label": self.label, "a": self.a, "b": self.b, "ratio": self.ratio,
-                "better": self.better, "unit": self.unit, "within_noise": self.within_noise}
+                "better": self.better, "unit": self.unit, "timed": self.key in TIMED,
+                "interval": self.interval.to_json() if self.interval else None}
 
 
 @dataclass(frozen=True)
@@ -148,11 +160,27 @@ class Comparison:
     scaling: Scaling | None  # None for runs of one world size
     kernel_diff: KernelDiff | None  # None unless both runs have a readable kernel table
     names: tuple[str, str] = ("A", "B")  # the runs' letters in the notes (a report's "C vs A": A and C)
+    pooled: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # each side's run ids, its own first
+
+    def row(self, key: str) -> MetricRow | None:
+        return next((m for m in self.metrics if m.key == key), None)
+
+    def settled(self) -> str | None:
+        """What settles this comparison, or None while it is not sure: the headline row's
+        interval excludes 1 (a side is better) or lies inside ±SAME_BAND (the same)."""
+        row = self.row(HEADLINE)
+        interval = row.interval if row else None
+        if interval is None or not interval.sure:
+            return None
+        if interval.same:
+            return f"the interval is inside ±{SAME_BAND:.0%}: the same"
+        return f"the interval excludes 1: {self.names[0 if interval.better == 'a' else 1]} is better"
 
     def to_json(self) -> dict[str, Any]:
         """The `tinylab compare --json` object."""
         return {
             "names": {"a": self.names[0], "b": self.names[1]},
+            "pooled": {"a": list(self.pooled[0]), "b": list(self.pooled[1])},
             "a": self.a.to_json(), "b": self.b.to_json(), "noise": self.noise.to_json(),
             "metrics": [m.to_json() for m in self.metrics], "config_diff": [d.to_json() for d in self.config_diff],
             "notes": list(self.notes), "scaling": self.scaling.to_json() if self.scaling else None,
@@ -160,9 +188,13 @@ class Comparison:
         }
 
 
-def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")) -> Comparison:
+def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B"), *,
+                 more_a: Sequence[RunRecord] = (), more_b: Sequence[RunRecord] = (),
+                 variation: Variation = ASSUMED) -> Comparison:
     """Everything an A/B view shows; ratios are B/A, so > 1 means B's number is larger. `names` are
-    the runs' letters in every note (a report compares A with C, D...: its notes name C, not B)."""
+    the runs' letters in every note (a report compares A with C, D...: its notes name C, not B).
+    `more_a`/`more_b`: repeats of each side's config, pooled with it in the timed rows' intervals;
+    `variation`: the machine's run-to-run spread (machine_variation), the intervals' prior."""
     name_a, name_b = names
     notes: list[str] = []
     # every setting, defaults filled in: a run from before a setting existed ran with its default
@@ -181,28 +213,101 @@ def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")
         notes.append(f"configs differ in more than the toggles under test: {listed}; "
                      "the ratios mix those effects in")
     _device_note(a, b, notes, names)
-    for side, record in ((name_a, a), (name_b, b)):
-        _status_notes(side, record, notes)
-        if record.busy:
-            notes.append(f"the machine was busy during {side} ({record.busy}): its timings measure the contention, "
-                         "not the code; run it again on a quiet machine")
-    spreads = [s for s in (step_noise(a.summary), step_noise(b.summary)) if s is not None]
-    noise = max([SAME_WITHIN, *spreads])
+    pool_a, pool_b = _pool(a, more_a, name_a, notes), _pool(b, more_b, name_b, notes)
+    for side, pool in ((name_a, pool_a), (name_b, pool_b)):
+        _status_notes(side, pool[0], notes)
+        busy = [r for r in pool if r.busy]
+        if busy:
+            which = "" if len(pool) == 1 else f" ({len(busy)} of its {len(pool)} runs)"
+            notes.append(f"the machine was busy during {side}{which}: {busy[0].busy}; its intervals allow for "
+                         "that contention, which makes a verdict need a larger difference")
     scaled = scaling(a, b)
     notes += _superlinear_note(scaled, a, b, names)
     kernels = _kernel_diff(a, b, notes, names)
+    metrics = tuple(_timed(f.key, f.label, f.unit, f.direction, pool_a, pool_b, variation) if f.key in TIMED
+                    else _metric(f.key, f.label, f.unit, f.direction, a.summary, b.summary) for f in METRICS)
     return Comparison(
         a=_side(a, cfg_a),
         b=_side(b, cfg_b),
-        noise=Noise(step_noise(a.summary), step_noise(b.summary), noise),
-        metrics=tuple(_metric(f.key, f.label, f.unit, f.direction, a.summary, b.summary,
-                              noise if f.key in TIMED else SAME_WITHIN) for f in METRICS),
+        noise=Noise(step_noise(a.summary), step_noise(b.summary), variation),
+        metrics=metrics,
         config_diff=config_diff,
         notes=tuple(notes),
         scaling=scaled,
         kernel_diff=kernels,
         names=names,
+        pooled=(tuple(r.id for r in pool_a), tuple(r.id for r in pool_b)),
     )
+
+
+def _pool(first: RunRecord, more: Sequence[RunRecord], side: str, notes: list[str]) -> list[RunRecord]:
+    """A side's runs: `first`, then those repeats that ran its config (a repeat that did not is
+    left out, with a note: pooling other work would average two experiments)."""
+    pool = [first]
+    for record in more:
+        if record.id in {r.id for r in pool}:
+            continue
+        if same_config(record) != same_config(first):
+            notes.append(f"run {record.id} is not a repeat of {side}'s config ({record.key_config}): left out")
+            continue
+        if record.status != "finished" or record.summary is None:
+            notes.append(f"repeat {record.id} of {side} is {record.status} without a summary: left out")
+            continue
+        pool.append(record)
+    return pool
+
+
+def run_value(record: RunRecord, key: str) -> RunValue | None:
+    """A run's figure of timed metric `key`, with its steps' sampling error and its busy mark."""
+    s = record.summary
+    if s is None:
+        return None
+    return RunValue.of(record.id, s.get(key), s.spread, s.measured_steps, bool(record.busy))
+
+
+def _timed(key: str, label: str, unit: str, direction: int, pool_a: list[RunRecord], pool_b: list[RunRecord],
+           variation: Variation) -> MetricRow:
+    """A timed row: each side's geometric mean over its runs, and the interval's verdict."""
+    va, vb = ([v for r in pool if (v := run_value(r, key)) is not None] for pool in (pool_a, pool_b))
+    interval = ratio_interval(va, vb, direction, variation)
+    if interval is None:  # a side without the figure: the plain values, no verdict
+        return _metric(key, label, unit, 0, pool_a[0].summary, pool_b[0].summary)
+    return MetricRow(key, label, _geomean(va), _geomean(vb), interval.ratio, interval.better, unit, interval)
+
+
+def _geomean(values: list[RunValue]) -> float:
+    if len(values) == 1:  # a lone run's figure exactly as it recorded it
+        return values[0].value
+    return math.exp(sum(math.log(v.value) for v in values) / len(values))
+
+
+def same_config(record: RunRecord) -> str:
+    """What makes two runs repeats of one experiment: their whole config but the label."""
+    cfg = record.ran_settings.to_dict() if record.ran_settings else record.ran_config
+    return repr(sorted((k, v) for k, v in cfg.items() if k != "label"))
+
+
+def machine_variation(records: Iterable[RunRecord], like: RunRecord) -> Variation:
+    """The run-to-run spread of step times on `like`'s machine at its size, from the store's own
+    history: finished, unprofiled, fault-free runs on the same device and of the same sizes, grouped
+    by their whole config (the same config run again is a repeat; its label does not count). Busy
+    runs are left out: their contention is allowed for separately (stats.BUSY_SIGMA)."""
+    def size(record: RunRecord) -> tuple[Any, ...] | None:
+        cfg = record.ran_settings
+        if cfg is None:
+            return None
+        return (record.device_name, str(record.device).split(":")[0], cfg.batch_size, cfg.seq_len,
+                cfg.hidden_dim, cfg.num_layers, cfg.precision, record.world_size)
+
+    want = size(like)
+    groups: dict[str, list[float]] = {}
+    for record in records:
+        cfg, s = record.ran_settings, record.summary
+        if (cfg is None or s is None or record.status != "finished" or cfg.profilers or cfg.fault
+                or record.busy or size(record) != want or not s.step_ms_median):
+            continue
+        groups.setdefault(same_config(record), []).append(float(s.step_ms_median))
+    return history_variation(groups.values(), f"{like.device_name or 'this device'} at this size")
 
 
 #: A scaling efficiency this far above 1 is no measurement noise: the ranks did less work per core.
@@ -257,18 +362,16 @@ def _side(record: RunRecord, cfg: dict[str, Any]) -> RunSide:
     )
 
 
-def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None,
-            threshold: float) -> MetricRow:
-    """One row; `better` only when the ratio is further from 1 than `threshold` (noise never wins),
-    further either way: 0.5x is as far from 1 as 2x, so a time and its rate get the same verdict."""
+def _metric(key: str, label: str, unit: str, direction: int, sa: Summary | None, sb: Summary | None) -> MetricRow:
+    """An exact row; `better` when the ratio is further from 1 than SAME_WITHIN either way (0.5x
+    is as far from 1 as 2x); no `direction` (0): no verdict."""
     va, vb = (float(v) if (v := number(s.get(key) if s else None)) is not None else None for s in (sa, sb))
     ratio = vb / va if va is not None and vb is not None and va != 0 else None
     distance = None if ratio is None else (max(ratio, 1 / ratio) - 1 if ratio > 0 else float("inf"))
     better = None
-    noise = distance is not None and SAME_WITHIN <= distance < threshold
-    if distance is not None and distance >= threshold:
+    if direction and distance is not None and distance >= SAME_WITHIN:
         better = "b" if (ratio > 1) == (direction > 0) else "a"
-    return MetricRow(key, label, va, vb, ratio, better, unit, noise)
+    return MetricRow(key, label, va, vb, ratio, better, unit)
 
 
 def _device_note(a: RunRecord, b: RunRecord, notes: list[str], names: tuple[str, str]) -> None:

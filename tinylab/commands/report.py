@@ -27,7 +27,7 @@ def run(args) -> int:
     lab = lab_from(args)
     chosen = [lab.run(ref) for ref in runs]
     text = build_report(chosen, fmt, advice={run.id: lab.advise(str(run.dir)).items for run in chosen},
-                        mask=lab.masked)  # what an exercise step hides stays hidden
+                        mask=lab.masked, history=lab.records())  # what an exercise step hides stays hidden
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from tinylab.analysis.compare import METRICS, TIMED, Comparison
+from tinylab.analysis.compare import HEADLINE, METRICS, TIMED, Comparison
 
 from tinylab.analysis.hotspots_result import KernelDiff
 from tinylab.core.names import short_name
@@ -35,17 +35,20 @@ def metric_label(label: str, unit: str) -> str:
 
 def metric_rows(result: Comparison, b: str = "B") -> list[list[str]]:
     """[label (unit), A, B, B/A, verdict] per metric, as text; the report's tables use them too.
-    The arrow is the direction of B's number against A's; `b` names run B (C, D... in reports)."""
+    A timed row's B/A carries its interval (`0.80x [0.62–1.03]`) and names a side only when the
+    interval does; the arrow is the direction of B's number against A's; `b` names run B (C, D...
+    in reports)."""
     rows = []
-    busy = ",".join(name for name, side in (("A", result.a), (b, result.b)) if side.busy)
     for m in result.metrics:
         ratio = ratio_text(m.ratio)
+        if m.interval is not None:
+            ratio = f"{ratio} [{m.interval.low:.2f}–{m.interval.high:.2f}]"
         if m.better:
             verdict = f"{'▲' if m.ratio > 1 else '▼'} {b if m.better == 'b' else 'A'} better"
-        elif m.within_noise and busy and m.key in TIMED:
-            verdict = f"≈ {busy} busy"  # the noise is the machine's: the notes say why
-        elif m.within_noise:
-            verdict = "≈ noise"
+        elif m.not_sure:
+            verdict = "? not sure"
+        elif m.ratio is not None and m.key in TIMED and m.interval is None:
+            verdict = ""  # a side without the figure's spread: no verdict
         elif m.ratio is not None:
             verdict = "= same"
         else:
@@ -62,17 +65,21 @@ def ratio_text(ratio: float | None) -> str:
 
 
 def noise_note(result: Comparison) -> str | None:
-    """A line on how noisy the runs' step times are, when that decides some rows."""
-    noise = result.noise
-    if not any(m.within_noise for m in result.metrics):
+    """How sure the timed rows are: the runs pooled, where the run-to-run spread came from, and for
+    a verdict that is not sure, what would settle it (`--repeat N`)."""
+    intervals = [m.interval for m in result.metrics if m.interval is not None]
+    if not intervals:
         return None
-    (name_a, name_b), sides = result.names, (result.a, result.b)
-    spreads = ", ".join(f"{name} ±{100 * spread:.0f}%" for name, spread in ((name_a, noise.a), (name_b, noise.b))
-                        if spread is not None)
-    busy = [name for name, side in zip(result.names, sides) if side.busy]
-    marked = f"≈ {','.join(busy)} busy: the machine was busy" if busy else "≈ noise, not a win"
-    return (f"step times vary ({spreads} around their medians, p10-p90): differences inside ±"
-            f"{100 * noise.threshold:.0f}% are marked {marked}; repeat the runs or run more steps")
+    (name_a, name_b), (na, nb) = result.names, intervals[0].runs
+    runs = f"{na} run{'s' * (na > 1)} of {name_a}, {nb} of {name_b}"
+    line = (f"timed rows: B/A [95% interval] over {runs}; run-to-run spread from "
+            f"{result.noise.variation.source}")
+    head = result.row(HEADLINE)
+    unsure = head.interval if head is not None and head.not_sure else next(
+        (i for i in intervals if not i.sure and i.settle), None)
+    if unsure is not None and unsure.settle:
+        line += f"; not sure: {unsure.settle} (docs/statistics.md)"
+    return line
 
 
 def kernel_sections(diff: KernelDiff, name: Callable[[str], str] = str,

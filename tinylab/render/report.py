@@ -12,10 +12,10 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from tinylab import __version__
-from tinylab.analysis.compare import METRICS, Comparison, compare_runs, load_kernels
+from tinylab.analysis.compare import METRICS, Comparison, compare_runs, load_kernels, machine_variation
 from tinylab.analysis.hotspots_result import HotspotSummary
 from tinylab.core.errors import UserError
 from tinylab.core.eventlog import EVENTS_FILE, sample_steps
@@ -72,10 +72,12 @@ class RunData:
 
 
 def build_report(runs: list[Run], fmt: str = "md", advice: dict[str, list[Any]] | None = None,
-                 mask: Callable[[RunRecord], RunRecord] = lambda record: record) -> str:
+                 mask: Callable[[RunRecord], RunRecord] = lambda record: record,
+                 history: Sequence[RunRecord] = ()) -> str:
     """`advice`: each run's advice items by run id (a section a run; none without). `mask`: how the
     learner may see a record (tinylab.service.lab.Lab.masked hides what an exercise step keeps for
-    the learner to find)."""
+    the learner to find). `history`: the store's records, whose repeated configs give the machine's
+    run-to-run spread that the comparisons' intervals start from (none: assumed)."""
     if fmt not in FORMATS:
         raise UserError(f"unknown report format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if not runs:
@@ -83,7 +85,8 @@ def build_report(runs: list[Run], fmt: str = "md", advice: dict[str, list[Any]] 
     data = [collect(run, mask) for run in runs]
     for d in data:
         d.advice = (advice or {}).get(d.record.id)
-    comparisons = [compare_runs(data[0].record, other.record, ("A", _letter(i)))
+    variation = machine_variation(history, data[0].record)
+    comparisons = [compare_runs(data[0].record, other.record, ("A", _letter(i)), variation=variation)
                    for i, other in enumerate(data[1:], 1)]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
     render = _markdown if fmt == "md" else _html

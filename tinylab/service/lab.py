@@ -16,7 +16,7 @@ import stat
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, TextIO
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Iterator, Sequence, TextIO
 
 from tinylab import exercises as ex
 from tinylab.runs import slurm
@@ -366,10 +366,14 @@ class Lab:
         write_atomic(ceilings_cache(self.store.root, device_name), json.dumps(ceilings).encode("utf-8"))
         return ceilings
 
-    def compare(self, a: str, b: str) -> Comparison:
-        from tinylab.analysis.compare import compare_runs
+    def compare(self, a: str, b: str, *, more_a: Sequence[str] = (), more_b: Sequence[str] = ()) -> Comparison:
+        """Runs A and B (with repeats of each side's config pooled in: `more_a`, `more_b`), their
+        intervals starting from this machine's run-to-run variation in the store's history."""
+        from tinylab.analysis.compare import compare_runs, machine_variation
 
-        return compare_runs(self.record(a), self.record(b))
+        ra, rb = self.record(a), self.record(b)
+        return compare_runs(ra, rb, more_a=[self.record(r) for r in more_a], more_b=[self.record(r) for r in more_b],
+                            variation=machine_variation(self.records(), ra))
 
     # ------------------------------------------------------------------- advice
     def advise(self, ref: str, *, kernels: str | bool = False):
