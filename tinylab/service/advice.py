@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tinylab.analysis.advice import Advice, Facts, advise, compare_advice
+from tinylab.analysis.advice import Advice, Facts, advise, compare_advice, judge
 from tinylab.analysis.advice.facts import launched_reports, run_facts, target_of, trace_facts
 from tinylab.core.errors import UserError
 from tinylab.core.versions import TABLE
@@ -65,15 +65,18 @@ def advise_ref(lab: Lab, ref: str, kernels: str | bool = False) -> Advised:
         if kernels:
             raise UserError("--kernels needs a run (its config says which kernels a step launches), not a trace file")
         facts = trace_facts(path)
-        return Advised(str(path), f"advice for the trace {path.name}", advise(facts), list(facts.timeline["notes"]),
-                       facts)
+        judged = judge(facts)
+        return Advised(str(path), f"advice for the trace {path.name}", judged.items,
+                       [*facts.timeline["notes"], *judged.notes], facts)
     facts = run_facts_of(lab, lab.run(ref), kernels)
     title = (f"advice for run {facts.source} ({facts.version or '?'} {facts.config.get('precision', '?')} on "
              f"{facts.device_name or facts.device or '?'}, {facts.status})")
+    judged = judge(facts)
     notes = [facts.capture_problem] if facts.capture_problem else []
+    notes += judged.notes  # the rules that found something this run's contention does not let them judge
     if facts.status in LIVE:
         notes.append("the run is still running: its advice may change when it ends")
-    return Advised(facts.source, title, advise(facts), notes, facts)
+    return Advised(facts.source, title, judged.items, notes, facts)
 
 
 def run_facts_of(lab: Lab, run: Run, kernels: str | bool = False) -> Facts:
@@ -129,4 +132,5 @@ def verdict(lab: Lab, a_ref: str, b_ref: str) -> dict[str, Any]:
     fa, fb = run_facts_of(lab, a), run_facts_of(lab, b)
     tried = b.tried or {}
     rule = tried.get("rule") if tried.get("a") == a.id and isinstance(tried.get("rule"), str) else None
-    return {"a": a.id, "b": b.id, **compare_advice(advise(fa), advise(fb), fa, fb, rule)}
+    jb = judge(fb)
+    return {"a": a.id, "b": b.id, **compare_advice(advise(fa), jb.items, fa, fb, rule, jb.unjudged)}

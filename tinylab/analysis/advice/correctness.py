@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from tinylab.analysis.advice.model import Advice, Facts, Impact, Quantity, evidence_of_summary, without_fault
+from tinylab.analysis.advice.scope import scope
 
 #: The first loss of a model initialised as the lab's versions are (N(0, 0.02)) sits at ln(vocab),
 #: the cross-entropy of a uniform guess; this many times that is a bad init (the
@@ -16,6 +17,7 @@ from tinylab.analysis.advice.model import Advice, Facts, Impact, Quantity, evide
 INIT_LOSS_FACTOR = 3.0
 
 
+@scope("the first loss is the same on any device and at any load", needs=("summary",))
 def bad_init(f: Facts) -> Advice | None:
     s, vocab = f.summary, f.config.get("vocab_size")
     if s is None or s.initial_loss is None or not isinstance(vocab, int) or vocab < 2:
@@ -41,6 +43,7 @@ def bad_init(f: Facts) -> Advice | None:
     )
 
 
+@scope("a count of the tensors that changed, the same on any device and at any load", needs=("summary",))
 def untrained_parameters(f: Facts) -> Advice | None:
     s = f.summary
     if s is None or not s.partly_trained:

@@ -17,6 +17,7 @@ from tinylab.analysis.advice.model import (
     speedup,
     without_fault,
 )
+from tinylab.analysis.advice.scope import scope
 from tinylab.analysis.roofline import ELEMENT_BYTES
 from tinylab.core.peaks import device_peak_tflops
 from tinylab.core.versions import first, lookup
@@ -43,6 +44,7 @@ OCCUPANCY_CEILING = {"waves/SIMD": 8, "warps/SM": 64}
 _CUSTOM = re.compile(r"^(?:_\w+|triton_\w+)$")
 
 
+@scope("peak memory is recorded on GPUs only; memory does not change with load", gpu=True, needs=("summary",))
 def attention_scores(f: Facts) -> Advice | None:
     cfg, s = f.run_config(), f.summary
     spec = lookup(cfg.version) if cfg is not None else None
@@ -80,6 +82,7 @@ def attention_scores(f: Facts) -> Advice | None:
     )
 
 
+@scope("tensor cores are a GPU's; the bound is sized by kernel times", gpu=True, needs=("trace",), timed="bound")
 def fp32_gemms(f: Facts) -> Advice | None:
     cfg, shown = f.run_config(), f.shown_step()
     step, where = f.step_ms()
@@ -118,6 +121,10 @@ def fp32_gemms(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "a GPU's GEMMs against their roof; a finding that nothing is left has no effect size to stand out of contention",
+    gpu=True, needs=("trace or roofline",), timed="quiet",
+)
 def gemm_bound(f: Facts) -> Advice | None:
     point = next((p for p in (f.roofline or {}).get("points", []) if p["name"].startswith("all GEMMs")), None)
     if point is not None:
@@ -156,10 +163,14 @@ def gemm_bound(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "a CPU's table holds operators, not kernels; the gain is sized by kernel times",
+    gpu=True, needs=("kernel table",), timed="bound",
+)
 def slow_custom_kernel(f: Facts) -> Advice | None:
     k = f.kernels
     step, where = f.step_ms()
-    if not f.on_gpu or not k or not k["total_ns"] or not k["kernels"] or not f.kernel_steps or not step:
+    if not k or not k["total_ns"] or not k["kernels"] or not f.kernel_steps or not step:
         return None
     top = k["kernels"][0]
     gemm = (k["categories"].get("gemm") or {}).get("total_ns") or 0
@@ -192,6 +203,7 @@ def _compiled(f: Facts) -> list[tuple[str, object]]:
     return [(name, r) for name, r in (f.anatomy or ()) if getattr(r, "ok", False)]
 
 
+@scope("compiled for the named card, before any run: no device or load changes the counts", needs=("anatomy",))
 def kernel_spills(f: Facts) -> Advice | None:
     spilled = [(name, r) for name, r in _compiled(f) if r.spilled]
     if not spilled:
@@ -214,6 +226,7 @@ def kernel_spills(f: Facts) -> Advice | None:
     )
 
 
+@scope("compiled for the named card, before any run: no device or load changes the counts", needs=("anatomy",))
 def kernel_occupancy(f: Facts) -> Advice | None:
     low = []
     for name, r in _compiled(f):

@@ -117,6 +117,13 @@ class Facts:
         return str(self.device or "").startswith("cuda") or bool(self.timeline and self.timeline["has_gpu_events"])
 
     @property
+    def busy(self) -> str | None:
+        """Why the machine was too busy for this run's timings to be its code's, as RunRecord.busy
+        asks Summary.busy (a profiled run's own steps widen its spread), or None (a trace file has
+        no summary to say)."""
+        return self.summary.busy(bool(self.config.get("profilers"))) if self.summary else None
+
+    @property
     def version(self) -> str | None:
         return self.config.get("version")
 

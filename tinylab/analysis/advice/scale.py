@@ -16,6 +16,7 @@ from tinylab.analysis.advice.model import (
     speedup,
     without_fault,
 )
+from tinylab.analysis.advice.scope import scope
 from tinylab.analysis.roofline import ELEMENT_BYTES
 from tinylab.core.versions import lookup
 
@@ -28,6 +29,10 @@ EXPOSED_COMM = 0.10
 STRAGGLER = 1.5
 
 
+@scope(
+    "the card's capacity and peak memory are a GPU's; memory does not change with load",
+    gpu=True, needs=("summary",),
+)
 def memory_capacity(f: Facts) -> Advice | None:
     cfg, s = f.run_config(), f.summary
     if cfg is None or s is None or not s.peak_mem_mb or not f.device_memory_mb:
@@ -64,6 +69,10 @@ def memory_capacity(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "collectives run between ranks on any device; exposed time is a timing",
+    needs=("summary", "ranks"), timed="bound",
+)
 def exposed_communication(f: Facts) -> Advice | None:
     s = f.summary
     if s is None or s.comm_ms is None or not s.step_ms_median:
@@ -94,6 +103,10 @@ def exposed_communication(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "one rank against the others on any device; a busy machine slows ranks unevenly",
+    needs=("summary", "ranks"), timed="ratio",
+)
 def straggler(f: Facts) -> Advice | None:
     ranks = [r for r in f.ranks if r.fwd_ms_median is not None]
     s = f.summary

@@ -19,6 +19,7 @@ from tinylab.analysis.advice.model import (
     speedup,
     without_fault,
 )
+from tinylab.analysis.advice.scope import scope
 from tinylab.analysis.timeline import IDLE_BOUND, LAUNCH_BOUND_US
 from tinylab.core.versions import first, lookup
 
@@ -43,6 +44,10 @@ def _eager_step(f: Facts) -> dict | None:
     return None if graph and graph["kernels"] * 2 >= shown["kernels"] else shown
 
 
+@scope(
+    "launches and GPU idle time are a GPU's; a busy host launches slower, which inflates the idle share",
+    gpu=True, needs=("trace",), timed="bound",
+)
 def launch_bound(f: Facts) -> Advice | None:
     shown = _eager_step(f)
     step, where = f.step_ms()
@@ -85,6 +90,10 @@ def launch_bound(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "only a GPU run has a device for the host to wait on; a sync inside the phases is there at any load",
+    gpu=True, needs=("trace",),
+)
 def host_sync(f: Facts) -> Advice | None:
     shown = f.shown_step()
     step, where = f.step_ms()
@@ -110,6 +119,11 @@ def host_sync(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "a copy inside the phases is there on any device and at any load (its size is a finding against the run's "
+    "spread)",
+    needs=("trace",),
+)
 def layout_copies(f: Facts) -> Advice | None:
     shown = f.shown_step()
     step, where = f.step_ms()
@@ -137,9 +151,13 @@ def layout_copies(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "its threshold is a GPU step's (the fused AdamW's floor); the share is one of two timings",
+    gpu=True, needs=("summary",), timed="bound",
+)
 def optimizer_share(f: Facts) -> Advice | None:
     s = f.summary
-    if not f.on_gpu or s is None or not s.step_ms_median or s.opt_ms_median is None:
+    if s is None or not s.step_ms_median or s.opt_ms_median is None:
         return None
     share = s.opt_ms_median / s.step_ms_median
     spec = lookup(f.version)
@@ -171,12 +189,16 @@ def optimizer_share(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "launches per GEMM are a GPU's count; the gain is sized by kernel times",
+    gpu=True, needs=("kernel table",), timed="bound",
+)
 def elementwise_chains(f: Facts) -> Advice | None:
     step, where = f.step_ms()
     elementwise = calls_per_step(f, "elementwise")
     gemms = calls_per_step(f, "gemm")
     ms, source = category_ms(f, "elementwise")
-    if not f.on_gpu or not step or not elementwise or not gemms or ms is None:
+    if not step or not elementwise or not gemms or ms is None:
         return None
     per_gemm = elementwise / gemms
     if per_gemm < ELEMENTWISE_PER_GEMM:

@@ -8,6 +8,7 @@ These say nothing about speed; they say which numbers the other rules (and the l
 from __future__ import annotations
 
 from tinylab.analysis.advice.model import Advice, Facts, Impact, Quantity, action, evidence_of_summary, without_fault
+from tinylab.analysis.advice.scope import scope
 from tinylab.core.window import first_clean_step
 from tinylab.profilers.pytorch import PyTorchAdapter
 
@@ -24,6 +25,11 @@ FIRST_WINDOW = 2.0
 PHASE_SUM = 0.8
 
 
+@scope(
+    "step numbers against the profiler's window (a trace file alone: its first window's length, with no load "
+    "recorded)",
+    needs=("trace",),
+)
 def warmup_in_window(f: Facts) -> Advice | None:
     if not f.timeline:
         return None
@@ -70,6 +76,7 @@ def warmup_in_window(f: Facts) -> Advice | None:
     )
 
 
+@scope("only a CUDA/HIP graph's replay hides its kernels from the profiler", gpu=True, needs=("trace",))
 def graph_hides_kernels(f: Facts) -> Advice | None:
     shown = f.shown_step()
     if shown is None or not f.config.get("cuda_graph") or shown["graph"] is not None or shown["kernels"]:
@@ -89,6 +96,7 @@ def graph_hides_kernels(f: Facts) -> Advice | None:
     )
 
 
+@scope("one profiled step against the others: contention can land on that one step", needs=("trace",), timed="ratio")
 def profiler_overhead(f: Facts) -> Advice | None:
     timed = (f.timeline or {}).get("timed")
     shown = f.shown_step()
@@ -116,6 +124,7 @@ def profiler_overhead(f: Facts) -> Advice | None:
     )
 
 
+@scope("any profiler on any device can record nothing")
 def empty_capture(f: Facts) -> Advice | None:
     why = f.capture_problem
     if why is None and f.timeline and str(f.device or "").startswith("cuda") and not f.timeline["has_gpu_events"]:
@@ -139,6 +148,11 @@ def empty_capture(f: Facts) -> Advice | None:
     )
 
 
+@scope(
+    "a CPU works synchronously, so its host clock times the phases whole; contention moves the phase medians "
+    "against the step's (to 64% of it on a busy 2-core CPU)",
+    gpu=True, needs=("summary",), timed="shortfall",
+)
 def unsynced_timers(f: Facts) -> Advice | None:
     s = f.summary
     if s is None or not s.step_ms_median or None in (s.fwd_ms_median, s.bwd_ms_median, s.opt_ms_median):

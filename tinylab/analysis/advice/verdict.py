@@ -3,7 +3,9 @@ predicted (its bound on a summary field, or that its rule stops firing) with wha
 
 A bound holds when B improved on A by more than the runs' noise and by no more than the bound
 (within that noise); an item without a bound (correctness, validity, a finding) holds when B no
-longer triggers its rule. Either way the verdict says why, in words.
+longer triggers its rule, and that only where the rule can judge B (scope.py): a B outside the
+rule's device or inputs, or busy beyond what the rule trusts, cannot tell. Either way the verdict
+says why, in words.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinylab.analysis.advice.model import Advice, Facts, ratio
+from tinylab.analysis.advice.scope import SCOPES
 from tinylab.core.events import FIELD_BY_KEY
 
 #: Ratios this close to 1 are no change, whatever the runs' spread (as A/B comparisons judge them).
@@ -46,7 +49,8 @@ def applies(item: Advice, b: Facts) -> bool:
     return bool(item.action.changes) and all(b.config.get(k) == v for k, v in item.action.changes.items())
 
 
-def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice]) -> Verdict:
+def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice], b_unjudged: dict[str, str] | None = None) -> Verdict:
+    """`b_unjudged`: the rules B found something for but could not judge (Judgement.unjudged)."""
     still = next((i for i in b_items if i.rule == item.rule), None)
     after = f"; B still shows it: {still.measured.text}" if still else ""
     if b.summary is None or a.summary is None:
@@ -61,6 +65,9 @@ def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice]) -> Verdict:
         if still:
             return Verdict(item.rule, False, predicted, measured,
                            f"the change did not work: B still triggers {item.rule}{after}")
+        unjudged = (b_unjudged or {}).get(item.rule) or SCOPES[item.rule].missing(b)
+        if unjudged:
+            return Verdict(item.rule, None, predicted, "-", f"cannot tell: {item.rule} cannot judge run B: {unjudged}")
         return Verdict(item.rule, True, predicted, measured,
                        f"the change worked: B no longer triggers {item.rule} (A: {item.measured.text})")
     field = FIELD_BY_KEY[metric]
@@ -80,16 +87,17 @@ def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice]) -> Verdict:
 
 
 def compare_advice(a_items: list[Advice], b_items: list[Advice], a: Facts, b: Facts,
-                   tried: str | None = None) -> dict[str, Any]:
+                   tried: str | None = None, b_unjudged: dict[str, str] | None = None) -> dict[str, Any]:
     """B against A's advice: a verdict for the item B tried (`tried`, a rule of A's) and for every
-    other item whose action B's config carries; which of A's rules B cleared and which are new."""
+    other item whose action B's config carries; which of A's rules B cleared and which are new.
+    `b_unjudged`: B's Judgement.unjudged (a rule withheld on B has not cleared)."""
     checked = [i for i in a_items if i.rule == tried or applies(i, b)]
     a_rules, b_rules = {i.rule for i in a_items}, {i.rule for i in b_items}
     missing = tried is not None and tried not in a_rules
     return {
         "tried": tried,
-        "verdicts": [dataclasses.asdict(check(i, a, b, b_items)) for i in checked],
-        "cleared": sorted(a_rules - b_rules),
+        "verdicts": [dataclasses.asdict(check(i, a, b, b_items, b_unjudged)) for i in checked],
+        "cleared": sorted(a_rules - b_rules - set(b_unjudged or ())),
         "new": sorted(b_rules - a_rules),
         "notes": [f"run A no longer triggers {tried}, the rule B was launched to try"] if missing else [],
     }
