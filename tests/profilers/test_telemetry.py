@@ -1,8 +1,10 @@
 """GPU telemetry (tinylab/profilers/telemetry.py): sampling through NVML or amdsmi, the run's own
-GPU picked by PCI address or visible-device index, and quiet failure when neither works."""
+GPU picked by PCI address or visible-device index, and quiet failure when neither works; the
+machine's load by processes outside the run (LoadSampler)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 import types
@@ -130,6 +132,19 @@ def test_nvml_telemetry_by_pci_address(monkeypatch):
     assert events and events[0].gpu_util_pct == 37.0
 
 
+def test_nvml_without_the_v2_pci_lookup_still_finds_the_gpu(monkeypatch):
+    """The H200 image's nvidia-ml-py has no nvmlDeviceGetHandleByPciBusId_v2: the AttributeError
+    left runs with no telemetry (no energy, no GPU load). The older name is tried, then the index."""
+    mod = fake_pynvml()
+    mod.nvmlDeviceGetHandleByPciBusId = lambda bus: ("gpu", bus)
+    monkeypatch.setitem(sys.modules, "pynvml", mod)
+    assert telemetry._nvml(0, "0000:c1:00.0")[1] == ("gpu", b"0000:c1:00.0")
+    del mod.nvmlDeviceGetHandleByPciBusId
+    mod.nvmlDeviceGetHandleByIndex = lambda i: ("by-index", i)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert telemetry._nvml(0, "0000:c1:00.0")[1] == ("by-index", 3)
+
+
 # ------------------------------------------------------------------------------ the machine's load
 def test_the_load_sampler_counts_a_cpu_hog_outside_the_run():
     """The machine is shared: others may load it already, so this test makes its own load (a
@@ -163,3 +178,84 @@ def test_other_processes_on_the_gpu_are_counted_without_the_runs_own():
     assert count({7}) == 0
     broken = telemetry._others(lambda: (_ for _ in ()).throw(RuntimeError("insufficient permissions")))
     assert broken({7}) is None
+
+
+def scripted_machine(monkeypatch, **now) -> dict:
+    """A psutil whose clock and per-CPU busy seconds (`now["busy"]`, a list) the test sets; the run
+    has no process in it, so all the busy time is other processes'."""
+    from collections import namedtuple
+
+    times = namedtuple("Times", "user system idle")
+    fake = SimpleNamespace(Error=OSError, Process=lambda pid: (_ for _ in ()).throw(OSError("no such process")),
+                           cpu_times=lambda percpu=False: [times(b, 0.0, 0.0) for b in now["busy"]] if percpu
+                           else times(sum(now["busy"]), 0.0, 0.0))
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    monkeypatch.setattr(telemetry, "time", SimpleNamespace(monotonic=lambda: now["t"]))
+    return now
+
+
+def test_the_load_sampler_counts_from_the_first_step_and_reads_no_window_too_short(monkeypatch):
+    """What ran while the trainer set up (its imports, the model's build, the lab that launched it)
+    is not the run's load: the first sample starts at start(). A window shorter than
+    LOAD_MIN_WINDOW_S is a tick or two of CPU time: it is left to the next sample, and the last
+    one of stop() is dropped."""
+    now = scripted_machine(monkeypatch, t=100.0, busy=[0.0])
+    sampler = telemetry.LoadSampler(lambda event: None, 1, interval_s=3600)
+    now.update(t=105.0, busy=[10.0])  # set-up: two cores busy for 5 s
+    sampler.start()
+    now.update(t=105.1, busy=[10.05])
+    assert sampler._sample() and sampler.samples == []  # 0.1 s: too short to read
+    now.update(t=106.0, busy=[10.3])
+    assert sampler._sample()
+    now.update(t=106.1, busy=[10.4])
+    assert sampler.stop() == [{"others_cores": 0.3, "cpus": usable_cpus() or 1, "gpu_others": None}]
+
+
+def test_a_pinned_run_counts_the_load_on_its_own_cores_only(monkeypatch):
+    """A job pinned to some cores of a node (Slurm, taskset) is not busy because the other cores are."""
+    now = scripted_machine(monkeypatch, t=0.0, busy=[0.0, 0.0, 0.0, 0.0])
+    monkeypatch.setattr(telemetry.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(telemetry.os, "sched_getaffinity", lambda pid: {2, 3}, raising=False)
+    sampler = telemetry.LoadSampler(lambda event: None, 1, interval_s=3600).start()
+    now.update(t=1.0, busy=[1.0, 1.0, 0.25, 0.0])  # the other jobs' cores full, a quarter of one of the run's
+    assert [s["others_cores"] for s in sampler.stop()] == [0.25] and sampler.cpus == 2
+    assert telemetry._own_cores(4) == [2, 3]
+    assert telemetry._own_cores(3) is None  # an offline CPU: psutil's list would not be numbered by CPU
+    monkeypatch.setattr(telemetry.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert telemetry._own_cores(4) is None  # every CPU: the machine's total
+
+
+def test_the_runs_grandchildren_are_its_own_load_not_others():
+    """torchrun's ranks are the supervisor's grandchildren: a process spinning two levels under
+    the run's root is the run's own CPU time. Two samplers watch the same window, one rooted at
+    that tree and one at an idle process beside it: whatever else loads the machine meets both, and
+    they differ by the spinning process's own CPU time (however much of a core it got)."""
+    import subprocess
+
+    import psutil
+
+    def under(code: str) -> str:  # a process that runs `code` as its child
+        return f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"
+
+    spin = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"  # 20 s at most
+    tree = subprocess.Popen([sys.executable, "-c", under(under(spin))])  # the run's root, the spinner two under it
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"])
+    try:
+        deadline = time.monotonic() + 10
+        while not (spinning := [p for p in psutil.Process(tree.pid).children(recursive=True) if p.ppid() != tree.pid]):
+            assert time.monotonic() < deadline, "the spinning grandchild never started"
+            time.sleep(0.05)
+        own, beside = (telemetry.LoadSampler(lambda e: None, root.pid, interval_s=0.25).start() for root in (tree, idle))
+        t0, cpu0 = time.monotonic(), sum(spinning[0].cpu_times()[:2])
+        time.sleep(1.5)
+        spun = (sum(spinning[0].cpu_times()[:2]) - cpu0) / (time.monotonic() - t0)
+        mean = [sum(s["others_cores"] for s in samples) / len(samples) for samples in (own.stop(), beside.stop())]
+    finally:
+        with contextlib.suppress(psutil.Error):
+            for child in psutil.Process(tree.pid).children(recursive=True):
+                child.kill()
+        tree.kill()
+        idle.kill()
+    assert mean[1] - mean[0] == pytest.approx(spun, abs=0.2), (
+        f"others' cores rooted at the spinning tree {mean[0]:.2f}, beside it {mean[1]:.2f}; it spun {spun:.2f}")
+    assert spun > 0.1  # it ran at all: the difference is its

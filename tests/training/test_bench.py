@@ -13,12 +13,30 @@ from tinylab.core.errors import UserError
 REPO = Path(__file__).resolve().parents[2]
 
 
-def rows():
+#: The load sampler's figures of a run beside two busy loops on a 2-core machine (Summary.busy).
+BUSY = {"others_cpu_cores": 1.9, "spare_cpu_cores": 0.0}
+QUIET = {"others_cpu_cores": 0.05, "spare_cpu_cores": 0.0}
+
+
+def summary(sps: float, batch: int = 4, energy: float | None = None, load: dict = QUIET) -> dict:
+    """A trainer's summary record of one repeat: step times 2 % either side of the median."""
+    ms = batch / sps * 1e3
+    return {"event": "summary", "samples_per_s": sps, "step_ms_median": ms, "step_ms_p10": 0.98 * ms,
+            "step_ms_p90": 1.02 * ms, "measured_steps": 25, "params_trained": 50, "params_total": 50,
+            "energy_j_per_sample": energy, **load}
+
+
+def row(case: str, precision: str, repeats: list[float], peak: float | None = None, **kw) -> dict:
+    result = bench.CaseResult(case, precision, 128, 4, runs=[summary(sps, **kw) for sps in repeats])
+    return {**result.row(), "peak_mem_mb": peak}
+
+
+def rows(v4_load: dict = QUIET):
     out = [
-        {"case": "v1", "precision": "fp32", "seq_len": 128, "samples_per_s": 200.0, "peak_mem_mb": 1000.0},
-        {"case": "v4", "precision": "fp32", "seq_len": 128, "samples_per_s": 1000.0, "peak_mem_mb": 300.0},
-        {"case": bench.PEER, "precision": "fp32", "seq_len": 128, "samples_per_s": 800.0, "peak_mem_mb": 500.0},
-        {"case": "v4", "precision": "bf16", "seq_len": 128, "samples_per_s": 3000.0, "peak_mem_mb": 250.0},
+        row("v1", "fp32", [195.0, 205.0], 1000.0),
+        row("v4", "fp32", [990.0, 1010.0], 300.0, load=v4_load),
+        row(bench.PEER, "fp32", [790.0, 810.0], 500.0),
+        row("v4", "bf16", [2990.0, 3010.0], 250.0),
     ]
     bench.add_speedups(out)
     return out
@@ -26,10 +44,83 @@ def rows():
 
 def test_speedups_compare_within_precision_and_seq():
     r = {(x["case"], x["precision"]): x for x in rows()}
-    assert r[("v4", "fp32")]["speedup_vs_v1"] == pytest.approx(5.0)
-    assert r[("v4", "fp32")]["speedup_vs_peer"] == pytest.approx(1.25)
+    assert r[("v4", "fp32")]["speedup_vs_v1"] == pytest.approx(5.0, rel=1e-3)
+    assert r[("v4", "fp32")]["speedup_vs_peer"] == pytest.approx(1.25, rel=1e-3)
     assert r[("v4", "fp32")]["mem_vs_v1"] == pytest.approx(0.3)
     assert r[("v4", "bf16")]["speedup_vs_v1"] is None  # no bf16 v1 in the matrix
+    assert r[("v1", "fp32")]["speedup_vs_v1"] == 1.0 and r[("v1", "fp32")]["speedup_vs_v1_interval"] is None
+
+
+def test_speedups_carry_the_ratio_interval_of_both_cases_repeats():
+    from tinylab.analysis.stats import RunValue, ratio_interval
+
+    r = {(x["case"], x["precision"]): x for x in rows()}
+    v4 = r[("v4", "fp32")]
+    expected = ratio_interval([RunValue("", v, run["within"]) for v, run in zip((195.0, 205.0), r[("v1", "fp32")]["runs"])],
+                              [RunValue("", v, run["within"]) for v, run in zip((990.0, 1010.0), v4["runs"])], +1)
+    interval = v4["speedup_vs_v1_interval"]
+    assert interval["low"] == pytest.approx(expected.low) and interval["high"] == pytest.approx(expected.high)
+    assert interval["low"] < 5.0 < interval["high"] and interval["better"] == "b" and interval["runs"] == [2, 2]
+    v4_line = next(line for line in bench.format_table(list(r.values())).splitlines() if line.split()[:2] == ["v4", "fp32"])
+    assert f"5.00x [{expected.low:.2f}–{expected.high:.2f}]" in v4_line
+
+
+def test_a_cases_figures_are_the_geometric_mean_and_interval_of_its_repeats():
+    from tinylab.analysis.stats import ASSUMED, mean_interval
+
+    r = row("v2", "fp32", [100.0, 400.0], energy=None)
+    assert r["samples_per_s"] == pytest.approx(200.0)  # the geometric mean, not the median (250)
+    mean, low, high = mean_interval([100.0, 400.0], ASSUMED)
+    assert r["samples_per_s_interval"] == [pytest.approx(low), pytest.approx(high)]
+    assert r["step_ms"] == pytest.approx(4 / 200 * 1e3) and r["step_ms_interval"][0] < r["step_ms"]
+    assert [run["samples_per_s"] for run in r["runs"]] == [100.0, 400.0] and not any(run["busy"] for run in r["runs"])
+    assert r["energy_j_per_sample"] is None and r["energy_j_per_sample_interval"] is None
+    measured = row("v2", "fp32", [100.0, 400.0], energy=0.5)
+    assert measured["energy_j_per_sample"] == pytest.approx(0.5)
+    e_low, e_high = measured["energy_j_per_sample_interval"]
+    assert e_low < 0.5 < e_high
+    bench.add_speedups([r, measured])
+    head, cpu, gpu = bench.format_table([r, measured]).splitlines()
+    assert bench.figure(200.0, [low, high]) == f"200 [{low:.3g}–{high:,.0f}]" and bench.figure(None) == "-"
+    assert bench.figure(200.0, [low, high]) in cpu and bench.figure(0.5, [e_low, e_high]) in gpu
+    energy_end = head.index("J/sample") + len("J/sample")  # a right-aligned column
+    assert cpu[energy_end - 2:energy_end] == " -"  # no power readings
+    assert gpu[energy_end - len(bench.figure(0.5, [e_low, e_high])):energy_end] == bench.figure(0.5, [e_low, e_high])
+
+
+def test_a_case_busy_in_every_repeat_says_so_and_a_partly_busy_one_too():
+    table = bench.format_table(rows(v4_load=BUSY))
+    assert "v4 fp32 seq 128: busy: timings measure contention (in all 2 repeats; other processes used 1.9" in table
+    partly = bench.CaseResult("v3", "fp32", 128, 4, runs=[summary(500.0, load=BUSY), summary(510.0)]).row()
+    assert partly["busy"] is None and [bool(run["busy"]) for run in partly["runs"]] == [True, False]
+    bench.add_speedups([partly])
+    assert "v3 fp32 seq 128: busy in 1 of 2 repeats" in bench.format_table([partly])
+
+
+def test_repeats_run_interleaved_forward_then_backward():
+    assert bench.schedule(3, 4) == [(0, 0), (0, 1), (0, 2), (1, 2), (1, 1), (1, 0),
+                                    (2, 0), (2, 1), (2, 2), (3, 2), (3, 1), (3, 0)]
+    assert bench.schedule(2, 1) == [(0, 0), (0, 1)]
+
+
+def test_run_cases_follows_the_schedule_and_records_each_repeat(monkeypatch, tmp_path):
+    from tinylab.training import trainer
+
+    ran = []
+
+    def fake_training(cfg, run_dir, out):
+        ran.append(cfg.version)
+        assert cfg.telemetry  # the load sampler and the power samples run in every case
+        return summary({"v1": 100.0, "v2": 300.0}[cfg.version])
+
+    monkeypatch.setattr(trainer, "run_training", fake_training)
+    monkeypatch.setattr(bench, "_free_device_memory", lambda: None)
+    cases = bench.build_matrix(["v1", "v2"], ["fp32"], [16], RunConfig(device="cpu", telemetry=False))
+    logged = []
+    results = bench.run_cases(cases, 3, log=logged.append)
+    assert ran == ["v1", "v2", "v2", "v1", "v1", "v2"]
+    assert [line.split()[1] for line in logged] == ran
+    assert [len(r.runs) for r in results] == [3, 3]
 
 
 def test_gemm_floor_is_the_groups_measured_floor_and_a_step_under_it_is_marked():
@@ -87,9 +178,27 @@ def test_regression_guard_names_the_slower_case(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "environment", lambda: {"device": "FakeGPU"})
     base = tmp_path / "base.json"
     write_baseline(base, "FakeGPU", 1200.0)
-    problems = bench.check_regression(rows(), bench.load_baseline(base), 10.0)
+    problems, skipped = bench.check_regression(rows(), bench.load_baseline(base), 10.0)
     assert len(problems) == 1 and problems[0].startswith("v4 fp32 seq 128") and "16.7% slower" in problems[0]
-    assert bench.check_regression(rows(), bench.load_baseline(base), 20.0) == []
+    assert skipped == []
+    assert bench.check_regression(rows(), bench.load_baseline(base), 20.0) == ([], [])
+
+
+def test_a_case_busy_in_every_repeat_is_no_regression_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "environment", lambda: {"device": "FakeGPU"})
+    base = tmp_path / "base.json"
+    write_baseline(base, "FakeGPU", 1200.0)
+    problems, skipped = bench.check_regression(rows(v4_load=BUSY), bench.load_baseline(base), 10.0)
+    assert problems == []
+    assert len(skipped) == 1 and skipped[0].startswith("v4 fp32 seq 128: not checked against the baseline: the "
+                                                       "machine was busy in every repeat of this bench (other processes")
+    assert skipped[0].endswith("so its timings measure contention")
+    # a baseline measured busy says nothing either
+    doc = json.loads(base.read_text())
+    doc["rows"][0]["busy"] = "other processes used 1.8 CPU cores, 0 were spare"
+    base.write_text(json.dumps(doc))
+    problems, skipped = bench.check_regression(rows(), bench.load_baseline(base), 10.0)
+    assert problems == [] and "busy in every repeat of the baseline" in skipped[0]
 
 
 def test_regression_guard_refuses_other_cards_and_bad_files(tmp_path, monkeypatch):
@@ -121,7 +230,10 @@ def test_cpu_bench_runs_end_to_end(tmp_path):
     doc = json.loads(out.read_text())
     assert [r["case"] for r in doc["rows"]] == ["v1", "v2"]
     assert all(r["params_trained"] == r["params_total"] for r in doc["rows"])
-    assert res.stdout.strip().splitlines()[-1].startswith("v2 ")
+    table = res.stdout.strip().splitlines()
+    head = next(n for n, line in enumerate(table) if line.startswith("case "))
+    assert [line.split()[0] for line in table[head + 1:head + 3]] == ["v1", "v2"]
+    assert "J/sample" in table[head] and all(len(r["runs"]) == 1 for r in doc["rows"])
 
 
 def test_kernel_benchmarks_without_a_gpu_fail_before_any_case_runs(tmp_path):

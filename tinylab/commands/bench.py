@@ -29,13 +29,20 @@ def add_arguments(p) -> None:
                         f"(default: {','.join(DEFAULT_CASES)})")
     p.add_argument("--precisions", type=_csv(str), default=["fp32"], help="comma-separated: fp32,bf16,fp16")
     p.add_argument("--seq-lens", type=_csv(int), default=None, help="comma-separated (default: --seq-len)")
-    p.add_argument("--repeats", type=int, default=2, help="rounds over all cases (default %(default)s)")
+    p.add_argument("--repeats", type=int, default=2,
+                   help="rounds over all cases, interleaved ABBA: forward on even rounds, backward on odd ones, so "
+                        "a load that comes and goes lands on every case alike. Each case's figure is the geometric "
+                        "mean of its repeats with a 95%% interval across them (one repeat leans on an assumed "
+                        "run-to-run spread alone; 2, one A B B A cycle, cancels a steady drift; more narrow the "
+                        "intervals) (default %(default)s)")
     p.add_argument("--kernels", action="store_true", help="also run the Triton kernel micro-benchmarks")
     p.add_argument("--roofline", action="store_true",
                    help="also measure copy bandwidth, GEMM rates and each case's GEMM floor (floor%%: the step's "
                         "GEMMs replayed in a CUDA graph, as a share of the step time)")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON to this file")
-    p.add_argument("--baseline", type=Path, default=None, help="a saved bench JSON from the same card")
+    p.add_argument("--baseline", type=Path, default=None,
+                   help="a saved bench JSON from the same card; a case the load sampler saw busy in every repeat "
+                        "(here or there) is not checked against it, and the bench says so")
     p.add_argument("--max-regression", type=float, default=5.0, metavar="PCT",
                    help="with --baseline: fail when a case is more than PCT%% slower (default %(default)s)")
     add_run_arguments(p, with_version=False)
@@ -47,7 +54,7 @@ def run(args) -> int:
         raise UserError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out is not None:
         check_output(args.out, "--out")
-    base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", telemetry=False)  # a case sets its version
+    base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda")  # a case sets its version
     result = run_bench(base, args.cases, args.precisions, args.seq_lens or [base.seq_len], args.repeats,
                        kernels=args.kernels, roofline=args.roofline, baseline=args.baseline,
                        max_regression=args.max_regression, out=args.out, log=lambda s: print(s, flush=True))
@@ -55,10 +62,13 @@ def run(args) -> int:
     print()
     print(f"{env['device']} | torch {env['torch']} | triton {env['triton']} | {env['date']} | "
           f"batch {base.batch_size}, hidden {base.hidden_dim}, {base.num_layers} layers, {base.num_steps} steps x {args.repeats}")
+    print(f"geometric means over the {args.repeats} repeats [95% interval]; vs v1: samples/s ratio [its interval]")
     print(result.table)
     if result.kernels_table is not None:
         print(f"\nkernels (forward+backward; liger-kernel {env['liger_kernel'] or 'not installed'}):")
         print(result.kernels_table)
+    for line in result.skipped:
+        print(f"SKIPPED {line}", file=sys.stderr)
     for line in result.problems:
         print(f"REGRESSION {line}", file=sys.stderr)
     return 1 if result.problems or result.failed else 0

@@ -90,19 +90,35 @@ def _nvml(index: int, pci_bus_id: str | None) -> tuple[Any, Any] | None:
     except Exception:
         return None
     try:
-        visible = physical_gpu(index, ("CUDA_VISIBLE_DEVICES",))
-        if pci_bus_id:
-            handle = pynvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id.encode())
-        elif visible.startswith("GPU-") or visible.startswith("MIG-"):
-            handle = pynvml.nvmlDeviceGetHandleByUUID(visible)
-        else:
-            if pynvml.nvmlDeviceGetCount() < 1:
-                raise LookupError("no NVIDIA GPU")
-            handle = pynvml.nvmlDeviceGetHandleByIndex(int(visible) if visible.isdigit() else 0)
+        handle = _nvml_by_pci(pynvml, pci_bus_id) if pci_bus_id else None
+        if handle is None:
+            visible = physical_gpu(index, ("CUDA_VISIBLE_DEVICES",))
+            if visible.startswith("GPU-") or visible.startswith("MIG-"):
+                handle = pynvml.nvmlDeviceGetHandleByUUID(visible)
+            else:
+                if pynvml.nvmlDeviceGetCount() < 1:
+                    raise LookupError("no NVIDIA GPU")
+                handle = pynvml.nvmlDeviceGetHandleByIndex(int(visible) if visible.isdigit() else 0)
     except Exception:
         pynvml.nvmlShutdown()
         return None
     return pynvml, handle
+
+
+def _nvml_by_pci(pynvml: Any, pci_bus_id: str) -> Any:
+    """The handle at a PCI address, or None: nvidia-ml-py releases differ in the name of that
+    lookup (`..._v2` is missing from some; the H200 image's raised AttributeError, which left the
+    run with no telemetry, no energy and no GPU load), and a driver may not know torch's form of
+    the address; then the visible-devices index is the way."""
+    for name in ("nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetHandleByPciBusId"):
+        lookup = getattr(pynvml, name, None)
+        if lookup is None:
+            continue
+        try:
+            return lookup(pci_bus_id.encode())
+        except Exception:
+            continue
+    return None
 
 
 def _nvml_source(index: int, pci_bus_id: str | None) -> tuple[Callable[[], Sample], Callable[[], None]] | None:
@@ -188,6 +204,9 @@ def amd_handle(amdsmi: Any, index: int, pci_bus_id: str | None) -> Any:
 # ----------------------------------------------------------------------------- the machine's load
 #: How often LoadSampler looks at the machine: a CPU tour run lasts seconds, so it samples twice a second.
 LOAD_INTERVAL_S = 0.5
+#: The shortest window a load sample covers: the kernel counts CPU time in ticks of 10 ms, so over a
+#: shorter window a tick or two of the run's own threads read as other processes' cores.
+LOAD_MIN_WINDOW_S = 0.2
 
 
 class LoadSampler:
@@ -195,9 +214,10 @@ class LoadSampler:
 
     The run is the process tree under `root` (the run's supervisor: the trainer, its profiler
     wrapper, torchrun and every rank are in it). Each sample gives the CPU time every process
-    outside that tree used since the last one, in cores' worth (the machine's busy time, steal
-    time included, less the tree's own), and, with NVML or AMD SMI, how many other processes use
-    the run's GPU. Nothing here raises into the trainer: a probe that fails gives None.
+    outside that tree used since the last one on the CPUs the run may use, in cores' worth (their
+    busy time, steal time included, less the tree's own: a job pinned to 4 cores of a node is not
+    busy because the other 60 are), and, with NVML or AMD SMI, how many other processes use the
+    run's GPU. Nothing here raises into the trainer: a probe that fails gives None.
     """
 
     def __init__(self, emit: Callable[[LoadEvent], Any], root: int, gpu: tuple[int, str | None] | None = None,
@@ -207,12 +227,15 @@ class LoadSampler:
         self.psutil, self.emit, self.root, self.interval_s = psutil, emit, root, interval_s
         self.samples: list[dict[str, Any]] = []
         self.cpus = usable_cpus() or 1
+        self._cores = _own_cores(len(psutil.cpu_times(percpu=True)))
         self._gpu = _gpu_users(*gpu) if gpu is not None else None
         self._stop = threading.Event()
-        self._then = self._read()
+        self._then: tuple[float, float, dict[int, float]] | None = None
         self._thread = threading.Thread(target=self._loop, name="tinylab-load", daemon=True)
 
     def start(self) -> "LoadSampler":
+        """Sample from now (the first step): the set-up before it, and what else ran then, is not the run's load."""
+        self._then = self._read()
         self._thread.start()
         return self
 
@@ -220,8 +243,9 @@ class LoadSampler:
         """The samples taken, a last one for the time since the one before (idempotent)."""
         if not self._stop.is_set():
             self._stop.set()
-            self._thread.join(timeout=5)
-            self._sample()
+            if self._then is not None:
+                self._thread.join(timeout=5)
+                self._sample()
             if self._gpu is not None:
                 self._gpu[1]()
         return self.samples
@@ -232,11 +256,13 @@ class LoadSampler:
                 return
 
     def _read(self) -> tuple[float, float, dict[int, float]]:
-        """(wall clock, the machine's busy CPU seconds, each tree process's CPU seconds)."""
-        times = self.psutil.cpu_times()
-        idle = getattr(times, "idle", 0.0) + getattr(times, "iowait", 0.0)
-        return time.monotonic(), sum(times) - idle - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0), \
-            self._tree_times()
+        """(wall clock, the busy CPU seconds of the CPUs the run may use, each tree process's CPU seconds)."""
+        if self._cores is None:
+            busy = _busy_seconds(self.psutil.cpu_times())
+        else:
+            per_cpu = self.psutil.cpu_times(percpu=True)
+            busy = sum(_busy_seconds(per_cpu[i]) for i in self._cores)
+        return time.monotonic(), busy, self._tree_times()
 
     def _tree_times(self) -> dict[int, float]:
         try:
@@ -257,9 +283,9 @@ class LoadSampler:
         try:
             now = self._read()
             (t0, busy0, own0), (t1, busy1, own1) = self._then, now
-            self._then = now
-            if t1 - t0 < 0.05:
+            if t1 - t0 < LOAD_MIN_WINDOW_S:  # too short to read: the next sample covers it (stop's has none)
                 return True
+            self._then = now
             own = sum(max(0.0, cpu - own0.get(pid, 0.0)) for pid, cpu in own1.items())
             sample = {"others_cores": round(max(0.0, busy1 - busy0 - own) / (t1 - t0), 3), "cpus": self.cpus,
                       "gpu_others": self._gpu[0](set(own1)) if self._gpu is not None else None}
@@ -268,6 +294,24 @@ class LoadSampler:
             return True
         except Exception:  # the events file closed under it, or a probe broke: stop quietly
             return False
+
+
+def _busy_seconds(times: Any) -> float:
+    """A psutil cpu_times tuple's busy seconds: all but idle and I/O wait (guest time is counted in user already)."""
+    return sum(times) - sum(getattr(times, name, 0.0) for name in ("idle", "iowait", "guest", "guest_nice"))
+
+
+def _own_cores(listed: int) -> list[int] | None:
+    """The CPUs this process may run on, as indices into psutil's per-CPU times, or None for the
+    whole machine: when its affinity is every CPU, or the per-CPU list (online CPUs only) does not
+    number them all, so that an index would name the wrong one."""
+    try:
+        cores = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+    if listed != os.cpu_count() or len(cores) == listed or cores[-1] >= listed:
+        return None
+    return cores
 
 
 def _gpu_users(index: int, pci_bus_id: str | None) -> tuple[Callable[[set[int]], int | None], Callable[[], None]] | None:

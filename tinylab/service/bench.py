@@ -25,6 +25,7 @@ class BenchResult:
     environment: dict[str, Any]  # device, torch, triton, date (and liger_kernel with the kernels)
     rows: list[dict[str, Any]]  # a case each
     problems: list[str]  # regressions against the baseline
+    skipped: list[str]  # cases the baseline check left out, and why (busy in every repeat)
     table: str  # the rows as text
     kernels_table: str | None  # the kernel micro-benchmarks as text, when they ran
 
@@ -38,9 +39,9 @@ def run_bench(base: RunConfig, cases: list[str], precisions: list[str], seq_lens
               kernels: bool = False, roofline: bool = False, baseline: Path | None = None,
               max_regression: float = 5.0, out: Path | None = None,
               log: Callable[[str], None] = print) -> BenchResult:
-    """Every case `repeats` times over (`log` gets the progress lines, the first one naming the
-    device); `out`: where the results are written as JSON. UserError before anything runs when
-    the device or a flag cannot be had."""
+    """Every case `repeats` times over, the rounds interleaved ABBA (`log` gets the progress lines,
+    the first one naming the device); `out`: where the results are written as JSON. UserError
+    before anything runs when the device or a flag cannot be had."""
     from tinylab.training import bench  # torch
 
     matrix = bench.build_matrix(cases, precisions, seq_lens, base)
@@ -78,5 +79,5 @@ def run_bench(base: RunConfig, cases: list[str], precisions: list[str], seq_lens
             write_atomic(out, (json.dumps(doc, indent=2, default=str) + "\n").encode("utf-8"))
         except OSError as exc:
             raise UserError(f"cannot write --out {out}: {exc.strerror or exc}") from None
-    problems = bench.check_regression(rows, saved, max_regression) if saved else []
-    return BenchResult(env, rows, problems, bench.format_table(rows), kernels_table)
+    problems, skipped = bench.check_regression(rows, saved, max_regression) if saved else ([], [])
+    return BenchResult(env, rows, problems, skipped, bench.format_table(rows), kernels_table)

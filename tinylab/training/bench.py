@@ -1,9 +1,16 @@
 """Benchmark versions on this device: one process, cases interleaved and repeated.
 
 Each case is a full training run through the same Trainer the lab uses (so the bench measures
-what users run, every parameter training), repeated `repeats` times in round-robin order so
-that clock and thermal drift hit every case alike. A case's figure is the median over repeats
-of each run's post-warm-up median. Memory is each run's own peak: cases run one at a time and
+what users run, every parameter training), repeated `repeats` times, the rounds interleaved
+ABBA (`schedule`): forward on even rounds, backward on odd ones, so that a load that comes and
+goes, or clock and thermal drift, lands on every case alike, and a steady drift cancels over
+each pair of rounds. A case's timed figures (samples/s, step time, joules a sample) are the
+geometric mean over its repeats of each run's post-warm-up figure, with the 95 % interval
+across the repeats (tinylab.analysis.stats.mean_interval), and its speedups are B/A ratio
+intervals (ratio_interval): run-to-run variation is the noise that matters here, not a run's
+own step spread (docs/statistics.md). Each repeat records whether the load sampler saw the
+machine busy (Summary.busy); a case busy in every repeat measured contention, and the
+regression guard leaves it out. Memory is each run's own peak: cases run one at a time and
 free their memory before the next.
 """
 
@@ -19,9 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from tinylab.analysis.stats import ASSUMED, BUSY_SIGMA, RunValue, Variation, mean_interval, ratio_interval
 from tinylab.config import RunConfig
 from tinylab.core.errors import UserError
+from tinylab.core.events import Summary
 from tinylab.core.versions import TABLE, baseline, first
+from tinylab.runs.record import printable
 
 #: The fastest step PyTorch alone makes: the peer version with its fusions, compiled and graphed.
 PEER = f"{first(peer=True).name}+compile+graph"
@@ -40,29 +50,51 @@ class Case:
         return (self.config.precision, self.config.seq_len)
 
 
+#: A case's timed figures: (its row's key, the summary's).
+TIMED = (("samples_per_s", "samples_per_s"), ("step_ms", "step_ms_median"),
+         ("energy_j_per_sample", "energy_j_per_sample"))
+#: The prior of a case's interval when the load sampler saw any of its repeats busy: contention's
+#: spread, as ratio_interval assumes for a busy run.
+BUSY_PRIOR = Variation(BUSY_SIGMA, 0, "assumed for a busy machine")
+
+
 @dataclass
 class CaseResult:
     name: str
     precision: str
     seq_len: int
     batch_size: int
-    runs: list[dict] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)  # each repeat's summary record
     error: str | None = None
 
     def median(self, key: str) -> float | None:
         vals = [r[key] for r in self.runs if r.get(key) is not None]
         return statistics.median(vals) if vals else None
 
+    def repeat(self, summary: dict) -> dict[str, Any]:
+        """One repeat as the row lists it: its timed figures, the sampling error of its median
+        from its own steps (`within`, RunValue.of) and why the machine was busy (None: quiet)."""
+        s = Summary.from_event(summary)
+        value = RunValue.of("", s.samples_per_s, s.spread, s.measured_steps, False)
+        return {**{key: s.get(source) for key, source in TIMED}, "within": value.within if value else None,
+                "busy": s.busy()}
+
     def row(self) -> dict[str, Any]:
         last = self.runs[-1] if self.runs else {}
+        repeats = [self.repeat(r) for r in self.runs]
+        prior = BUSY_PRIOR if any(r["busy"] for r in repeats) else ASSUMED
+        figures: dict[str, Any] = {}
+        for key, _ in TIMED:
+            interval = mean_interval([r[key] for r in repeats if r[key] is not None], prior)
+            figures[key], figures[f"{key}_interval"] = (interval[0], list(interval[1:])) if interval else (None, None)
         return {
             "case": self.name,
             "precision": self.precision,
             "seq_len": self.seq_len,
             "batch_size": self.batch_size,
-            "samples_per_s": self.median("samples_per_s"),
-            "step_ms": self.median("step_ms_median"),
-            "step_ms_runs": [r.get("step_ms_median") for r in self.runs],
+            **figures,
+            "runs": repeats,
+            "busy": repeats[0]["busy"] if repeats and all(r["busy"] for r in repeats) else None,
             "peak_mem_mb": self.median("peak_mem_mb"),
             "mfu": self.median("mfu"),
             "params_trained": last.get("params_trained"),
@@ -96,6 +128,7 @@ def make_case(name: str, precision: str, seq_len: int, base: RunConfig) -> Case:
         if token not in CASE_TOKENS:
             raise UserError(f"unknown token {token!r} in bench case {name!r}: choose from {', '.join(CASE_TOKENS)}")
         overrides.update(CASE_TOKENS[token])
+    overrides["telemetry"] = True  # the load sampler's busy mark and the power samples' energy
     cfg = dataclasses.replace(base, **overrides)
     cfg.validate()
     return Case(name, cfg)
@@ -105,33 +138,41 @@ def build_matrix(cases: list[str], precisions: list[str], seq_lens: list[int], b
     return [make_case(v, p, s, base) for s in seq_lens for p in precisions for v in cases]
 
 
+def schedule(cases: int, repeats: int) -> list[tuple[int, int]]:
+    """(round, case) in the order they run: every case once a round, forward on even rounds and
+    backward on odd ones (A B B A A B ...), so no case always runs first, after the same case, or
+    in the same part of a load that comes and goes."""
+    return [(r, i) for r in range(repeats) for i in (range(cases) if r % 2 == 0 else reversed(range(cases)))]
+
+
 def run_cases(cases: list[Case], repeats: int, log: Callable[[str], None] = print) -> list[CaseResult]:
     from tinylab.training.trainer import run_training
 
     results = {c.name + str(c.group): CaseResult(c.name, c.config.precision, c.config.seq_len, c.config.batch_size) for c in cases}
     with tempfile.TemporaryDirectory(prefix="tinylab-bench-") as tmp:
-        for rep in range(repeats):
-            for i, case in enumerate(cases):
-                res = results[case.name + str(case.group)]
-                if res.error:
-                    continue
-                run_dir = Path(tmp) / f"r{rep}-c{i}"
-                t0 = time.perf_counter()
-                try:
-                    summary = run_training(dataclasses.replace(case.config), run_dir, out=io.StringIO())
-                except Exception as exc:  # one failing case must not lose the others' numbers
-                    res.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
-                    traceback.print_exc()
-                    log(f"[{rep + 1}/{repeats}] {case.name:<18} {case.config.precision} s{case.config.seq_len}: FAILED {res.error}")
-                    continue
-                finally:
-                    _free_device_memory()
-                res.runs.append(summary)
-                log(
-                    f"[{rep + 1}/{repeats}] {case.name:<18} {case.config.precision} s{case.config.seq_len}: "
-                    f"{summary['samples_per_s']:9.1f} samples/s  {summary['step_ms_median']:8.2f} ms  "
-                    f"({time.perf_counter() - t0:.0f}s)"
-                )
+        for rep, i in schedule(len(cases), repeats):
+            case = cases[i]
+            res = results[case.name + str(case.group)]
+            if res.error:
+                continue
+            run_dir = Path(tmp) / f"r{rep}-c{i}"
+            t0 = time.perf_counter()
+            try:
+                summary = run_training(dataclasses.replace(case.config), run_dir, out=io.StringIO())
+            except Exception as exc:  # one failing case must not lose the others' numbers
+                res.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+                traceback.print_exc()
+                log(f"[{rep + 1}/{repeats}] {case.name:<18} {case.config.precision} s{case.config.seq_len}: FAILED {res.error}")
+                continue
+            finally:
+                _free_device_memory()
+            res.runs.append(summary)
+            busy = res.repeat(summary)["busy"]
+            log(
+                f"[{rep + 1}/{repeats}] {case.name:<18} {case.config.precision} s{case.config.seq_len}: "
+                f"{summary['samples_per_s']:9.1f} samples/s  {summary['step_ms_median']:8.2f} ms  "
+                f"({time.perf_counter() - t0:.0f}s)" + (f"  busy: {busy}" if busy else "")
+            )
     return list(results.values())
 
 
@@ -147,14 +188,25 @@ def _free_device_memory() -> None:
         torch.cuda.reset_peak_memory_stats()
 
 
+def run_values(row: dict) -> list[RunValue]:
+    """A row's repeats as the samples/s figures ratio_interval pools."""
+    values = (RunValue(f"{row['case']} #{n + 1}", r["samples_per_s"], r["within"], bool(r["busy"]))
+              for n, r in enumerate(row["runs"]) if r["samples_per_s"])
+    return list(values)
+
+
 def add_speedups(rows: list[dict]) -> None:
-    """Speedup and memory ratio vs the baseline, v1 (and vs the compiled+graphed v2 peer) within a group."""
+    """Speedup (samples/s over the reference's, with its ratio interval across both cases' repeats)
+    and memory ratio vs the baseline, v1 (and vs the compiled+graphed v2 peer) within a group; a
+    reference against itself is 1 exactly."""
     base = baseline().name
     for row in rows:
         group = [r for r in rows if r["precision"] == row["precision"] and r["seq_len"] == row["seq_len"]]
         for ref_name, key in ((base, "speedup_vs_v1"), (PEER, "speedup_vs_peer")):
             ref = next((r for r in group if r["case"] == ref_name and r["samples_per_s"]), None)
-            row[key] = row["samples_per_s"] / ref["samples_per_s"] if ref and row["samples_per_s"] else None
+            interval = None if ref is None or ref is row else ratio_interval(run_values(ref), run_values(row), +1)
+            row[key] = 1.0 if ref is row else interval.ratio if interval else None
+            row[f"{key}_interval"] = interval.to_json() if interval else None
         ref = next((r for r in group if r["case"] == base and r["peak_mem_mb"]), None)
         row["mem_vs_v1"] = row["peak_mem_mb"] / ref["peak_mem_mb"] if ref and row["peak_mem_mb"] else None
 
@@ -192,28 +244,60 @@ def floor_cell(row: dict) -> str:
     return f"{100 * share:.0f}" + ("!" if share > 1 + FLOOR_NOISE else "")
 
 
-def format_table(rows: list[dict]) -> str:
-    def f(v, spec, none="-"):
-        return none if v is None else format(v, spec)
+def figure(value: float | None, interval: list[float] | None = None) -> str:
+    """A figure as the table shows it, whole units from 100 up and three digits below, with its
+    interval when it has one: `663 [610–720]`, `0.0123 [0.0118–0.0129]`; "-" when not measured."""
+    def num(v: float) -> str:
+        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
+    if value is None:
+        return "-"
+    return num(value) + (f" [{num(interval[0])}–{num(interval[1])}]" if interval else "")
+
+
+def ratio_cell(row: dict, key: str) -> str:
+    """A speedup with its ratio interval (`4.34x [3.90–4.83]`), a reference's own 1.00x, or "-"."""
+    interval = row.get(f"{key}_interval")
+    if interval:
+        return f"{row[key]:.2f}x [{interval['low']:.2f}–{interval['high']:.2f}]"
+    return "-" if row.get(key) is None else f"{row[key]:.2f}x"
+
+
+def format_table(rows: list[dict]) -> str:
+    """The rows, timed figures with their intervals across the repeats, then a note for each case
+    the load sampler saw busy."""
     floor = any(r.get("of_gemm_floor") is not None for r in rows)
-    lines = [
-        f"{'case':<18} {'prec':<5} {'seq':>5} {'samples/s':>10} {'step ms':>8} {'peak MB':>9} "
-        f"{'vs v1':>6} {'mem/v1':>6} {'vs peer':>7} {'MFU':>6} {'trained':>8}" + (f" {'floor%':>6}" if floor else "")
-    ]
+    peer = any(r.get("speedup_vs_peer_interval") for r in rows)
+    head = ["case", "prec", "seq", "samples/s", "step ms", "J/sample", "peak MB", "vs v1", "mem/v1",
+            *(["vs peer"] if peer else []), "MFU", "trained", *(["floor%"] if floor else [])]
+    table, failed, notes = [head], {}, []
     for r in rows:
-        trained = f"{r['params_trained']}/{r['params_total']}" if r["params_total"] else "-"
+        where = f"{r['case']} {r['precision']} seq {r['seq_len']}"
         if r["error"]:
-            lines.append(f"{r['case']:<18} {r['precision']:<5} {r['seq_len']:>5} FAILED: {r['error']}")
+            failed[len(table)] = f"FAILED: {r['error']}"
+            table.append([r["case"], r["precision"], str(r["seq_len"])])
             continue
-        lines.append(
-            f"{r['case']:<18} {r['precision']:<5} {r['seq_len']:>5} {f(r['samples_per_s'], ',.1f'):>10} "
-            f"{f(r['step_ms'], '.2f'):>8} {f(r['peak_mem_mb'], ',.0f'):>9} {f(r['speedup_vs_v1'], '.2f'):>6} "
-            f"{f(r['mem_vs_v1'], '.2f'):>6} {f(r['speedup_vs_peer'], '.2f'):>7} "
-            f"{f(None if r['mfu'] is None else 100 * r['mfu'], '.1f'):>6} {trained:>8}"
-            + (f" {floor_cell(r):>6}" if floor else "")
-        )
-    return "\n".join(lines)
+        table.append([
+            r["case"], r["precision"], str(r["seq_len"]), figure(r["samples_per_s"], r["samples_per_s_interval"]),
+            figure(r["step_ms"]), figure(r["energy_j_per_sample"], r["energy_j_per_sample_interval"]),
+            "-" if r["peak_mem_mb"] is None else f"{r['peak_mem_mb']:,.0f}", ratio_cell(r, "speedup_vs_v1"),
+            "-" if r["mem_vs_v1"] is None else f"{r['mem_vs_v1']:.2f}", *([ratio_cell(r, "speedup_vs_peer")] if peer else []),
+            "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}",
+            f"{r['params_trained']}/{r['params_total']}" if r["params_total"] else "-",
+            *([floor_cell(r)] if floor else []),
+        ])
+        busy = [run["busy"] for run in r["runs"] if run["busy"]]
+        if r["busy"]:
+            notes.append(f"{where}: busy: timings measure contention (in all {len(busy)} repeats; {r['busy']})")
+        elif busy:
+            notes.append(f"{where}: busy in {len(busy)} of {len(r['runs'])} repeats, its interval widened for it "
+                         f"({busy[0]})")
+    widths = [max(len(line[c]) for line in table if c < len(line)) for c in range(len(head))]
+    lines = []
+    for n, line in enumerate(table):
+        cells = [cell.ljust(w) if c < 2 else cell.rjust(w) for c, (cell, w) in enumerate(zip(line, widths))]
+        lines.append(" ".join(cells + ([failed[n]] if n in failed else [])).rstrip())
+    return "\n".join(lines + notes)
 
 
 def environment() -> dict[str, Any]:
@@ -247,8 +331,6 @@ def load_baseline(baseline_path: Path) -> dict:
         raise UserError(f"--baseline: {exc}") from None
     except UserError:
         raise UserError(f"--baseline {baseline_path}: not a tinylab bench JSON (not valid JSON)") from None
-    from tinylab.runs.record import printable
-
     if not isinstance(baseline, dict) or not isinstance(baseline.get("rows"), list):
         raise UserError(f"--baseline {baseline_path}: not a tinylab bench JSON (no 'rows')")
     rows = [r for r in baseline["rows"] if isinstance(r, dict) and isinstance(r.get("case"), str)
@@ -263,18 +345,27 @@ def load_baseline(baseline_path: Path) -> dict:
     return {**baseline, "rows": rows}
 
 
-def check_regression(rows: list[dict], baseline: dict, max_regression_pct: float) -> list[str]:
-    """Cases slower than in the baseline (see load_baseline) by more than the allowed %."""
+def check_regression(rows: list[dict], baseline: dict, max_regression_pct: float) -> tuple[list[str], list[str]]:
+    """(cases slower than in the baseline (see load_baseline) by more than the allowed %, cases
+    left unchecked and why): a case the load sampler saw busy in every repeat, here or in the
+    baseline, measured the contention, and a slower figure from it says nothing of the code."""
     index = {(r["case"], r["precision"], r["seq_len"]): r for r in baseline["rows"]}
-    problems = []
+    problems, skipped = [], []
     for r in rows:
         old = index.get((r["case"], r["precision"], r["seq_len"]))
         if not old or not old.get("samples_per_s") or not r["samples_per_s"]:
             continue
+        where = f"{r['case']} {r['precision']} seq {r['seq_len']}"
+        busy = r.get("busy") or old.get("busy")
+        if busy:
+            side = "this bench" if r.get("busy") else "the baseline"
+            skipped.append(f"{where}: not checked against the baseline: the machine was busy in every repeat of "
+                           f"{side} ({printable(str(busy))[:200]}), so its timings measure contention")
+            continue
         drop = 100 * (1 - r["samples_per_s"] / old["samples_per_s"])
         if drop > max_regression_pct:
             problems.append(
-                f"{r['case']} {r['precision']} seq {r['seq_len']}: {r['samples_per_s']:.1f} samples/s vs "
+                f"{where}: {r['samples_per_s']:.1f} samples/s vs "
                 f"{old['samples_per_s']:.1f} in the baseline ({drop:.1f}% slower > {max_regression_pct}%)"
             )
-    return problems
+    return problems, skipped

@@ -22,7 +22,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tinylab.training import parallel
+from tinylab.training import energy, parallel
 from tinylab.config import ConfigError, RunConfig
 from tinylab.core.eventlog import EVENTS_FILE, EventWriter, clean_float
 from tinylab.core.events import ErrorEvent, PassEvent, ProfileEvent, RankEvent, StartEvent, StepEvent, Summary
@@ -48,6 +48,7 @@ class Trainer:
         self.hooks: list[Any] = []
         self._stop_telemetry = None
         self._load = None  # the machine's load by other processes (LoadSampler), sampled by the first rank
+        self.power = energy.PowerLog()  # this rank's power samples and step ends: the summary's energy
         self.counter_pass = None  # set when a profiler runs the program once per counter group
         self.markers = False  # roctx/NVTX ranges around steps and phases (GPU runs only)
         self.engine = None  # DeepSpeed's engine under --parallel zero1/zero2
@@ -130,8 +131,8 @@ class Trainer:
             except ImportError:
                 start_sampler = None
             if start_sampler is not None:
-                events, rank = self.events, self.ranks.rank if self.ranks else None  # every GPU of the run, by rank
-                self._stop_telemetry = start_sampler(lambda sample: events.emit(dataclasses.replace(sample, rank=rank)),
+                events, power, rank = self.events, self.power, self.ranks.rank if self.ranks else None  # each GPU
+                self._stop_telemetry = start_sampler(lambda s: events.emit(dataclasses.replace(power.add(s), rank=rank)),
                                                      gpu_index(torch, self.device), pci_bus_id(torch, self.device))
         if cfg.telemetry and self.main and not later_pass:
             from tinylab.profilers.telemetry import LoadSampler
@@ -312,6 +313,7 @@ class Trainer:
         # Read the loss first: it waits for the step's device work, so a profiler's step window
         # (PyTorch's ProfilerStep#N ends in on_step_end) holds all of it (analysis/timeline.py).
         loss_value = float(loss.detach().float().item())
+        self.power.step_end(warmup)
         for hook in self.hooks:
             hook.on_step_end(step)
         mem_alloc = mem_peak = None
@@ -388,6 +390,7 @@ class Trainer:
             torch.cuda.reset_peak_memory_stats(self.device)
         if self._load is not None:
             self._load.start()
+        self.power.begin()
         step = 0
         use_graph = cfg.cuda_graph
         if use_graph:
@@ -417,6 +420,7 @@ class Trainer:
             if not self.main:
                 return {}
         fields.update(self._load_fields())
+        fields.setdefault("energy_j_per_sample", energy.per_sample([self.power.timed()], cfg.batch_size))
         med = statistics.median(step_ms)
         samples = cfg.batch_size * cfg.world_size
         summary = Summary(
@@ -462,6 +466,7 @@ class Trainer:
         rank), the summary's multi-rank fields and the ranks' peaks."""
         digest = parallel.weights_digest(parallel.full_tensors(params))
         mine = parallel.rank_stats(self.ranks, self.device, self.records, digest, os.getpid())
+        mine["energy"] = self.power.timed()
         comm = _communication(self.run_dir, profiles)
         if comm is not None:
             mine["comm_ms"], mine["comm_hidden"] = comm
@@ -469,10 +474,11 @@ class Trainer:
         if not self.main:
             return [], {}, []
         for s in stats:
-            self.events.emit(RankEvent(**{k: v for k, v in s.items() if k != "step_ms"}))
+            self.events.emit(RankEvent(**{k: v for k, v in s.items() if k not in ("step_ms", "energy")}))
         comms = [s for s in stats if s.get("comm_ms") is not None]
         fields = {
             "world_size": self.cfg.world_size,
+            "energy_j_per_sample": energy.per_sample([s["energy"] for s in stats], self.cfg.batch_size),
             "slowest_rank": parallel.slowest(stats),
             "comm_ms": statistics.mean(s["comm_ms"] for s in comms) if comms else None,
             "comm_hidden": statistics.mean(s["comm_hidden"] for s in comms if s["comm_hidden"] is not None)
