@@ -133,4 +133,7 @@ def verdict(lab: Lab, a_ref: str, b_ref: str) -> dict[str, Any]:
     tried = b.tried or {}
     rule = tried.get("rule") if tried.get("a") == a.id and isinstance(tried.get("rule"), str) else None
     jb = judge(fb)
-    return {"a": a.id, "b": b.id, **compare_advice(advise(fa), jb.items, fa, fb, rule, jb.unjudged)}
+    from tinylab.analysis.compare import machine_variation
+
+    variation = machine_variation(lab.records(), lab.record(a.id))  # as `compare` judges the pair
+    return {"a": a.id, "b": b.id, **compare_advice(advise(fa), jb.items, fa, fb, rule, jb.unjudged, variation)}

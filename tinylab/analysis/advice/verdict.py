@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tinylab.analysis.advice.model import Advice, Facts, ratio
+from tinylab.analysis.stats import ASSUMED, RunValue, Variation, ratio_interval
 from tinylab.analysis.advice.scope import SCOPES
 from tinylab.core.events import FIELD_BY_KEY
 
@@ -49,8 +50,11 @@ def applies(item: Advice, b: Facts) -> bool:
     return bool(item.action.changes) and all(b.config.get(k) == v for k, v in item.action.changes.items())
 
 
-def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice], b_unjudged: dict[str, str] | None = None) -> Verdict:
-    """`b_unjudged`: the rules B found something for but could not judge (Judgement.unjudged)."""
+def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice], b_unjudged: dict[str, str] | None = None,
+          variation: Variation = ASSUMED) -> Verdict:
+    """`b_unjudged`: the rules B found something for but could not judge (Judgement.unjudged);
+    `variation`: the machine's run-to-run spread, which a timed gain must stand out of
+    (tinylab.analysis.stats: one pair of runs is judged by the interval on B/A, as compare does)."""
     still = next((i for i in b_items if i.rule == item.rule), None)
     after = f"; B still shows it: {still.measured.text}" if still else ""
     if b.summary is None or a.summary is None:
@@ -75,6 +79,18 @@ def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice], b_unjudged: d
     noise = max(SAME_WITHIN, *(n for n in (_noise(a), _noise(b)) if n is not None)) if field.timed else SAME_WITHIN
     measured = f"{_change(metric, va, vb)}: {ratio(gain)}"
     predicted = f"at most {ratio(bound)} ({field.label})"
+    if field.timed:
+        sides = [RunValue.of(name, s.get(metric), s.spread, s.measured_steps, bool(f.busy))
+                 for name, f, s in (("A", a, a.summary), ("B", b, b.summary))]
+        interval = ratio_interval(sides[:1], sides[1:], field.direction, variation) if all(sides) else None
+        if interval is not None and not interval.sure:
+            return Verdict(item.rule, None, predicted, f"{measured}, B/A {interval.text()}",
+                           f"cannot tell yet: the 95% interval on B/A spans 1 ({interval.settle}; "
+                           f"`tinylab compare A B --repeat N`){after}")
+        if interval is not None and interval.better != "b":  # B applied the advice: B must be better
+            return Verdict(item.rule, False, predicted, f"{measured}, B/A {interval.text()}",
+                           f"the change did not work: B/A {interval.text()} is "
+                           f"{'the same within ±5%' if interval.same else 'worse'}{after}")
     if gain - 1 <= noise:
         return Verdict(item.rule, False, predicted, measured, f"the change did not work: {ratio(gain)} is inside the "
                                                               f"runs' noise (±{noise:.0%}){after}")
@@ -87,16 +103,17 @@ def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice], b_unjudged: d
 
 
 def compare_advice(a_items: list[Advice], b_items: list[Advice], a: Facts, b: Facts,
-                   tried: str | None = None, b_unjudged: dict[str, str] | None = None) -> dict[str, Any]:
+                   tried: str | None = None, b_unjudged: dict[str, str] | None = None,
+                   variation: Variation = ASSUMED) -> dict[str, Any]:
     """B against A's advice: a verdict for the item B tried (`tried`, a rule of A's) and for every
     other item whose action B's config carries; which of A's rules B cleared and which are new.
-    `b_unjudged`: B's Judgement.unjudged (a rule withheld on B has not cleared)."""
+    `b_unjudged`: B's Judgement.unjudged (a rule withheld on B has not cleared); `variation`: see check."""
     checked = [i for i in a_items if i.rule == tried or applies(i, b)]
     a_rules, b_rules = {i.rule for i in a_items}, {i.rule for i in b_items}
     missing = tried is not None and tried not in a_rules
     return {
         "tried": tried,
-        "verdicts": [dataclasses.asdict(check(i, a, b, b_items, b_unjudged)) for i in checked],
+        "verdicts": [dataclasses.asdict(check(i, a, b, b_items, b_unjudged, variation)) for i in checked],
         "cleared": sorted(a_rules - b_rules - set(b_unjudged or ())),
         "new": sorted(b_rules - a_rules),
         "notes": [f"run A no longer triggers {tried}, the rule B was launched to try"] if missing else [],
