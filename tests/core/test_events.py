@@ -66,19 +66,36 @@ def test_a_number_that_is_not_finite_reads_as_null():
     assert step == StepEvent(step=1, loss=None, step_ms=None)
 
 
+WIDE = {"step_ms_p10": 323.0, "step_ms_p90": 1701.0}  # the first tour's v1 on a busy 2-core machine: ±82 %
+LOADED = {"others_cpu_cores": 1.0, "spare_cpu_cores": 0.0}  # two busy loops beside a run on both of 2 cores
+
+
 @pytest.mark.parametrize("figures, busy", [
-    ({}, None),  # a quiet machine: a narrow spread, others well inside the spare cores
+    ({}, None),  # no load samples (an older run, telemetry off): nothing measured says busy
     ({"others_cpu_cores": 0.2, "spare_cpu_cores": 0.0}, None),  # the lab's own polling, a quiet desktop
     ({"others_cpu_cores": 1.0, "spare_cpu_cores": 8.0}, None),  # one busy core of a machine the run left idle
-    ({"others_cpu_cores": 1.0, "spare_cpu_cores": 0.0}, "other processes used 1.0 CPU cores, 0 were spare"),
+    ({"others_cpu_cores": 14.95, "spare_cpu_cores": 15.0}, None),  # 16 busy loops, 16 CPUs, a GPU run not slowed
+    ({"others_cpu_cores": 15.41, "spare_cpu_cores": 15.0},  # ... and where they took 0.4 of its launching thread
+     "other processes used 15.4 CPU cores, 15 were spare"),
+    (LOADED, "other processes used 1.0 CPU cores, 0 were spare"),
     ({"others_gpu_share": 0.1}, None),
     ({"others_gpu_share": 0.5}, "another process used the GPU in 50% of the samples"),
-    ({"step_ms_p10": 323.0, "step_ms_p90": 1701.0},  # the first tour's v1 on a busy 2-core machine
-     "step times spread ±82% (p10 323.0 ms, p90 1,701.0 ms)"),
+    (WIDE, None),  # a spread alone is no sign: an idle machine's tiny steps spread ±35 % (issue 37)
+    ({**WIDE, "others_cpu_cores": 0.1, "spare_cpu_cores": 0.0}, None),  # measured quiet, spread wide
+    ({**WIDE, **LOADED},  # measured busy: the spread backs it up
+     "other processes used 1.0 CPU cores, 0 were spare; step times spread ±82% (p10 323.0 ms, p90 1,701.0 ms)"),
 ])
-def test_a_busy_machine_is_named_from_the_recorded_load_and_spread(figures, busy):
+def test_a_busy_machine_is_named_from_the_recorded_load_and_the_spread_backs_it(figures, busy):
     summary = Summary(**{"step_ms_median": 840.0, "step_ms_p10": 800.0, "step_ms_p90": 900.0, **figures})
     assert summary.busy() == busy
     if busy:
         assert any(line.startswith(f"  machine busy   {busy}") for line in summary.lines())
-    assert summary.busy(profiled=True) == (None if "spread" in (busy or "") else busy)  # a profiler widens it
+    assert summary.busy(profiled=True) == (busy.split("; step times")[0] if busy else None)  # a profiler widens it
+
+
+def test_a_run_without_load_samples_says_its_contention_was_not_measured():
+    assert Summary(step_ms_median=840.0, others_gpu_share=0.5).lines()[-1].startswith("  machine busy   another")
+    assert Summary(step_ms_median=840.0).lines()[-1] == (
+        "  machine load   not measured (no load samples): contention would go unnoticed")
+    assert not any(line.startswith("  machine") for line in Summary(step_ms_median=840.0, others_cpu_cores=0.1,
+                                                                      spare_cpu_cores=0.0).lines())

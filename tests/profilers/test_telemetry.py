@@ -245,7 +245,8 @@ def test_the_runs_grandchildren_are_its_own_load_not_others():
         while not (spinning := [p for p in psutil.Process(tree.pid).children(recursive=True) if p.ppid() != tree.pid]):
             assert time.monotonic() < deadline, "the spinning grandchild never started"
             time.sleep(0.05)
-        own, beside = (telemetry.LoadSampler(lambda e: None, root.pid, interval_s=0.25).start() for root in (tree, idle))
+        own, beside = (telemetry.LoadSampler(lambda e: None, root.pid, interval_s=0.25).start()
+                       for root in (tree, idle))
         t0, cpu0 = time.monotonic(), sum(spinning[0].cpu_times()[:2])
         time.sleep(1.5)
         spun = (sum(spinning[0].cpu_times()[:2]) - cpu0) / (time.monotonic() - t0)

@@ -11,6 +11,7 @@ from tinylab.config import RunConfig
 from tinylab.runs.record import RunRecord
 from tinylab.exercises.loader import compiled_configs
 from tinylab.exercises.measures import Compiled, Measured, RecordedOutput
+from tinylab.exercises.names import TIMED_NAMES
 from tinylab.exercises.model import CheckResult, CheckSpec, Step
 
 
@@ -27,7 +28,9 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
     `pool()` (a context manager giving a tinylab.anatomy.Pool; default: a new one).
 
     A value the run did not measure fails the check with "not measured: ...", a GPU-only check
-    on a CPU is skipped with its reason, and arithmetic problems fail with their message.
+    on a CPU is skipped with its reason, a check that compares the timings of the run and its
+    baseline is skipped when either ran on a busy machine (no_quiet_run), and arithmetic problems
+    fail with their message.
     """
     measured = {"run": Measured(run, "run")}
     if baseline is not None:
@@ -63,17 +66,41 @@ def evaluate_checks(step: Step, run: RunRecord | None, baseline: RunRecord | Non
         elif unavailable:
             results.append(CheckResult(spec.name, spec.expr, spec.description, "skip", None, unavailable, spec.on))
         else:
-            results.append(_evaluate_one(spec, lookup, kernels, on_gpu, instead))
+            results.append(_evaluate_one(spec, lookup, kernels, on_gpu, instead, no_quiet_run(spec, run, baseline)))
     return results
 
 
-def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool, instead: str = "") -> CheckResult:
-    """One check; `instead` says where to read what this machine's tools cannot give (a skip's detail)."""
+def no_quiet_run(spec: CheckSpec, run: RunRecord | None, baseline: RunRecord | None) -> str:
+    """Why `spec` cannot judge its runs, when it compares their timings (it reads a baseline's
+    TIMED_NAMES) and the run or the baseline ran on a machine its load sampler found busy: the
+    difference would be the contention's, not the code's. "" otherwise."""
+    try:
+        names = {leaf.args[0] for leaf in checks.measured_leaves(checks.parse(spec.expr)) if leaf.op == "name"}
+    except checks.ExprError:  # _evaluate_one says what is wrong with it
+        return ""
+    if not any(n.startswith(checks.BASELINE) and checks.base_name(n) in TIMED_NAMES for n in names):
+        return ""
+    busy = [(role, record.busy) for role, record in (("run", run), ("baseline run", baseline))
+            if record is not None and record.busy]
+    if not busy:
+        return ""
+    if len(busy) == 1:
+        return f"no quiet run: the {busy[0][0]} was on a busy machine ({busy[0][1]})"
+    return f"no quiet run: the run and the baseline run were on a busy machine (run: {busy[0][1]}; " \
+           f"baseline run: {busy[1][1]})"
+
+
+def _evaluate_one(spec: CheckSpec, lookup: Callable, kernels: Callable, on_gpu: bool, instead: str = "",
+                  no_quiet: str = "") -> CheckResult:
+    """One check; `instead` says where to read what this machine's tools cannot give (a skip's
+    detail), `no_quiet` why the runs it compares were too busy to judge (no_quiet_run)."""
     def result(status: str, value: Any, detail: str) -> CheckResult:
         return CheckResult(spec.name, spec.expr, spec.description, status, value, detail, spec.on)
 
     if spec.needs_gpu and not on_gpu:
         return result("skip", None, f"GPU-only: {spec.gpu_reason}")
+    if no_quiet:
+        return result("skip", None, no_quiet)
     try:
         tree = checks.parse(spec.expr)
         outcome = checks.evaluate(tree, lookup, kernels)

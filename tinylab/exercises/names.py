@@ -13,6 +13,9 @@ from tinylab.core.events import SUMMARY_FIELDS
 # ----------------------------------------------------------------------------- measured names
 #: check name -> (summary key, description), from the summary's one declaration.
 SUMMARY_NAMES: dict[str, tuple[str, str]] = {f.check: (f.key, f.description) for f in SUMMARY_FIELDS if f.check}
+#: The summary's timings (step times and what is made of them): a check that reads one of the
+#: baseline's compares the timings of two runs, which only quiet runs can settle.
+TIMED_NAMES: frozenset[str] = frozenset(f.check for f in SUMMARY_FIELDS if f.check and f.timed)
 START_NAMES: dict[str, tuple[str, str, str]] = {
     "param_elements": ("param_elements", checks.NUM, "number of parameters (elements)"),
     "device": ("device", checks.STR, 'where the run ran: "cpu", "cuda:0", ...'),

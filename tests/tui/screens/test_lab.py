@@ -282,17 +282,22 @@ async def test_p_and_f_reach_the_profilers_and_fusions(tmp_path: Path):
 
 async def test_a_run_on_a_busy_machine_is_not_a_versions_figure(store: Path):
     """The tour's v1 ran on a busy machine (p10 323 ms, p90 1,701 ms) and the Lab kept its
-    2.5 samples/s as v1's figure: a busy run is kept out, and the Lab says why."""
+    2.5 samples/s as v1's figure: a run the load sampler found busy is kept out, and the Lab says
+    why. A wide spread alone keeps no run out (an idle machine's tiny steps spread too), and a
+    figure from a run that sampled no load says its contention was not measured."""
     import json
 
-    quiet, busy, busy_v2 = "20261126-025000-f6f6", "20261126-026000-a7a7", "20261126-027000-b8b8"
-    make_run(store, quiet, version="v1", step_ms=10.0, profile=False)
-    for run_id, version in ((busy, "v1"), (busy_v2, "v2")):
-        run_dir = make_run(store, run_id, version=version, step_ms=400.0, profile=False)
+    quiet, busy, busy_v2, unmeasured = ("20261126-025000-f6f6", "20261126-026000-a7a7", "20261126-027000-b8b8",
+                                        "20261126-028000-c9c9")
+    loaded = dict(others_cpu_cores=1.8, spare_cpu_cores=0.0)
+    loads = {quiet: dict(others_cpu_cores=0.1, spare_cpu_cores=0.0), busy: loaded, busy_v2: loaded,
+             unmeasured: dict(step_ms_p10=323.0, step_ms_p90=1701.0)}  # spread ±82 %, no load samples
+    for run_id, version in ((quiet, "v1"), (busy, "v1"), (busy_v2, "v2"), (unmeasured, "v3")):
+        run_dir = make_run(store, run_id, version=version, step_ms=10.0 if run_id == quiet else 400.0, profile=False)
         events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
         for event in events:
             if event["event"] == "summary":
-                event.update(others_cpu_cores=1.8, spare_cpu_cores=0.0)
+                event.update(loads[run_id])
         (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     async with make_app(store).run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: pilot.app.screen.records, what="the history")
@@ -300,11 +305,17 @@ async def test_a_run_on_a_busy_machine_is_not_a_versions_figure(store: Path):
         fill_form(pilot, TINY_FORM)
         await pilot.pause()
         assert screen.last_runs["v1"].id == quiet and screen.busy_runs["v1"].id == busy
-        screen.query_one("#versions").highlighted = 0  # the form started from the newest run, v2's
+        screen.query_one("#versions").highlighted = 0  # the form started from the newest run, v3's
         await pilot.pause()
         assert text_of(pilot, "#version-about").splitlines()[1].startswith("figure from 1126-0250-f6f6")
+        assert "(no profiler, no fault, a quiet machine)" in text_of(pilot, "#version-about").replace("\n", " ")
         assert "v2" not in screen.last_runs and screen.busy_runs["v2"].id == busy_v2
-        assert "busy machine: no figure" in str(screen._version_row("v2").columns[2]._cells[0])
+        assert "no quiet run at these sizes" in str(screen._version_row("v2").columns[2]._cells[0])
         screen.query_one("#versions").highlighted = 1
         await pilot.pause()
-        assert text_of(pilot, "#version-about").splitlines()[1] == "1126-0270-b8b8 ran on a busy machine: not the figure"
+        assert text_of(pilot, "#version-about").splitlines()[1] == (
+            "no quiet run: every clean run of v2 at these sizes was on a busy machine (newest 1126-0270-b8b8)")
+        assert screen.last_runs["v3"].id == unmeasured and "v3" not in screen.busy_runs
+        screen.query_one("#versions").highlighted = 2
+        await pilot.pause()
+        assert "contention not measured" in text_of(pilot, "#version-about").replace("\n", " ")

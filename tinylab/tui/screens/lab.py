@@ -8,9 +8,11 @@ the newest plain run the learner launched (not an exercise's, not profiled, no f
 the machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
 `doctor` finds missing, stay focusable so that focusing one says why it is off.
 
-Each version's figure is its newest clean run (no profiler, no fault, a machine that was not busy)
-at the form's sizes and precision, labelled with them: a profiled or fault-injected run measures
-something else, and a run on a busy machine measures the contention.
+Each version's figure is its newest clean run (no profiler, no fault, a machine its load sampler
+did not find busy) at the form's sizes and precision, labelled with them: a profiled or
+fault-injected run measures something else, and a run on a busy machine measures the contention.
+A version whose every clean run there was busy has no figure, and says so; a figure from a run
+that sampled no load (an older run, telemetry off) says its contention was not measured.
 """
 
 from __future__ import annotations
@@ -303,7 +305,7 @@ class LabScreen(BaseScreen):
         record = self.last_runs.get(version)
         sps = record.summary.samples_per_s if record and record.summary else None
         speed = (Text(f"{sps:,.1f} samples/s on {record.device}") if record and sps
-                 else Text("busy machine: no figure", style="dim") if version in self.busy_runs
+                 else Text("no quiet run at these sizes", style="dim") if version in self.busy_runs
                  else Text("no clean run at these sizes", style="dim"))
         grid.add_row(version, VERSIONS[version], speed)
         return grid
@@ -313,10 +315,13 @@ class LabScreen(BaseScreen):
         busy = self.busy_runs.get(self.version)
         text = Text(VERSIONS[self.version])  # a line at most under it (80x24)
         if record is None and busy:  # the Run and Runs screens say why it was busy
-            text.append("\n" + safe(f"{short_id(busy.id)} ran on a busy machine: not the figure"), style="dim")
+            text.append("\n" + safe(f"no quiet run: every clean run of {self.version} at these sizes was on a busy "
+                                    f"machine (newest {short_id(busy.id)})"), style="dim")
         elif record:
+            measured = record.summary is not None and record.summary.others_cpu_cores is not None
+            quiet = "a quiet machine" if measured else "contention not measured"
             text.append("\n" + safe(f"figure from {short_id(record.id)}  {record.key_config} (no profiler, no fault, "
-                                    "a quiet machine)"), style="dim")
+                                    f"{quiet})"), style="dim")
         self.query_one("#version-about", Static).update(text)
 
     # --------------------------------------------------------------- doctor
