@@ -19,17 +19,42 @@ def add_runs_dir(p: argparse.ArgumentParser) -> None:
                    help="run store folder (default: $TINYLAB_RUNS_DIR or ./tinylab_runs)")
 
 
-def at_least(minimum: int):
-    """An argparse type: an integer >= minimum (argparse prints its usage error otherwise)."""
+def integer(low: int, high: int | None = None):
+    """An argparse type: an integer from `low` to `high` (>= `low` without one), refused with its
+    range (argparse prints the one line): a flag's range is in its help and in its error alike."""
+    span = f"from {low} to {high}" if high is not None else f">= {low}"
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or value < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        if value is None or value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be an integer {span}, got {text[:40]!r}")
         return value
 
+    parse.__name__ = "integer"  # argparse names the type in other errors
+    return parse
+
+
+def setting_type(name: str):
+    """An argparse type for a run setting of tinylab.config's INT_RANGES or FLOAT_RANGES, refused
+    with the range and the words RunConfig.validate uses."""
+    from tinylab.config import FLOAT_RANGES, INT_RANGES, in_range, range_text
+
+    if name in INT_RANGES:
+        return integer(*INT_RANGES[name])
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = None
+        if value is None or not in_range(name, value):
+            raise argparse.ArgumentTypeError(f"must be a finite number {range_text(name)}, got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "number"
     return parse
 
 
@@ -61,7 +86,7 @@ def write_output(path: Path, text: str, flag: str) -> None:
     the old file as it was, never truncated; UserError (one line) when it cannot be written."""
     check_output(path, flag)
     try:
-        write_atomic(path, text.encode("utf-8"))
+        write_atomic(path, text.encode("utf-8", "replace"))  # a lone surrogate a run file held: '?', no traceback
     except OSError as exc:
         raise UserError(f"cannot write {flag} {path}: {exc.strerror or exc}"
                         f"{' (it is unchanged)' if path.exists() else ''}") from None

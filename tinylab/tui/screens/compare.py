@@ -1,4 +1,11 @@
-"""Compare: two runs A/B, laid out from the Lab's Comparison (the CLI's numbers, tinylab.render.compare's rows)."""
+"""Compare: two runs A/B, laid out from the Lab's Comparison (the CLI's numbers, tinylab.render.compare's rows).
+
+`r` repeats both runs' configs, interleaved, until the verdict is settled or the budget is spent
+(`tinylab compare A B --repeat auto`, through the same tinylab.service.repeat): a worker runs it
+and posts each step; the table is the pooled comparison as each run ends; `r` again or escape
+stops it (the run in flight is cancelled). `?` opens docs/statistics.md, which says how sure a
+verdict is and why the repeats are interleaved.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import Worker, WorkerState, get_current_worker
 
+from tinylab.service.repeat import DEFAULT_MAX_RUNS, Repeat, RepeatDone, RepeatEnded, RepeatProgress, RepeatStarted
 from tinylab.service.results import Comparison, KernelDiff
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
@@ -36,21 +45,44 @@ class AdviceChecked(Message):
         self.result = result
 
 
+class RepeatProgressed(Message):
+    """A step of the repeat (tinylab.service.repeat): a run started or ended, or the repeat done."""
+
+    def __init__(self, event: RepeatProgress) -> None:
+        super().__init__()
+        self.event = event
+
+
+#: The repeat line while none runs: the key, what it does (80 columns hold no more footer keys).
+REPEAT_HINT = f"r: repeat both runs, interleaved, until sure (at most {DEFAULT_MAX_RUNS} a side) · ?: how sure"
+
+
 class CompareScreen(BaseScreen):
     TITLE = "Compare"
+    DEFAULT_CSS = "#cmp-repeat { height: auto; padding: 0 1; }"
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "back", "Back", tooltip="while repeating: stop the repeat"),
         Binding("t", "next_pane", "Next panel"),
         Binding("s", "swap", "Swap A/B"),
+        Binding("r", "repeat", "Repeat both, interleaved", show=False,  # the repeat line names it
+                tooltip=f"run each side's config again, B A A B ..., until the samples/s interval excludes 1 or "
+                        f"lies inside ±5%, or {DEFAULT_MAX_RUNS} runs a side; r again (or esc) stops"),
+        Binding("question_mark", "statistics", "How sure?", key_display="?",
+                tooltip="how a verdict's interval is made, and why repeats are interleaved (docs/statistics.md)"),
+        Binding("h", "app.help", "Help", show=False),  # `?` is the statistics page here
     ]
 
     def __init__(self, a_id: str, b_id: str) -> None:
         super().__init__()
         self.a_id, self.b_id = a_id, b_id
+        self.more: tuple[list[str], list[str]] = ([], [])  # the repeats pooled in, a side each
+        self.repeating: Worker | None = None
+        self.stopping = False
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
         yield Static("Comparing…", id="cmp-head")
+        yield Static(REPEAT_HINT, id="cmp-repeat")
         with Panes(id="cmp-panes"):
             with Pane(title="Metrics", id="metrics-pane"):
                 yield Static(id="cmp-scaling")
@@ -68,14 +100,83 @@ class CompareScreen(BaseScreen):
         self.sub_title = "Compare A/B"
         metrics = self.query_one("#metrics", DataTable)
         # Fixed widths: widths measured from content raced the layout (a squeezed table in snapshots).
-        for label, width in (("metric", 16), ("A", 7), ("B", 7), ("B/A", 5), ("", 10)):
+        for label, width in (("metric", 17), ("A", 7), ("B", 7), ("B/A [95%]", 20), ("", 10)):
             metrics.add_column(label, width=width)
         self.load()
 
     @background("compare")
     def load(self) -> None:
-        self.post_message(Compared(self.backend.compare(self.a_id, self.b_id)))
+        more_a, more_b = self.more
+        self.post_message(Compared(self.backend.compare(self.a_id, self.b_id, more_a=more_a, more_b=more_b)))
         self.post_message(AdviceChecked(self.backend.advice_verdict(self.a_id, self.b_id)))
+
+    # ------------------------------------------------------------------ repeat
+    def action_repeat(self) -> None:
+        if self.repeating is not None:
+            self._stop_repeat()
+            return
+        self.stopping = False
+        self.repeating = self.repeat()
+        self._repeat_line("repeat: checking that both configs can start here…")
+        self.refresh_bindings()
+
+    @background("repeat")
+    def repeat(self) -> None:
+        """`compare --repeat auto` with the default budget, until done or this worker is cancelled."""
+        worker = get_current_worker()
+        job = Repeat(self.backend, self.a_id, self.b_id, None)
+        for event in job.run(poll_s=self.backend.poll_s, stop=lambda: worker.is_cancelled):
+            self.post_message(RepeatProgressed(event))
+
+    def _stop_repeat(self) -> None:
+        if self.repeating is not None and not self.stopping:
+            self.stopping = True
+            self.repeating.cancel()
+            self._repeat_line("stopping: cancelling the run in flight…")
+
+    @on(RepeatProgressed)
+    def _repeat_progress(self, message: RepeatProgressed) -> None:
+        event = message.event
+        if isinstance(event, RepeatStarted):
+            if not self.stopping:
+                self._repeat_line(f"{event.line()} · r or esc stops")
+            return
+        comparison = event.comparison
+        self.more = (list(comparison.pooled[0][1:]), list(comparison.pooled[1][1:]))
+        self._show(comparison)
+        if isinstance(event, RepeatEnded):
+            if not self.stopping:
+                self._repeat_line(event.line())
+        elif isinstance(event, RepeatDone):
+            runs = f"{len(comparison.pooled[0])} runs of A and {len(comparison.pooled[1])} of B pooled"
+            self._repeat_line(f"{event.ended} ({runs}) · r repeats again · ?: how sure")
+            self._repeat_ended()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A repeat that could not start (or broke) says why and is over."""
+        super().on_worker_state_changed(event)
+        if event.worker is self.repeating and event.state in (WorkerState.ERROR, WorkerState.SUCCESS):
+            if event.state == WorkerState.ERROR:
+                self._repeat_line(f"repeat stopped: {event.worker.error} · r tries again")
+            self._repeat_ended()
+
+    def _repeat_ended(self) -> None:
+        self.repeating, self.stopping = None, False
+        self.refresh_bindings()
+
+    def _repeat_line(self, text: str) -> None:
+        self.query_one("#cmp-repeat", Static).update(Text(safe(text)))
+
+    def action_back(self) -> None:
+        if self.repeating is not None:
+            self._stop_repeat()
+        else:
+            self.app.pop_screen()
+
+    def action_statistics(self) -> None:
+        from tinylab.tui.screens.docs import DocScreen
+
+        self.app.push_screen(DocScreen("statistics.md"))
 
     @on(AdviceChecked)
     def _show_advice(self, message: AdviceChecked) -> None:
@@ -90,10 +191,12 @@ class CompareScreen(BaseScreen):
             self.call_after_refresh(self.query_one("#cmp-panes", Panes).show, "advice-pane")
 
     @on(Compared)
-    def _show(self, message: Compared) -> None:
+    def _compared(self, message: Compared) -> None:
+        self._show(message.result)
+
+    def _show(self, result: Comparison) -> None:
         from tinylab.render.compare import metric_rows, noise_note, scaling_rows
 
-        result = message.result
         head = Text()
         for side, info in (("A", result.a), ("B", result.b)):
             head.append(f"{side} ", style="bold reverse")
@@ -103,6 +206,7 @@ class CompareScreen(BaseScreen):
         diff = [d for d in result.config_diff if d.key != "label"]
         if diff:
             head.append("differs: " + safe(", ".join(f"{d.key} {d.a}→{d.b}" for d in diff)), style="dim")
+        head.rstrip()  # no blank line under B when the configs do not differ: 24 rows hold little
         self.query_one("#cmp-head", Static).update(head)
         scaling = self.query_one("#cmp-scaling", Static)
         scaled = scaling_rows(result)
@@ -159,10 +263,13 @@ class CompareScreen(BaseScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "next_pane":
             return self.screen.has_class("-narrow")
+        if action == "swap" and self.repeating is not None:
+            return None  # shown, disabled: the repeat's sides stay as it started them
         return True
 
     def action_swap(self) -> None:
         self.a_id, self.b_id = self.b_id, self.a_id
+        self.more = self.more[::-1]
         self.load()
 
 
