@@ -92,3 +92,11 @@ def test_the_machines_history_of_repeats_sets_the_prior(finished_pair, tmp_path)
     quiet = compare_runs(like, _run(finished_pair.v2, tmp_path / "b", 90.0), variation=variation)
     assert quiet.row("samples_per_s").better == "b", "a 10 % gain is plain on a machine that repeats within 1 %"
     assert compare_runs(like, _run(finished_pair.v2, tmp_path / "b2", 90.0)).row("samples_per_s").better is None
+    assert machine_variation(history, like, leave_out=[r.id for r in history[:3]]) == ASSUMED, \
+        "the runs being compared are the data, not the prior"
+
+
+def test_the_p90_and_the_phases_are_judged_at_99_percent(finished_pair, tmp_path):
+    result = compare_runs(_run(finished_pair.v1, tmp_path / "a", 100.0), _run(finished_pair.v2, tmp_path / "b", 60.0))
+    assert result.row("samples_per_s").interval.level == 0.95
+    assert result.row("step_ms_p90").interval.level == 0.99

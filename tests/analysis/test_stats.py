@@ -16,7 +16,7 @@ from tinylab.analysis.stats import (
     mean_interval,
     ratio_interval,
     runs_needed,
-    t95,
+    t_quantile,
 )
 
 
@@ -25,11 +25,13 @@ def values(*figures: float, busy: bool = False) -> list[RunValue]:
 
 
 def test_t_quantiles_are_students():
-    assert t95(1) == pytest.approx(12.706) and t95(2) == pytest.approx(4.303)
-    assert t95(11) == pytest.approx(2.228), "between tabulated values the wider one"
-    assert t95(500) == 1.96
+    assert t_quantile(1) == pytest.approx(12.706) and t_quantile(2) == pytest.approx(4.303)
+    assert t_quantile(11) == pytest.approx(2.228), "between tabulated values the wider one"
+    assert t_quantile(500) == 1.96 and t_quantile(500, 0.99) == 2.576 and t_quantile(4, 0.99) == pytest.approx(4.604)
     with pytest.raises(ValueError):
-        t95(0)
+        t_quantile(0)
+    with pytest.raises(ValueError):
+        t_quantile(5, 0.9)
 
 
 def test_one_identical_pair_is_never_a_verdict():
@@ -53,6 +55,21 @@ def test_busy_runs_widen_the_interval_but_never_turn_it():
     assert busy.high / busy.low > quiet.high / quiet.low and busy.better in (None, "a")
 
 
+def test_busy_repeats_never_look_steadier_than_contention_allows():
+    """Three busy runs a side that happened to agree within 1 %: under contention runs are neither
+    steady nor independent, so the spread stays at BUSY_SIGMA at least."""
+    a, b = values(100.0, 101.0, 100.5, busy=True), values(108.0, 109.0, 108.5)
+    i = ratio_interval(a, b, -1)
+    assert i.sigma == pytest.approx(BUSY_SIGMA) and i.better is None
+
+
+def test_secondary_rows_are_judged_at_99_percent():
+    a, b = values(100.0, 104.0, 97.0), values(120.0, 124.0, 117.0)
+    at95, at99 = ratio_interval(a, b, -1), ratio_interval(a, b, -1, level=0.99)
+    assert at99.low < at95.low and at99.high > at95.high and at99.level == 0.99
+    assert at99.to_json()["level"] == 0.99
+
+
 def test_repeats_narrow_it_and_identical_repeats_name_no_one():
     rng = random.Random(7)
     a = values(*(100 * math.exp(rng.gauss(0, 0.15)) for _ in range(3)))
@@ -74,8 +91,13 @@ def test_a_runs_own_step_noise_is_a_floor():
     noisy = [RunValue("a", 100.0, 0.4), RunValue("b", 100.0, 0.4)]
     i = ratio_interval(noisy[:1], noisy[1:], -1, Variation(0.01, 8, "test"))
     assert i.sigma == pytest.approx(0.4)
-    assert RunValue.of("x", 100.0, 0.2, 16, False).within == pytest.approx(1.2533 * 0.2 / 1.2816 / 4)
-    assert RunValue.of("x", 0.0, 0.2, 16, False) is None and RunValue.of("x", None, None, None, False) is None
+    repeated = [RunValue(f"a{k}", 100.0 + k, 0.4) for k in range(3)]  # repeats: their own spread is the data
+    assert ratio_interval(repeated, repeated, -1, Variation(0.01, 8, "test")).sigma < 0.05
+    assert RunValue.of("x", 100.0, 90.0, 110.0, 16, False).within == pytest.approx(
+        1.2533 * math.log(110 / 90) / 2.5632 / 4)
+    assert RunValue.of("x", 0.0, 90.0, 110.0, 16, False) is None and RunValue.of("x", None, None, None, None, False) is None
+    stalled = RunValue.of("x", 100.0, 50.0, 700.0, 6, False).within  # one stalled step is not a step run backwards
+    assert stalled == pytest.approx(1.2533 * math.log(14) / 2.5632 / math.sqrt(6)) and stalled < 0.6
 
 
 def test_history_pools_repeated_configs_only():

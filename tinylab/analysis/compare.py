@@ -12,7 +12,17 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from tinylab.analysis.hotspots_result import KernelDiff
-from tinylab.analysis.stats import ASSUMED, SAME_BAND, RatioInterval, RunValue, Variation, history_variation, ratio_interval
+from tinylab.analysis.stats import (
+    ASSUMED,
+    LEVEL,
+    SAME_BAND,
+    SECONDARY_LEVEL,
+    RatioInterval,
+    RunValue,
+    Variation,
+    history_variation,
+    ratio_interval,
+)
 from tinylab.core.errors import UserError
 from tinylab.core.events import SUMMARY_FIELDS, Summary, number
 from tinylab.runs.record import RunRecord, key_config
@@ -34,6 +44,9 @@ SAME_WITHIN = 0.01
 TIMED = frozenset(f.key for f in METRICS if f.timed)
 #: The row whose interval says whether a comparison is settled (`compare --repeat auto`).
 HEADLINE = "samples_per_s"
+#: The timed rows judged at stats.LEVEL (95 %): the step's own figures. The others (its p90, its
+#: phases) are judged at stats.SECONDARY_LEVEL (99 %): there are more of them and they move more.
+PRIMARY = frozenset({"samples_per_s", "tokens_per_s", "step_ms_median", "mfu", "energy_j_per_sample"})
 
 
 def step_noise(summary: Summary | None) -> float | None:
@@ -259,17 +272,14 @@ def _pool(first: RunRecord, more: Sequence[RunRecord], side: str, notes: list[st
 
 def run_value(record: RunRecord, key: str) -> RunValue | None:
     """A run's figure of timed metric `key`, with its steps' sampling error and its busy mark."""
-    s = record.summary
-    if s is None:
-        return None
-    return RunValue.of(record.id, s.get(key), s.spread, s.measured_steps, bool(record.busy))
+    return RunValue.from_summary(record.id, record.summary, key, bool(record.busy))
 
 
 def _timed(key: str, label: str, unit: str, direction: int, pool_a: list[RunRecord], pool_b: list[RunRecord],
            variation: Variation) -> MetricRow:
     """A timed row: each side's geometric mean over its runs, and the interval's verdict."""
     va, vb = ([v for r in pool if (v := run_value(r, key)) is not None] for pool in (pool_a, pool_b))
-    interval = ratio_interval(va, vb, direction, variation)
+    interval = ratio_interval(va, vb, direction, variation, LEVEL if key in PRIMARY else SECONDARY_LEVEL)
     if interval is None:  # a side without the figure: the plain values, no verdict
         return _metric(key, label, unit, 0, pool_a[0].summary, pool_b[0].summary)
     return MetricRow(key, label, _geomean(va), _geomean(vb), interval.ratio, interval.better, unit, interval)
@@ -287,11 +297,13 @@ def same_config(record: RunRecord) -> str:
     return repr(sorted((k, v) for k, v in cfg.items() if k != "label"))
 
 
-def machine_variation(records: Iterable[RunRecord], like: RunRecord) -> Variation:
+def machine_variation(records: Iterable[RunRecord], like: RunRecord, leave_out: Iterable[str] = ()) -> Variation:
     """The run-to-run spread of step times on `like`'s machine at its size, from the store's own
     history: finished, unprofiled, fault-free runs on the same device and of the same sizes, grouped
     by their whole config (the same config run again is a repeat; its label does not count). Busy
-    runs are left out: their contention is allowed for separately (stats.BUSY_SIGMA)."""
+    runs are left out: their contention is allowed for separately (stats.BUSY_SIGMA). `leave_out`:
+    the ids of the runs being compared, whose spread is the data, not the prior (counted twice, it
+    would make their interval look surer than it is)."""
     def size(record: RunRecord) -> tuple[Any, ...] | None:
         cfg = record.ran_settings
         if cfg is None:
@@ -299,9 +311,11 @@ def machine_variation(records: Iterable[RunRecord], like: RunRecord) -> Variatio
         return (record.device_name, str(record.device).split(":")[0], cfg.batch_size, cfg.seq_len,
                 cfg.hidden_dim, cfg.num_layers, cfg.precision, record.world_size)
 
-    want = size(like)
+    want, skip = size(like), set(leave_out)
     groups: dict[str, list[float]] = {}
     for record in records:
+        if record.id in skip:
+            continue
         cfg, s = record.ran_settings, record.summary
         if (cfg is None or s is None or record.status != "finished" or cfg.profilers or cfg.fault
                 or record.busy or size(record) != want or not s.step_ms_median):

@@ -27,8 +27,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-#: The intervals' confidence level.
+#: The intervals' confidence level: the headline rows' (samples/s, step median, ...).
 LEVEL = 0.95
+#: ... and the secondary rows' (the p90, the phases): a comparison shows several of them, and at
+#: 95 % each, one or another would name a winner between identical runs about one time in five;
+#: tails and phases also move more with contention than the step's median does.
+SECONDARY_LEVEL = 0.99
 #: An interval inside 1 ± this says "same": a difference this small is not worth a verdict.
 SAME_BAND = 0.05
 #: The run-to-run spread (SD of log figures) assumed on a machine with no repeated configs on
@@ -46,18 +50,24 @@ MAX_HISTORY_DOF = 8
 #: `settle` suggests at most this many runs a side.
 MAX_SUGGESTED = 12
 
-# Student's t, two-sided 95 %, by degrees of freedom (the normal's 1.96 from 120 on).
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-        12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+# Student's t, two-sided, by degrees of freedom (the normal's from 120 on), at LEVEL and SECONDARY_LEVEL.
+_DOF = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 20, 25, 30, 40, 60, 120)
+_T = {0.95: (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.179, 2.131, 2.086, 2.060,
+             2.042, 2.021, 2.000, 1.980),
+      0.99: (63.657, 9.925, 5.841, 4.604, 4.032, 3.707, 3.499, 3.355, 3.250, 3.169, 3.055, 2.947, 2.845, 2.787,
+             2.750, 2.704, 2.660, 2.617)}
+_NORMAL = {0.95: 1.960, 0.99: 2.576}
 
 
-def t95(dof: float) -> float:
-    """Student's t quantile for a two-sided 95 % interval (the next smaller tabulated dof: wider)."""
+def t_quantile(dof: float, level: float = LEVEL) -> float:
+    """Student's t quantile for a two-sided interval at `level` (the next smaller tabulated dof: wider)."""
     if dof < 1:
         raise ValueError(f"dof must be >= 1, got {dof}")
-    if dof >= 120:
-        return 1.96
-    return _T95[max(d for d in _T95 if d <= dof)]
+    if level not in _T:
+        raise ValueError(f"level must be one of {sorted(_T)}, got {level}")
+    if dof > _DOF[-1]:
+        return _NORMAL[level]
+    return _T[level][max(i for i, d in enumerate(_DOF) if d <= dof)]
 
 
 @dataclass(frozen=True)
@@ -70,14 +80,26 @@ class RunValue:
     busy: bool = False  # the load sampler saw other work on the machine during it
 
     @classmethod
-    def of(cls, run_id: str, value: Any, spread: float | None, steps: int | None, busy: bool) -> "RunValue | None":
-        """A summary's figure with the sampling error of a median of `steps` steps whose p10-p90
-        half-width over the median is `spread`: sigma ~ spread / 1.28 (normal quantiles), and a
-        median's standard error 1.25 sigma / sqrt(n); None when there is no positive figure."""
+    def of(cls, run_id: str, value: Any, p10: float | None, p90: float | None, steps: int | None,
+           busy: bool) -> "RunValue | None":
+        """A summary's figure with the sampling error of a median of `steps` step times whose 10th
+        and 90th percentiles are `p10` and `p90`, in logs (a step time is skewed: one stalled step
+        is not a step run backwards): sigma ~ ln(p90 / p10) / 2.56, and a median's standard error
+        1.25 sigma / sqrt(n); None when there is no positive figure."""
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 or math.isinf(value):
             return None
-        within = 1.2533 * (spread / 1.2816) / math.sqrt(steps) if spread is not None and steps else None
+        within = None
+        if p10 and p90 and p10 > 0 and p90 >= p10 and steps:
+            within = 1.2533 * math.log(p90 / p10) / (2 * 1.2816) / math.sqrt(steps)
         return cls(run_id, float(value), within, busy)
+
+    @classmethod
+    def from_summary(cls, run_id: str, summary: Any, key: str, busy: bool) -> "RunValue | None":
+        """A run's figure `key` of its summary (tinylab.core.events.Summary), its steps' error from
+        the summary's step-time percentiles."""
+        if summary is None:
+            return None
+        return cls.of(run_id, summary.get(key), summary.step_ms_p10, summary.step_ms_p90, summary.measured_steps, busy)
 
 
 @dataclass(frozen=True)
@@ -127,6 +149,7 @@ class RatioInterval:
     sigma: float  # the run-to-run spread the interval used (SD of log figures)
     dof: float  # its degrees of freedom
     settle: str | None  # for a verdict that is not sure: what would settle it
+    level: float = LEVEL
 
     @property
     def sure(self) -> bool:
@@ -137,52 +160,56 @@ class RatioInterval:
         return f"{self.ratio:.2f}x [{self.low:.2f}–{self.high:.2f}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "low": self.low, "high": self.high, "level": LEVEL, "better": self.better,
+        return {"ratio": self.ratio, "low": self.low, "high": self.high, "level": self.level, "better": self.better,
                 "same": self.same, "runs": list(self.runs), "sigma": self.sigma, "dof": self.dof,
                 "settle": self.settle}
 
 
 def ratio_interval(a: Sequence[RunValue], b: Sequence[RunValue], direction: int,
-                   prior: Variation = ASSUMED) -> RatioInterval | None:
-    """The interval on B/A of the mean log figures of runs `a` and `b` (see the module's text);
-    `direction` +1 when larger is better, -1 when smaller is. None without a run on either side."""
+                   prior: Variation = ASSUMED, level: float = LEVEL) -> RatioInterval | None:
+    """The interval at `level` on B/A of the mean log figures of runs `a` and `b` (see the module's
+    text); `direction` +1 when larger is better, -1 when smaller is. None without a run on either side."""
     if not a or not b:
         return None
     xa, xb = [math.log(r.value) for r in a], [math.log(r.value) for r in b]
     ma, mb = sum(xa) / len(xa), sum(xb) / len(xb)
     ss = sum((x - ma) ** 2 for x in xa) + sum((x - mb) ** 2 for x in xb)
     data_dof = len(xa) + len(xb) - 2
-    prior_sigma = max(prior.sigma, BUSY_SIGMA) if any(r.busy for r in (*a, *b)) else prior.sigma
+    busy = any(r.busy for r in (*a, *b))
+    prior_sigma = max(prior.sigma, BUSY_SIGMA) if busy else prior.sigma
     prior_dof = ASSUMED_DOF if not prior.dof else min(prior.dof, MAX_HISTORY_DOF)
     dof = data_dof + prior_dof
     var = (ss + prior_dof * prior_sigma ** 2) / dof
+    if busy:  # contention makes runs neither steady nor independent: a few lucky repeats must not shrink it
+        var = max(var, BUSY_SIGMA ** 2)
     within = [r.within ** 2 for r in (*a, *b) if r.within is not None]
-    var = max(var, sum(within) / len(within)) if within else var  # a run's median is never surer than its steps
+    if within and not data_dof:  # one pair: its medians are never surer than their own steps allow
+        var = max(var, sum(within) / len(within))
     sigma = math.sqrt(var)
     diff = mb - ma
-    half = t95(dof) * sigma * math.sqrt(1 / len(xa) + 1 / len(xb))
+    half = t_quantile(dof, level) * sigma * math.sqrt(1 / len(xa) + 1 / len(xb))
     low, high = math.exp(diff - half), math.exp(diff + half)
     same = 1 / (1 + SAME_BAND) <= low and high <= 1 + SAME_BAND
     better = None
     if low > 1 or high < 1:
         better = "b" if (low > 1) == (direction > 0) else "a"
-    settle = None if better or same else _settle(diff, sigma, len(xa), len(xb), prior_dof)
-    return RatioInterval(math.exp(diff), low, high, better, same, (len(xa), len(xb)), sigma, dof, settle)
+    settle = None if better or same else _settle(diff, sigma, len(xa), len(xb), prior_dof, level)
+    return RatioInterval(math.exp(diff), low, high, better, same, (len(xa), len(xb)), sigma, dof, settle, level)
 
 
-def runs_needed(diff: float, sigma: float, prior_dof: int) -> int | None:
+def runs_needed(diff: float, sigma: float, prior_dof: int, level: float = LEVEL) -> int | None:
     """Runs a side for an interval of spread `sigma` around a log difference `diff` to exclude 1,
     or, for a difference inside the same-band, to fit inside it; None past MAX_SUGGESTED."""
     target = abs(diff) if abs(diff) > math.log1p(SAME_BAND) else math.log1p(SAME_BAND) - abs(diff)
     for n in range(2, MAX_SUGGESTED + 1):
-        if target > 0 and t95(2 * n - 2 + prior_dof) * sigma * math.sqrt(2 / n) < target:
+        if target > 0 and t_quantile(2 * n - 2 + prior_dof, level) * sigma * math.sqrt(2 / n) < target:
             return n
     return None
 
 
-def _settle(diff: float, sigma: float, na: int, nb: int, prior_dof: int) -> str:
+def _settle(diff: float, sigma: float, na: int, nb: int, prior_dof: int, level: float) -> str:
     spread = f"spread ±{math.expm1(sigma):.0%} between runs"
-    n = runs_needed(diff, sigma, prior_dof)
+    n = runs_needed(diff, sigma, prior_dof, level)
     if n is None:
         return (f"{spread}: the difference is too small to see in {MAX_SUGGESTED} runs a side here; "
                 "measure on a quieter machine or with more steps")
@@ -199,5 +226,5 @@ def mean_interval(values: Sequence[float], prior: Variation = ASSUMED) -> tuple[
     prior_dof = ASSUMED_DOF if not prior.dof else min(prior.dof, MAX_HISTORY_DOF)
     dof = len(logs) - 1 + prior_dof
     sigma = math.sqrt((sum((x - mean) ** 2 for x in logs) + prior_dof * prior.sigma ** 2) / dof)
-    half = t95(dof) * sigma / math.sqrt(len(logs))
+    half = t_quantile(dof) * sigma / math.sqrt(len(logs))
     return math.exp(mean), math.exp(mean - half), math.exp(mean + half)

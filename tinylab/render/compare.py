@@ -72,7 +72,7 @@ def noise_note(result: Comparison) -> str | None:
         return None
     (name_a, name_b), (na, nb) = result.names, intervals[0].runs
     runs = f"{na} run{'s' * (na > 1)} of {name_a}, {nb} of {name_b}"
-    line = (f"timed rows: B/A [95% interval] over {runs}; run-to-run spread from "
+    line = (f"timed rows: B/A [95% interval; 99% for the p90 and the phases] over {runs}; run-to-run spread from "
             f"{result.noise.variation.source}")
     head = result.row(HEADLINE)
     unsure = head.interval if head is not None and head.not_sure else next(

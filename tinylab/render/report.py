@@ -34,6 +34,9 @@ CHARTS = (
     ("samples_per_s", "throughput", "samples/s"),
     ("mem_peak_mb", "peak memory per step", "MB"),
 )
+#: The largest value a chart draws: a damaged step's 1e308 made the axis span overflow to infinity
+#: (plotext raised OverflowError); no loss, throughput or memory comes near it.
+CHART_RANGE = 1e150
 #: Series colours of the SVG charts (A, B, C, ...), chosen to stay apart for colour-blind readers.
 COLOURS = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00")
 #: Their line patterns: solid, then dashes, so that two runs that drew the same line both show.
@@ -85,7 +88,7 @@ def build_report(runs: list[Run], fmt: str = "md", advice: dict[str, list[Any]] 
     data = [collect(run, mask) for run in runs]
     for d in data:
         d.advice = (advice or {}).get(d.record.id)
-    variation = machine_variation(history, data[0].record)
+    variation = machine_variation(history, data[0].record, leave_out=[d.record.id for d in data])
     comparisons = [compare_runs(data[0].record, other.record, ("A", _letter(i)), variation=variation)
                    for i, other in enumerate(data[1:], 1)]
     overlays = _overlay_charts(data) if len(runs) > 1 else []
@@ -107,7 +110,7 @@ def collect(run: Run, mask: Callable[[RunRecord], RunRecord]) -> RunData:
     charts = []
     for key, title, unit in CHARTS:
         points = [(e.step + 1, number(getattr(e, key))) for e in steps]
-        points = [(x, y) for x, y in points if y is not None]
+        points = [(x, y) for x, y in points if y is not None and abs(y) <= CHART_RANGE]
         reason = "no steps recorded" if not steps else (
             "not recorded: device memory is tracked on GPUs only" if key == "mem_peak_mb" else "not recorded")
         charts.append(Chart(title, unit, [Series(record.id, [p[0] for p in points], [p[1] for p in points])],

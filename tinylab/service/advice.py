@@ -135,5 +135,5 @@ def verdict(lab: Lab, a_ref: str, b_ref: str) -> dict[str, Any]:
     jb = judge(fb)
     from tinylab.analysis.compare import machine_variation
 
-    variation = machine_variation(lab.records(), lab.record(a.id))  # as `compare` judges the pair
+    variation = machine_variation(lab.records(), lab.record(a.id), leave_out=(a.id, b.id))  # as `compare` judges it
     return {"a": a.id, "b": b.id, **compare_advice(advise(fa), jb.items, fa, fb, rule, jb.unjudged, variation)}

@@ -372,8 +372,10 @@ class Lab:
         from tinylab.analysis.compare import compare_runs, machine_variation
 
         ra, rb = self.record(a), self.record(b)
-        return compare_runs(ra, rb, more_a=[self.record(r) for r in more_a], more_b=[self.record(r) for r in more_b],
-                            variation=machine_variation(self.records(), ra))
+        pool_a, pool_b = [self.record(r) for r in more_a], [self.record(r) for r in more_b]
+        compared = [r.id for r in (ra, rb, *pool_a, *pool_b)]
+        return compare_runs(ra, rb, more_a=pool_a, more_b=pool_b,
+                            variation=machine_variation(self.records(), ra, leave_out=compared))
 
     # ------------------------------------------------------------------- advice
     def advise(self, ref: str, *, kernels: str | bool = False):

@@ -75,7 +75,7 @@ class CaseResult:
         """One repeat as the row lists it: its timed figures, the sampling error of its median
         from its own steps (`within`, RunValue.of) and why the machine was busy (None: quiet)."""
         s = Summary.from_event(summary)
-        value = RunValue.of("", s.samples_per_s, s.spread, s.measured_steps, False)
+        value = RunValue.from_summary("", s, "samples_per_s", False)
         return {**{key: s.get(source) for key, source in TIMED}, "within": value.within if value else None,
                 "busy": s.busy()}
 

@@ -80,8 +80,7 @@ def check(item: Advice, a: Facts, b: Facts, b_items: list[Advice], b_unjudged: d
     measured = f"{_change(metric, va, vb)}: {ratio(gain)}"
     predicted = f"at most {ratio(bound)} ({field.label})"
     if field.timed:
-        sides = [RunValue.of(name, s.get(metric), s.spread, s.measured_steps, bool(f.busy))
-                 for name, f, s in (("A", a, a.summary), ("B", b, b.summary))]
+        sides = [RunValue.from_summary(name, f.summary, metric, bool(f.busy)) for name, f in (("A", a), ("B", b))]
         interval = ratio_interval(sides[:1], sides[1:], field.direction, variation) if all(sides) else None
         if interval is not None and not interval.sure:
             return Verdict(item.rule, None, predicted, f"{measured}, B/A {interval.text()}",

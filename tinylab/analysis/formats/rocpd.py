@@ -1,17 +1,30 @@
-"""rocpd, ROCm 7's output: the SQLite database, `rocpd summary` CSV and console text.
+"""rocpd, ROCm 7's output (rocprofv3's, and from rocprof-sys 1.9, ROCm 10.1, rocprof-sys's default):
+the SQLite database, `rocpd summary` CSV and console text.
 
-A database can be crafted to make a query run forever or eat memory (a recursive view, also one
-hidden behind another view; a cross join; a gigabyte blob), also when it merely sits in a folder
-being scanned. So it is read read-only, and every statement is checked by a SQLite authorizer as
-it is prepared (tinylab reads only what rocprofv3 writes):
+The database is read from rocpd's own tables, the ones rocprofiler-sdk's schema creates
+(source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql: `rocpd_<name>_<uuid>` a process, or
+un-suffixed after `rocpd merge`), never through a view the file defines: the SDK's views
+(`rocpd_kernel_dispatch` AS SELECT * FROM its table, `kernels` joining eight tables) are the file's
+own SQL, and a crafted file's view can cross-join a table with itself for hours. Only a database
+with no such tables is read through a `kernels` view. Every schema 3.0.x is read the same way (3.0.1
+NIC agents, 3.0.2 rocpd_graph_launch, 3.0.3 SPM columns, 3.0.4 rocpd_hip_event: versions.yml); a
+newer one by the tables it has, the note naming those it lacks. HIP events and graph launches are
+counted where there are such tables, and the trainer's ROCTx step ranges are the regions named
+after their message (rocprofiler-sdk of ROCm 10.1+; before, marker regions had a generic name).
+
+A database can still be crafted to make a query run forever or eat memory (a recursive view, also
+one hidden behind another view; a cross join; a gigabyte blob), also when it merely sits in a folder
+being scanned. So it is read read-only, and every statement is checked by a SQLite authorizer as it
+is prepared:
 - no recursive query, anywhere, however deep in the views;
 - only tables and views of rocpd's own names (`kernels`, `rocpd_*`), and only through views of
   those names: a `kernels` view reading any other view is refused;
 - only a few plain SQL functions (no zeroblob, printf, replace ...), and no value over
   VALUE_LIMIT bytes;
-- a time limit (QUERY_SECONDS, or less when the load's total budget ends first: _base.DEADLINE).
-What is refused ends in a one-line error naming the file; a refused `kernels` view falls back to
-rocpd's dispatch and symbol tables.
+- a budget of SQLite virtual-machine steps (STEP_BUDGET, counted by the progress handler) and of
+  time (QUERY_SECONDS, or less when the load's total budget ends first: _base.DEADLINE), for the
+  whole file, whichever ends first.
+What is refused ends in a one-line error naming the file.
 """
 
 from __future__ import annotations
@@ -20,8 +33,12 @@ import math
 import re
 import sqlite3
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
+import numpy as np
 import pandas as pd
 
 from tinylab.analysis.formats._base import (
@@ -38,14 +55,23 @@ from tinylab.analysis.formats._base import (
 from tinylab.analysis.formats.detect import csv_table
 from tinylab.core.kernel_table import build_table
 
-#: A query running longer than this is stopped; rocpd's own tables of a few steps read in seconds.
-QUERY_SECONDS = 60.0
+#: The most time one database may take; rocpd's own tables of a few steps read in well under a second.
+QUERY_SECONDS = 6.0
+#: The most SQLite virtual-machine steps one database may take (about 2 s at 250 M steps/s): a million
+#: dispatches grouped by kernel take some 20 M.
+STEP_BUDGET = 500_000_000
+_STEP = 10_000  # steps between two calls of the progress handler
 #: The largest string or blob a query may read or make (a kernel name is a few KiB at most).
 VALUE_LIMIT = 8 << 20
-#: The SQL functions a query (ours, or rocpd's views it goes through) may call.
+#: The SQL functions a query (ours, or the `kernels` view it goes through) may call.
 FUNCTIONS = frozenset({"count", "sum", "total", "min", "max", "avg", "coalesce", "ifnull", "nullif", "iif",
                        "abs", "round", "length", "lower", "upper", "trim", "substr", "substring", "instr",
-                       "typeof", "json_extract"})
+                       "typeof", "json_extract", "glob"})
+#: The schema major version read here, and the tables a kernel table and its step cut come from.
+SCHEMA_MAJOR = "3"
+NEEDED = ("kernel_dispatch", "info_kernel_symbol", "string", "region")
+#: What the trainer's ROCTx step ranges are named like (tinylab.core.markers), as a GLOB.
+STEP_GLOB = "*tinylab*step *"
 
 
 class Refused(Bounded):
@@ -82,8 +108,33 @@ class _Guard:
         return sqlite3.SQLITE_DENY
 
 
-def parse_database(path: Path, head: Head) -> Parsed:
-    """ROCm 7 rocpd database: the `kernels` view, else the dispatch and symbol tables joined."""
+@dataclass
+class _Db:
+    """An open database: its connection, its authorizer, and its rocpd tables by kind (the name with
+    neither "rocpd_" nor the per-process suffix: "kernel_dispatch" -> its tables, one a process)."""
+
+    con: sqlite3.Connection
+    guard: _Guard
+    tables: dict[str, list[str]]
+    views: set[str]
+
+    def suffixes(self, *kinds: str) -> list[str]:
+        """The suffixes ("" merged, "_<uuid>" a process) under which every one of `kinds` has a table."""
+        found = [{t[len(f"rocpd_{kind}"):] for t in self.tables.get(kind, [])} for kind in kinds]
+        return sorted(set.intersection(*found)) if found else []
+
+    def count(self, kind: str) -> int:
+        return sum(self.con.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in self.tables.get(kind, []))
+
+
+#: rocpd_<kind>, then nothing (merged) or "_" and a UUID with "_" for "-" (generateRocpd.cpp get_uuid)
+_TABLE = re.compile(r"rocpd_([a-z0-9_]+?)((?:_[0-9a-f]{4,}){5})?")
+
+
+@contextmanager
+def _database(path: Path) -> Iterator[_Db]:
+    """The database opened read-only under the guard and the budgets; what a query is refused or
+    stopped for becomes the one-line FormatError (Bounded, Refused) that names why."""
     uri = path.resolve().as_uri() + "?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True)
@@ -91,16 +142,31 @@ def parse_database(path: Path, head: Head) -> Parsed:
         raise FormatError(f"cannot open SQLite database: {exc}") from None
     limit = remaining(QUERY_SECONDS)
     deadline = time.monotonic() + limit
-    con.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
+    steps = [0]
+
+    def progress() -> bool:
+        steps[0] += _STEP
+        return steps[0] > STEP_BUDGET or time.monotonic() > deadline
+
+    con.set_progress_handler(progress, _STEP)
     guard = _Guard()
     con.set_authorizer(guard)
     if hasattr(con, "setlimit"):  # Python 3.11+
         con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_LIMIT)
     try:
-        objects = {row[0]: row[1] or "" for row in
-                   con.execute("SELECT name, sql FROM sqlite_master WHERE type IN ('table', 'view')")}
-        df, note = _kernels(con, objects, guard)
+        tables: dict[str, list[str]] = {}
+        views = set()
+        for name, kind in con.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"):
+            m = _TABLE.fullmatch(name or "")
+            if kind == "view":
+                views.add(name)
+            elif m:
+                tables.setdefault(m.group(1), []).append(name)
+        yield _Db(con, guard, {k: sorted(v) for k, v in tables.items()}, views)
     except sqlite3.DatabaseError as exc:
+        if steps[0] > STEP_BUDGET:
+            raise Bounded(f"reading it took over {STEP_BUDGET:,} SQLite steps and was stopped "
+                          "(a damaged or crafted database?)") from None
         if time.monotonic() > deadline:
             raise Bounded(f"reading it took over {limit:.0f} s and was stopped "
                           "(a damaged or crafted database?)") from None
@@ -111,86 +177,90 @@ def parse_database(path: Path, head: Head) -> Parsed:
         raise FormatError(f"corrupt or unreadable SQLite database: {exc}") from None
     finally:
         con.close()
+
+
+def parse_database(path: Path, head: Head) -> Parsed:
+    """A rocpd database: the kernel table from its dispatch and symbol tables (else its `kernels`
+    view), what else it recorded and which schema it has in the note."""
+    with _database(path) as db:
+        df, notes = _kernels(db)
+        notes += _recorded(db)
     if df.empty:
         raise FormatError("rocpd database has no kernel dispatches (was --kernel-trace on?)")
-    return Parsed(build_table(df), "rocpd", note)
+    return Parsed(build_table(df), "rocpd", "; ".join(notes) or None)
 
 
 _DURATION = '("end" - start)'
 _AGG = "COUNT(*) AS calls, SUM({d}) AS total_ns, MIN({d}) AS min_ns, MAX({d}) AS max_ns"
+_COLUMNS = ["name", "calls", "total_ns", "min_ns", "max_ns"]
 
 
-def _kernels(con: sqlite3.Connection, objects: dict[str, str], guard: _Guard) -> tuple[pd.DataFrame, str | None]:
-    """The per-kernel rows, aggregated in SQL. From rocpd's dispatch and symbol tables, grouped by
-    kernel id before the names are joined (a million dispatches in about a second: rocpd's own
-    `kernels` view joins eight tables for every dispatch first, which takes several); from the
-    `kernels` view only when those tables are not there. `objects`: name -> the SQL that made it,
-    for every table and view."""
-    def frame(sql: str) -> pd.DataFrame:
-        rows = con.execute(sql).fetchall()
-        return pd.DataFrame(rows, columns=["name", "calls", "total_ns", "min_ns", "max_ns"])
-
-    view, skipped = _kernels_view(con, objects, guard)
-    pairs = _table_pairs(objects)
-    df = frame(_table_aggregates(con, pairs)) if pairs else None
-    if (df is None or df.empty) and view is not None:
-        return frame(f"SELECT name, {_AGG.format(d=view)} FROM kernels GROUP BY name"), None
-    if df is None:
-        if skipped:
-            raise Refused(f"its kernels view goes through what tinylab does not run ({skipped}): not read")
-        raise FormatError("SQLite database without rocpd kernel data (no `kernels` view or rocpd_kernel_dispatch table)")
-    if view is not None:  # the same dispatches rocpd's view shows
-        return df, None
-    why = (f"its kernels view was not used ({skipped})" if skipped
-           else "the kernels view was empty or missing")
-    return df, f"read from rocpd_kernel_dispatch + rocpd_info_kernel_symbol ({why})"
+def _label(db: _Db, symbols: str) -> str:
+    cols = {row[1].lower() for row in db.con.execute(f'PRAGMA table_info("{symbols}")')}
+    return "COALESCE(s.display_name, s.kernel_name)" if "display_name" in cols else "s.kernel_name"
 
 
-def _kernels_view(con: sqlite3.Connection, objects: dict[str, str], guard: _Guard) -> tuple[str | None, str | None]:
-    """(the duration expression of rocpd's `kernels` view when it holds a dispatch, else None; why
-    the guard refused it, else None)."""
-    if "kernels" not in objects:
-        return None, None
+def _kernels(db: _Db) -> tuple[pd.DataFrame, list[str]]:
+    """The per-kernel rows, aggregated in SQL from each process's dispatch table, grouped by kernel
+    id before the names are joined (a million dispatches in about a second); from the `kernels`
+    view only when there are no such tables."""
+    parts = [f"SELECT {_label(db, f'rocpd_info_kernel_symbol{sfx}')} AS name, a.calls, a.total_ns, a.min_ns, "
+             f"a.max_ns FROM (SELECT kernel_id, {_AGG.format(d=_DURATION)} FROM \"rocpd_kernel_dispatch{sfx}\" "
+             f"GROUP BY kernel_id) a JOIN \"rocpd_info_kernel_symbol{sfx}\" s ON a.kernel_id = s.id"
+             for sfx in db.suffixes("kernel_dispatch", "info_kernel_symbol")]
+    if parts:
+        return pd.DataFrame(db.con.execute(" UNION ALL ".join(parts)).fetchall(), columns=_COLUMNS), []
+    if "kernels" not in db.views:
+        raise FormatError("SQLite database without rocpd kernel data (no rocpd_kernel_dispatch table or `kernels` view)")
     try:
-        cols = {row[1].lower() for row in con.execute("PRAGMA table_info(kernels)")}
+        cols = {row[1].lower() for row in db.con.execute("PRAGMA table_info(kernels)")}
         if "name" not in cols or not ("duration" in cols or {"start", "end"} <= cols):
-            return None, None
+            raise FormatError("its `kernels` view has no name and duration columns")
         duration = "duration" if "duration" in cols else _DURATION
-        if con.execute(f"SELECT name, {duration} FROM kernels LIMIT 1").fetchone() is None:
-            return None, None
-        return duration, None
+        rows = db.con.execute(f"SELECT name, {_AGG.format(d=duration)} FROM kernels GROUP BY name").fetchall()
     except sqlite3.DatabaseError:
-        if not guard.refused:
-            raise
-        skipped, guard.refused = guard.refused, None  # the tables themselves may still be read
-        return None, skipped
+        if not db.guard.refused:
+            raise  # a bound or a damaged file: _database names it
+        raise Refused(f"its kernels view goes through what tinylab does not run ({db.guard.refused}): not read") from None
+    return pd.DataFrame(rows, columns=_COLUMNS), ["read through its `kernels` view: it has no rocpd_kernel_dispatch table"]
 
 
-def _table_pairs(objects: dict[str, str]) -> list[tuple[str, str]]:
-    """(dispatch table, its symbol table) pairs: the merged views, else each process's tables."""
-    if {"rocpd_kernel_dispatch", "rocpd_info_kernel_symbol"} <= objects.keys():
-        return [("rocpd_kernel_dispatch", "rocpd_info_kernel_symbol")]
-    pairs = []  # un-merged per-process tables carry a UUID suffix
-    for name in sorted(objects):
-        if name.startswith("rocpd_kernel_dispatch_"):
-            symbols = "rocpd_info_kernel_symbol_" + name[len("rocpd_kernel_dispatch_") :]
-            if symbols in objects:
-                pairs.append((name, symbols))
-    return pairs
+def _recorded(db: _Db) -> list[str]:
+    """What the note says besides the kernels: the schema where it is not 3.0.x (and the tables it
+    lacks), HIP events and graph launches where recorded."""
+    notes = []
+    versions = {row[0] for t in db.tables.get("metadata", [])
+                for row in db.con.execute(f'SELECT value FROM "{t}" WHERE tag = \'schema_version\'')}
+    newer = sorted(str(v) for v in versions if str(v).split(".")[0] != SCHEMA_MAJOR)
+    if newer:
+        missing = [f"rocpd_{kind}" for kind in NEEDED if kind not in db.tables]
+        notes.append(f"rocpd schema {', '.join(newer)}, newer than the 3.0.x read here: read by the tables it has"
+                     + (f" (it has no {', '.join(missing)})" if missing else ""))
+    events, graphs = db.count("hip_event"), db.count("graph_launch")
+    if events or graphs:
+        notes.append(f"also recorded: {events} HIP events (hipEventRecord, hipStreamWaitEvent), {graphs} HIP graph launches")
+    return notes
 
 
-def _table_aggregates(con: sqlite3.Connection, pairs: list[tuple[str, str]]) -> str:
-    """One row per kernel id of each dispatch table, named from its symbol table."""
-    parts = []
-    for dispatch, symbols in pairs:
-        sym_cols = {row[1].lower() for row in con.execute(f'PRAGMA table_info("{symbols}")')}
-        label = "COALESCE(s.display_name, s.kernel_name)" if "display_name" in sym_cols else "s.kernel_name"
-        parts.append(
-            f"SELECT {label} AS name, a.calls, a.total_ns, a.min_ns, a.max_ns FROM "
-            f"(SELECT kernel_id, {_AGG.format(d=_DURATION)} "
-            f'FROM "{dispatch}" GROUP BY kernel_id) a JOIN "{symbols}" s ON a.kernel_id = s.id'
-        )
-    return " UNION ALL ".join(parts)
+def rocpd_steps(path: Path) -> tuple[tuple[pd.Series, np.ndarray, np.ndarray], list[tuple[str, int, int]]]:
+    """The kernel dispatches (names, starts, ends) and the regions named like a tinylab step of a rocpd
+    database, from its tables (one clock, ns); FormatError (Bounded, Refused) as parse_database."""
+    if path.is_symlink() or not path.is_file():
+        raise FormatError(f"{path.name} is not a regular file")
+    with _database(path) as db:
+        dispatches = []
+        for sfx in db.suffixes("kernel_dispatch", "info_kernel_symbol"):
+            dispatches += db.con.execute(
+                f"SELECT {_label(db, f'rocpd_info_kernel_symbol{sfx}')}, d.start, d.\"end\" FROM "
+                f"\"rocpd_kernel_dispatch{sfx}\" d JOIN \"rocpd_info_kernel_symbol{sfx}\" s ON d.kernel_id = s.id").fetchall()
+        ranges = []
+        for sfx in db.suffixes("region", "string"):
+            ranges += db.con.execute(
+                f"SELECT n.string, r.start, r.\"end\" FROM \"rocpd_region{sfx}\" r JOIN \"rocpd_string{sfx}\" n "
+                f"ON r.name_id = n.id WHERE n.string GLOB ?", (STEP_GLOB,)).fetchall()
+    starts = np.array([d[1] for d in dispatches], dtype=np.float64)
+    ends = np.array([d[2] for d in dispatches], dtype=np.float64)
+    return (pd.Series([d[0] for d in dispatches], dtype=object), starts, ends), [(r[0], r[1], r[2]) for r in ranges]
 
 
 def parse_summary_csv(path: Path, head: Head) -> Parsed:

@@ -18,7 +18,8 @@ Bounds, for a trace a stranger wrote: at most TRACE_LIMIT bytes of JSON, of a gz
 _base.gzip_limit() (100 times its size, 32 MiB at least: a gzip bomb of valid JSON, about 1000
 times, stops there), at most MAX_EVENTS kept events, and the load's deadline (_base.DEADLINE).
 Each ends in a Bounded error; the memory a read holds is its columns (about 42 bytes an event),
-a block's structs and the inflated JSON queued for it (at most two calls of INFLATE bytes).
+a block's structs and the inflated JSON queued for it (at most two calls of INFLATE bytes). A
+string longer than MAX_STRING is kept cut to it.
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ INFLATE = 4 * BLOCK
 TRACE_LIMIT = 4 << 30
 #: The most events kept (complete events with a duration); about 42 bytes each in columns.
 MAX_EVENTS = 5_000_000
+#: The longest string kept (a name, a category, an id), in characters: C++ template kernel names
+#: run to a few thousand, and views show a line of one at most; a stranger's 60 MB name made
+#: `timeline` take 64 s, every pattern that sorts names into categories scanning all of it.
+MAX_STRING = 8 << 10
 #: How far into the document the traceEvents array must start (deviceProperties come before it).
 HEAD_LIMIT = 16 << 20
 #: Split points tried, last first, before a block is grown instead; they are looked for in the
@@ -184,7 +189,8 @@ class _Codes(dict):
         return code
 
     def table(self) -> tuple[Any, ...]:
-        return tuple(self)
+        """The values by code, a string longer than MAX_STRING cut to it."""
+        return tuple(v[:MAX_STRING] if isinstance(v, str) else v for v in self)
 
 
 class _Builder:
