@@ -100,8 +100,8 @@ class CompareScreen(BaseScreen):
         self.sub_title = "Compare A/B"
         metrics = self.query_one("#metrics", DataTable)
         # Fixed widths: widths measured from content raced the layout (a squeezed table in snapshots).
-        for label, width in (("metric", 17), ("A", 7), ("B", 7), ("B/A [95%]", 20), ("", 10)):
-            metrics.add_column(label, width=width)
+        for label, width in (("metric", 17), ("A", 7), ("B", 7), ("B/A [interval]", 20), ("", 10)):
+            metrics.add_column(Text(label, justify="left" if label in ("metric", "") else "right"), width=width)
         self.load()
 
     @background("compare")
