@@ -1,5 +1,6 @@
-"""Whole CPU runs under the AMD stand-ins of ROCm 6.2, 7.0, 7.2, 7.14 and 10.1 (a TheRock package and
-a pip install), as a user starts them: `tinylab run --profile rocprofv3|rocprof-sys|rocprof-compute`
+"""Whole CPU runs under the AMD stand-ins of ROCm 6.2, 6.3 (outside any ROCm tree), 7.0, 7.2, 7.14,
+10.1 (a TheRock package and a pip install) and 10.2, as a user starts them, rocprof-compute also with
+`--rocprof-compute-dispatch` (the same dispatches on every release, whichever number the tool starts at): `tinylab run --profile rocprofv3|rocprof-sys|rocprof-compute`
 passes only what each tool's help lists (the stand-in's parser takes it: the run finishes), the
 kernel table is read from wherever that release wrote it, and the rocm-tools scenario's checks pass
 on each: its steps as a learner on a CPU runs them, and its speed-of-light and roofline expressions
@@ -31,7 +32,9 @@ TINY = ["--device", "cpu", "--hidden-dim", "32", "--num-layers", "1", "--num-hea
 TOOLS = ("rocprofv3", "rocprof-sys", "rocprof-compute")
 #: The one rocprof-compute run that runs the program several times (the others: one counter pass each).
 PASSES_INSTALL, PASSES = "7.14", 3
-FORMATS = {"rocprof-sys": "rocprof-sys-json", "rocprof-compute": "rocprof-compute"}
+FORMATS = {"rocprof-compute": "rocprof-compute"}
+#: tinylab's dispatches 1 and 2 of the three the stand-in's workload has (counted from 0 on every release)
+DISPATCHES = "1:3"
 SCENARIO = ex.find_scenario(ex.load_scenarios(), "rocm-tools")
 
 
@@ -60,6 +63,8 @@ def launched(tmp_path_factory) -> dict[tuple[str, str], Launched]:
                                     **({"STANDIN_COMPUTE_PASSES": str(PASSES)} if (install, tool) ==
                                        (PASSES_INSTALL, "rocprof-compute") else {}))
             for install in RUN_INSTALLS for tool in TOOLS}
+    runs.update({(install, "dispatch"): launch(root, install, "rocprof-compute", "--rocprof-compute-dispatch", DISPATCHES)
+                 for install in RUN_INSTALLS})
     runs[("7.0", "ranks")] = launch(root, "7.0", "rocprofv3", "--nproc-per-node", "2")
     return runs
 
@@ -89,7 +94,9 @@ def test_a_profiled_run_of_each_release_and_the_scenarios_checks(launched, insta
     record = run.record()
     (profile,) = record.profiles
     rocpd = rr.ROCPROFV3[key].default_format == "rocpd"
-    fmt = FORMATS.get(tool) or ("rocpd" if rocpd else "rocprofv3-kernel-stats")
+    sys_rocpd = "--output-format" in rr.ROCPROF_SYS[key].options  # 1.7+: rocpd.db, the same reader
+    fmt = FORMATS.get(tool) or ("rocpd" if (sys_rocpd if tool == "rocprof-sys" else rocpd) else
+                                "rocprof-sys-json" if tool == "rocprof-sys" else "rocprofv3-kernel-stats")
     assert profile.format == fmt and profile.kernel_table == f"profiles/{tool}/kernels.csv", profile.note
     assert record.summary is not None and record.steps_done == STEPS
     assert profile.steps == (None if tool == "rocprof-compute" else STEPS)  # its counters: every pass's dispatches
@@ -102,6 +109,34 @@ def test_a_profiled_run_of_each_release_and_the_scenarios_checks(launched, insta
             own = [dataclasses.replace(c, on="run", needs_gpu=False) for c in step.checks if c.on == "recorded"]
             results = ex.evaluate_checks(dataclasses.replace(step, checks=own), record, None, on_gpu=True)
             assert all(r.status == "pass" for r in results), [(r.name, r.status, r.detail) for r in results]
+
+
+@pytest.mark.parametrize("install", RUN_INSTALLS)
+def test_a_dispatch_filter_means_the_same_dispatches_on_every_release(launched, install):
+    """--rocprof-compute-dispatch 1:3 is tinylab's dispatches 1 and 2: `--dispatch 1:3` to 3.9, rocprofv3's
+    `--kernel-iteration-range [2-3]` from 3.10 (which numbers from 1 and reads -d as --output-directory);
+    the table, its speed-of-light folder and the scenario's checks see the same two dispatches."""
+    item = launched[(install, "dispatch")]
+    run = finished(item)
+    argv = wrapped_argv(item)
+    facts = rr.ROCPROF_COMPUTE[key_of(install)]
+    if "--kernel-iteration-range" in facts.options:
+        assert argv[argv.index("--kernel-iteration-range") + 1] == "[2-3]" and "--dispatch" not in argv
+    else:
+        assert argv[argv.index("--dispatch") + 1] == DISPATCHES
+    assert "-d" not in argv[:argv.index("--")]  # chosen by long name: -d moved in 3.10
+    record = run.record()
+    (profile,) = record.profiles
+    assert profile.format == "rocprof-compute" and "speed-of-light tables" in profile.note, profile.note
+    import re
+
+    shown = {int(n) for n in re.findall(r"dispatch_(\d+)/", " ".join(profile.artifacts))}
+    assert shown and shown <= {1, 2}, profile.artifacts  # tinylab's numbers, from 0, on every release
+    for step in (s for s in SCENARIO.steps if s.tool == "rocprof-compute"):
+        own = [dataclasses.replace(c, on="run", needs_gpu=False) for c in step.checks
+               if c.on == "recorded" and "kernel_calls" not in c.expr]  # the recorded workload's 3 dispatches
+        results = ex.evaluate_checks(dataclasses.replace(step, checks=own), record, None, on_gpu=True)
+        assert all(r.status == "pass" for r in results), [(r.name, r.status, r.detail) for r in results]
 
 
 def test_rocprof_compute_run_is_one_clean_record(launched):

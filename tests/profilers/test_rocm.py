@@ -37,9 +37,13 @@ def on_path(monkeypatch, folder) -> None:
 
 
 def test_a_tool_outside_any_tree_says_its_release(amd, tmp_path):
-    """No .info/version anywhere: 7.x rocprofv3 names its ROCm in --version; 6.x (no --version) is told
-    apart by the options its --help lists; rocprof-sys names it in --version ("rocm: v7.1.x")."""
-    for version, label in (("6.2.2", "ROCm 6.2"), ("6.3.1", "ROCm 6.3"), ("6.4.1", "ROCm 6.4"), ("7.1.0", "ROCm 7.1.0"),
+    """No .info/version anywhere: 7.x rocprofv3 names its ROCm in --version; 6.x (no --version) runs from
+    its help, its release guessed from the options its help lists, and says so; rocprof-sys names it in
+    --version ("rocm: v7.1.x")."""
+    guessed = "release unknown: options from its help (file layouts as ROCm {}'s: its --help lists {}, which ROCm {} brought)"
+    for version, label in (("6.2.2", guessed.format("6.2.2", "--kernel-names", "6.2")),
+                           ("6.3.1", guessed.format("6.3", "--pmc", "6.3")),
+                           ("6.4.1", guessed.format("6.4", "--collection-period", "6.4")), ("7.1.0", "ROCm 7.1.0"),
                            ("10.1.0", "ROCm 10.1.0")):
         bare = tmp_path / version / "bin"  # a folder of its own: each tool's answers are kept by its path
         bare.mkdir(parents=True)
@@ -90,7 +94,7 @@ def test_a_release_newer_than_the_table_works_from_its_help(amd, tmp_path):
     for name in ("rocprofv3", "rocprof-sys", "rocprof-compute"):
         adapter = get_adapter(name)
         assert adapter.available().release == ("ROCm 11.0.0 (newer than any release read: options from its help, "
-                                                "file layouts as 10.1)")
+                                                "file layouts as 10.2)")
         assert adapter.help(*(("profile",) if name == "rocprof-compute" else ())).has("--quantum-trace")
         out = tmp_path / "out" / name
         out.mkdir(parents=True)
@@ -102,13 +106,14 @@ def test_a_release_newer_than_the_table_works_from_its_help(amd, tmp_path):
 
 
 @pytest.mark.parametrize("tool,dropped,message", [
-    ("rocprofv3", "--output-directory,-d", "rocprofv3 1.3.5 (ROCm 10.1.0) lists neither --output-directory nor -d in "
+    ("rocprofv3", "--output-directory,-d", "rocprofv3 1.4.1 (ROCm 10.1.0) lists neither --output-directory nor -d in "
                                            "`rocprofv3 --help`: tinylab needs it to write into the run's folder"),
     ("rocprof-compute", "--output-directory", "rocprof-compute 3.9.0 (ROCm 10.1.0) lists neither --output-directory nor "
-                                              "-p nor --path in `rocprof-compute profile --help`: tinylab needs it to "
+                                              "--path in `rocprof-compute profile --help`: tinylab needs it to "
                                               "write its workload into the run's folder"),
-    ("rocprof-sys", "--trace,-T", "rocprof-sys 1.7.0 (ROCm 10.1.0) lists neither --trace nor -T in `rocprof-sys-run "
-                                  "--help=all`: tinylab needs it for its timeline (--profile alone turns it off)"),
+    ("rocprof-sys", "--output-format,--trace,-T", "rocprof-sys 1.9.0 (ROCm 10.1.0) lists neither --trace nor -T in "
+                                                  "`rocprof-sys-run --help=all`: tinylab needs it for its timeline "
+                                                  "(--profile alone turns it off)"),
 ])
 def test_a_tool_that_lists_nothing_the_run_needs_is_refused_before_launch(amd, tmp_path, tool, dropped, message):
     amd.setenv("STANDIN_DROP_OPTIONS", dropped)

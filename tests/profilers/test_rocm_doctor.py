@@ -26,7 +26,22 @@ def test_a_tool_whose_tree_disagrees_is_shown_with_both(monkeypatch, tmp_path):
     assert ("rocprofv3        1.3.0 · ROCm 7.13.0 (the tool itself, rocprofv3 --version; its ROCm tree says ROCm "
             f"7.2.0 ({tmp_path}/rocm-7.2.0/.info/version): tinylab follows the tool)") in text
     assert "counter groups: repeated --pmc (pass_<n>/)" in text  # asked of the tool, not of the tree
-    assert "runner rocprof-sys-run; --profile --trace -o; help by topic (--help=all)" in text
+    assert "runner rocprof-sys-run; --profile --trace --output <dir>; help by topic (--help=all)" in text
+
+
+def test_a_rocprofv3_outside_any_rocm_tree_runs_from_its_help(monkeypatch, tmp_path):
+    """A Spack or module prefix of rocprofiler-sdk 6.3 (no .info/version, no --version): once refused
+    ("its ROCm release is unknown ... set ROCM_PATH"), now available, the guess said."""
+    monkeypatch.setattr(base, "gpu_vendors", lambda: {"amd"})
+    monkeypatch.delenv("ROCM_PATH", raising=False)
+    monkeypatch.delenv("STANDIN_ROCM_RELEASE", raising=False)
+    monkeypatch.setenv("PATH", str(rocm_tree(tmp_path, "6.3-bare")) + os.pathsep + os.environ["PATH"])
+    from tinylab.profilers.registry import get_adapter
+
+    assert get_adapter("rocprofv3").available().available
+    text = "\n".join(amd_tool_lines(amd_tools()))
+    assert ("rocprofv3        - · release unknown: options from its help (file layouts as ROCm 6.3's: its --help "
+            "lists --pmc, which ROCm 6.3 brought) (the tool itself, rocprofv3 --help)") in text
 
 
 def test_nothing_without_amd_tools(monkeypatch, tmp_path):

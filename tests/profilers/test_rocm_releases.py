@@ -68,9 +68,25 @@ LATER = {
     # rocprof-compute 3.7.0: "--path and --subpath ... removed from profile mode"; csv "one CSV per analysis view"
     "7.14": ("1.3.2", True, False, "1.7.0", True, "3.7.0", False, True, False, "views", "Pct of Peak", True),
     # 3.8.0: "--overwrite"; "Renamed the Pct of Peak / PoP analysis column to Percent of Peak"
-    "10.0": ("1.3.5", True, False, "1.7.0", True, "3.8.0", False, True, True, "views", "Percent of Peak", True),
-    "10.1": ("1.3.5", True, False, "1.7.0", True, "3.9.0", False, True, True, "views", "Percent of Peak", True),
+    # rocprof-sys "1.8.0 for ROCm 10.0", "1.9.0 for ROCm 10.1", "1.10.0 for ROCm 10.2 (unreleased)"; ROCm 10.1's
+    # release notes: rocprofiler-sdk 1.4.1; rocprof-compute "3.10.0 for ROCm 10.2.0"
+    "10.0": ("1.3.5", True, False, "1.8.0", True, "3.8.0", False, True, True, "views", "Percent of Peak", True),
+    "10.1": ("1.4.1", True, False, "1.9.0", True, "3.9.0", False, True, True, "views", "Percent of Peak", True),
+    "10.2": ("1.4.1", True, False, "1.10.0", True, "3.10.0", False, True, True, "views", "Percent of Peak", True),
 }
+
+
+def test_10_2_renames_the_dispatch_filter_and_numbers_from_1():
+    """rocprof-compute 3.10.0: --kernel-iteration-range replaces profile's --dispatch, -d is --output-directory,
+    dispatch IDs start at 1, analyze's --kernel-verbose is gone; rocprof-sys 1.7+ has --output-format,
+    1.9+ writes rocpd.db by default."""
+    old, new = rr.ROCPROF_COMPUTE["10.1"], rr.ROCPROF_COMPUTE["10.2"]
+    assert (old.options["--dispatch"], old.dispatch_base, old.options["--output-directory"]) == ("-d", 0, None)
+    assert "--dispatch" not in new.options and new.options["--output-directory"] == "-d" and new.dispatch_base == 1
+    assert "--kernel-iteration-range" in new.options and "--kernel-verbose" not in new.analyze_options
+    assert "--join-type" not in old.options and "--format-rocprof-output" not in old.options  # 3.9.0 removed both
+    assert [k for k in rr.RELEASES if "--output-format" in rr.ROCPROF_SYS[k].options][0] == "7.14"
+    assert [k for k in rr.RELEASES if rr.ROCPROF_SYS[k].default_outputs == ("rocpd",)] == ["10.1", "10.2"]
 
 
 def test_every_release_is_pinned():
@@ -114,6 +130,7 @@ def test_release_keys():
     assert rr.release_key("7.5.0") == "7.2"  # between two read releases: the older one's facts
     assert rr.release_key("7.10.1") == "7.10" and rr.release_key("7.9") == "7.9"  # 7.10 after 7.9, not before
     assert rr.release_key("10.1.0") == "10.1" and not rr.newer_than_known("10.1.2")
-    assert rr.release_key("11.0.0") == "10.1" and rr.newer_than_known("11.0.0")  # newest known layouts, said so
+    assert rr.release_key("10.2.0") == "10.2" and not rr.newer_than_known("10.2.1")
+    assert rr.release_key("11.0.0") == "10.2" and rr.newer_than_known("11.0.0")  # newest known layouts, said so
     assert rr.release_key("6.1.3") is None and rr.release_key("junk") is None
     assert set(rr.ROCPROFV3) == set(rr.ROCPROF_SYS) == set(rr.ROCPROF_COMPUTE) == set(rr.RELEASES)

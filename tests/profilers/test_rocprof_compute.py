@@ -19,7 +19,7 @@ def test_rocprof_compute(standins, tmp_path, mode, flags):
     adapter = RocprofComputeAdapter(mode)
     out, proc = run_wrapped(adapter, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert adapter.wrap_argv(out, CONFIG)[1:] == ["profile", "-n", "tinylab", "-p", str(out / "workload"), *flags,
+    assert adapter.wrap_argv(out, CONFIG)[1:] == ["profile", "--name", "tinylab", "--path", str(out / "workload"), *flags,
                                                   "--device", "0", "--"]
     result = adapter.collect(out)
     assert result.format == "rocprof-compute"

@@ -14,7 +14,7 @@ def test_rocprof_sys(standins, tmp_path):
     adapter = get_adapter("rocprof-sys")
     out, proc = run_wrapped(adapter, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert adapter.wrap_argv(out, CONFIG)[1:] == ["--profile", "--trace", "-o", str(out), "--"]
+    assert adapter.wrap_argv(out, CONFIG)[1:] == ["--profile", "--trace", "--output", str(out), "--"]
     result = adapter.collect(out)
     assert result.format == "rocprof-sys-json"
     assert {k: v for k, v in totals(result.table).items()} == pytest.approx({k: (v[0], v[1]) for k, v in EXPECTED.items()})

@@ -115,7 +115,7 @@ def test_amd_node_reports_its_rocm_and_each_tools_release(key, monkeypatch, tmp_
     assert "torch's HIP runtime 7.2.53211-0f2a5b3 is" in report.rocm.warning
     compute = report.amd_tools["rocprof-compute"]["capabilities"]
     old = key == "6.2.0"  # omniperf 2.0.1 against rocprof-compute 3.9.0
-    head = (["analyze -> --save-dfs", "profile -> -p", "24 passes on gfx942"] if old else
+    head = (["analyze -> --save-dfs", "profile -> --path", "dispatches: --dispatch (IDs from 0)", "24 passes on gfx942"] if old else
             ["analyze -> csv (--output-format csv --output-name)", "profile -> --output-directory"])
     assert compute[:len(head)] == head
     assert ("single-pass sets (--set)" in compute) != old and ("--overwrite" in compute) != old

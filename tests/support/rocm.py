@@ -5,7 +5,9 @@ release the way they do on a node and the stand-ins behave as that release (test
   then named by its folder only; /opt/rocm/.info is never made);
 - a pip install ("10.1-pip"): console scripts in <env>/bin that exec the tools in
   site-packages/_rocm_sdk_core/bin (rocprofv3) and _rocm_profiler/bin (rocprof-sys-run,
-  rocprof-compute), _rocm_sdk_core/.info/version, and a `rocm-sdk` that answers `version`.
+  rocprof-compute), _rocm_sdk_core/.info/version, and a `rocm-sdk` that answers `version`;
+- a prefix outside any ROCm tree ("6.3-bare": a Spack or module install of rocprofiler-sdk in its own
+  prefix) with no .info/version: only the stand-ins' own standin-release file says the release.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ from support.paths import BIN
 from tinylab.core import rocm_releases as rr
 
 #: An install -> the version it is of (what its .info/version, folder or `rocm-sdk version` says).
-VERSIONS = {"6.2.0": "6.2.0-66", "6.3": "6.3.1", "6.4": "6.4.0", "7.0": "7.0.2", "7.2": "7.2.0", "7.14": "7.14.0",
-            "10.1": "10.1.0", "10.1-pip": "10.1.0"}
-#: The installs the whole CPU runs use (tests/profilers/test_release_runs.py): the oldest, the first
-#: rocpd one, the current 7.x, the last TheRock 7.x, 10.1 as a package and as a pip install.
-RUN_INSTALLS = ("6.2.0", "7.0", "7.2", "7.14", "10.1", "10.1-pip")
+VERSIONS = {"6.2.0": "6.2.0-66", "6.3": "6.3.1", "6.3-bare": "6.3.1", "6.4": "6.4.0", "7.0": "7.0.2", "7.2": "7.2.0",
+            "7.14": "7.14.0", "10.1": "10.1.0", "10.1-pip": "10.1.0", "10.2": "10.2.0"}
+#: The installs the whole CPU runs use (tests/profilers/test_release_runs.py): the oldest, 6.3 outside
+#: any ROCm tree, the first rocpd one, the current 7.x, the last TheRock 7.x, 10.1 as a package and as a
+#: pip install, and 10.2.
+RUN_INSTALLS = ("6.2.0", "6.3-bare", "7.0", "7.2", "7.14", "10.1", "10.1-pip", "10.2")
 
 
 def key_of(install: str) -> str:
@@ -66,6 +69,12 @@ def rocm_tree(parent: Path, install: str, *, version_file: bool = True) -> Path:
             _script(env / "bin" / name, f'exec "{package / "bin" / name}" "$@"')
         _script(env / "bin" / "rocm-sdk", f'[ "$1" = version ] && echo {version} && exit 0\nexit 2')
         return env / "bin"
+    if install.endswith("-bare"):
+        prefix = parent / "spack" / f"rocprofiler-sdk-{version}"
+        for name, standin in names.items():
+            _link(prefix / "bin", name, standin)
+        (prefix / "standin-release").write_text(version + "\n")
+        return prefix / "bin"
     major, minor, _ = rr.version_tuple(version)  # type: ignore[misc]
     therock = (major, minor) >= (7, 9)
     root = parent / "rocm" / f"{rr.THEROCK_PREFIX}{major}.{minor}" if therock else parent / f"rocm-{version}"

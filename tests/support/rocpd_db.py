@@ -83,3 +83,68 @@ def write_rocpd(path: Path, dispatches: list[tuple[str, int, int]], *, views: bo
                         "INNER JOIN rocpd_string S ON S.id = K.region_name_id")
     con.commit()
     con.close()
+
+
+#: rocprofiler-sdk's own schema files (tests/support/rocpd_schema, vendored with their licence), in
+#: the order the SDK loads them (source/lib/rocprofiler-sdk-rocpd/sql.cpp:137-142).
+SCHEMA = Path(__file__).resolve().parent / "rocpd_schema"
+SCHEMA_FILES = ("rocpd_tables.sql", "rocpd_indexes.sql", "rocpd_views.sql", "data_views.sql", "summary_views.sql",
+                "marker_views.sql")
+#: A UUIDv7 as generateRocpd.cpp:589-592 makes one for a process (guid); its table suffix is "_" and
+#: the guid with "-" replaced by "_" (rocprofiler-sdk-rocpd/sql.cpp:206-219).
+GUID = "0198a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+
+
+def sdk_schema(guid: str = GUID) -> str:
+    """The SDK's schema with {{uuid}} and {{guid}} filled the way the SDK fills them."""
+    uuid = "_" + guid.replace("-", "_")
+    text = "\n".join((SCHEMA / name).read_text(encoding="utf-8") for name in SCHEMA_FILES)
+    return text.replace("{{uuid}}", uuid).replace("{{guid}}", guid)
+
+
+def write_sdk_rocpd(path: Path, dispatches: list[tuple[str, int, int]], regions: list[tuple[str, int, int]] = (),
+                    *, pid: int = 4242, guid: str = GUID) -> None:
+    """A rocpd database made from the SDK's own schema: one node, process, thread, GPU agent, queue and
+    stream, a kernel symbol a name, a dispatch (name, start ns, end ns) each, and `regions` (name, start,
+    end) as marker regions named after their ROCTx message, as rocprofv3 writes them from ROCm 10.1."""
+    sfx = "_" + guid.replace("-", "_")
+    con = sqlite3.connect(path)
+    con.executescript(sdk_schema(guid))
+
+    def insert(table: str, **values) -> int:
+        cols = ", ".join(f'"{c}"' for c in values)
+        cur = con.execute(f'INSERT INTO "rocpd_{table}{sfx}" ({cols}) VALUES ({", ".join("?" * len(values))})',
+                          tuple(values.values()))
+        return cur.lastrowid
+
+    strings: dict[str, int] = {}
+
+    def string(text: str) -> int:
+        if text not in strings:
+            strings[text] = insert("string", string=text)
+        return strings[text]
+
+    nid = insert("info_node", hash=1, machine_id="standin", hostname="standin")
+    proc = insert("info_process", nid=nid, pid=pid)
+    tid = insert("info_thread", nid=nid, pid=proc, tid=pid)
+    agent = insert("info_agent", nid=nid, pid=proc, type="GPU", absolute_index=0, logical_index=0, type_index=0)
+    queue = insert("info_queue", nid=nid, pid=proc, name="queue 0")
+    stream = insert("info_stream", nid=nid, pid=proc, name="stream 0")
+    code = insert("info_code_object", nid=nid, pid=proc, agent_id=agent)
+    symbols = {}
+    for name in sorted({name for name, _, _ in dispatches}):
+        symbols[name] = insert("info_kernel_symbol", nid=nid, pid=proc, code_object_id=code,
+                               kernel_name="_Z" + str(len(name)) + name.split("(")[0].replace(" ", "_"), display_name=name)
+    category = string("KERNEL_DISPATCH")
+    for n, (name, start, end) in enumerate(dispatches, 1):
+        event = insert("event", category_id=category, stack_id=n, correlation_id=n)
+        insert("kernel_dispatch", nid=nid, pid=proc, tid=tid, agent_id=agent, kernel_id=symbols[name], dispatch_id=n,
+               queue_id=queue, stream_id=stream, start=start, end=end, workgroup_size_x=64, workgroup_size_y=1,
+               workgroup_size_z=1, grid_size_x=1024, grid_size_y=1, grid_size_z=1, region_name_id=category,
+               event_id=event)
+    marker = string("MARKER_CORE_RANGE_API")
+    for name, start, end in regions:
+        event = insert("event", category_id=marker)
+        insert("region", nid=nid, pid=proc, tid=tid, start=start, end=end, name_id=string(name), event_id=event)
+    con.commit()
+    con.close()

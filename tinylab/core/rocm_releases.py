@@ -20,7 +20,9 @@ Evidence codes ("evidence" of every entry):
 Repositories (git refs): SDK = ROCm/rocprofiler-sdk (tags rocm-6.2.0 = b2b99d4, rocm-6.2.1 =
 rocm-6.2.2 = 03fe8df); RS = ROCm/rocm-systems (release/rocm-rel-7.0 = 64cf36def, develop of
 2025-08-09 = 1b1610fc2; the CHANGELOGs read through 10.0/10.1: RS@0029a62d projects/rocprofiler-sdk,
-RS@0147bd8a projects/rocprofiler-compute, RS@01ad4049 projects/rocprofiler-systems; newest sources
+RS@0147bd8a projects/rocprofiler-compute, RS@01ad4049 projects/rocprofiler-systems; through 10.2 (rocprof-compute 3.10.0, rocprof-sys 1.10.0) in
+the code index's newer texts of the same files, and ROCm 10.1's release notes (RN101) for SDK 1.4.1;
+RS@1b1610fc2 (the fetched snapshot) for rocprofiler-compute's rocprofv3 backend; newest sources
 read: RS@01610ac2 rocprofv3.py, RS@01295a37 rocprofiler-compute src/argparser.py (3.5 era),
 RS@002a2c74 analysis_db.py + utils/analysis_orm.py (3.7+ CSV views)); SYS =
 ROCm/rocprofiler-systems (release/rocm-rel-6.2 = c9edd24); CMP = ROCm/rocprofiler-compute (tags
@@ -34,9 +36,9 @@ from typing import Optional
 
 #: Release keys, oldest first. 6.2 patch levels differ in rocprofv3's output layout history, so
 #: they are kept apart; later releases are keyed by major.minor. 7.9-7.14 are the TheRock-built
-#: line (ROCK), 10.0 (2026-08) and 10.1 (2026-10) follow it.
+#: line (ROCK), 10.0 (2026-08), 10.1 (2026-10) and 10.2 follow it.
 RELEASES = ("6.2.0", "6.2.1", "6.2.2", "6.2.4", "6.3", "6.4", "7.0", "7.1", "7.2", "7.9", "7.10", "7.11",
-            "7.12", "7.13", "7.14", "10.0", "10.1")
+            "7.12", "7.13", "7.14", "10.0", "10.1", "10.2")
 #: Where ROCm records its own version (rocm-core CMakeLists.txt @052cc955: file(WRITE .info/version
 #: "X.Y.Z"), under <rocm>/.info). 6.2-6.4 write "X.Y.Z-<build>" (or "X.Y.Z.P-<build>"), 7.0+ "X.Y.Z".
 VERSION_FILE = ".info/version"
@@ -149,7 +151,9 @@ _V713_OPTIONS = {**_V72_OPTIONS, "--kfd-trace": None, "--kfd-page-migration-trac
 _V714_OPTIONS = {**_V713_OPTIONS, "--spm": None, "--spm-sample-interval": None,  # SDK 1.3.2: SPM (beta)
                  "--spm-sample-interval-unit": None, "--spm-beta-enabled": None}
 _V100_OPTIONS = {**_V714_OPTIONS, "--ompt-trace": None, "--hipfile-trace": None}  # SDK 1.3.5 for 10.0
-_V101_OPTIONS = {**_V100_OPTIONS, "--hip-event-trace": None}  # "Unreleased" after 1.3.5 (M, U for 10.1)
+# ROCm 10.1 release notes (RN101: ROCm/ROCm docs, "ROCprofiler-SDK feature highlights", SDK 1.4.1): HIP
+# event tracing and kernel replay (beta)
+_V101_OPTIONS = {**_V100_OPTIONS, "--hip-event-trace": None, "--replay-mode": None, "--kernel-replay-beta-enabled": None}
 
 # kernel_trace.csv headers. SDK@rocm-6.2.0:source/lib/rocprofiler-sdk-tool/generateCSV.cpp:285-302.
 KERNEL_TRACE_HEADER_62 = (
@@ -203,6 +207,9 @@ class Rocprofv3Facts:
     multipass_pmc: bool = False
     #: -i accepts a .txt file of pmc: lines, a run each into <dir>/pmc_<n>/ (removed in SDK 1.3.0)
     txt_input: bool = True
+    #: its rocpd marker regions are named after the ROCTx message (10.1, RN101), so the trainer's step
+    #: ranges are found in the database by name
+    roctx_regions: bool = False
 
     @property
     def layout(self) -> str:
@@ -261,7 +268,11 @@ ROCPROFV3 = {
     "7.13": _V713,
     "7.14": replace(_V713, release="7.14", sdk_version="1.3.2", options=_V714_OPTIONS),
     "10.0": replace(_V713, release="10.0", sdk_version="1.3.5", options=_V100_OPTIONS),
-    "10.1": replace(_V713, release="10.1", evidence="U", sdk_version="1.3.5", options=_V101_OPTIONS),
+    # D (RN101): rocpd schema 3.0.4; rocprofv3 "no longer silently adds rocpd to an output format explicitly
+    # requested"; rocpd marker regions named after their ROCTx message (not a generic label)
+    "10.1": replace(_V713, release="10.1", evidence="D", sdk_version="1.4.1", options=_V101_OPTIONS, roctx_regions=True),
+    # U: no SDK CHANGELOG heading or release note for 10.2 was read; taken as 10.1's
+    "10.2": replace(_V713, release="10.2", evidence="U", sdk_version="1.4.1", options=_V101_OPTIONS, roctx_regions=True),
 }
 
 
@@ -290,6 +301,11 @@ _SYS_OPTIONS_713 = {**_SYS_OPTIONS_711, "--preset": None, "--list-presets": None
                     "--rocm": None, "--cpu": None, "--parallel": None, "--export-config": None,
                     "--selected-regions": None, "--rank-filter-output": None, "--rank-filter-logs": None,
                     "--rank-filter-id": None}
+# C (the CHANGELOG through 1.10.0, RS projects/rocprofiler-systems/CHANGELOG.md): 1.7.0 for 7.14.0 adds
+# rocprof-sys-run --output-format (proto, rocpd, json, text; "cannot be combined with" --trace/--profile/
+# --flat-profile/--profile-format). Its "--freq -> --sampling-freq" rename is rocprof-sys-sample's: the
+# runner had --sampling-freq already (SYS@release/rocm-rel-6.2 argparse.cpp).
+_SYS_OPTIONS_714 = {**_SYS_OPTIONS_713, "--output-format": None}
 
 
 @dataclass(frozen=True)
@@ -307,6 +323,10 @@ class RocprofSysFacts:
     #: --help shows essential options and topics only; --help=all lists every option (1.6.0 for 7.13:
     #: "Topic-based help system ... Use --help=all for the full option listing")
     help_topics: bool = False
+    #: what it writes when no output option is given: timemory tables and Perfetto (to 1.8), a rocpd
+    #: database rocpd.db (1.9.0 for 10.1: "rocpd is now the default output format", Perfetto only with
+    #: --output-format proto; ROCPROFSYS_PROFILE defaults to false)
+    default_outputs: tuple = ("proto", "text")
 
 
 _SYS62 = RocprofSysFacts(
@@ -335,9 +355,12 @@ ROCPROF_SYS = {
     "7.11": replace(_SYS72, release="7.11", version="1.4.0", options=_SYS_OPTIONS_711),
     "7.12": replace(_SYS72, release="7.12", version="1.5.0", options=_SYS_OPTIONS_711),
     "7.13": _SYS713,
-    "7.14": replace(_SYS713, release="7.14", version="1.7.0"),  # C: "1.7.0 for ROCm 7.14.0"
-    # U: the CHANGELOG read ends at 1.7.0; 10.x taken as 7.14's (its --version names the ROCm: "rocm: v10.1.x")
-    **{key: replace(_SYS713, release=key, evidence="U", version="1.7.0") for key in ("10.0", "10.1")},
+    "7.14": replace(_SYS713, release="7.14", version="1.7.0", options=_SYS_OPTIONS_714),  # C: "1.7.0 for ROCm 7.14.0"
+    # C: "1.8.0 for ROCm 10.0" (instrument -p/--pid removed: rocprof-sys-attach), "1.9.0 for ROCm 10.1",
+    # "1.10.0 for ROCm 10.2 (unreleased)"; the runner's options as 7.14's (U: no runner flag is named)
+    "10.0": replace(_SYS713, release="10.0", version="1.8.0", options=_SYS_OPTIONS_714),
+    "10.1": replace(_SYS713, release="10.1", version="1.9.0", options=_SYS_OPTIONS_714, default_outputs=("rocpd",)),
+    "10.2": replace(_SYS713, release="10.2", version="1.10.0", options=_SYS_OPTIONS_714, default_outputs=("rocpd",)),
 }
 #: Every Perfetto category a rocprof-sys release files GPU kernels under (a trace reader needs no release).
 SYS_KERNEL_CATEGORIES = tuple(dict.fromkeys(f.kernel_category for f in ROCPROF_SYS.values()))
@@ -377,8 +400,15 @@ _C714_OPTIONS = {**{k: v for k, v in _C713_OPTIONS.items() if k not in ("--path"
 # 3.8.0 (10.0): --overwrite ("Profile mode now errors when the target workload directory is non-empty
 # unless --overwrite is passed"); --spatial-multiplexing removed
 _C100_OPTIONS = {**{k: v for k, v in _C714_OPTIONS.items() if k != "--spatial-multiplexing"}, "--overwrite": None}
-# 3.9.0 (10.1): the CSV profile backend and --format-rocprof-output removed; --join-type deprecated, kept
-_C101_OPTIONS = {k: v for k, v in _C100_OPTIONS.items() if k != "--format-rocprof-output"}
+# 3.9.0 (10.1): "Removed the CSV profile output backend and the --format-rocprof-output profile mode option",
+# "Removed the --join-type profile mode option" (an earlier text of the same heading said "Deprecated": the
+# newest read is followed)
+_C101_OPTIONS = {k: v for k, v in _C100_OPTIONS.items() if k not in ("--format-rocprof-output", "--join-type")}
+# 3.10.0 (10.2): "Renamed the profile-mode dispatch filter to --kernel-iteration-range, matching the rocprofv3
+# option it drives"; "--dispatch is no longer accepted in profile-mode"; "-d is now the short form of
+# --output-directory in profile-mode"
+_C102_OPTIONS = {**{k: v for k, v in _C101_OPTIONS.items() if k != "--dispatch"}, "--output-directory": "-d",
+                 "--kernel-iteration-range": None}
 
 # `analyze` options. CMP@rocm-6.2.0 src/argparser.py analyze group (the same through RS@64cf36def).
 _CA62_OPTIONS = {
@@ -395,6 +425,8 @@ _CA71_OPTIONS = {**{k: v for k, v in _CA62_OPTIONS.items() if k not in ("--outpu
                  "--list-available-metrics": None, "--roofline-data-type": "-R"}
 # 3.6.0 (7.13): --sort and --mem-level arrive from profile mode; --view
 _CA713_OPTIONS = {**_CA71_OPTIONS, "--sort": None, "--mem-level": "-m", "--view": None}
+# 3.10.0 (10.2): "Removed the --kernel-verbose analyze option"
+_CA102_OPTIONS = {k: v for k, v in _CA713_OPTIONS.items() if k != "--kernel-verbose"}
 
 
 @dataclass(frozen=True)
@@ -428,6 +460,11 @@ class RocprofComputeFacts:
     #: mode now creates roofline.csv only"): no counters, no kernel table
     roof_only_bare: bool = False
     deprecated: tuple = ()  # options its help marks "(DEPRECATED)"
+    #: the number of a workload's first dispatch (3.10.0: "Dispatch IDs now start at 1 instead of 0")
+    dispatch_base: int = 0
+    #: analyze's kernel.csv has a short_name column, and the System Speed-of-Light panel no Active CUs
+    #: (3.10.0: "Use CU Utilization instead")
+    short_names: bool = False
 
 
 #: MI300's architectures: rocprof-compute's SoC classes soc_gfx940/941/942 (MI300A and MI300X).
@@ -476,14 +513,17 @@ ROCPROF_COMPUTE = {
     # U: no heading names 7.9-7.11 (3.4.0 for 7.2.0, then 3.5.0 for 7.12.0): taken as 7.2's
     **{key: replace(_CMP72, release=key, evidence="U") for key in ("7.9", "7.10", "7.11")},
     "7.12": _CMP712, "7.13": _CMP713, "7.14": _CMP714, "10.0": _CMP100,
-    "10.1": replace(_CMP100, release="10.1", version="3.9.0", options=_C101_OPTIONS, deprecated=("--join-type",)),
+    "10.1": replace(_CMP100, release="10.1", version="3.9.0", options=_C101_OPTIONS),
+    "10.2": replace(_CMP100, release="10.2", version="3.10.0", options=_C102_OPTIONS, analyze_options=_CA102_OPTIONS,
+                    dispatch_base=1, short_names=True),
 }
 
 #: Tool versions printed by --version / -v -> ROCm releases (each project's CHANGELOG headings), for a
 #: tool whose ROCm tree has no .info/version and whose output names no ROCm release.
 SYS_TO_ROCM = {"1.11.2": "6.2", "0.1.0": "6.3", "0.1.1": "6.3", "1.0.0": "6.4", "1.0.1": "6.4", "1.0.2": "6.4",
                "1.1.0": "7.0", "1.1.1": "7.0", "1.2.0": "7.1", "1.2.1": "7.1", "1.3.0": "7.2", "1.4.0": "7.11",
-               "1.5.0": "7.12", "1.6.0": "7.13", "1.7.0": "7.14"}
+               "1.5.0": "7.12", "1.6.0": "7.13", "1.7.0": "7.14",
+               "1.8.0": "10.0", "1.9.0": "10.1", "1.10.0": "10.2"}
 COMPUTE_TO_ROCM = {"2.0.1": "6.2", "3.0.0": "6.3", "3.1.0": "6.4", "3.1.1": "6.4", "3.2.2": "7.0", "3.2.3": "7.0",
                    "3.3.0": "7.1", "3.3.1": "7.1", "3.4.0": "7.2", "3.5.0": "7.12", "3.6.0": "7.13", "3.7.0": "7.14",
-                   "3.8.0": "10.0", "3.9.0": "10.1"}
+                   "3.8.0": "10.0", "3.9.0": "10.1", "3.10.0": "10.2"}

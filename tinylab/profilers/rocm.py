@@ -15,7 +15,10 @@ learnt, in this order, from:
   and the release says so;
 - $ROCM_PATH or /opt/rocm.
 A release newer than any read here works from its help; its file layouts are taken as the newest
-read release's, and its label says so.
+read release's, and its label says so. A tool none of these tells the release of (rocprofv3 6.x in a
+Spack or module prefix: no .info/version, no --version) works from its help too: the release is
+needed only for what help cannot tell, so a guess is made (by the options its help lists, else the
+newest release read), and its label says "release unknown: options from its help" and which guess.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ class Release:
     source: str  # the file or command that told it
     install: str = "ROCm tree"  # ROCm tree | TheRock package | pip install | the tool itself
     note: str = ""  # where the tree and the tool disagree
+    #: nothing told the release (a tool outside any ROCm tree: a Spack or module prefix): what the
+    #: file layouts are taken from, and why
+    guess: str = ""
 
     @property
     def assumed(self) -> bool:
@@ -53,6 +59,8 @@ class Release:
 
     @property
     def label(self) -> str:
+        if self.guess:
+            return f"release unknown: options from its help (file layouts as ROCm {self.key}'s: {self.guess})"
         return f"ROCm {self.version}" + (f" (newer than any release read: options from its help, file layouts "
                                          f"as {self.key})" if self.assumed else "")
 
@@ -193,6 +201,26 @@ def hip_mismatch(rocm: str, hip: str) -> str | None:
             f"ROCm {r[0]}.{r[1]} (https://download.pytorch.org/whl/rocm{r[0]}.{r[1]})")
 
 
+def rocpd_measured(db: Path) -> tuple[tuple | None, str]:
+    """(the measured steps' kernel table and their count, or None; what the table covers) of a rocpd
+    database, cut by the trainer's ROCTx step ranges: its regions named after their message
+    (rocprofiler-sdk of ROCm 10.1+, rocprof-sys 1.9+); the same reader as `tinylab hotspots`."""
+    from tinylab.analysis.formats._base import FormatError  # pandas: after the run
+    from tinylab.analysis.formats.rocpd import rocpd_steps
+    from tinylab.core.steps import measured_kernels, step_windows
+
+    whole = "the table covers the whole run, warm-up included"
+    try:
+        dispatches, ranges = rocpd_steps(db)
+    except FormatError as exc:
+        return None, f"{whole} (its step ranges could not be read: {exc})"
+    measured = measured_kernels(*dispatches, step_windows(ranges))
+    if measured is None:
+        return None, (f"{whole} (no roctx step ranges in {db.name}: the trainer marks steps on a GPU only, and "
+                      "rocprofiler-sdk names marker regions after their message from ROCm 10.1)")
+    return measured, f"kernels of the {measured[1]} measured steps (ROCTx step ranges of {db.name}; warm-up left out)"
+
+
 class RocmToolAdapter(WrapperAdapter):
     """An AMD profiler: argv from the options its help lists, file layouts from its release."""
 
@@ -234,7 +262,8 @@ class RocmToolAdapter(WrapperAdapter):
         return None
 
     def guess_release(self, path: str, output: str) -> Release | None:
-        """A weaker answer for a tool outside any tree that names no release (rocprofv3 6.x)."""
+        """A weaker answer for a tool outside any tree that names no release (rocprofv3 6.x, its help's
+        options; rocprof-sys and rocprof-compute, their version through the CHANGELOGs)."""
         return None
 
     def version_from_output(self, output: str) -> str | None:
@@ -256,18 +285,21 @@ class RocmToolAdapter(WrapperAdapter):
                 said = replace(said, install=tree.install, note=f"{tree.source} agrees")  # 10.1.0 over core-10.1
             self._release = said if said and (tree is None or said.note) else tree
             if self._release is None and rc == 0:
-                self._release = self.guess_release(path, output)
+                self._release = self.guess_release(path, output) or Release(
+                    rr.RELEASES[-1], rr.RELEASES[-1], f"{Path(path).name} {' '.join(self.probe_args)}", "the tool itself",
+                    guess="nothing it says names its release: the newest read")
         return self._release
 
     def facts(self) -> Any:
-        """This release's facts (rocm_releases.py); UserError when the tool or its release is unknown."""
+        """This release's facts (rocm_releases.py; a guessed release's where nothing tells it); UserError
+        when the tool is missing or does not answer."""
         release = self.release()
         if release is None:
             probed = self._probe()
             if probed is None:
                 raise UserError(f"{self.name}: {self._missing()}")
-            raise UserError(f"{self.name}: cannot tell which ROCm release {probed[0]} belongs to "
-                            f"(no {rr.VERSION_FILE} in its ROCm folder and its output names none)")
+            raise UserError(f"{self.name}: {probed[0]} {' '.join(self.probe_args)} failed, so its ROCm release "
+                            f"cannot be told: {tail(probed[2]) or f'exit code {probed[1]}'}")
         return self.table[release.key]
 
     def help(self, *args: str) -> ToolHelp:
@@ -304,11 +336,7 @@ class RocmToolAdapter(WrapperAdapter):
             return Availability(False, f"{path} {' '.join(self.probe_args)} failed: {detail}", None)
         version = self.version_from_output(output)
         release = self.release()
-        if release is None:
-            return Availability(False, f"{path} answers, but its ROCm release is unknown (no {rr.VERSION_FILE} "
-                                       f"next to it, nothing in its output); set ROCM_PATH to its ROCm folder",
-                                version)
-        label = release.label
+        label = release.label if release else "release unknown: options from its help"
         if self.vendor not in base.gpu_vendors():
             found = " ".join(p for p in (Path(path).name, version, f"({label})") if p)
             reason = f"{found} found, but no AMD GPU is visible ({_VENDOR_EVIDENCE[self.vendor]} missing)"

@@ -35,7 +35,7 @@ def amd_tool_lines(report: dict[str, dict[str, Any]]) -> list[str]:
     """`amd_tools()` as doctor's text lines (nothing when no AMD tool is installed)."""
     lines = ["AMD tools (what each one's --help lists)"] if report else []
     for name, tool in report.items():
-        release = f"{tool['release']} ({tool['how']})" if tool["release"] else "ROCm release unknown"
+        release = f"{tool['release']} ({tool['how']})" if tool["release"] else "release unknown: options from its help"
         lines.append(f"  {name:<16} {tool['version'] or '-'} · {release}")
         lines.append(f"  {'':<16} {'; '.join(tool['capabilities'])}")
     return lines

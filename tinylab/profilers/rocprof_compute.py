@@ -1,8 +1,10 @@
 """rocprof-compute (Omniperf in ROCm 6.2): hardware counters, speed-of-light and roofline of AMD kernels.
 
 Every option comes from the installed tool's own help (`profile --help`, `analyze --help`:
-tinylab/profilers/rocm_help.py). Profile: `<exe> profile -n tinylab (--output-directory | -p)
-<out>/workload [--no-roof | --roof-only] [--set NAME] [-k ...] [-d ...] --device <gpu> -- <trainer>`,
+tinylab/profilers/rocm_help.py), and is chosen by its long name: a short flag's meaning moves (`-d` was
+--dispatch to 3.9 and is --output-directory from 3.10, ROCm 10.2). Profile: `<exe> profile --name tinylab
+(--output-directory | --path) <out>/workload [--no-roof | --roof-only] [--set NAME] [--kernel ...]
+[--dispatch ... | --kernel-iteration-range ...] --device <gpu> -- <trainer>`,
 exe `omniperf` on 6.2 and `rocprof-compute` from 6.3; --output-directory where listed (3.5+; -p is
 deprecated there and gone from 3.7, ROCm 7.14), the workload folder always a fresh one (3.8+ refuse a
 non-empty folder without --overwrite, which is passed only if it ever is not). The program is given
@@ -15,7 +17,14 @@ its own starts (tinylab/runs/passes.py): pass 1 is the run's record, the other p
 warm-up and a few steps, their events kept apart. `--device` is the run's GPU; rocprof-compute uses
 it only for its roofline microbenchmark. The run's `profile_kernels` (--profile-kernel, an exercise
 step's preset) become -k, rocprof's kernel filter, so every pass collects the kernels that matter
-only; `--rocprof-compute-dispatch 20:40` (-d) narrows them.
+only; `--rocprof-compute-dispatch 20:40` narrows them.
+
+Dispatches are numbered from 0 in tinylab on every release, as rocprof-compute did to 3.9 ("20:40" is
+dispatches 20 to 39). 3.10 numbers them from 1 and takes rocprofv3's `--kernel-iteration-range` syntax
+(inclusive, 1-based: "[21-40]"), so where profile's help lists --kernel-iteration-range the range is
+converted the way rocprof-compute's own rocprofv3 backend converts its --dispatch
+(RS@1b1610fc2 rocprof_compute_profile/profiler_rocprof_v3.py:67-80: "4:7 -> 5-7"), and the workload's
+dispatch IDs are shown less one.
 
 Collect then runs `analyze`: `--list-stats` (kernel and dispatch lists; also writes
 pmc_kernel_top.csv, and from 3.6 merges the per-pass results_*.csv into pmc_perf.csv) and, for the
@@ -75,7 +84,8 @@ class RocprofComputeAdapter(RocmToolAdapter):
                 help=f"rocprof-compute: {', '.join(MODES)} (default full)"),
         Setting("rocprof_compute_dispatch", list, (), pattern=r"\d+(?::\d+)?", metavar="N|A:B",
                 env="TINYLAB_ROCPROF_COMPUTE_DISPATCH", invalid="{flag} {value!r}: a dispatch id or a range such as 20:40",
-                help="rocprof-compute: a dispatch id or range to profile (repeatable)"),
+                help="rocprof-compute: a dispatch id or range A:B (A to B-1) to profile, counted from 0 on every "
+                     "release (repeatable)"),
     )
     table_steps = RUN  # whole_run_table stays False: WrapperAdapter says why
     traces = True
@@ -126,15 +136,14 @@ class RocprofComputeAdapter(RocmToolAdapter):
         """The profile options this run needs, as the tool spells them (None: not used)."""
         mode = MODES[self.mode]
         return {
-            "name": listed.first("-n", "--name"),
-            "out": self.need(listed, "--output-directory", "-p", "--path", purpose="to write its workload into the "
-                                                                                  "run's folder"),
+            "name": listed.first("--name"),
+            "out": self.need(listed, "--output-directory", "--path", purpose="to write its workload into the run's folder"),
             "mode": self.need(listed, mode, purpose=f"for --rocprof-compute-mode {self.mode}") if mode else None,
             "set": self.need(listed, "--set", purpose=f"for --profile-set {config.profile_set} (single-pass "
                                                       "metric sets came with rocprof-compute 3.3, ROCm 7.1)")
             if config.profile_set else None,
-            "kernel": self.need(listed, "-k", "--kernel", purpose="for --profile-kernel") if config.profile_kernels else None,
-            "dispatch": self.need(listed, "-d", "--dispatch", purpose="for --rocprof-compute-dispatch")
+            "kernel": self.need(listed, "--kernel", purpose="for --profile-kernel") if config.profile_kernels else None,
+            "dispatch": self.need(listed, "--kernel-iteration-range", "--dispatch", purpose="for --rocprof-compute-dispatch")
             if self.dispatches else None,
             "device": listed.first("--device"),
             "overwrite": listed.first("--overwrite"),
@@ -152,7 +161,10 @@ class RocprofComputeAdapter(RocmToolAdapter):
         argv += [flags["mode"]] if flags["mode"] else []
         argv += [flags["set"], config.profile_set] if flags["set"] else []  # type: ignore[list-item]
         argv += [flags["kernel"], *self.kernels] if flags["kernel"] else []  # type: ignore[list-item]
-        argv += [flags["dispatch"], *self.dispatches] if flags["dispatch"] else []  # type: ignore[list-item]
+        if flags["dispatch"] == "--kernel-iteration-range":
+            argv += [flags["dispatch"], iteration_range(self.dispatches)]
+        elif flags["dispatch"]:
+            argv += [flags["dispatch"], *self.dispatches]
         argv += [flags["device"], str(gpu_index(config.device))] if flags["device"] else []
         return argv + ["--"]  # type: ignore[return-value]
 
@@ -173,7 +185,9 @@ class RocprofComputeAdapter(RocmToolAdapter):
         profile, analyze = self.help("profile"), self.help("analyze")
         found = ["analyze -> " + ("csv (--output-format csv --output-name)" if _csv_output(analyze)
                                   else "--save-dfs" if analyze.has("--save-dfs") else "no table output")]
-        found.append("profile -> " + (profile.first("--output-directory", "-p", "--path") or "no output folder option"))
+        found.append("profile -> " + (profile.first("--output-directory", "--path") or "no output folder option"))
+        found.append("dispatches: " + ("--kernel-iteration-range (IDs from 1)" if profile.has("--kernel-iteration-range")
+                                       else "--dispatch (IDs from 0)"))
         try:
             passes = self.facts().passes
         except UserError:
@@ -214,8 +228,9 @@ class RocprofComputeAdapter(RocmToolAdapter):
         exe = self.argv0()
         try:
             listed = self.help("analyze")
-            path = self.need(listed, "-p", "--path", purpose="to read the workload")
-            dispatch = self.need(listed, "--dispatch", "-d", purpose="to analyze one dispatch")
+            path = self.need(listed, "--path", purpose="to read the workload")
+            dispatch = self.need(listed, "--dispatch", purpose="to analyze one dispatch")
+            base = dispatch_base(self.help("profile"))
         except UserError as exc:
             return [f"no analyze: {exc}"]
         ok, detail = run_tool([exe, "analyze", path, str(workload), "--list-stats"], analyze_dir / "list_stats.txt")
@@ -232,9 +247,10 @@ class RocprofComputeAdapter(RocmToolAdapter):
             return [f"no speed-of-light tables: {self.who()} lists neither --output-format nor --save-dfs in "
                     f"`{listed.command}`"]
         done, notes, written = [], [], set()
-        for number, kernel in analysis_targets(workload, self.kernels):
+        for native, kernel in analysis_targets(workload, self.kernels):
+            number = native - base  # tinylab's number, from 0 on every release
             tables = analyze_dir / f"dispatch_{number}"  # one folder level, as both outputs make: analyze/ exists
-            ok, detail = run_tool([exe, "analyze", path, str(workload), dispatch, str(number), *save, str(tables)],
+            ok, detail = run_tool([exe, "analyze", path, str(workload), dispatch, str(native), *save, str(tables)],
                                   analyze_dir / f"dispatch_{number}.txt")
             found = sol_file(tables)
             if not ok:
@@ -244,8 +260,25 @@ class RocprofComputeAdapter(RocmToolAdapter):
                 written.add(found.name)
         if done:
             notes.insert(0, f"speed-of-light tables ({', '.join(sorted(written))}) in analyze/dispatch_<N>/ for "
-                            f"dispatch " + ", ".join(done))
+                            f"dispatch " + ", ".join(done) + " (counted from 0" +
+                            (f"; rocprof-compute numbers them from {base}" if base else "") + ")")
         return notes
+
+
+def dispatch_base(profile: ToolHelp) -> int:
+    """The number the tool gives a workload's first dispatch: 1 where profile takes rocprofv3's
+    --kernel-iteration-range (3.10+, which renamed the filter and renumbered the dispatches together), else 0."""
+    return 1 if profile.has("--kernel-iteration-range") else 0
+
+
+def iteration_range(dispatches: tuple[str, ...]) -> str:
+    """tinylab's dispatches ("4", "20:40": from 0, the end left out) in rocprofv3's --kernel-iteration-range
+    syntax ("[5,21-40]": from 1, inclusive; SDK rocprofiler-sdk-tool/config.cpp get_kernel_filter_range)."""
+    parts = []
+    for item in dispatches:
+        start, _, end = item.partition(":")
+        parts.append(f"{int(start) + 1}-{end}" if end else str(int(start) + 1))
+    return "[" + ",".join(parts) + "]"
 
 
 def _csv_output(analyze: ToolHelp) -> bool:

@@ -12,6 +12,12 @@ trainer's roctx step ranges show above them, which is what the lab tells the lea
 The wall-clock tables have no timestamps, so where the optional `perfetto` package can read the
 trace, the kernel table is cut to the measured steps from it (tinylab.core.steps); otherwise it
 covers the whole run, and the profile says so. The trainer's ranges are never counted as kernels.
+
+From 1.7.0 (ROCm 7.14) the runner has `--output-format` (proto, rocpd, json, text), whose tokens are
+authoritative and which "cannot be combined with" --trace/--profile; from 1.9.0 (ROCm 10.1) a rocpd
+database, rocpd.db, is what it writes by default, Perfetto only with `--output-format proto`. Where its
+help lists --output-format, the run asks for `rocpd` (and `proto` with --rocprof-sys-perfetto), and the
+kernel table and the step cut come from rocpd.db through the same reader as rocprofv3's database.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ from pathlib import Path
 
 from tinylab.core.errors import UserError
 from tinylab.core import rocm_releases as rr
-from tinylab.profilers.base import PERFETTO, RUN, CollectResult, Config, Viewer, list_artifacts, read_table
-from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
+from tinylab.profilers.base import PERFETTO, RUN, CollectResult, Config, Setting, Viewer, list_artifacts, read_table
+from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version, rocpd_measured
 from tinylab.profilers.rocm_help import ToolHelp, tool_help
 
 _VERSION = re.compile(r"v(\d+\.\d+\.\d+)")
@@ -41,9 +47,24 @@ class RocprofSysAdapter(RocmToolAdapter):
     description = "AMD whole-program timeline (Perfetto) and per-function/kernel wall-clock tables"
     fix = ("install ROCm >= 6.2 with rocprofiler-systems (rocprof-sys-run, or omnitrace-run on 6.2) on PATH; "
            "needs an AMD GPU (/dev/kfd)")
+    settings = (
+        Setting("rocprof_sys_perfetto", bool, False, env="TINYLAB_ROCPROF_SYS_PERFETTO",
+                help="rocprof-sys: also write its Perfetto trace where its runner has --output-format (1.7+, "
+                     "ROCm 7.14; its timeline is then rocpd.db); older runners always write one"),
+    )
     table_steps = RUN
     traces = True
-    viewers = (Viewer((".proto",), PERFETTO),)
+    viewers = (Viewer((".proto",), PERFETTO),
+               Viewer((".db",), "rocpd database (rocpd and sqlite3 read it too):", ("tinylab hotspots FILE",)))
+
+    def __init__(self, perfetto: bool = False):
+        super().__init__()
+        self.perfetto = perfetto
+
+    @classmethod
+    def from_config(cls, config: Config | None) -> "RocprofSysAdapter":
+        """Whether the run asks for the Perfetto trace too (--rocprof-sys-perfetto)."""
+        return cls(bool(config and config.rocprof_sys_perfetto))
 
     def version_from_output(self, output: str) -> str | None:
         m = _VERSION.search(output)
@@ -71,28 +92,42 @@ class RocprofSysAdapter(RocmToolAdapter):
         self._options()
 
     def _options(self) -> list[str]:
+        """The options and their values before "--" (the output folder is filled in by wrap_argv)."""
         listed = self.help()
+        output = self.need(listed, "--output", "-o", purpose="to write into the run's folder")
+        if listed.has("--output-format"):  # 1.7+: its tokens alone decide what is written
+            formats = ["rocpd"] + (["proto"] if self.perfetto else [])
+            shown = listed.choices.get("--output-format")
+            missing = [f for f in formats if shown and f not in shown]
+            if missing:
+                raise self.refuse(f"lists no {' nor '.join(missing)} among --output-format's values ({', '.join(shown)})")
+            return ["--output-format", *formats, output]
         return [self.need(listed, "--profile", "-P", purpose="for its wall-clock tables"),
-                self.need(listed, "--trace", "-T", purpose="for its timeline (--profile alone turns it off)"),
-                self.need(listed, "-o", "--output", purpose="to write into the run's folder")]
+                self.need(listed, "--trace", "-T", purpose="for its timeline (--profile alone turns it off)"), output]
 
     def wrap_argv(self, out_dir: Path, config: Config) -> list[str]:
-        profile, trace, output = self._options()
-        return [self.argv0(), profile, trace, output, str(out_dir), "--"]
+        return [self.argv0(), *self._options(), str(out_dir), "--"]
 
     def capabilities(self) -> list[str]:
         listed = self.help()
-        return [f"runner {Path(self.argv0()).name}", " ".join(self._options()),
+        return [f"runner {Path(self.argv0()).name}", " ".join(self._options()) + " <dir>",
                 "help by topic (--help=all)" if listed.command.endswith("--help=all") else "one --help"]
 
     def collect(self, out_dir: Path) -> CollectResult:
         artifacts = list_artifacts(out_dir)
         traces = [name for name in artifacts if name.endswith(".proto")]
-        steps, scope = self._measured_steps(out_dir, traces)
+        databases = [name for name in artifacts if name.endswith(".db")]
+        if databases:  # 1.7+ with --output-format rocpd, or 1.9+'s default: rocpd.db
+            steps, scope = rocpd_measured(out_dir / databases[0])
+            fmt_steps = "rocpd"
+            source = out_dir / databases[0]
+        else:
+            steps, scope = self._measured_steps(out_dir, traces)
+            fmt_steps, source = "rocprof-sys-perfetto", out_dir
         if steps is not None:
-            table, fmt, note = steps[0], "rocprof-sys-perfetto", None
-        else:  # the wall-clock tables, read only when the trace gives no measured steps
-            table, fmt, note = read_table(out_dir)
+            table, fmt, note = steps[0], fmt_steps, None
+        else:  # the database or wall-clock tables whole, read only when nothing gives measured steps
+            table, fmt, note = read_table(source)
         if table is not None:
             note = f"{note}; {scope}" if note else scope
         if traces:
@@ -103,6 +138,9 @@ class RocprofSysAdapter(RocmToolAdapter):
                 where = f"kernels are slices of category {' or '.join(rr.SYS_KERNEL_CATEGORIES)}"
             view = (f"open {traces[0]} in https://ui.perfetto.dev for the timeline: {where}, "
                     "under the 'tinylab step' ranges")
+            note = f"{note}; {view}" if note else view
+        elif databases:
+            view = f"its timeline is {databases[0]} (rocpd convert -f pftrace makes a Perfetto trace of it)"
             note = f"{note}; {view}" if note else view
         return CollectResult(artifacts, table, note, fmt, steps=steps[1] if steps else None)
 

@@ -9,8 +9,10 @@ refused before the run starts, in one line naming the tool and its release.
 Files land where any release writes them, so none is assumed: <dir>/<pid>_<name> (6.2.0-6.2.2) or
 <dir>/<hostname>/<pid>_<name> (6.3+), `_results.db` for rocpd; counter passes in <dir>/pmc_<n>/ (-i
 FILE) or <dir>/pass_<n>/ (repeated --pmc, SDK 1.3.0+); the profile's note says which layout was
-found. With CSV, `--marker-trace` records the trainer's roctx step ranges
-(tinylab/core/markers.py) and the kernel table holds only the measured steps' dispatches.
+found. `--marker-trace` records the trainer's roctx step ranges (tinylab/core/markers.py), and the
+kernel table holds only the measured steps' dispatches: from the CSV marker trace, or from the rocpd
+database's regions, which rocprofiler-sdk names after their ROCTx message from ROCm 10.1 (before, a
+generic label: the database is then read whole, and the note says so).
 
 Hardware counters (RunConfig.rocprofv3_pmc: `--rocprofv3-pmc "SQ_WAVES GRBM_COUNT" --rocprofv3-pmc
 "TCC_HIT TCC_MISS"`, a group each): one group is `--pmc` (6.3+, one pass); several are repeated `--pmc` groups where the help
@@ -27,7 +29,7 @@ from pathlib import Path
 from tinylab.core.errors import UserError
 from tinylab.core import rocm_releases as rr
 from tinylab.profilers.base import PERFETTO, RUN, CollectResult, Config, Setting, Viewer, list_artifacts, read_table
-from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version
+from tinylab.profilers.rocm import Release, RocmToolAdapter, release_from_version, rocpd_measured
 from tinylab.profilers.rocm_help import ToolHelp, ask
 
 EXTRA_TRACES = {"hip": "--hip-trace", "memory-copy": "--memory-copy-trace"}
@@ -101,7 +103,8 @@ class Rocprofv3Adapter(RocmToolAdapter):
         for release, marker in _HELP_MARKERS:
             if listed.has(marker):
                 key = "6.2.2" if release == "6.2" else release
-                return Release(release, key, f"guessed from the options {Path(path).name} --help lists", "the tool itself")
+                return Release(release, key, f"{Path(path).name} --help", "the tool itself",
+                               guess=f"its --help lists {marker}, which ROCm {release} brought")
         return None
 
     def version_from_output(self, output: str) -> str | None:
@@ -228,16 +231,21 @@ class Rocprofv3Adapter(RocmToolAdapter):
             return CollectResult(artifacts, table, "; ".join(notes), "rocprofv3-kernel-trace", steps=steps)
         table, fmt, note = read_table(source)
         notes.append(note)
-        if table is not None:
+        databases = [p for p in files if p.name.endswith("_results.db")]
+        if fmt == "rocpd" and databases:  # its ROCTx regions, named after their message from ROCm 10.1
+            measured, scope = rocpd_measured(databases[0])
+            if measured is not None:
+                notes.append(scope)
+                return CollectResult(artifacts, measured[0], "; ".join(n for n in notes if n), fmt, steps=measured[1])
+            notes.append(scope)
+        elif table is not None:
             notes.append("no roctx step ranges recorded: the table covers the whole run, warm-up included"
-                         + self._why_no_ranges(fmt))
+                         + self._why_no_ranges())
         return CollectResult(artifacts, table, "; ".join(n for n in notes if n) or None, fmt)
 
-    def _why_no_ranges(self, fmt: str | None) -> str:
-        """Why there are no step ranges: rocpd's are not cut yet, a CPU run has none, or a release's
-        --marker-trace does not preload the SDK's roctx."""
-        if fmt == "rocpd":
-            return " (the step cut reads the CSV marker trace; a rocpd database is read whole)"
+    def _why_no_ranges(self) -> str:
+        """Why a CSV record has no step ranges: a CPU run has none, or a release's --marker-trace does
+        not preload the SDK's roctx."""
         try:
             facts = self.facts()
         except UserError:

@@ -8,7 +8,7 @@ tool's exit code convention. The three AMD stand-ins behave as one ROCm release,
 project's release table (tinylab/core/rocm_releases.py, loaded by path): the release in
 $STANDIN_ROCM_RELEASE, else in the .info/version of the ROCm tree they are called from
 (<root>/bin/<tool>, as tests/support/rocm.py lays out, or a pip install's sibling
-site-packages/_rocm_sdk_core/.info/version), else 7.0. A release newer than the table is the newest
+site-packages/_rocm_sdk_core/.info/version, or a prefix's standin-release outside any ROCm tree), else 7.0. A release newer than the table is the newest
 one's; $STANDIN_EXTRA_OPTIONS and $STANDIN_DROP_OPTIONS (comma lists) add options no table knows and
 take away some it has, as a future release might. Stdlib only.
 """
@@ -31,6 +31,9 @@ import samples  # noqa: E402
 
 FIXTURES = samples.FIXTURES
 DEFAULT_RELEASE = "7.0.0"
+#: In a prefix outside any ROCm tree (tests/support/rocm.py "-bare"), the file that tells the stand-ins
+#: (and nothing else: tinylab never reads it) which release they are.
+BARE_RELEASE = "standin-release"
 
 
 def releases():
@@ -56,6 +59,8 @@ def version() -> str:
             return info.read_text().strip()
     if tree.name.startswith(rr.THEROCK_PREFIX):  # a TheRock package named by its folder: /opt/rocm/core-<M.m>
         return tree.name[len(rr.THEROCK_PREFIX):] + ".0"
+    if (tree / BARE_RELEASE).is_file():  # a prefix outside any ROCm tree: only the stand-in knows its release
+        return (tree / BARE_RELEASE).read_text().strip()
     return DEFAULT_RELEASE
 
 
