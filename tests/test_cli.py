@@ -27,7 +27,7 @@ def test_help_imports_neither_torch_nor_textual():
     [
         (["train", "--preset", "workshop", "--num-heads", "7"], "--num-heads 7 must divide --hidden-dim 512"),
         (["train", "--preset", "cpu", "--num-heads", "7"], "--num-heads 7 must divide --hidden-dim 128"),
-        (["train", "--batch-size", "0"], "--batch-size must be an integer >= 1, got 0"),
+        (["train", "--batch-size", "0"], "argument --batch-size: must be an integer from 1 to 1048576, got '0'"),
         (["train", "--version", "v7"], "unknown version 'v7'"),
         (["frobnicate"], "unknown command 'frobnicate'"),
     ],

@@ -19,7 +19,7 @@ def test_defaults_are_the_workshop_model():
     [
         ({"num_heads": 7}, "--num-heads 7 must divide --hidden-dim 512"),
         ({"num_kv_heads": 3}, "--num-kv-heads 3 must divide --num-heads 8"),
-        ({"batch_size": 0}, "--batch-size must be an integer >= 1, got 0"),
+        ({"batch_size": 0}, "--batch-size must be an integer from 1 to 1048576, got 0"),
         ({"version": "v9"}, "unknown version 'v9'"),
         ({"profilers": ["vtune"]}, "unknown profiler 'vtune'"),
         ({"precision": "fp8"}, "unknown precision 'fp8'"),
@@ -31,10 +31,10 @@ def test_defaults_are_the_workshop_model():
         ({"profilers": ["ncu", "nsys"]}, "only one external profiler"),
         ({"version": "v4", "cuda_graph": True, "precision": "fp16"}, "not fp16"),
         # what the trainer would fail on after the run folder exists
-        ({"learning_rate": float("inf")}, "--learning-rate must be a finite number > 0, got inf"),
-        ({"learning_rate": float("nan")}, "--learning-rate must be a finite number > 0, got nan"),
-        ({"weight_decay": float("inf")}, "--weight-decay must be a finite number >= 0, got inf"),
-        ({"weight_decay": float("nan")}, "--weight-decay must be a finite number >= 0, got nan"),
+        ({"learning_rate": float("inf")}, "--learning-rate must be a finite number > 0 and <= 10, got inf"),
+        ({"learning_rate": float("nan")}, "--learning-rate must be a finite number > 0 and <= 10, got nan"),
+        ({"weight_decay": float("inf")}, "--weight-decay must be a finite number >= 0 and <= 10, got inf"),
+        ({"weight_decay": float("nan")}, "--weight-decay must be a finite number >= 0 and <= 10, got nan"),
         ({"norm_eps": 0.0}, "--norm-eps must be a finite number > 0"),
         ({"seed": 2**64}, "--seed must be an integer from 0 to 4294967295"),
         ({"seed": -1}, "--seed must be an integer from 0 to 4294967295"),
@@ -46,15 +46,15 @@ def test_defaults_are_the_workshop_model():
         *[({"label": f"txt.{c}exe"}, "without control characters or direction overrides")
           for c in ("\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069")],
         # a boolean is no integer, whatever Python says
-        ({"warmup_steps": True}, "--warmup-steps must be an integer >= 0, got True"),
-        ({"num_steps": True}, "--num-steps must be an integer >= 1, got True"),
+        ({"warmup_steps": True}, "--warmup-steps must be an integer from 0 to 9999999, got True"),
+        ({"num_steps": True}, "--num-steps must be an integer from 1 to 10000000, got True"),
         ({"seed": False}, "--seed must be an integer from 0"),
         ({"device": "cuda:x"}, "unknown device 'cuda:x'"),
         # a hand-edited config.json: wrong types are refused, not a TypeError
         ({"version": [1, 2]}, "unknown version [1, 2]"),
         ({"precision": 16}, "unknown precision 16"),
         ({"profilers": [1, 2]}, "unknown profiler 1"),
-        ({"learning_rate": "fast"}, "--learning-rate must be a finite number > 0, got 'fast'"),
+        ({"learning_rate": "fast"}, "--learning-rate must be a finite number > 0 and <= 10, got 'fast'"),
         ({"tf32": "yes"}, "--tf32 must be true or false"),
         ({"sdpa": 1, "version": "v2"}, "--sdpa must be true, false or unset"),
         ({"fault": ["x"]}, "unknown fault ['x']"),
@@ -113,7 +113,7 @@ def test_round_trip_and_unknown_keys():
 
 
 def test_the_memory_floor_refuses_a_model_that_cannot_fit():
-    cfg = RunConfig(num_layers=100_000_000).validate()
+    cfg = RunConfig(num_layers=1024, hidden_dim=16384, num_heads=128, num_kv_heads=128).validate()
     assert cfg.parameter_count() > 10**12
     with pytest.raises(ConfigError, match=r"needs at least [\d,.]+ GiB .* and this machine has 23.0 GiB"):
         cfg.check_fits(23 * 2**30, "this machine")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import cast
+from typing import NoReturn, cast
 
 from tinylab import __version__
 from tinylab.core.errors import UserError
@@ -51,8 +51,23 @@ class _CommandsHelp(argparse.HelpFormatter):
             self._action_max_length = max(self._action_max_length, longest + self._current_indent + 2 * self._indent_increment)
 
 
-def _base_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """A refused command line is one line naming what is wrong and where the flags are listed:
+    argparse's own refusal put its usage block (18 to 33 lines for `train`) before that line.
+    Sub-command parsers are of this class too (argparse makes them of their parent's)."""
+
+    #: The command whose --help to point at: the top parser refuses a sub-command's unknown flags.
+    help_of: str | None = None
+
+    def error(self, message: str) -> NoReturn:
+        from tinylab.runs.record import printable
+
+        self.exit(2, f"tinylab: error: {printable(message)} (`{self.help_of or self.prog} --help` lists what it "
+                     "takes)\n")
+
+
+def _base_parser() -> _Parser:
+    parser = _Parser(
         prog="tinylab",
         description="A terminal lab for GPU performance work on a tiny LLaMA transformer. "
         "With no command, opens the lab.",
@@ -62,7 +77,7 @@ def _base_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_parser(command: str | None) -> argparse.ArgumentParser:
+def build_parser(command: str | None) -> _Parser:
     """Parser with every command listed, but only `command`'s module imported."""
     parser = _base_parser()
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -91,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tinylab: error: unknown command {command!r}: choose one of {choices}", file=sys.stderr)
         return 2
     parser = build_parser(command)
+    parser.help_of = f"tinylab {command}" if command else None
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

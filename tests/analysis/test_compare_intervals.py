@@ -46,7 +46,7 @@ def test_one_pair_needs_a_difference_far_outside_the_run_to_run_spread(finished_
     assert "not sure: spread ±11% between runs: `--repeat" in " ".join(text.split())
     result, row = pair(3.0)
     assert row.better == result.row("step_ms_median").better == "b"
-    assert result.settled() == "the interval excludes 1: B is better"
+    assert result.settled() is None, "at 99% one pair of 3x is not enough: --repeat auto goes on"
     busy, busy_row = pair(3.0, busy=True)
     assert busy_row.interval.high / busy_row.interval.low > row.interval.high / row.interval.low
     assert busy_row.better in (None, "b"), "never the wrong side"
@@ -62,6 +62,7 @@ def test_repeats_are_pooled_and_a_stranger_is_left_out(finished_pair, tmp_path):
     pooled = compare_runs(a[0], b[0], more_a=[*a[1:], b[2]], more_b=b[1:])
     row = pooled.row("samples_per_s")
     assert row.interval.runs == (3, 3) and row.better == "b"
+    assert pooled.settled() == "the 99% interval excludes 1: B is better" and pooled.strict.level == 0.99
     assert row.a == pytest.approx((40 * 4000 / 110 * 4000 / 95) ** (1 / 3))
     assert row.interval.high / row.interval.low < one.high / one.low
     assert pooled.pooled == (tuple(r.id for r in a), tuple(r.id for r in b))

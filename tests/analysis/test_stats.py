@@ -128,3 +128,16 @@ def test_the_statistics_page_tells_the_intervals_the_code_computes():
     for row, (a, b) in cases.items():
         i = ratio_interval(a, b, -1)
         assert f"{row} {i.low:.2f}x – {i.high:.2f}x |" in page, row
+
+
+@pytest.mark.parametrize("p10, p90, steps", [(1e-308, 1e308, 20), (-1e20, 1e20, 20), (90.0, 110.0, -1),
+                                             (float("nan"), 110.0, 20), (90.0, 110.0, True)])
+def test_hostile_figures_give_an_interval_or_nothing_never_a_traceback(p10, p90, steps):
+    """A run's summary is a stranger's file: percentiles of ±1e308 and -1 steps raised OverflowError
+    and ValueError in compare and report."""
+    a = RunValue.of("a", 100.0, p10, p90, steps, False)
+    b = RunValue.of("b", 1e308, p10, p90, steps, False)
+    assert a is not None and a.within is None or math.isfinite(a.within)
+    i = ratio_interval([a], [b], -1)
+    assert i.better == "a" and math.isfinite(i.high) or i.high == math.exp(700)
+    assert RunValue.of("x", float("inf"), 1.0, 2.0, 5, False) is None and RunValue.of("x", True, 1, 2, 5, False) is None

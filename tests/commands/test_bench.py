@@ -53,4 +53,4 @@ def test_a_list_flag_that_does_not_parse_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as done:
         main(["bench", "--seq-lens", "abc"])
     assert done.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1].endswith("expected a comma-separated list of int, got 'abc'")
+    assert "expected a comma-separated list of int, got 'abc' (`tinylab bench --help`" in capsys.readouterr().err.splitlines()[-1]

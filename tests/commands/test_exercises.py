@@ -177,4 +177,4 @@ def test_a_negative_or_non_numeric_hint_count_is_a_usage_error(capsys, hints):
     with pytest.raises(SystemExit) as done:
         main(["exercises", "show", SCENARIO, "--hints", hints])
     assert done.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1].endswith(f"must be an integer >= 0, got '{hints}'")
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"must be an integer >= 0, got '{hints}' (`tinylab exercises show --help` lists what it takes)")

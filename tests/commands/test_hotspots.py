@@ -129,7 +129,7 @@ def test_cli_bad_rank_is_a_one_line_error_naming_the_ranks(capsys, tmp_path):
     assert code == 2 and err == f"tinylab: error: --rank 0: {path} has no ranks (one process, one table)\n"
     with pytest.raises(SystemExit):
         main(["hotspots", run, "--rank", "-1"])
-    assert "must be a rank (0, 1, ...) or 'all', got '-1'" in capsys.readouterr().err
+    assert "must be a rank from 0 to 2047 or 'all', got '-1'" in capsys.readouterr().err
 
 
 def test_a_store_folder_is_refused_naming_how_many_runs_and_one_to_pick(capsys, tmp_path):

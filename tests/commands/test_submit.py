@@ -33,7 +33,10 @@ def root(tmp_path, monkeypatch) -> Path:
 
 
 def tinylab(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(list(args))
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse refused a flag's value itself
+        code = exc.code
     out = capsys.readouterr()
     return code, out.out, out.err
 
@@ -200,9 +203,10 @@ def test_a_job_sbatch_refuses_leaves_no_run(capsys, root, fake_slurm):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--time", "1h"], "--time must be a Slurm time limit: MINUTES, HH:MM:SS or D-HH:MM:SS (e.g. 00:30:00), got '1h'"),
-    (["--nodes", "0"], "--nodes must be an integer from 1 to 2048, got 0"),
-    (["--gpus-per-node", "0"], "--gpus-per-node must be an integer from 1 to 256, got 0"),
+    (["--time", "1h"], "--time must be a Slurm time limit from 1 second to 4294967293 minutes: MINUTES, HH:MM:SS or "
+                      "D-HH:MM:SS (e.g. 00:30:00), got '1h'"),
+    (["--nodes", "0"], "argument --nodes: must be an integer from 1 to 2048, got '0'"),
+    (["--gpus-per-node", "0"], "argument --gpus-per-node: must be an integer from 1 to 256, got '0'"),
     (["--partition", "gpu long"], "--partition must be a Slurm partition name"),
     (["--num-heads", "7"], "--num-heads 7 must divide --hidden-dim 64"),
     (["--parallel", "fsdp", "--version", "v4"], "--parallel fsdp cannot train v4"),

@@ -118,7 +118,7 @@ def line_of(text: str, fragment: str) -> int:
         ('preset = { fault = "missing-init" }', 'preset = { batch_size = "8" }', "batch_size", "preset.batch_size must be an integer, got '8'"),
         ('preset = { fault = "missing-init" }', 'preset = { device = "cuda" }', "device", "preset may not set 'device'"),
         ('preset = { fault = "missing-init" }', 'preset = { num_heads = 5 }', "num_heads = 5", "--num-heads 5 must divide --hidden-dim 512"),
-        ('preset = { fault = "missing-init" }', 'preset = { learning_rate = inf }', "learning_rate", "--learning-rate must be a finite number > 0, got inf"),
+        ('preset = { fault = "missing-init" }', 'preset = { learning_rate = inf }', "learning_rate", "--learning-rate must be a finite number > 0 and <= 10, got inf"),
         ('preset = { fault = "missing-init" }', 'preset = { seed = 18446744073709551615 }', "seed", "--seed must be an integer from 0 to 4294967295"),
         ('preset = { fault = "missing-init" }', 'preset = { profilers = ["pytorch", "pytorch"] }', "profilers", "profiler 'pytorch' is asked for twice"),
         ('num_kv_heads = 2 }', 'num_kv_heads = 2, fault = "missing-init" }', "cpu_preset", "cpu_preset may not change 'fault'"),

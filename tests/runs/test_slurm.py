@@ -21,14 +21,15 @@ from tinylab.runs.store import Run, RunStore
 
 
 # ----------------------------------------------------------------------------- the request
-@pytest.mark.parametrize("value", ["30", "30:00", "01:30:00", "100:00:00", "2-00", "2-12:30", "1-00:00:00", "0"])
+@pytest.mark.parametrize("value", ["30", "30:00", "01:30:00", "100:00:00", "2-00", "2-12:30", "1-00:00:00", "0:01"])
 def test_slurm_time_forms_are_accepted(value):
     assert slurm.valid_time(value)
 
 
 @pytest.mark.parametrize("value", ["1h", "", "01:60:00", "00:30:60", "1-24:00:00", "1-", "-1", "1:2:3:4", "30:61",
                                    "01:30:00\n#SBATCH --x",
-                                   "99999999999999999999", "4294967295", "3000000-00:00:00"])
+                                   "99999999999999999999", "4294967295", "3000000-00:00:00",
+                                   "0", "0:0:0", "00:00", "0-0:0:0"])  # Slurm reads 0 as no limit at all (issue 40)
 def test_other_times_are_refused(value):
     assert not slurm.valid_time(value)
 
@@ -80,8 +81,8 @@ def test_a_named_file_that_is_missing_is_an_error(tmp_path, config_home):
 
 
 @pytest.mark.parametrize("flags, fragment", [
-    (dict(time="2 hours"), "--time must be a Slurm time limit: MINUTES, HH:MM:SS or D-HH:MM:SS (e.g. 00:30:00), "
-                           "got '2 hours'"),
+    (dict(time="2 hours"), "--time must be a Slurm time limit from 1 second to 4294967293 minutes: MINUTES, "
+                           "HH:MM:SS or D-HH:MM:SS (e.g. 00:30:00), got '2 hours'"),
     (dict(partition="gpu\n#SBATCH --exclusive"), "--partition must be a Slurm partition name"),
     (dict(partition="a,,b"), "--partition must be a Slurm partition name"),
     (dict(account="x;rm"), "--account must be a Slurm account name of letters, digits"),

@@ -68,7 +68,7 @@ def test_auto_stops_once_the_interval_settles(monkeypatch, lab):
     job = Repeat(lab, a.id, b.id, None)
     assert job.compare().settled() is None
     done = list(job.run(poll_s=0.01))[-1]
-    assert done.ended == "settled: the interval excludes 1: B is better"
+    assert done.ended == "settled: the 99% interval excludes 1: B is better"
     assert len(fake.launched) < 2 * 5 and len(fake.launched) % 2 == 0
     assert done.comparison.row("samples_per_s").better == "b"
 

@@ -174,20 +174,23 @@ class Comparison:
     kernel_diff: KernelDiff | None  # None unless both runs have a readable kernel table
     names: tuple[str, str] = ("A", "B")  # the runs' letters in the notes (a report's "C vs A": A and C)
     pooled: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # each side's run ids, its own first
+    #: the headline row's interval at stats.SECONDARY_LEVEL: what `settled` reads (see there)
+    strict: RatioInterval | None = None
 
     def row(self, key: str) -> MetricRow | None:
         return next((m for m in self.metrics if m.key == key), None)
 
     def settled(self) -> str | None:
-        """What settles this comparison, or None while it is not sure: the headline row's
-        interval excludes 1 (a side is better) or lies inside ±SAME_BAND (the same)."""
-        row = self.row(HEADLINE)
-        interval = row.interval if row else None
+        """What settles this comparison for `compare --repeat auto`, or None while it is not sure:
+        the headline row's 99% interval excludes 1 (a side is better) or lies inside ±SAME_BAND (the
+        same). 99, not 95: auto looks after every pair, and each look is another chance for a lucky
+        streak to pass (five looks at 95% would stop on identical configs about one time in seven)."""
+        interval = self.strict
         if interval is None or not interval.sure:
             return None
         if interval.same:
-            return f"the interval is inside ±{SAME_BAND:.0%}: the same"
-        return f"the interval excludes 1: {self.names[0 if interval.better == 'a' else 1]} is better"
+            return f"the 99% interval is inside ±{SAME_BAND:.0%}: the same"
+        return f"the 99% interval excludes 1: {self.names[0 if interval.better == 'a' else 1]} is better"
 
     def to_json(self) -> dict[str, Any]:
         """The `tinylab compare --json` object."""
@@ -250,6 +253,8 @@ def compare_runs(a: RunRecord, b: RunRecord, names: tuple[str, str] = ("A", "B")
         kernel_diff=kernels,
         names=names,
         pooled=(tuple(r.id for r in pool_a), tuple(r.id for r in pool_b)),
+        strict=ratio_interval(*([v for r in pool if (v := run_value(r, HEADLINE)) is not None] for pool in (pool_a, pool_b)),
+                              next(f.direction for f in METRICS if f.key == HEADLINE), variation, SECONDARY_LEVEL),
     )
 
 

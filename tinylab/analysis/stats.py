@@ -70,6 +70,16 @@ def t_quantile(dof: float, level: float = LEVEL) -> float:
     return _T[level][max(i for i, d in enumerate(_DOF) if d <= dof)]
 
 
+def _positive(value: Any) -> bool:
+    """A finite number above 0 (a run's files are a stranger's: 1e308, -1, NaN and true are not figures)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _exp(x: float) -> float:
+    """exp that saturates instead of raising OverflowError (an interval on hostile figures)."""
+    return math.exp(max(-700.0, min(700.0, x)))
+
+
 @dataclass(frozen=True)
 class RunValue:
     """One run's figure of a timed metric."""
@@ -86,11 +96,11 @@ class RunValue:
         and 90th percentiles are `p10` and `p90`, in logs (a step time is skewed: one stalled step
         is not a step run backwards): sigma ~ ln(p90 / p10) / 2.56, and a median's standard error
         1.25 sigma / sqrt(n); None when there is no positive figure."""
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0 or math.isinf(value):
+        if not _positive(value):
             return None
         within = None
-        if p10 and p90 and p10 > 0 and p90 >= p10 and steps:
-            within = 1.2533 * math.log(p90 / p10) / (2 * 1.2816) / math.sqrt(steps)
+        if _positive(p10) and _positive(p90) and p90 >= p10 and isinstance(steps, int) and steps > 0:
+            within = 1.2533 * (math.log(p90) - math.log(p10)) / (2 * 1.2816) / math.sqrt(steps)
         return cls(run_id, float(value), within, busy)
 
     @classmethod
@@ -123,7 +133,7 @@ def history_variation(groups: Iterable[Sequence[float]], what: str = "this machi
     ASSUMED_SIGMA: a history of two lucky runs must not make every later pair look certain."""
     ss, dof, configs = 0.0, 0, 0
     for values in groups:
-        logs = [math.log(v) for v in values if v > 0]
+        logs = [math.log(v) for v in values if _positive(v)]
         if len(logs) < 2:
             continue
         mean = sum(logs) / len(logs)
@@ -188,13 +198,13 @@ def ratio_interval(a: Sequence[RunValue], b: Sequence[RunValue], direction: int,
     sigma = math.sqrt(var)
     diff = mb - ma
     half = t_quantile(dof, level) * sigma * math.sqrt(1 / len(xa) + 1 / len(xb))
-    low, high = math.exp(diff - half), math.exp(diff + half)
+    low, high = _exp(diff - half), _exp(diff + half)
     same = 1 / (1 + SAME_BAND) <= low and high <= 1 + SAME_BAND
     better = None
     if low > 1 or high < 1:
         better = "b" if (low > 1) == (direction > 0) else "a"
     settle = None if better or same else _settle(diff, sigma, len(xa), len(xb), prior_dof, level)
-    return RatioInterval(math.exp(diff), low, high, better, same, (len(xa), len(xb)), sigma, dof, settle, level)
+    return RatioInterval(_exp(diff), low, high, better, same, (len(xa), len(xb)), sigma, dof, settle, level)
 
 
 def runs_needed(diff: float, sigma: float, prior_dof: int, level: float = LEVEL) -> int | None:
@@ -219,7 +229,7 @@ def _settle(diff: float, sigma: float, na: int, nb: int, prior_dof: int, level: 
 def mean_interval(values: Sequence[float], prior: Variation = ASSUMED) -> tuple[float, float, float] | None:
     """(geometric mean, low, high) of one case's repeated figures (bench), the same t interval as
     ratio_interval with the prior's weight; None without a positive figure."""
-    logs = [math.log(v) for v in values if v > 0]
+    logs = [math.log(v) for v in values if _positive(v)]
     if not logs:
         return None
     mean = sum(logs) / len(logs)
@@ -227,4 +237,4 @@ def mean_interval(values: Sequence[float], prior: Variation = ASSUMED) -> tuple[
     dof = len(logs) - 1 + prior_dof
     sigma = math.sqrt((sum((x - mean) ** 2 for x in logs) + prior_dof * prior.sigma ** 2) / dof)
     half = t_quantile(dof) * sigma / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    return _exp(mean), _exp(mean - half), _exp(mean + half)

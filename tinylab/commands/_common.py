@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -37,25 +38,33 @@ def integer(low: int, high: int | None = None):
     return parse
 
 
-def setting_type(name: str):
-    """An argparse type for a run setting of tinylab.config's INT_RANGES or FLOAT_RANGES, refused
-    with the range and the words RunConfig.validate uses."""
-    from tinylab.config import FLOAT_RANGES, INT_RANGES, in_range, range_text
-
-    if name in INT_RANGES:
-        return integer(*INT_RANGES[name])
+def number(low: float, high: float, closed: bool = True):
+    """An argparse type: a finite number above `low` (or at it, `closed`) and at most `high`,
+    refused with its range (a NaN or an infinity is no number a flag means)."""
+    span = f"{'>=' if closed else '>'} {low:g} and <= {high:g}"
 
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
             value = None
-        if value is None or not in_range(name, value):
-            raise argparse.ArgumentTypeError(f"must be a finite number {range_text(name)}, got {text[:40]!r}")
+        if value is None or not math.isfinite(value) or not (low <= value if closed else low < value) or value > high:
+            raise argparse.ArgumentTypeError(f"must be a finite number {span}, got {text[:40]!r}")
         return value
 
     parse.__name__ = "number"
     return parse
+
+
+def setting_type(name: str):
+    """An argparse type for a run setting of tinylab.config's INT_RANGES or FLOAT_RANGES, refused
+    with the range and the words RunConfig.validate uses."""
+    from tinylab.config import FLOAT_RANGES, INT_RANGES
+
+    if name in INT_RANGES:
+        return integer(*INT_RANGES[name])
+    low, closed, high = FLOAT_RANGES[name]
+    return number(low, high, closed)
 
 
 def lab_from(args: argparse.Namespace) -> Lab:

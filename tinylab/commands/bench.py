@@ -6,8 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tinylab.core.errors import UserError
-from tinylab.commands._common import check_output
+from tinylab.commands._common import check_output, integer, number
 from tinylab.commands.runflags import add_run_arguments, config_from_args
 from tinylab.service.bench import DEFAULT_CASES, run_bench  # torch when a bench runs, not on import
 
@@ -29,12 +28,12 @@ def add_arguments(p) -> None:
                         f"(default: {','.join(DEFAULT_CASES)})")
     p.add_argument("--precisions", type=_csv(str), default=["fp32"], help="comma-separated: fp32,bf16,fp16")
     p.add_argument("--seq-lens", type=_csv(int), default=None, help="comma-separated (default: --seq-len)")
-    p.add_argument("--repeats", type=int, default=2,
+    p.add_argument("--repeats", type=integer(1, 100), default=2,
                    help="rounds over all cases, interleaved ABBA: forward on even rounds, backward on odd ones, so "
                         "a load that comes and goes lands on every case alike. Each case's figure is the geometric "
                         "mean of its repeats with a 95%% interval across them (one repeat leans on an assumed "
                         "run-to-run spread alone; 2, one A B B A cycle, cancels a steady drift; more narrow the "
-                        "intervals) (default %(default)s)")
+                        "intervals; from 1 to 100, default %(default)s)")
     p.add_argument("--kernels", action="store_true", help="also run the Triton kernel micro-benchmarks")
     p.add_argument("--roofline", action="store_true",
                    help="also measure copy bandwidth, GEMM rates and each case's GEMM floor (floor%%: the step's "
@@ -43,15 +42,14 @@ def add_arguments(p) -> None:
     p.add_argument("--baseline", type=Path, default=None,
                    help="a saved bench JSON from the same card; a case the load sampler saw busy in every repeat "
                         "(here or there) is not checked against it, and the bench says so")
-    p.add_argument("--max-regression", type=float, default=5.0, metavar="PCT",
-                   help="with --baseline: fail when a case is more than PCT%% slower (default %(default)s)")
+    p.add_argument("--max-regression", type=number(0, 1000), default=5.0, metavar="PCT",
+                   help="with --baseline: fail when a case is more than PCT%% slower (>= 0 and <= 1000; "
+                        "default %(default)s)")
     add_run_arguments(p, with_version=False)
     p.set_defaults(num_steps=30)
 
 
 def run(args) -> int:
-    if args.repeats < 1:
-        raise UserError(f"--repeats must be >= 1, got {args.repeats}")
     if args.out is not None:
         check_output(args.out, "--out")
     base = config_from_args(args, "cpu" if args.device == "cpu" else "cuda")  # a case sets its version

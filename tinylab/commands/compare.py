@@ -32,7 +32,7 @@ def add_arguments(p) -> None:
     p.add_argument("--repeat", type=repeat_count, default=None, metavar="N|auto",
                    help="run each side's config N more times (same seed), interleaved (B A A B ...), one run at "
                         "a time, and compare all of them pooled; auto: pairs at a time until the samples/s "
-                        "interval excludes 1 or lies inside ±5%% (docs/statistics.md), or --max-runs is spent")
+                        "99%% interval excludes 1 or lies inside ±5%% (docs/statistics.md), or --max-runs is spent")
     p.add_argument("--max-runs", type=integer(MIN_RUNS), default=None, metavar="N",
                    help=f"with --repeat auto: at most N runs a side in all, the two given included "
                         f"(default {DEFAULT_MAX_RUNS})")

@@ -12,7 +12,7 @@ import dataclasses
 import re
 import sys
 
-from tinylab.commands._common import add_runs_dir, at_least, lab_from, print_json, terminal_width
+from tinylab.commands._common import add_runs_dir, integer, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
 from tinylab.commands.runflags import add_run_arguments
 from tinylab.runs.record import mask_config
@@ -28,8 +28,9 @@ def add_arguments(p) -> None:
     ls.add_argument("--json", action="store_true", help="print a JSON list")
     show = sub.add_parser("show", help="a scenario, or one step of it", description="a scenario, or one step of it")
     show.add_argument("id", help="scenario id (see `tinylab exercises list`)")
-    show.add_argument("--step", type=int, default=None, help="show this step (1-based)")
-    show.add_argument("--hints", type=at_least(0), default=0, metavar="N", help="reveal the first N hints of the step")
+    show.add_argument("--step", type=integer(1), default=None, metavar="N", help="show this step (1-based: 1 or more)")
+    show.add_argument("--hints", type=integer(0), default=0, metavar="N",
+                      help="reveal the first N hints of the step (0 or more)")
     show.add_argument("--answers", action="store_true", help="reveal the answers to the step's questions")
     show.add_argument("--json", action="store_true", help="print the scenario or step as JSON")
     check = sub.add_parser(
@@ -40,7 +41,7 @@ def add_arguments(p) -> None:
         "adds a profiler); on a CPU the step's small CPU shapes apply automatically.",
     )
     check.add_argument("id", help="scenario id")
-    check.add_argument("--step", type=int, required=True, help="step number (1-based)")
+    check.add_argument("--step", type=integer(1), required=True, metavar="N", help="step number (1-based: 1 or more)")
     check.add_argument("--verbose", "-v", action="store_true", help="stream the runs' output")
     check.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     add_runs_dir(check)
@@ -50,7 +51,7 @@ def add_arguments(p) -> None:
     check.set_defaults(**{name: None for name in _override_names()}, use_amp=None, amp_dtype=None)
     for action in check._actions:
         if action.help:
-            action.help = re.sub(r" \(default:? %\(default\)s\)", "", action.help)
+            action.help = re.sub(r" \(default:? %\(default\)s\)|; default:? %\(default\)s", "", action.help)
 
 
 def _override_names() -> list[str]:

@@ -11,12 +11,15 @@ import textwrap
 
 from tinylab.core.errors import UserError
 
+#: The most compiling processes --jobs may ask for (each holds a Triton compiler).
+MAX_JOBS = 256
 # registers holds the widest AMD cell, "v255+a28 s106"; 80 columns leave the limit 11
 _NAME_W, _TARGET_W, _REGS_W, _LDS_W, _SCRATCH_W, _SPILL_W, _OCC_W = 18, 6, 13, 6, 7, 7, 5
 
 
 def add_arguments(p) -> None:
-    from tinylab.config import PRECISIONS, RunConfig
+    from tinylab.commands._common import integer, setting_type
+    from tinylab.config import PRECISIONS, RunConfig, range_text
     from tinylab.service.kernels import TARGETS
 
     d = RunConfig()
@@ -31,14 +34,12 @@ def add_arguments(p) -> None:
                    help="recompile NAME with PARAM (a block size, num_warps, num_stages; AMD: waves_per_eu, "
                         "kpack, matrix_instr_nonkdim) at each value and tabulate what moves")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--jobs", type=int, default=None, metavar="N", help="compile in N processes (default: CPU count)")
+    p.add_argument("--jobs", type=integer(1, MAX_JOBS), default=None, metavar="N",
+                   help=f"compile in N processes (1 to {MAX_JOBS}; default: CPU count)")
     m = p.add_argument_group("model and precision whose launches are compiled (defaults: the workshop's)")
-    m.add_argument("--vocab-size", type=int, default=d.vocab_size)
-    m.add_argument("--hidden-dim", type=int, default=d.hidden_dim)
-    m.add_argument("--num-heads", type=int, default=d.num_heads)
-    m.add_argument("--num-kv-heads", type=int, default=d.num_kv_heads)
-    m.add_argument("--batch-size", type=int, default=d.batch_size)
-    m.add_argument("--seq-len", type=int, default=d.seq_len)
+    for name in ("vocab_size", "hidden_dim", "num_heads", "num_kv_heads", "batch_size", "seq_len"):
+        m.add_argument("--" + name.replace("_", "-"), type=setting_type(name), default=getattr(d, name),
+                       help=f"({range_text(name)}; default %(default)s)")
     m.add_argument("--precision", default=d.precision, metavar="P", help=f"{', '.join(PRECISIONS)} (default {d.precision})")
     m.add_argument("--tf32", action=argparse.BooleanOptionalAction, default=False,
                    help="allow TF32 matmuls for fp32 (off: strict fp32, exact-fp32 attention dots)")
@@ -157,8 +158,6 @@ def run(args) -> int:
 
     cfg = _config(args)
     targets = [t.strip() for arg in args.target or [] for t in arg.split(",") if t.strip()] or None
-    if args.jobs is not None and args.jobs < 1:
-        raise UserError(f"--jobs must be an integer >= 1, got {args.jobs}")
     if (args.stage or args.sweep) and not args.name:
         raise UserError(f"{'--stage' if args.stage else '--sweep'} needs a kernel NAME, e.g. tinylab kernels attn_fwd")
     if args.stage and args.sweep:

@@ -13,6 +13,7 @@ from typing import Any
 
 from tinylab.config import (
     COMPILE_MODES,
+    ConfigError,
     ENGINES,
     DATASETS,
     ENV_DEFAULTS,
@@ -23,11 +24,14 @@ from tinylab.config import (
     VERSIONS,
     RunConfig,
 )
+from tinylab.config import range_text
 from tinylab.config.build import PRESET_HELP, PRESETS, from_choices, preset_for
+from tinylab.commands._common import integer, setting_type
 from tinylab.service import profilers
 
 _DEFAULTS = RunConfig()
 SIZES = tuple(PRESETS["workshop"])
+PRESET = "(%s; default: the preset's)"
 
 
 def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, with_preset: bool = True,
@@ -42,20 +46,22 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
         m.add_argument("--preset", choices=("auto", *PRESETS), default="auto",
                        help="starting sizes: " + "; ".join(f"{k}: {v}" for k, v in PRESET_HELP.items())
                        + "; auto (default): cpu when the run will be on the CPU, else workshop")
-    m.add_argument("--vocab-size", type=int, default=_DEFAULTS.vocab_size)
-    m.add_argument("--hidden-dim", type=int, default=None, help="(default: the preset's)")
-    m.add_argument("--num-layers", type=int, default=None, help="(default: the preset's)")
-    m.add_argument("--num-heads", type=int, default=None, help="(default: the preset's)")
-    m.add_argument("--num-kv-heads", type=int, default=None,
-                   help="key/value heads for grouped-query attention (must divide --num-heads; default: the preset's)")
+    m.add_argument("--vocab-size", **_ranged("vocab_size", "(%s; default %%(default)s)"), default=_DEFAULTS.vocab_size)
+    m.add_argument("--hidden-dim", **_ranged("hidden_dim", PRESET), default=None)
+    m.add_argument("--num-layers", **_ranged("num_layers", PRESET), default=None)
+    m.add_argument("--num-heads", **_ranged("num_heads", PRESET), default=None)
+    m.add_argument("--num-kv-heads", **_ranged("num_kv_heads", "key/value heads for grouped-query attention (must "
+                                               "divide --num-heads; %s; default: the preset's)"), default=None)
     t = p.add_argument_group("training")
-    t.add_argument("--batch-size", type=int, default=None, help="(default: the preset's)")
-    t.add_argument("--seq-len", type=int, default=None, help="(default: the preset's)")
-    t.add_argument("--num-steps", type=int, default=_DEFAULTS.num_steps)
-    t.add_argument("--warmup-steps", type=int, default=_DEFAULTS.warmup_steps,
-                   help="steps excluded from the medians (default %(default)s)")
-    t.add_argument("--learning-rate", type=float, default=_DEFAULTS.learning_rate)
-    t.add_argument("--weight-decay", type=float, default=_DEFAULTS.weight_decay)
+    t.add_argument("--batch-size", **_ranged("batch_size", PRESET), default=None)
+    t.add_argument("--seq-len", **_ranged("seq_len", PRESET), default=None)
+    t.add_argument("--num-steps", **_ranged("num_steps", "(%s; default %%(default)s)"), default=_DEFAULTS.num_steps)
+    t.add_argument("--warmup-steps", **_ranged("warmup_steps", "steps excluded from the medians (%s, fewer than "
+                                               "--num-steps; default %%(default)s)"), default=_DEFAULTS.warmup_steps)
+    t.add_argument("--learning-rate", **_ranged("learning_rate", "(%s; default %%(default)s)"),
+                   default=_DEFAULTS.learning_rate)
+    t.add_argument("--weight-decay", **_ranged("weight_decay", "(%s; default %%(default)s)"),
+                   default=_DEFAULTS.weight_decay)
     t.add_argument("--use-amp", action="store_true", help="mixed precision (autocast); dtype from --amp-dtype")
     t.add_argument("--amp-dtype", choices=["bf16", "fp16"], default="bf16")
     t.add_argument("--precision", choices=PRECISIONS, default=None,
@@ -72,12 +78,13 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
     f.add_argument("--compile-mode", choices=COMPILE_MODES, default=_DEFAULTS.compile_mode)
     e = p.add_argument_group("environment")
     e.add_argument("--device", default=_DEFAULTS.device, help="auto, cpu, cuda or cuda:N (default auto)")
-    e.add_argument("--seed", type=int, default=_DEFAULTS.seed)
+    e.add_argument("--seed", **_ranged("seed", "(%s; default %%(default)s)"), default=_DEFAULTS.seed)
     e.add_argument("--deterministic", action="store_true", help="deterministic algorithms and fixed seeds")
     e.add_argument("--profile", dest="profilers", action="append", default=[], metavar="TOOL",
                    help=f"profile the run with TOOL (repeatable): {', '.join(profilers.names())}")
-    e.add_argument("--profile-steps", type=int, default=_DEFAULTS.profile_steps,
-                   help="steps recorded by the PyTorch profiler (default %(default)s)")
+    e.add_argument("--profile-steps", **_ranged("profile_steps", "steps recorded by the PyTorch profiler (%s, at "
+                                                 f"most --num-steps; default {_DEFAULTS.profile_steps}, fewer in a "
+                                                 "shorter run)"), default=None)
     s = p.add_argument_group("what a profiler records (default: the tool's own, or the TINYLAB_* variable named)")
     for setting in profilers.settings():
         s.add_argument(setting.flag, dest=setting.name, **_flag_options(setting))
@@ -90,12 +97,18 @@ def add_run_arguments(p: argparse.ArgumentParser, with_version: bool = True, wit
                    + " (default: one process, or ddp for several)")
     if not with_world:
         return
-    d.add_argument("--nproc-per-node", type=int, default=1, metavar="N",
-                   help="processes (ranks) on this node, one a GPU (default 1)")
-    d.add_argument("--nnodes", type=int, default=1, metavar="N",
-                   help="nodes of the run (default 1); several nodes need --rdzv-endpoint, or `tinylab submit`")
+    d.add_argument("--nproc-per-node", **_ranged("nproc_per_node", "processes (ranks) on this node, one a GPU "
+                                                  "(%s; default 1)"), default=1, metavar="N")
+    d.add_argument("--nnodes", **_ranged("nnodes", "nodes of the run (%s; default 1); several nodes need "
+                                         "--rdzv-endpoint, or `tinylab submit`"), default=1, metavar="N")
     d.add_argument("--rdzv-endpoint", default=None, metavar="HOST:PORT",
                    help="where the nodes of a run of several meet (the first node's address and a free port)")
+
+
+def _ranged(name: str, help_text: str) -> dict[str, Any]:
+    """The type and help of a run setting's flag: its range (tinylab.config's INT_RANGES or
+    FLOAT_RANGES) put in the help at `%s`, and the same words in argparse's refusal."""
+    return {"type": setting_type(name), "help": help_text % range_text(name)}
 
 
 def _flag_options(setting: profilers.Setting) -> dict[str, Any]:
@@ -108,13 +121,15 @@ def _flag_options(setting: profilers.Setting) -> dict[str, Any]:
     elif setting.type is list:
         options["action"] = "append"
     elif setting.type is int:
-        options["type"] = int
+        options["type"] = integer(setting.low, setting.high)
     if setting.metavar:
         options["metavar"] = setting.metavar
     elif setting.choices:  # shown as {a,b} and refused by argparse itself
         options["choices"] = setting.choices
     if setting.env:
         options["help"] += f"; ${setting.env}" + (f", split by {setting.split}" if setting.split != "," else "")
+    if setting.type is int:
+        options["help"] += f"; {setting.low} to {setting.high}"
     return options
 
 
@@ -131,8 +146,14 @@ def config_from_args(args: argparse.Namespace, device_type: str = "cuda", **over
     `device_type` ("cpu" or "cuda": where the run will be) picks the preset of `--preset auto`.
     """
     names = {f.name for f in dataclasses.fields(RunConfig)}
-    unset = (*SIZES, *ENV_DEFAULTS)  # None: the preset's size, the variable's or the default setting
+    # None: the preset's size, the variable's or the default setting, the default window
+    unset = (*SIZES, *ENV_DEFAULTS, "profile_steps")
     values = {k: v for k, v in vars(args).items() if k in names and not (k in unset and v is None)}
     values["precision"] = args.precision or (args.amp_dtype if args.use_amp else "fp32")
     values.update(overrides)
-    return from_choices(values, preset=chosen_preset(args, device_type)).validate()
+    cfg = from_choices(values, preset=chosen_preset(args, device_type)).validate()
+    asked = getattr(args, "profile_steps", None)
+    if asked is not None and asked > cfg.num_steps:  # never recordable; the default shrinks in a short run instead
+        raise ConfigError(f"--profile-steps {asked} is more than the run's {cfg.num_steps} steps (--num-steps): "
+                          f"ask for at most {cfg.num_steps}")
+    return cfg

@@ -53,6 +53,43 @@ MAX_PER_NODE = 256
 
 MAX_SEED = 2**32 - 1
 MAX_LABEL = 200
+#: The most steps a run may train: days of the tiny model, and no typo's "forever" (an orphan of
+#: `--num-steps 99999999999999999999` trained on after its command was killed).
+MAX_STEPS = 10_000_000
+#: (lowest, highest) of each integer setting, which validate and the flags' help and errors read:
+#: far beyond what a node can train (the memory estimate refuses most of that before launch), but
+#: below what would overflow a tensor's shape or a step counter first.
+INT_RANGES: dict[str, tuple[int, int]] = {
+    "vocab_size": (1, 1 << 20), "hidden_dim": (1, 1 << 16), "num_layers": (1, 1024), "num_heads": (1, 1024),
+    "num_kv_heads": (1, 1024), "ffn_multiplier": (1, 64), "batch_size": (1, 1 << 20), "seq_len": (1, 1 << 20),
+    "num_steps": (1, MAX_STEPS), "warmup_steps": (0, MAX_STEPS - 1), "profile_steps": (1, MAX_STEPS),
+    "seed": (0, MAX_SEED), "nproc_per_node": (1, MAX_PER_NODE), "nnodes": (1, MAX_WORLD),
+}
+#: (lowest, whether the lowest itself is allowed, highest) of each float setting (finite only).
+FLOAT_RANGES: dict[str, tuple[float, bool, float]] = {
+    "learning_rate": (0.0, False, 10.0), "weight_decay": (0.0, True, 10.0), "norm_eps": (0.0, False, 1.0),
+    "rope_theta": (0.0, False, 1e9),
+}
+
+
+def range_text(name: str) -> str:
+    """A setting's range as its help and its error say it: "from 1 to 1024", "> 0 and <= 10"."""
+    if name in INT_RANGES:
+        return "from {} to {}".format(*INT_RANGES[name])
+    low, closed, high = FLOAT_RANGES[name]
+    return f"{'>=' if closed else '>'} {low:g} and <= {high:g}"
+
+
+def in_range(name: str, value: Any) -> bool:
+    """Whether `value` is a number of setting `name`'s type inside its range (true/false is none)."""
+    if isinstance(value, bool):
+        return False
+    if name in INT_RANGES:
+        low, high = INT_RANGES[name]
+        return isinstance(value, int) and low <= value <= high
+    low, closed, high = FLOAT_RANGES[name]
+    return isinstance(value, (int, float)) and math.isfinite(value) and (low <= value if closed else low < value) \
+        and value <= high
 #: Control characters, and the bidirectional overrides and isolates (U+202A-U+202E, U+2066-U+2069)
 #: that make a terminal show text in another order than it is stored: refused in a label.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -202,23 +239,10 @@ class RunConfigBase:
         """
         if not isinstance(self.version, str) or self.version not in VERSIONS:
             raise ConfigError(f"unknown version {self.version!r}: choose one of {', '.join(VERSIONS)}")
-        positive = {
-            "vocab_size": self.vocab_size,
-            "hidden_dim": self.hidden_dim,
-            "num_layers": self.num_layers,
-            "num_heads": self.num_heads,
-            "num_kv_heads": self.num_kv_heads,
-            "ffn_multiplier": self.ffn_multiplier,
-            "batch_size": self.batch_size,
-            "seq_len": self.seq_len,
-            "num_steps": self.num_steps,
-            "profile_steps": self.profile_steps,
-        }
-        for name, value in positive.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"{_flag(name)} must be an integer >= 1, got {value!r}")
-        if not isinstance(self.warmup_steps, int) or isinstance(self.warmup_steps, bool) or self.warmup_steps < 0:
-            raise ConfigError(f"--warmup-steps must be an integer >= 0, got {self.warmup_steps!r}")
+        for name in ("vocab_size", "hidden_dim", "num_layers", "num_heads", "num_kv_heads", "ffn_multiplier",
+                     "batch_size", "seq_len", "num_steps", "warmup_steps", "profile_steps"):
+            if not in_range(name, getattr(self, name)):
+                raise ConfigError(f"{_flag(name)} must be an integer {range_text(name)}, got {getattr(self, name)!r}")
         if self.warmup_steps >= self.num_steps:
             raise ConfigError(
                 f"--warmup-steps ({self.warmup_steps}) must be smaller than --num-steps ({self.num_steps})"
@@ -242,15 +266,11 @@ class RunConfigBase:
                 f"{self.version}'s flash-attention kernel needs a head dimension of "
                 f"{', '.join(map(str, dims[:-1]))} or {dims[-1]}; hidden {self.hidden_dim} / heads {self.num_heads} gives {self.head_dim}"
             )
-        for name, lowest, strict in (("learning_rate", 0.0, True), ("weight_decay", 0.0, False),
-                                     ("norm_eps", 0.0, True), ("rope_theta", 0.0, True)):
-            value = getattr(self, name)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            if not ok or (value <= lowest if strict else value < lowest):
-                raise ConfigError(f"{_flag(name)} must be a finite number {'>' if strict else '>='} {lowest:g}, "
-                                  f"got {value!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed <= MAX_SEED:
-            raise ConfigError(f"--seed must be an integer from 0 to {MAX_SEED} (2**32 - 1), got {self.seed!r}")
+        for name in FLOAT_RANGES:
+            if not in_range(name, getattr(self, name)):
+                raise ConfigError(f"{_flag(name)} must be a finite number {range_text(name)}, got {getattr(self, name)!r}")
+        if not in_range("seed", self.seed):
+            raise ConfigError(f"--seed must be an integer {range_text('seed')} (2**32 - 1), got {self.seed!r}")
         for name in ("tf32", "deterministic", "telemetry"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{_flag(name)} must be true or false, got {getattr(self, name)!r}")
@@ -265,8 +285,10 @@ class RunConfigBase:
             raise ConfigError(f"unknown precision {self.precision!r}: choose one of {', '.join(PRECISIONS)}")
         if not isinstance(self.dataset, str) or self.dataset not in DATASETS:
             raise ConfigError(f"unknown dataset {self.dataset!r}: choose one of {', '.join(DATASETS)}")
-        if not isinstance(self.device, str) or (self.device not in DEVICES and not re.fullmatch(r"cuda:\d+", self.device)):
-            raise ConfigError(f"unknown device {self.device!r}: choose one of {', '.join(DEVICES)} or cuda:N")
+        index = re.fullmatch(r"cuda:(\d{1,9})", self.device) if isinstance(self.device, str) else None
+        if not isinstance(self.device, str) or (self.device not in DEVICES and not (index and int(index[1]) < MAX_PER_NODE)):
+            raise ConfigError(f"unknown device {self.device!r}: choose one of {', '.join(DEVICES)} or cuda:N "
+                              f"(N from 0 to {MAX_PER_NODE - 1})"[:200])
         if not isinstance(self.compile_mode, str) or self.compile_mode not in COMPILE_MODES:
             raise ConfigError(
                 f"unknown compile mode {self.compile_mode!r}: choose one of {', '.join(COMPILE_MODES)}"
@@ -306,10 +328,9 @@ class RunConfigBase:
         return self
 
     def _validate_parallel(self) -> None:
-        for name, most in (("nproc_per_node", MAX_PER_NODE), ("nnodes", MAX_WORLD)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
-                raise ConfigError(f"{_flag(name)} must be an integer from 1 to {most}, got {value!r}")
+        for name in ("nproc_per_node", "nnodes"):
+            if not in_range(name, getattr(self, name)):
+                raise ConfigError(f"{_flag(name)} must be an integer {range_text(name)}, got {getattr(self, name)!r}")
         if self.world_size > MAX_WORLD:
             raise ConfigError(f"--nproc-per-node x --nnodes is {self.world_size} ranks; tinylab runs at most {MAX_WORLD}")
         if self.parallel is None:

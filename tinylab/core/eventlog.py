@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from tinylab.core.events import Event, StepEvent, encode, well_typed
 from tinylab.core.safeio import FULL_DISK, UnsafeFile, loads_json, open_append, open_regular, release_space
@@ -167,30 +167,62 @@ def read_events(path: str | os.PathLike[str]) -> EventLog:
                     corrupt_unnumbered=len(tail_corrupt))
 
 
+#: The longest line sample_steps parses: a step line is a few hundred bytes; a longer one is no
+#: step tinylab wrote, and a 4 GB "line" without a newline was gathered whole (1.24 GB, over 60 s).
+STEP_LINE_LIMIT = 64 << 10
+#: The most of events.jsonl sample_steps reads: its first and its last half of this past it (a run
+#: of a million steps writes about 300 MB), so a huge log charts in seconds, a gap in the middle.
+SAMPLE_LIMIT = 512 << 20
+CHUNK = 8 << 20
+
+
 def sample_steps(path: str | os.PathLike[str], max_points: int = 2000) -> list[StepEvent]:
     """Step events of a whole run, every k-th one past `max_points` (charts need no more), in
-    bounded memory: the file is read in chunks and only the kept lines are parsed. The first and
-    the last step are always kept."""
+    bounded memory and time: the file is read in chunks (at most SAMPLE_LIMIT of it), lines longer
+    than STEP_LINE_LIMIT are skipped unread, and only the kept lines are parsed. The first and the
+    last step are always kept."""
     marker = b'"event": "step"'  # how EventWriter writes a step line (its first key)
     try:
         fh = open_regular(path)
     except (FileNotFoundError, UnsafeFile, OSError):
         return []
     with fh:
-        total = sum(chunk.count(marker) for chunk in iter(lambda: fh.read(8 << 20), b""))
+        size = os.fstat(fh.fileno()).st_size
+        half = SAMPLE_LIMIT // 2
+        spans = [(0, size)] if size <= SAMPLE_LIMIT else [(0, half), (size - half, size)]
+        total = sum(1 for _ in _lines_with(fh, spans, marker))
         stride = max(1, -(-total // max_points))
-        fh.seek(0)
         steps: list[StepEvent] = []
-        index, rest = 0, b""
-        for chunk in iter(lambda: fh.read(8 << 20), b""):
-            *complete, rest = (rest + chunk).split(b"\n")
-            for raw in complete:
-                if marker not in raw:
-                    continue
-                if index % stride == 0 or index == total - 1:
-                    steps += _step(raw)
-                index += 1
+        for index, raw in enumerate(_lines_with(fh, spans, marker)):
+            if index % stride == 0 or index == total - 1:
+                steps += _step(raw)
     return steps
+
+
+def _lines_with(fh: Any, spans: list[tuple[int, int]], marker: bytes) -> Iterator[bytes]:
+    """The complete lines of the file's byte spans that hold `marker`, none longer than
+    STEP_LINE_LIMIT: a longer one is dropped as it is read, never gathered. A span that starts
+    inside a line starts at its end."""
+    for start, end in spans:
+        fh.seek(start)
+        rest: bytes | None = b"" if start == 0 else None  # None: inside a line that is dropped
+        left = end - start
+        while left > 0:
+            chunk = fh.read(min(CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            *complete, last = chunk.split(b"\n")
+            if complete:
+                first = None if rest is None else rest + complete[0]
+                for raw in ([first] if first is not None else []) + complete[1:]:
+                    if marker in raw and len(raw) <= STEP_LINE_LIMIT:
+                        yield raw
+                rest = last
+            elif rest is not None:
+                rest += last
+            if rest is not None and len(rest) > STEP_LINE_LIMIT:
+                rest = None
 
 
 def _step(raw: bytes) -> list[StepEvent]:

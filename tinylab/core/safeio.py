@@ -138,10 +138,18 @@ def deeper_than(data: bytes, limit: int) -> bool:
     return bool(brackets)
 
 
+#: A JSON escape of a UTF-16 surrogate (`\ud800`): the only way a lone one gets into a string.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def loads_json(data: bytes | str, *, max_depth: int = JSON_DEPTH, max_values: int | None = None) -> Any:
     """json.loads, refusing (JSONLimit, a ValueError) what nests deeper than `max_depth`, integers of
     more than JSON_INT_DIGITS digits and, with `max_values`, more values than that (each costs
-    tens of bytes once parsed, however short its text). The checks cost a few ms a MB."""
+    tens of bytes once parsed, however short its text). The checks cost a few ms a MB.
+
+    A lone surrogate (`"\ud800"` unpaired) comes back as U+FFFD: no UTF-8 can hold one, so every
+    print or write of the text would raise UnicodeEncodeError, far from the file that held it."""
     import json
 
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
@@ -151,9 +159,22 @@ def loads_json(data: bytes | str, *, max_depth: int = JSON_DEPTH, max_values: in
         raise JSONLimit(f"nested deeper than {max_depth} levels")
     long_digits = b"0" * (JSON_INT_DIGITS + 1) in raw.translate(_DIGITS)  # in a string too: then look closer
     try:
-        return json.loads(data, parse_int=_parse_int) if long_digits else json.loads(data)
+        value = json.loads(data, parse_int=_parse_int) if long_digits else json.loads(data)
     except RecursionError:  # pragma: no cover - deeper_than refuses such nesting first
         raise JSONLimit(f"nested deeper than {max_depth} levels") from None
+    return _whole_text(value) if _SURROGATE_ESCAPE.search(raw) else value
+
+
+def _whole_text(value: Any) -> Any:
+    """`value` with every lone surrogate of its strings and keys as U+FFFD (a pair json.loads
+    joined already); its depth is loads_json's bound."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_whole_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_whole_text(k): _whole_text(v) for k, v in value.items()}
+    return value
 
 
 def read_json(path: str | os.PathLike[str], limit: int = RECORD_LIMIT, *, follow_links: bool = False,

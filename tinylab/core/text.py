@@ -10,3 +10,14 @@ def wrap_words(text: str, width: int, first: str = "", rest: str = "") -> list[s
     the first indented by `first`, the others by `rest`; [first] for empty text."""
     return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_long_words=False,
                          break_on_hyphens=False) or [first.rstrip()]
+
+
+#: How a spreadsheet knows a formula (OWASP's "CSV Injection"): a cell starting with one of these.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """A value as a CSV cell a spreadsheet shows as text: a string that starts like a formula
+    (`=HYPERLINK(...)`, `@SUM(...)`, `+1+1`) gets a leading ', as OWASP advises; kernel names come
+    from files anyone may write, and a formula runs when the CSV is opened. Numbers stay numbers."""
+    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value

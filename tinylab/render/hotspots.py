@@ -13,6 +13,8 @@ from typing import TextIO
 
 from tinylab.analysis.hotspots_result import ALL_RANKS, HotspotSummary, RankComparison
 from tinylab.core.names import short_names
+from tinylab.core.text import csv_cell
+from tinylab.runs.record import printable
 
 
 def format_ns(value: float | int | None) -> str:
@@ -100,7 +102,9 @@ def render_ranks(compared: RankComparison, width: int = 120) -> list[str]:
 
 
 def write_csv(summary: HotspotSummary, out: TextIO) -> None:
-    """The listed kernels as CSV with full names; in a run of several ranks, a rank column first."""
+    """The listed kernels as CSV with full names; in a run of several ranks, a rank column first.
+    Names are made safe for a terminal (no escape sequence: the CSV is often printed) and for a
+    spreadsheet (no formula: csv_cell)."""
     from tinylab.core.kernel_table import KERNEL_COLUMNS  # pandas: only for --csv
 
     ranks, rank = (summary.ranks.ranks, summary.ranks.rank) if summary.ranks else ((), None)
@@ -109,4 +113,5 @@ def write_csv(summary: HotspotSummary, out: TextIO) -> None:
     writer.writerow(columns)
     for k in summary.kernels:
         row = {"rank": rank, **k.to_json()}  # one rank's table: its rank on every row; all ranks: each row's
-        writer.writerow(["" if row[c] is None else row[c] for c in columns])
+        writer.writerow(["" if row[c] is None else csv_cell(printable(row[c]) if isinstance(row[c], str) else row[c])
+                         for c in columns])

@@ -7,8 +7,9 @@ import sys
 import time
 from typing import Callable, Iterator, TextIO
 
-from tinylab.runs.store import TERMINAL, Run
 from tinylab.core.safeio import open_regular
+from tinylab.runs.record import printable
+from tinylab.runs.store import TERMINAL, Run
 
 #: At most this much output is copied a poll (a run that floods its log is followed in steps).
 READ_CHUNK = 4 << 20
@@ -52,9 +53,11 @@ def follow(run: Run, out: TextIO | None = sys.stdout, poll_s: float = 0.2, from_
 
 
 def _size(run: Run) -> int:
+    """The log's size, not through a link (one that loops raised ELOOP here; _copy_new refuses a
+    link in one line)."""
     try:
-        return run.output_log.stat().st_size
-    except FileNotFoundError:
+        return run.output_log.lstat().st_size
+    except OSError:
         return 0
 
 
@@ -73,6 +76,14 @@ def _copy_new(run: Run, offset: int, out: TextIO | None, whole: bool = False) ->
         data = data[: max(data.rfind(b"\n"), data.rfind(b"\r")) + 1]
     if data:
         text = data.decode("utf-8", errors="replace")
-        out.write("".join(line for line in text.splitlines(keepends=True) if not noise(line.rstrip("\n"))))
+        out.write("".join(_shown(line) for line in text.splitlines(keepends=True) if not noise(line.rstrip("\n"))))
         out.flush()
     return offset + len(data)
+
+
+def _shown(line: str) -> str:
+    """A log line as a terminal may show it: its line ending kept, every other control character
+    (the escape sequences of a binary or hostile output.log: clear the screen, retitle the
+    window) as '?' (printable), a tab kept."""
+    body = line.rstrip("\r\n")
+    return "\t".join(printable(part) for part in body.split("\t")) + line[len(body):]

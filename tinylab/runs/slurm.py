@@ -135,8 +135,8 @@ def read_defaults(path: Path, explicit: bool) -> dict[str, str]:
 def _check(key: str, value: str, name: str) -> None:
     if key == "time":
         if not valid_time(value):
-            raise UserError(f"{name} must be a Slurm time limit: MINUTES, HH:MM:SS or D-HH:MM:SS (e.g. 00:30:00), "
-                            f"got {value!r}")
+            raise UserError(f"{name} must be a Slurm time limit from 1 second to {MAX_TIME_MINUTES} minutes: "
+                            f"MINUTES, HH:MM:SS or D-HH:MM:SS (e.g. 00:30:00), got {value!r}"[:300])
     elif not (_NAME.fullmatch(value) or (key == "partition" and all(_NAME.fullmatch(p) for p in value.split(",")))):
         several = " (several: comma-separated)" if key == "partition" else ""
         raise UserError(f"{name} must be a Slurm {key} name of letters, digits, '_', '-' and '.'{several}, "
@@ -145,7 +145,8 @@ def _check(key: str, value: str, name: str) -> None:
 
 def valid_time(value: str) -> bool:
     """One of sbatch's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (minutes and seconds below
-    60 after a larger unit, hours below 24 after days)."""
+    60 after a larger unit, hours below 24 after days), of 1 second or more: Slurm reads a limit of
+    0 as none at all, the opposite of what `--time 0:0:0` looks like."""
     m = _TIME.fullmatch(value)
     if m is None or any(len(v) > 9 for v in m.groups() if v is not None):
         return False
@@ -159,7 +160,8 @@ def valid_time(value: str) -> bool:
     else:  # M or M:S
         minutes = int(first)
         ok = second is None or int(second) < 60
-    return ok and minutes <= MAX_TIME_MINUTES
+    given = any(int(v) for v in m.groups() if v is not None)
+    return ok and given and minutes <= MAX_TIME_MINUTES
 
 
 def check_size(nodes: Any, gpus_per_node: Any) -> None:

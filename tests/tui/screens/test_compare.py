@@ -87,7 +87,7 @@ async def test_r_repeats_both_interleaved_and_the_table_follows(store: Path, mon
         await pilot.press("r")
         await wait_for(pilot, lambda: "settled" in text_of(pilot, "#cmp-repeat"), what="the repeat's end")
         line = text_of(pilot, "#cmp-repeat")
-        assert line.startswith("settled: the interval excludes 1: B is better"), line
+        assert line.startswith("settled: the 99% interval excludes 1: B is better"), line
         assert [side for side, _ in fake.launched][:2] == ["a", "b"]
         row = [str(c) for c in metrics.get_row_at(0)]
         assert row[0] == "samples/s" and "B better" in row[4], row

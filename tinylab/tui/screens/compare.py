@@ -65,7 +65,7 @@ class CompareScreen(BaseScreen):
         Binding("t", "next_pane", "Next panel"),
         Binding("s", "swap", "Swap A/B"),
         Binding("r", "repeat", "Repeat both, interleaved", show=False,  # the repeat line names it
-                tooltip=f"run each side's config again, B A A B ..., until the samples/s interval excludes 1 or "
+                tooltip=f"run each side's config again, B A A B ..., until the samples/s 99% interval excludes 1 or "
                         f"lies inside ±5%, or {DEFAULT_MAX_RUNS} runs a side; r again (or esc) stops"),
         Binding("question_mark", "statistics", "How sure?", key_display="?",
                 tooltip="how a verdict's interval is made, and why repeats are interleaved (docs/statistics.md)"),
