@@ -228,7 +228,8 @@ async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_pa
     (torch decides whether it can use the GPU); on a CPU those train for a quarter of an hour, so
     an early enter waits for the machine and launches the cpu preset. With no device node the
     machine is surely a CPU: the cpu preset from the first frame (the first seconds of a fresh lab
-    showed the workshop's sizes "(machine not checked yet)"), and enter launches at once."""
+    showed the workshop's sizes "(machine not checked yet)"). Either way the key is taken: the check
+    line says the run waits for the machine check, which memory and profilers need."""
     import threading
 
     from tinylab.tui.backend import Backend
@@ -256,12 +257,12 @@ async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_pa
                 pilot, "#check")
         await pilot.press("enter")
         await pilot.pause()
+        assert not launched and text_of(pilot, "#check").startswith("… launching v1")
         if devices:
-            assert not launched and "checking the machine first" in text_of(pilot, "#hint")
-            answered.set()
+            assert "checking the machine first" in text_of(pilot, "#hint")
+        answered.set()
         await wait_for(pilot, lambda: launched, what="the launch once the machine is known")
         assert launched[0].hidden_dim == 128 and launched[0].batch_size == 4
-        answered.set()
 
 
 async def test_p_and_f_reach_the_profilers_and_fusions(tmp_path: Path):

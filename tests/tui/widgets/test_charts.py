@@ -11,7 +11,17 @@ from tinylab.tui.widgets.charts import MIN_PLOT_ROWS, SeriesChart, thin
 
 def test_thin_drops_unknown_points_and_keeps_the_last():
     xs, ys = thin(list(range(10)), [1, None, 3, 4, 5, 6, 7, 8, 9, 10], 4)
-    assert len(xs) == 4 and xs[-1] == 9 and ys[-1] == 10 and 1 not in xs
+    assert len(xs) <= 4 and xs[-1] == 9 and ys[-1] == 10 and 1 not in xs and xs == sorted(xs)
+
+
+@pytest.mark.parametrize("limit", [20, 37, 70, 140])
+def test_thin_keeps_every_peak_and_trough_whatever_the_width(limit):
+    """A stride dropped the peak: a memory chart titled "peak 2.81 MB" drew its line to 2.72."""
+    ys = [1.0 + (k % 17) / 10 for k in range(1000)]
+    ys[613], ys[291] = 9.5, -3.0
+    xs, kept = thin(list(range(1000)), ys, limit)
+    assert len(xs) <= limit and xs == sorted(xs) and xs[-1] == 999
+    assert max(kept) == 9.5 and min(kept) == -3.0
 
 
 class ChartApp(App):

@@ -8,6 +8,14 @@ the newest plain run the learner launched (not an exercise's, not profiled, no f
 the machine's preset (`cpu` without a GPU); toggles a version does not support, and profilers
 `doctor` finds missing, stay focusable so that focusing one says why it is off.
 
+The form never changes under the learner's hands. The newest run is read after the first frame
+(a big store takes seconds), so it fills the form only while the learner has not touched it: once
+focus has entered the form, a version was picked or enter pressed, what is on screen stays. The
+sizes a form shows before the machine is known (a GPU's device node, the doctor not answered yet)
+are placeholders: the machine's preset replaces them unless the learner typed numbers. Enter
+before the doctor has answered is taken, not dropped: the check line says the run is waiting for
+the machine check (esc cancels), and the form as it is then launches when the check ends.
+
 Each version's figure is its newest clean run (no profiler, no fault, a machine its load sampler
 did not find busy) at the form's sizes and precision, labelled with them: a profiled or
 fault-injected run measures something else, and a run on a busy machine measures the contention.
@@ -17,7 +25,6 @@ that sampled no load (an older run, telemetry off) says its contention was not m
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rich.table import Table
@@ -28,12 +35,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option as ListOption
 
 from tinylab.config import (
     DEVICES,
-    ENGINE_LIMITS,
     ENGINES,
     PRECISIONS,
     PROFILERS,
@@ -50,6 +57,7 @@ from tinylab.service import profilers
 from tinylab.service.doctor import DoctorReport
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.screens.lab_fields import NUMBER_HELP, NUMBERS, TOGGLE_LABELS, engine_help, flags_in, profiler_rows
 from tinylab.tui.textual_private import SelectOverlay
 from tinylab.tui.widgets.form import NumberInput, Option
 from tinylab.tui.widgets.runtable import RunTable
@@ -62,54 +70,6 @@ AGE_TICK_S = 15.0
 CUSTOM = "custom"
 #: The engine select's value for a run of one process.
 ONE_PROCESS = "one process"
-#: Profiler boxes a row of the form holds.
-PROFILERS_A_ROW = 4
-
-#: Form fields: RunConfig attribute -> label.
-NUMBERS = {
-    "batch_size": "batch",
-    "seq_len": "seq",
-    "hidden_dim": "hidden",
-    "num_layers": "layers",
-    "num_heads": "heads",
-    "num_kv_heads": "kv",
-    "num_steps": "steps",
-    "warmup_steps": "warm-up",
-    "nproc_per_node": "ranks",
-}
-NUMBER_HELP = {
-    "batch_size": "sequences per step",
-    "seq_len": "tokens per sequence",
-    "hidden_dim": "model width; heads must divide it",
-    "num_layers": "transformer blocks",
-    "num_heads": "attention heads; must divide hidden",
-    "num_kv_heads": "key/value heads (grouped-query attention); must divide heads",
-    "num_steps": "training steps",
-    "warmup_steps": "steps left out of the summary's medians; fewer than steps",
-    "nproc_per_node": "processes torchrun starts, one a GPU (gloo ranks on a CPU); above 1 trains under the engine",
-}
-TOGGLE_LABELS = {
-    "qkv_fusion": "QKV",
-    "sdpa": "SDPA",
-    "swiglu_fusion": "SwiGLU",
-    "torch_compile": "compile",
-    "cuda_graph": "graph",
-    "recompute_ffn": "recomp",
-}
-_FLAG = re.compile(r"--([a-z][a-z-]*)")
-
-
-def engine_help(engine: object) -> str:
-    """What an engine does and the versions it trains (docs/scale-out.md)."""
-    if engine not in ENGINES:
-        return "one process (ranks above 1 train under ddp); space opens the list"
-    out = [v for v in VERSIONS if (engine, v) in ENGINE_LIMITS]
-    return f"{engine}: {ENGINES[engine]}" + (f"; not {', '.join(out)} (its own flat optimizer)" if out else "")
-
-
-def flags_in(message: str) -> set[str]:
-    """RunConfig fields named as --flags in a ConfigError message."""
-    return {m.replace("-", "_") for m in _FLAG.findall(message)}
 
 
 class HistoryLoaded(Message):
@@ -122,13 +82,6 @@ class Launched(Message):
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-
-
-def profiler_rows() -> list[tuple[str, ...]]:
-    """The form's rows of profiler boxes: every registered tool in the registry's order (a tool
-    added there gets a box), PROFILERS_A_ROW a row."""
-    names = profilers.names()
-    return [names[i:i + PROFILERS_A_ROW] for i in range(0, len(names), PROFILERS_A_ROW)]
 
 
 class LabScreen(BaseScreen):
@@ -155,9 +108,11 @@ class LabScreen(BaseScreen):
         self.records: list[RunRecord] = []
         self.last_runs: dict[str, RunRecord] = {}
         self.busy_runs: dict[str, RunRecord] = {}  # a version's newest run at these sizes, kept out: busy
-        self.prefilled = False
-        self.sized = False  # the sizes came from history or the machine's preset (once)
-        self._launch_pending = False  # enter came before the machine's preset was known
+        self.prefilled = False  # the first history load has been shown
+        self.touched = False  # focus entered the form, a version was picked or enter pressed
+        self.sized = False  # the sizes came from history, the machine's preset or the learner
+        self._launch_pending = False  # enter came before the doctor answered
+        self._refocus = False  # left for another screen (not a modal over this one)
         self._shown_precision: str | None = None
 
     # ----------------------------------------------------------------- layout
@@ -230,8 +185,15 @@ class LabScreen(BaseScreen):
         self.call_after_refresh(self.load_history)
         self.set_interval(AGE_TICK_S, self._tick_ages)
 
+    def on_screen_suspend(self) -> None:
+        """Another section or a pushed screen (not a modal such as help): back here, focus starts
+        again on the versions, where letters are keys, instead of a form field that keeps them."""
+        self._refocus = not isinstance(self.app.screen, ModalScreen)
+
     def on_screen_resume(self) -> None:
         if self.is_mounted:
+            if self._refocus:
+                self.query_one("#versions", OptionList).focus()
             self.load_history()
 
     # ------------------------------------------------------------- run store
@@ -246,7 +208,7 @@ class LabScreen(BaseScreen):
         self.query_one("#recent", RunTable).show(records[-RECENT:], {}, self.backend.clock())
         start_from = next((r.settings for r in reversed(records) if not r.from_exercise and r.settings
                            and not r.settings.profilers and not r.settings.fault), None)
-        if start_from and not self.prefilled:
+        if start_from and not self.prefilled and not self.touched:
             self._prefill(start_from)
         self.prefilled = True
         self._show_versions()
@@ -328,7 +290,7 @@ class LabScreen(BaseScreen):
     def _apply_doctor(self, report: DoctorReport | None) -> None:
         if report is None:
             return
-        if not self.sized:  # no earlier run to start from: the machine's own preset
+        if not self.sized:  # placeholders (no earlier run, no typed numbers): the machine's own preset
             self._apply_preset(preset_for(self.backend.machine.device_type("auto")))
         self._fit_device()
         for name in profilers.names():
@@ -357,7 +319,7 @@ class LabScreen(BaseScreen):
     def _launch_if_pending(self) -> None:
         if self._launch_pending:
             self._launch_pending = False
-            self.action_launch()
+            self._launch_form()
 
     def _show_live(self, live: list[RunRecord]) -> None:
         widget = self.query_one("#live", Static)
@@ -375,7 +337,8 @@ class LabScreen(BaseScreen):
     # ------------------------------------------------------------------ form
     @on(OptionList.OptionHighlighted, "#versions")
     def _version_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option.id and event.option.id != self.version:
+        if event.option.id and event.option.id != self.version:  # code moves it only to self.version
+            self.touched = True
             self._apply_version(event.option.id, reset=True)
 
     def _apply_version(self, version: str, *, reset: bool) -> None:
@@ -454,6 +417,10 @@ class LabScreen(BaseScreen):
             check.set_class(True, "-error")
             return None
         check.set_class(False, "-error")
+        if self._launch_pending:
+            check.update(Text.assemble(("… ", "bold"), f"launching {cfg.version} {key_config(cfg.resolved())}",
+                                       (" when the machine check ends · esc cancels", "dim")))
+            return cfg
         pending = "" if self.backend.knows_machine else " (profilers not checked yet)" if self.backend.knows_device \
             else " (machine not checked yet)"
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved())}",
@@ -480,7 +447,9 @@ class LabScreen(BaseScreen):
     @on(NumberInput.Changed)
     @on(Select.Changed)
     @on(Option.Changed)
-    def _form_changed(self) -> None:
+    def _form_changed(self, event: Message) -> None:
+        if isinstance(event, NumberInput.Changed) and event.input.has_focus:
+            self.sized = True  # the learner's numbers: the machine's preset no longer replaces them
         self._validate()
         self._show_size(matching_preset(self._sizes() or {}) or CUSTOM)
         if self.records:
@@ -505,6 +474,10 @@ class LabScreen(BaseScreen):
         boxes[0].focus()
 
     def action_leave_field(self) -> None:
+        if self._launch_pending:
+            self._launch_pending = False
+            self._validate()
+            self._hint("launch cancelled; enter launches the form")
         if isinstance(self.focused, (NumberInput, Option)):
             self.query_one("#versions", OptionList).focus()
 
@@ -514,9 +487,11 @@ class LabScreen(BaseScreen):
 
     def on_descendant_focus(self, event) -> None:
         widget = event.widget
+        if widget.id != "versions":  # into the form: history no longer fills it in
+            self.touched = True
         if isinstance(widget, NumberInput):
             self._hint(f"{NUMBERS[widget.field]}: {NUMBER_HELP[widget.field]}")
-        elif isinstance(widget, OptionList):
+        elif widget.id == "versions":
             self._hint("↑/↓ picks a version; f fusions, p profilers, tab the rest; enter launches")
         elif isinstance(widget, Select) and widget.id == "engine":
             self._hint(engine_help(widget.value))
@@ -536,20 +511,26 @@ class LabScreen(BaseScreen):
     def action_launch(self) -> None:
         if isinstance(self.focused, (Select, SelectOverlay)):
             raise SkipAction()  # enter opens (or picks from) the list, as everywhere else
-        if not self.sized and not self.backend.knows_machine and self.app.doctor_error is None:
-            # the sizes on show are a GPU's until the machine is known: a CPU would train them for
-            # a quarter of an hour, so the launch waits for the machine's own preset
-            self._launch_pending = True
+        self.touched = True  # what is on screen is what launches
+        # the full check (memory, profilers) needs the doctor's report: the key is kept meanwhile
+        self._launch_pending = not self.backend.knows_machine and self.app.doctor_error is None
+        if self._launch_pending and not self.sized:  # a GPU's sizes, which a CPU trains for a quarter of an hour
             self._hint("checking the machine first: the run starts with its size preset in a moment")
-            return
+        self._launch_form()
+
+    def _launch_form(self) -> None:
+        """The form's run, or a bell and the first bad field; while the launch waits for the
+        doctor, only the check line (which says so)."""
         cfg = self._validate()
         if cfg is None:
+            self._launch_pending = False
             bad = next(iter(self.query(".number.-invalid")), None)
             if bad is not None:
                 bad.focus()
             self.app.bell()
             return
-        self.launch(cfg)
+        if not self._launch_pending:
+            self.launch(cfg)
 
     @background("launch")
     def launch(self, cfg: RunConfig) -> None:
