@@ -12,7 +12,7 @@ Prints a short table last, naming the card. Run from the repo root with the repo
 runs' children (about 5 minutes on an H100):
     PYTHONPATH=$PWD python3 tests/gpu/advice_check.py
 Writes $OUT/advice_check.json (every run's advice as `tinylab advise --json` prints it, and the verdict);
-tests/gpu/results/h200-advice-check.json is one, from an H200 (113 s, all checks passed);
+tests/gpu/results/h200-advice-check.json is one, from an H200 (151 s with the timing faults run alone, all checks passed, 2026-12-02);
 h100-advice-check.json an older one from an H100, whose unsynced-timing run was still v1 at the
 workshop size, which does not show the fault.
 """
