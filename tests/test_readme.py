@@ -111,3 +111,12 @@ def test_screen_keys_work_where_the_readme_says():
         assert where, f"{name.strip()}: `{key}` is no app key, and the README does not say where it works"
         for screen in where:
             assert bound(screens[screen].__dict__.get("BINDINGS", []), key), (key, screen)
+
+
+def test_the_install_section_says_what_to_drop_where_the_extra_index_cannot_be_reached():
+    """pip retries an unreachable extra index five times a package: the README names the flag to drop."""
+    section = README[README.index("## Install and open the lab"):README.index("## A first tour")]
+    install = next(line for line in section.splitlines() if line.startswith("python3 -m venv .venv && "))
+    flag = re.search(r"--extra-index-url \S+", install)
+    assert flag is not None
+    assert "WARNING: Retrying" in section and f"drop `{flag.group(0)}` from the line" in section

@@ -25,5 +25,6 @@ def test_advise_prints_json_with_exactly_the_nine_keys_and_text_at_80_columns(tm
 
 
 def test_a_bad_reference_is_one_line_and_exit_code_2(tmp_path):
+    (tmp_path / "runs").mkdir()
     out = cli("advise", "nope", "--runs-dir", str(tmp_path / "runs"))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "nope" in out.stderr

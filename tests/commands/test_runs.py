@@ -81,6 +81,7 @@ def test_every_command_takes_the_short_id_the_lab_shows(two_run_store, capsys):
 
 @pytest.mark.parametrize("command", RUN_COMMANDS)
 def test_last_in_an_empty_store_is_a_one_line_error(tmp_path, command):
+    (tmp_path / "empty").mkdir()  # a store named by --runs-dir that is not there is an error of its own
     proc = cli(*RUN_COMMANDS[command]("last"), "--runs-dir", str(tmp_path / "empty"))
     assert_one_line_error(proc, "no runs in")
 

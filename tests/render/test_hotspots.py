@@ -44,3 +44,5 @@ def test_the_head_line_says_what_the_table_counts():
         table, _ = tables.select()
         head = render_text(summarize(table, 5, None, fmt=tables.fmt), "t").splitlines()[0]
         assert head.startswith(f"t  [{tables.fmt}]  {len(table)} {rows}, ")
+        # a CPU run's operators take CPU time: "500 ms of kernel time" sat beside "no device kernels"
+        assert head.endswith("total CPU time" if rows == "operators" else "total kernel time")

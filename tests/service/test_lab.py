@@ -53,7 +53,8 @@ def test_hotspots_table_of_a_profiler_output_a_run_and_a_bad_reference(lab, tmp_
 def test_hotspots_checks_the_category_before_reading_anything(lab, tmp_path):
     with pytest.raises(UserError, match="^unknown category 'conv': choose one of"):
         lab.hotspots(str(tmp_path / "missing.csv"), category="conv")  # not "no such file"
-    summary = lab.hotspots(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"), top=3)
+    source, summary = lab.hotspots(str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv"), top=3)
+    assert source == str(FIX / "rocprofv3/rocm7-docs-data/kernel_trace.csv")
     assert len(summary.kernels) == 3 and summary.kernel_count > 3
     assert summary.ranks.to_json() == {"rank": None, "ranks": []}  # one process: what --json says of ranks
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from tinylab.core.errors import UserError
 from tinylab.core.safeio import write_atomic
-from tinylab.service.lab import Lab
+from tinylab.service.lab import ENV_RUNS_DIR, Lab
 
 
 def add_runs_dir(p: argparse.ArgumentParser) -> None:
@@ -67,13 +67,34 @@ def setting_type(name: str):
     return number(low, high, closed)
 
 
-def lab_from(args: argparse.Namespace) -> Lab:
-    """The Lab of the command's run store; a store others may write into is a warning on stderr."""
+def lab_from(args: argparse.Namespace, *, launches: bool = False) -> Lab:
+    """The Lab of the command's run store; a store others may write into is a warning on stderr.
+
+    A store named on purpose (--runs-dir or $TINYLAB_RUNS_DIR) that is not there is an error for a
+    command that only reads runs (`launches` False): a typo must not read as "no runs". The default
+    ./tinylab_runs missing is a store with no runs yet; a command that launches a run creates it.
+    """
     lab = Lab(getattr(args, "runs_dir", None))
+    named = "--runs-dir" if getattr(args, "runs_dir", None) is not None else (
+        f"${ENV_RUNS_DIR}" if os.environ.get(ENV_RUNS_DIR) else None)
+    if named and not launches and _missing(lab.store.root):
+        raise UserError(f"there is no run store {lab.store.root} (named by {named}): no such folder; "
+                        "check the name (a run launched there creates it)")
     note = lab.store.exposure_note()
     if note is not None:
         print(f"tinylab: {note}", file=sys.stderr)
     return lab
+
+
+def _missing(path: Path) -> bool:
+    """Whether nothing is at `path`; a file on its way or a name too long is the store's own error."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def print_json(obj: Any) -> None:

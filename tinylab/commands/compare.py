@@ -45,6 +45,7 @@ def run(args) -> int:
         raise UserError("--max-runs is the budget of --repeat auto: add --repeat auto (or drop --max-runs)")
     lab = lab_from(args)
     if args.repeat is not None:
+        lab.check_pair(args.a, args.b)  # before the repeats, not after them
         return _repeat(lab, args)
     _show(lab, lab.compare(args.a, args.b), args)
     return 0

@@ -219,7 +219,7 @@ def _step_json(step, hints: int, answers: bool, hidden: frozenset[str]) -> dict:
 
 # ----------------------------------------------------------------------------- check
 def _check(args) -> int:
-    lab = lab_from(args)
+    lab = lab_from(args, launches=True)
     plan = lab.plan_step(args.id, args.step, args.device or "auto", _overrides(args))
     log = sys.stderr if args.json else sys.stdout
     print(f"{plan.scenario.id} step {plan.step.number}: {plan.step.title}", file=log, flush=True)

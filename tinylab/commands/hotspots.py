@@ -47,13 +47,13 @@ def run(args) -> int:
     from tinylab.render.hotspots import render_text, write_csv
 
     top = args.top if args.top is not None or args.json or args.csv else DEFAULT_TOP
-    summary = lab_from(args).hotspots(args.path, args.rank, top, args.category)
+    source, summary = lab_from(args).hotspots(args.path, args.rank, top, args.category)
     if args.json:
-        print_json({"source": args.path, **summary.to_json()})
+        print_json({"source": source, **summary.to_json()})
     elif args.csv:
         write_csv(summary, sys.stdout)
     else:
         # kernel and file names come from files anyone may write: no escape sequence reaches the terminal
-        print(printable_lines(render_text(summary, args.path, width=terminal_width(160))))
+        print(printable_lines(render_text(summary, source, width=terminal_width(160))))
     return 0
 

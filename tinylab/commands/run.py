@@ -19,7 +19,7 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     if not args.detach:
         return launch_and_follow(args, cancel_on_interrupt=False)
-    lab = lab_from(args)
+    lab = lab_from(args, launches=True)
     cfg, sizes = configure(lab, args)
     run = lab.launch(cfg)
     print(sizes, file=sys.stderr)

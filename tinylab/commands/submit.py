@@ -50,8 +50,8 @@ def run(args) -> int:
     request = JobRequest.from_flags(args.time, args.partition, args.account, args.slurm_config)
     cfg = config_from_args(args, "cpu" if args.device == "cpu" else "cuda", nnodes=args.nodes,
                            nproc_per_node=args.gpus_per_node)
-    check_nodes_fit(cfg, args.gpus_per_node, args.node_memory, lab_from(args).machine)
-    done = lab_from(args).submit(cfg, request, dry_run=args.dry_run)
+    check_nodes_fit(cfg, args.gpus_per_node, args.node_memory, lab_from(args, launches=True).machine)
+    done = lab_from(args, launches=True).submit(cfg, request, dry_run=args.dry_run)
     run_id = done.run.id
     if done.job_id is None:
         sys.stdout.write(done.script.read_text(encoding="utf-8"))

@@ -36,7 +36,7 @@ def configure(lab, args) -> tuple[RunConfig, str]:
 
 
 def launch_and_follow(args, cancel_on_interrupt: bool) -> int:
-    lab = lab_from(args)
+    lab = lab_from(args, launches=True)
     log = sys.stderr if args.json else sys.stdout
     cfg, sizes = configure(lab, args)
     run = lab.launch(cfg)

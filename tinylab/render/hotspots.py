@@ -28,6 +28,12 @@ def format_ns(value: float | int | None) -> str:
     return f"{value:.0f} ns"
 
 
+def time_of(summary: HotspotSummary) -> str:
+    """What the table's times measure: a CPU run's operators ("CPU run: no device kernels") take
+    CPU time, and calling it kernel time contradicts the note printed under it."""
+    return "CPU time" if summary.rows == "operators" else "kernel time"
+
+
 def render_text(summary: HotspotSummary, source: str, width: int = 120) -> str:
     """The hotspot table for a terminal: short names (analysis.names) cut to fit. With the
     summary's ranks: which rank it shows (a rank column for all of them) and the per-rank comparison."""
@@ -37,7 +43,7 @@ def render_text(summary: HotspotSummary, source: str, width: int = 120) -> str:
     ranks, rank = (info.ranks, info.rank) if info else ((), None)
     lines = [
         f"{source}  [{summary.format}]  {summary.kernel_count} {summary.rows}"
-        + (f", {format_ns(summary.total_ns)} total kernel time" if timed else ", no durations")
+        + (f", {format_ns(summary.total_ns)} total {time_of(summary)}" if timed else ", no durations")
         + (" (all ranks)" if rank == ALL_RANKS and timed else "")
     ]
     if rank == ALL_RANKS:

@@ -68,7 +68,11 @@ def advise_ref(lab: Lab, ref: str, kernels: str | bool = False) -> Advised:
         judged = judge(facts)
         return Advised(str(path), f"advice for the trace {path.name}", judged.items,
                        [*facts.timeline["notes"], *judged.notes], facts)
-    facts = run_facts_of(lab, lab.run(ref), kernels)
+    try:
+        run = lab.run(ref)
+    except UserError as exc:  # `advise x.csv`: say what else it reads, not only what a run is
+        raise UserError(f"{exc}; advise reads a run or a PyTorch profiler trace file (.json / .json.gz)") from None
+    facts = run_facts_of(lab, run, kernels)
     title = (f"advice for run {facts.source} ({facts.version or '?'} {facts.config.get('precision', '?')} on "
              f"{facts.device_name or facts.device or '?'}, {facts.status})")
     judged = judge(facts)

@@ -26,7 +26,7 @@ from tinylab.core.profile_files import MEMORY_TIMELINE
 from tinylab.profilers.pytorch import MEMORY_HINT
 from tinylab.runs import launcher
 from tinylab.runs.record import RunRecord
-from tinylab.runs.store import Run, RunStore, check_ref, is_run_dir, write_record
+from tinylab.runs.store import ENV_RUNS_DIR, Run, RunStore, check_ref, is_run_dir, write_record  # noqa: F401 - ENV_RUNS_DIR: the faces' name of it
 from tinylab.service import exercise
 from tinylab.service.launch import check_run, probe_profiler
 from tinylab.service.machine import Machine
@@ -229,13 +229,15 @@ class Lab:
         return load_run_kernel_tables(self.run(ref).dir)
 
     def hotspots(self, ref: str, rank: int | str | None = None, top: int | None = None,
-                 category: str | None = None) -> HotspotSummary:
-        """The hotspot summary of `rank`'s table (hotspots_table; KernelTables.select picks the rank),
-        its kernels narrowed by `top` and `category` (checked before anything is read)."""
+                 category: str | None = None) -> tuple[str, HotspotSummary]:
+        """What the table is of (the run's id for a run named as `last` or a prefix, else the path)
+        and the hotspot summary of `rank`'s table (hotspots_table; KernelTables.select picks the
+        rank), its kernels narrowed by `top` and `category` (checked before anything is read)."""
         from tinylab.analysis.hotspots import check_category  # pandas: only when a table is asked for
 
         check_category(category)
-        return self.hotspots_table(ref).summarize(rank, top, category)
+        tables = self.hotspots_table(ref)
+        return tables.source, tables.summarize(rank, top, category)
 
     def hotspots_table(self, ref: str) -> KernelTables:
         """KernelTables of a run (id, prefix, `last`, folder) or of any profiler output file/folder;
@@ -260,7 +262,7 @@ class Lab:
             return found
         profiles = run_dir / "profiles"
         if is_plain_dir(profiles) and _children(profiles):  # never a `profiles` link to a neighbour's folder
-            return load_kernel_tables(profiles)
+            return replace(load_kernel_tables(profiles), source=run_dir.name)
         raise UserError(f"{run_dir}: this run has no kernel table; profile a run with --profile pytorch "
                         "(or rocprofv3, ncu, nsys, ...) to get one")
 
@@ -366,11 +368,19 @@ class Lab:
         write_atomic(ceilings_cache(self.store.root, device_name), json.dumps(ceilings).encode("utf-8"))
         return ceilings
 
+    def check_pair(self, a: str, b: str) -> None:
+        """Refuse A and B that are one run (`compare last last`, an id and its prefix): a run
+        compared with itself shows every ratio 1.00 and reads as "no change"."""
+        run = self.run(a)
+        if self.run(b).id == run.id:
+            raise UserError(f"A and B are both run {run.id}: compare two runs (`tinylab runs` lists them)")
+
     def compare(self, a: str, b: str, *, more_a: Sequence[str] = (), more_b: Sequence[str] = ()) -> Comparison:
         """Runs A and B (with repeats of each side's config pooled in: `more_a`, `more_b`), their
         intervals starting from this machine's run-to-run variation in the store's history."""
         from tinylab.analysis.compare import compare_runs, machine_variation
 
+        self.check_pair(a, b)
         ra, rb = self.record(a), self.record(b)
         pool_a, pool_b = [self.record(r) for r in more_a], [self.record(r) for r in more_b]
         compared = [r.id for r in (ra, rb, *pool_a, *pool_b)]

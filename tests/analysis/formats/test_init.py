@@ -57,3 +57,30 @@ def test_folder_with_nothing_readable(tmp_path):
     (tmp_path / "notes.txt").write_text("hello\n")
     with pytest.raises(UserError, match="no supported profiler output found in this folder"):
         load_kernel_table(tmp_path)
+
+
+def test_files_of_separate_outputs_are_never_merged(tmp_path):
+    """`tinylab hotspots .` in the repository root added a recording and a test fixture into one
+    profile: files are merged only as one run's processes (one folder, or its <host>/<pid>/ folders)."""
+    for where in ("exercises/recorded/resnet", "tests/fixtures/resnet"):
+        path = tmp_path / where / "kernels_kernel_stats.csv"
+        path.parent.mkdir(parents=True)
+        path.write_text(samples.rocprofv3_stats(DISPATCHES))
+    with pytest.raises(UserError) as refused:
+        load_kernel_table(tmp_path)
+    assert str(refused.value) == (
+        f"{tmp_path}: holds rocprofv3 --stats *_kernel_stats.csv files of 2 separate outputs (exercises/recorded/resnet, "
+        f"tests/fixtures/resnet), not one run's processes: name one, e.g. tinylab hotspots "
+        f"{tmp_path / 'exercises/recorded/resnet'}")
+    table, _ = load_kernel_table(tmp_path / "tests")  # one of them named: read alone
+    assert_matches(table, EXPECTED)
+
+
+def test_one_runs_processes_in_host_and_pid_folders_are_merged(tmp_path):
+    for host_pid in ("node1/111", "node2/222"):  # rocprofv3 -d out/%hostname%/%pid%
+        path = tmp_path / "out" / host_pid / f"{host_pid[-3:]}_kernel_stats.csv"
+        path.parent.mkdir(parents=True)
+        path.write_text(samples.rocprofv3_stats(DISPATCHES))
+    table, _ = load_kernel_table(tmp_path)
+    assert_matches(table, {k: (2 * c, 2 * t, lo, hi) for k, (c, t, lo, hi) in EXPECTED.items()})
+    assert "merged 2 files" in table.attrs["note"]

@@ -131,3 +131,14 @@ async def test_question_mark_opens_the_statistics_page(store: Path):
         assert pilot.app.screen.query_one("#doc").border_title == "docs/statistics.md (esc closes)"
         await pilot.press("escape")
         assert screen_name(pilot) == "CompareScreen"
+
+
+async def test_a_setting_one_run_lacks_reads_as_a_dash_not_none(store: Path):
+    """`differs: fault missing-init→None` printed Python's None (issue 38): every view says "-"."""
+    faulty = "20261126-023000-d4d4"
+    make_run(store, faulty, version="v1", fault="missing-init")
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await opened(pilot, V1, faulty)
+        await wait_for(pilot, lambda: "differs:" in text_of(pilot, "#cmp-head"), what="the differences")
+        head = text_of(pilot, "#cmp-head")
+        assert "fault -→missing-init" in head and "None" not in head

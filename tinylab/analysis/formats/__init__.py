@@ -292,6 +292,7 @@ def _load_folder(folder: Path) -> Parsed:
         if not parsed:
             continue
         if spec.mergeable and len(parsed) > 1:
+            _check_one_output(folder, spec, paths)
             merged = pd.concat([p.table for p in parsed], ignore_index=True)
             notes = sorted({p.note for p in parsed if p.note})
             named = ", ".join(str(p.relative_to(folder)) for p in paths[:4]) + (", ..." if len(paths) > 4 else "")
@@ -314,6 +315,28 @@ def _load_folder(folder: Path) -> Parsed:
     if unreadable:
         detail += f"; {_skipped(folder, unreadable)}"
     raise UserError(f"{folder}: no supported profiler output found in this folder ({EXPECTED}){detail}")
+
+
+def _output_root(scanned: Path, path: Path) -> Path:
+    """The folder of the one profiler output `path` is a process's file of: its folder less the
+    tools' per-process layout (rocprofv3's <host>/<pid>/ folders), never above the `scanned` one,
+    so that the files of one run's processes share it and two recordings side by side do not."""
+    folder = path.parent
+    if folder.name.isdigit():  # <pid>/ (rocprofv3 -d out/%hostname%/%pid%), under its host folder
+        folder = folder.parent.parent
+    return folder if folder.is_relative_to(scanned) else scanned
+
+
+def _check_one_output(folder: Path, spec: Format, paths: list[Path]) -> None:
+    """Refuse to add up files of several outputs (a recording and a test fixture under `.`): only
+    one run's processes make one table; the learner names the output to read."""
+    roots = sorted({_output_root(folder, path) for path in paths})
+    if len(roots) < 2:
+        return
+    named = ", ".join(str(root.relative_to(folder)) if root != folder else "." for root in roots[:3])
+    raise UserError(f"{folder}: holds {spec.description} files of {len(roots)} separate outputs ({named}"
+                    f"{', ...' if len(roots) > 3 else ''}), not one run's processes: name one, e.g. "
+                    f"tinylab hotspots {roots[0]}")
 
 
 def _bounded(skipped: list[str]) -> str | None:

@@ -195,7 +195,7 @@ class CompareScreen(BaseScreen):
         self._show(message.result)
 
     def _show(self, result: Comparison) -> None:
-        from tinylab.render.compare import metric_rows, noise_note, scaling_rows
+        from tinylab.render.compare import metric_rows, noise_note, scaling_rows, show_value
 
         head = Text()
         for side, info in (("A", result.a), ("B", result.b)):
@@ -205,7 +205,8 @@ class CompareScreen(BaseScreen):
             head.append(safe(f"{info.version} {info.key_config} {info.device or ''} {status}") + "\n")
         diff = [d for d in result.config_diff if d.key != "label"]
         if diff:
-            head.append("differs: " + safe(", ".join(f"{d.key} {d.a}→{d.b}" for d in diff)), style="dim")
+            head.append("differs: " + safe(", ".join(f"{d.key} {show_value(d.a)}→{show_value(d.b)}" for d in diff)),
+                        style="dim")  # "fault missing-init→-", never Python's None
         head.rstrip()  # no blank line under B when the configs do not differ: 24 rows hold little
         self.query_one("#cmp-head", Static).update(head)
         scaling = self.query_one("#cmp-scaling", Static)

@@ -267,12 +267,12 @@ class HotspotsScreen(BaseScreen):
         self._show_rows(message.rows, message.matched)
 
     def _loaded(self, summary: HotspotSummary) -> None:
-        from tinylab.render.hotspots import format_ns
+        from tinylab.render.hotspots import format_ns, time_of
 
         self.summary = summary
         head = Text()
         head.append(f"{safe(self.run_id)} ", style="bold")
-        total = f", {format_ns(summary.total_ns)} of kernel time" if summary.total_ns is not None else ""
+        total = f", {format_ns(summary.total_ns)} of {time_of(summary)}" if summary.total_ns is not None else ""
         head.append(f"[{summary.format}] {summary.kernel_count} {summary.rows}{total}")
         ranks = summary.ranks
         if ranks and ranks.ranks:
