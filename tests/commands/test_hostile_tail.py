@@ -154,8 +154,23 @@ def test_hotspots_csv_has_no_escape_sequence_and_no_formula(tmp_path, capsys):
 def test_csv_cell_prefixes_only_text_that_starts_like_a_formula():
     from tinylab.core.text import csv_cell
 
-    assert [csv_cell(v) for v in ("=1", "+1", "-1", "@x", "\tx", "\rx", "a=1", -1, 2.5, "")] == [
-        "'=1", "'+1", "'-1", "'@x", "'\tx", "'\rx", "a=1", -1, 2.5, ""]
+    assert [csv_cell(v) for v in ("=1", "+1", "-1", "@x", "\tx", "\rx", "a=1", -1, 2.5, "", "'q")] == [
+        "'=1", "'+1", "'-1", "'@x", "'\tx", "'\rx", "a=1", -1, 2.5, "", "''q"]
+
+
+def test_the_kernels_csv_a_run_stores_is_guarded_and_reads_back_the_same(tmp_path):
+    """Item 6's "any other CSV the lab writes": profiles/<tool>/kernels.csv, which a learner may open."""
+    import pandas as pd
+
+    from tinylab.analysis.formats import load
+    from tinylab.profilers import base
+
+    names = ["=HYPERLINK(\"http://evil.example\",\"x\")", "@SUM(A1)", "'quoted", "gemm"]
+    table = pd.DataFrame({"name": names, "calls": [1] * 4, "total_ns": [4e3, 3e3, 2e3, 1e3]})
+    event = base.write_kernel_table(tmp_path, "pytorch", base.CollectResult({}, table, "", "pytorch"))
+    written = (tmp_path / event["kernel_table"]).read_text()
+    assert "\n=HYPERLINK" not in written and "\n@SUM" not in written and "'=HYPERLINK" in written
+    assert sorted(load(tmp_path / event["kernel_table"]).table["name"]) == sorted(names)
 
 
 # ----------------------------------------------------------------------------- 7. one huge string in a trace

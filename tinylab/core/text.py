@@ -19,5 +19,12 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def csv_cell(value: object) -> object:
     """A value as a CSV cell a spreadsheet shows as text: a string that starts like a formula
     (`=HYPERLINK(...)`, `@SUM(...)`, `+1+1`) gets a leading ', as OWASP advises; kernel names come
-    from files anyone may write, and a formula runs when the CSV is opened. Numbers stay numbers."""
-    return "'" + value if isinstance(value, str) and value.startswith(_FORMULA_START) else value
+    from files anyone may write, and a formula runs when the CSV is opened. A string that starts
+    with ' gets another (a spreadsheet hides the first), so csv_text gives every cell back as it
+    was. Numbers stay numbers."""
+    return "'" + value if isinstance(value, str) and value.startswith((*_FORMULA_START, "'")) else value
+
+
+def csv_text(cell: str) -> str:
+    """A cell csv_cell wrote, as it was (the lab reads its own kernels.csv back)."""
+    return cell[1:] if cell.startswith("'") else cell

@@ -512,7 +512,10 @@ def write_kernel_table(run_dir: Path, tool: str, result: CollectResult, rank: in
     if result.table is not None and len(result.table):
         table = build_table(result.table)  # re-derived: callers may hand in any per-name rows
         path = out_dir / KERNELS_FILE
-        table[KERNEL_COLUMNS].to_csv(path, index=False)
+        from tinylab.core.text import csv_cell
+
+        # a learner opens it in a spreadsheet: a kernel name from a stranger's file must not run as a formula
+        table[KERNEL_COLUMNS].assign(name=table["name"].map(csv_cell)).to_csv(path, index=False)
         kernel_table = _relative(path, run_dir)
     return {
         "tool": tool,
