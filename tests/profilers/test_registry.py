@@ -65,7 +65,7 @@ def test_profiled_run_stores_its_kernel_tables(tmp_path, capsys):
     assert "CPU run" in profiles[0]["note"] and "trace.json.gz" in profiles[0]["artifacts"]
     assert main(["hotspots", "last", "--runs-dir", runs, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["source"] == "last" and data["format"] == "rocpd"
+    assert data["source"] == run_dir.name and data["format"] == "rocpd"  # the run `last` named
     truncated = samples.expected_from_dispatches(
         samples.rocm7_dispatches(samples.FIXTURES / "rocprofv3/rocm7-docs-data/kernel_trace_truncated.csv"))
     assert {k["name"]: k["calls"] for k in data["kernels"]} == {k: v[0] for k, v in truncated.items()}

@@ -99,13 +99,18 @@ LAYERED = dict(hidden_dim=128, num_heads=4, num_kv_heads=4, seq_len=64, batch_si
                num_steps=60, warmup_steps=5)  # a second or more: a load sample needs LOAD_MIN_WINDOW_S
 
 
-def test_verdicts_under_two_busy_loops_never_name_a_winner_they_cannot_see(tmp_path, busy_loops):
+def test_verdicts_under_two_busy_loops_never_name_a_winner_they_cannot_see(tmp_path, busy_loops, monkeypatch):
     """Issue 37's "done when", on the CI machine with two busy loops the whole time: identical tiny
     v1 runs get no verdict on samples/s or the step median, alone or repeated twice (3 runs a side
     pooled); a pair where B does 3x the work is never judged the wrong way round, and with
-    `--repeat 2` it is judged right."""
+    `--repeat 2` it is judged right. One thread a run (the cores it may use on a shared node): torch's
+    threads spinning against the loops and the suite's other worker stall whole steps, and the
+    runs then spread ±191% between them (CI), which no three runs a side can see through. Whether
+    a run is marked busy is what the loops took of its one core (the scheduler may give it a whole
+    one): measured, so not asserted here; tests above check the mark itself."""
     from tinylab.service.repeat import Repeat, RepeatDone
 
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     busy_loops(240)
     lab = Lab(tmp_path / "runs")
 
@@ -123,7 +128,8 @@ def test_verdicts_under_two_busy_loops_never_name_a_winner_they_cannot_see(tmp_p
 
     a, same, triple = launched(), launched(), launched(num_layers=3)
     alone = lab.compare(a, same)
-    assert alone.a.busy and alone.b.busy, "two busy loops on two cores: both runs measured busy"
+    for record in (lab.record(a), lab.record(same)):  # the loops are seen; busy is what they took of the run's core
+        assert record.summary.others_cpu_cores >= 0.7, record.summary
     assert verdicts(alone) == {None}, alone.row("samples_per_s").interval
     assert verdicts(lab.compare(a, triple)) <= {None, "a"}, "never the wrong way round"
     pooled = repeated(a, same)

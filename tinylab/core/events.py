@@ -68,9 +68,11 @@ BUSY_SPREAD = 0.35
 BUSY_CORES = 0.5
 #: The same for a run that left CPUs spare (a GPU run's one launching thread, a run of fewer
 #: threads than CPUs): its few threads lose all the others take beyond the spare ones, so a
-#: quarter core is a quarter of its launching thread. On an H200 node (16 CPUs) 16 busy loops
-#: took 15.4 cores beside a v1 GPU run that left 15 spare, and its step took 64 ms against 33 ms.
-BUSY_CORES_BESIDE = 0.25
+#: tenth of a core is a tenth of its one thread. On an H200 node (16 CPUs) 16 busy loops took
+#: 15.4 cores beside a v1 GPU run that left 15 spare, and its step took 64 ms against 33 ms; on
+#: the 2-core machine two loops took 1.12-1.31 cores beside a one-thread CPU run (1 spare) that
+#: got 0.7-0.9 of its core. Quiet machines' others stay far below their spare CPUs (0.01 beside 15).
+BUSY_CORES_BESIDE = 0.1
 #: Another process computed on the run's GPU in at least this share of the load samples: the GPU
 #: time-slices between them, so the run's kernels waited.
 BUSY_GPU_SHARE = 0.25
