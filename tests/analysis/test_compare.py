@@ -71,7 +71,7 @@ def test_cli_json_and_text(finished_pair):
     for m in data["metrics"]:
         assert set(m) == {"key", "label", "a", "b", "ratio", "better", "unit", "timed", "interval"}
         assert (m["interval"] is not None) == (m["timed"] and m["a"] is not None and m["b"] is not None)
-    text = cli("compare", finished_pair.v1.id, "last", "--runs-dir", root)
+    text = cli("compare", finished_pair.v1.id, finished_pair.v2.id, "--runs-dir", root)
     assert text.returncode == 0 and "samples/s" in text.stdout and "B/A" in text.stdout
 
 

@@ -61,7 +61,10 @@ def test_an_identical_tiny_pair_repeated_twice_pools_three_runs_a_side_and_names
     """Real runs: the same tiny CPU config and seed twice (at once: what is timed here is the
     repeats), then `--repeat 2` (4 more runs, one at a time)."""
     root = str(tmp_path / "runs")
-    flags = ["--runs-dir", root, "--num-steps", "4", "--warmup-steps", "1", *TINY_FLAGS]
+    # 60 steps: long enough for load samples, so the suite's other worker (another test's busy
+    # loops, say) is measured and widens the interval; 4 steps were unmeasured, and a pair that
+    # met the loops on one side was named "A better" in CI
+    flags = ["--runs-dir", root, "--num-steps", "60", "--warmup-steps", "3", *TINY_FLAGS]
     runs = []
     for _ in range(2):
         proc = cli("run", "--detach", "--json", *flags)
