@@ -83,7 +83,7 @@ def _show(lab, result, args, extra: dict | None = None) -> None:
     from tinylab.render.advice import verdict_lines
     from tinylab.render.compare import format_compare
 
-    advice = lab.advice_verdict(args.a, args.b)  # A's advice checked against B
+    advice = lab.advice_verdict(args.a, args.b, result.noise.variation)  # A's advice checked against B
     if args.json:
         print_json({**result.to_json(), "advice": advice, **(extra or {})})
     else:

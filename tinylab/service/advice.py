@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from tinylab.analysis.advice import Advice, Facts, advise, compare_advice, judge
 from tinylab.analysis.advice.facts import launched_reports, run_facts, target_of, trace_facts
@@ -19,6 +19,7 @@ from tinylab.core.versions import TABLE
 from tinylab.runs.store import LIVE, TRIED_FILE, Run, RunStore, write_record
 
 if TYPE_CHECKING:
+    from tinylab.analysis.stats import Variation
     from tinylab.config import RunConfig
     from tinylab.runs.record import RunRecord
 
@@ -37,6 +38,10 @@ class Lab(Protocol):
 
     def kernel_study(self, cfg: "RunConfig", targets: list[str] | None = None, name: str | None = None,
                      **options: Any) -> Any: ...
+
+    def record(self, ref: str) -> "RunRecord": ...
+
+    def variation(self, like: "RunRecord", leave_out: Sequence[str]) -> Variation: ...
 
 #: Files `tinylab advise PATH` reads as a PyTorch profiler trace.
 TRACE_SUFFIXES = (".json", ".gz")
@@ -130,14 +135,14 @@ def try_item(lab: Lab, ref: str, rule: str) -> tuple[Run, Advice]:
     return b, item
 
 
-def verdict(lab: Lab, a_ref: str, b_ref: str) -> dict[str, Any]:
-    """Run B against run A's advice (tinylab.analysis.advice.verdict), with both runs' ids."""
+def verdict(lab: Lab, a_ref: str, b_ref: str, variation: Variation | None = None) -> dict[str, Any]:
+    """Run B against run A's advice (tinylab.analysis.advice.verdict), with both runs' ids; a timed
+    gain judged as `compare` judges it, from `variation` (default: the machine's, Lab.variation)."""
     a, b = lab.run(a_ref), lab.run(b_ref)
     fa, fb = run_facts_of(lab, a), run_facts_of(lab, b)
     tried = b.tried or {}
     rule = tried.get("rule") if tried.get("a") == a.id and isinstance(tried.get("rule"), str) else None
     jb = judge(fb)
-    from tinylab.analysis.compare import machine_variation
-
-    variation = machine_variation(lab.records(), lab.record(a.id), leave_out=(a.id, b.id))  # as `compare` judges it
+    if variation is None:
+        variation = lab.variation(lab.record(a.id), (a.id, b.id))
     return {"a": a.id, "b": b.id, **compare_advice(advise(fa), jb.items, fa, fb, rule, jb.unjudged, variation)}

@@ -34,6 +34,7 @@ from tinylab.core.safeio import DOCUMENT_LIMIT, is_plain_dir, read_json, write_a
 
 if TYPE_CHECKING:
     from tinylab.analysis.hotspots import KernelTables
+    from tinylab.analysis.stats import Variation
     from tinylab.service.results import Comparison, HotspotSummary, Placement, Timeline
 
 
@@ -375,17 +376,26 @@ class Lab:
         if self.run(b).id == run.id:
             raise UserError(f"A and B are both run {run.id}: compare two runs (`tinylab runs` lists them)")
 
-    def compare(self, a: str, b: str, *, more_a: Sequence[str] = (), more_b: Sequence[str] = ()) -> Comparison:
+    def compare(self, a: str, b: str, *, more_a: Sequence[str] = (), more_b: Sequence[str] = (),
+                variation: Variation | None = None) -> Comparison:
         """Runs A and B (with repeats of each side's config pooled in: `more_a`, `more_b`), their
-        intervals starting from this machine's run-to-run variation in the store's history."""
-        from tinylab.analysis.compare import compare_runs, machine_variation
+        intervals starting from `variation` (default: this machine's, Lab.variation)."""
+        from tinylab.analysis.compare import compare_runs
 
         self.check_pair(a, b)
         ra, rb = self.record(a), self.record(b)
         pool_a, pool_b = [self.record(r) for r in more_a], [self.record(r) for r in more_b]
-        compared = [r.id for r in (ra, rb, *pool_a, *pool_b)]
-        return compare_runs(ra, rb, more_a=pool_a, more_b=pool_b,
-                            variation=machine_variation(self.records(), ra, leave_out=compared))
+        if variation is None:
+            variation = self.variation(ra, [r.id for r in (ra, rb, *pool_a, *pool_b)])
+        return compare_runs(ra, rb, more_a=pool_a, more_b=pool_b, variation=variation)
+
+    def variation(self, like: RunRecord, leave_out: Sequence[str]) -> Variation:
+        """This machine's run-to-run spread at `like`'s size, from the store's repeated configs
+        (analysis.compare.machine_variation): one scan of every run, so a caller that compares
+        again and again (a repeat, compare and its advice verdict) asks once."""
+        from tinylab.analysis.compare import machine_variation
+
+        return machine_variation(self.records(), like, leave_out=leave_out)
 
     # ------------------------------------------------------------------- advice
     def advise(self, ref: str, *, kernels: str | bool = False):
@@ -400,11 +410,12 @@ class Lab:
 
         return try_item(self, ref, rule)
 
-    def advice_verdict(self, a: str, b: str) -> dict[str, Any]:
-        """Whether run B, which applied an item of run A's advice, bore it out, and why."""
+    def advice_verdict(self, a: str, b: str, variation: Variation | None = None) -> dict[str, Any]:
+        """Whether run B, which applied an item of run A's advice, bore it out, and why
+        (`variation`: as Lab.compare's, to spare a second scan of the store)."""
         from tinylab.service.advice import verdict
 
-        return verdict(self, a, b)
+        return verdict(self, a, b, variation)
 
     # ----------------------------------------------------------------- kernels
     def kernel_pool(self, jobs: int | None = None) -> ContextManager[Any]:

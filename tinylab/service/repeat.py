@@ -138,6 +138,8 @@ class Repeat:
         self.names = ("A", "B")
         self.configs = {side: self._config(side, run, records[side]) for side, run in self.runs.items()}
         first = min(records, key=lambda side: (records[side].started or 0.0, side))
+        # the store's history, scanned once: the repeats it would gain are the pooled runs, left out anyway
+        self.variation = lab.variation(records["a"], [run.id for run in self.runs.values()])
         pairs = times if times is not None else max_runs - 1
         self.order = interleaved(first, pairs)
         self.launched: list[Launched] = []
@@ -167,7 +169,8 @@ class Repeat:
 
     def compare(self) -> Comparison:
         more_a, more_b = self.pooled_ids()
-        return self.lab.compare(self.runs["a"].id, self.runs["b"].id, more_a=more_a, more_b=more_b)
+        return self.lab.compare(self.runs["a"].id, self.runs["b"].id, more_a=more_a, more_b=more_b,
+                                variation=self.variation)
 
     def run(self, *, poll_s: float = 0.5, stop: Callable[[], bool] = lambda: False) -> Iterator[RepeatProgress]:
         """Launch, watch and pool each run of the plan in turn; RepeatDone last. `stop()` ends it
