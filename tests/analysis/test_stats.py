@@ -108,6 +108,14 @@ def test_history_pools_repeated_configs_only():
     assert history_variation([[5.0, 5.0]]).sigma == pytest.approx(ASSUMED.sigma / 10), "a floor, not certainty"
 
 
+def test_a_near_tie_out_of_reach_says_so_rather_than_blame_the_machine():
+    """An identical pair on a quiet machine ended "measure on a quieter machine" after 6 runs a side."""
+    i = ratio_interval(values(100.0), values(101.0), -1)
+    assert i.better is None and "the runs differ by 1%, but telling that from the same (±5%)" in i.settle
+    far = ratio_interval(values(100.0), values(106.0), -1, Variation(0.5, 8, "test"))
+    assert "too small to see in 12 runs a side" in far.settle
+
+
 def test_runs_needed_and_the_bench_interval():
     assert runs_needed(math.log(1.5), 0.1, 2) == 2
     assert runs_needed(math.log(1.001), 0.3, 2) is None

@@ -220,6 +220,10 @@ def runs_needed(diff: float, sigma: float, prior_dof: int, level: float = LEVEL)
 def _settle(diff: float, sigma: float, na: int, nb: int, prior_dof: int, level: float) -> str:
     spread = f"spread ±{math.expm1(sigma):.0%} between runs"
     n = runs_needed(diff, sigma, prior_dof, level)
+    if n is None and abs(diff) <= math.log1p(SAME_BAND):  # a near-tie: what is out of reach is "the same"
+        return (f"{spread}: the runs differ by {math.expm1(abs(diff)):.0%}, but telling that from the same "
+                f"(±{SAME_BAND:.0%}) takes more than {MAX_SUGGESTED} runs a side at this spread; take them as "
+                "equal within it, or measure with more steps")
     if n is None:
         return (f"{spread}: the difference is too small to see in {MAX_SUGGESTED} runs a side here; "
                 "measure on a quieter machine or with more steps")
