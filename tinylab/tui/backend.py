@@ -78,11 +78,6 @@ class Backend(Lab):
         return Machine.from_doctor(self.doctor_result)
 
     @property
-    def machine(self) -> Machine:
-        # not cached: the doctor report arrives after the first frame
-        return self._probed or self._machine_from_doctor()
-
-    @property
     def knows_machine(self) -> bool:
         """Whether the doctor report (what the machine offers) has arrived."""
         return self.doctor_result is not None
@@ -93,10 +88,31 @@ class Backend(Lab):
         GPU device node it is the CPU (the doctor takes seconds; the form needs its sizes now)."""
         return self.knows_machine or not Machine.gpu_devices()
 
+    @property
+    def machine(self) -> Machine:
+        # not cached: the doctor report arrives after the first frame
+        if self._probed is None and self.doctor_result is None and self.knows_device:
+            return self._host
+        return self._probed or self._machine_from_doctor()
+
+    @functools.cached_property
+    def _host(self) -> Machine:
+        """This machine before the doctor answers, where it is surely a CPU (no GPU device node):
+        psutil's memory and CPUs, no torch import (Machine.probe)."""
+        return Machine.probe()
+
+    def waits_for_doctor(self, cfg: RunConfig) -> bool:
+        """Whether checking `cfg` needs the doctor report, which takes 4-18 s on a busy machine: a
+        profiler (which tools are here is the report's to say), or a host with a GPU device node
+        (whether torch can use it, and its memory). A plain run on a CPU-only host needs nothing
+        the report has, so it is checked, and launched, at once."""
+        return (not self.knows_machine and self._probed is None
+                and (bool(cfg.profilers) or not self.knows_device))
+
     def check(self, cfg: RunConfig, *, final: bool = True) -> RunConfig:
         """Lab.check, answered from the doctor report (fast enough for a form that checks on every
-        key, with final=False); before the report arrives only the config itself is checked."""
-        if not self.knows_machine and self._probed is None:
+        key, with final=False); while a check waits for the report only the config itself is."""
+        if self.waits_for_doctor(cfg):
             return cfg.validate()
         return super().check(cfg, final=final)
 
@@ -110,11 +126,13 @@ class Backend(Lab):
 
     def launch(self, cfg: RunConfig):
         """Called from a worker: the full check always runs first, from the doctor report (waited
-        for), or from a probe in this process when the doctor child failed."""
-        try:
-            self.doctor()
-        except UserError:
-            self._probed = self._probed or Machine.probe()
+        for when the check needs it: waits_for_doctor), or from a probe in this process when the
+        doctor child failed."""
+        if self.waits_for_doctor(cfg):
+            try:
+                self.doctor()
+            except UserError:
+                self._probed = self._probed or Machine.probe()
         return super().launch(cfg)
 
     def doctor(self, stop: Callable[[], bool] = lambda: False) -> DoctorReport:

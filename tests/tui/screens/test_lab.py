@@ -222,21 +222,19 @@ async def test_a_versions_figure_comes_only_from_clean_runs_at_the_forms_sizes(s
         assert "v1" not in screen.last_runs
 
 
-@pytest.mark.parametrize("devices", ["nvidia", ""])
-async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_path: Path, monkeypatch, devices):
+async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_path: Path, monkeypatch):
     """With a GPU's device node the form shows the workshop's GPU sizes until the doctor answers
     (torch decides whether it can use the GPU); on a CPU those train for a quarter of an hour, so
-    an early enter waits for the machine and launches the cpu preset. With no device node the
-    machine is surely a CPU: the cpu preset from the first frame (the first seconds of a fresh lab
-    showed the workshop's sizes "(machine not checked yet)"). Either way the key is taken: the check
-    line says the run waits for the machine check, which memory and profilers need."""
+    an early enter waits for the machine and launches the cpu preset. The key is taken: the check
+    line says the run waits for the machine check, which memory needs. (With no device node the
+    machine is surely a CPU: test_lab_start.py.)"""
     import threading
 
     from tinylab.tui.backend import Backend
 
     from ..fakes import fake_doctor
 
-    monkeypatch.setenv("TINYLAB_GPU_VENDORS", devices)
+    monkeypatch.setenv("TINYLAB_GPU_VENDORS", "nvidia")
     answered = threading.Event()
 
     def slow_doctor(self, stop=lambda: False):
@@ -252,14 +250,11 @@ async def test_enter_before_the_machine_is_known_launches_with_its_preset(tmp_pa
         launched = []
         screen.launch = launched.append
         await pilot.pause()
-        if not devices:
-            assert screen.query_one("#num-hidden_dim").value == "128" and "(profilers not checked yet)" in text_of(
-                pilot, "#check")
+        assert "enter checks the machine, then launches" in text_of(pilot, "#check")
         await pilot.press("enter")
         await pilot.pause()
-        assert not launched and text_of(pilot, "#check").startswith("… launching v1")
-        if devices:
-            assert "checking the machine first" in text_of(pilot, "#hint")
+        assert not launched and text_of(pilot, "#check").startswith("… checking the machine… then launching v1")
+        assert "checking the machine first" in text_of(pilot, "#hint")
         answered.set()
         await wait_for(pilot, lambda: launched, what="the launch once the machine is known")
         assert launched[0].hidden_dim == 128 and launched[0].batch_size == 4

@@ -1,6 +1,7 @@
 """The Lab's first seconds and its focus (issue 38, items 1 and 4): enter pressed before the doctor
-and the history have answered is taken and launches what the form shows; the newest run fills the
-form only while the learner has not touched it; back from another screen, focus is on the versions
+and the history have answered launches what the form shows, at once when the run needs nothing of
+the doctor's report, else when it comes; the newest run fills the form only while the learner has
+not touched it (a key, a field); back from another screen, focus is on the versions
 list, where letters are keys, not in a form field."""
 
 from __future__ import annotations
@@ -48,29 +49,70 @@ def newest_plain_v2(runs: Path) -> None:
     make_run(runs, "20261126-010000-a1a1", version="v2", gpu=False, profile=False, batch_size=8, steps=50)
 
 
-async def test_enter_at_once_launches_the_form_on_screen(tmp_path: Path, gates):
-    """Enter as the Lab appears: the check line says the run waits for the machine check (it said
-    "enter launches" and nothing happened for seconds); the newest run (v2) arriving meanwhile does
-    not switch the form, and the run launched is the v1 that was on screen."""
+def run_screen_up(pilot) -> bool:
+    """The Run screen is shown and has read its run (a test that ends while the screen still
+    mounts makes Textual's header raise on the way out)."""
+    screen = pilot.app.screen
+    return screen_name(pilot) == "RunScreen" and getattr(screen, "record", None) is not None
+
+
+@pytest.fixture
+def launches(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The engine's launcher, answered with a finished fake run of the config it was given (no
+    trainer starts); the list holds the configs launched."""
+    from tinylab.runs import launcher
+
+    configs = []
+
+    def launch(store, cfg):
+        configs.append(cfg)
+        run_id = f"20261126-0300{len(configs):02d}-f7f7"
+        make_run(store.root, run_id, version=cfg.version, gpu=False, profile=False, batch_size=cfg.batch_size)
+        return store.resolve(run_id)
+
+    monkeypatch.setattr(launcher, "launch", launch)
+    return configs
+
+
+async def test_enter_at_once_launches_a_plain_run_without_the_doctor(tmp_path: Path, gates, launches):
+    """Enter as the Lab appears, on a CPU-only host: the run starts at once, the doctor child still
+    probing (it did nothing for 4-18 s, the check line saying "enter launches", while Backend.launch
+    waited for a report a run without a profiler needs nothing of). The newest run (v2) arriving
+    afterwards does not switch the form: the run launched is the v1 that was on screen."""
     doctor, history = gates
     runs = tmp_path / "runs"
     newest_plain_v2(runs)
     async with make_app(runs, doctor=None).run_test(size=SIZE) as pilot:
         screen = pilot.app.screen
-        launched = []
-        screen.launch = launched.append
         await pilot.pause()
-        assert "(profilers not checked yet) · enter launches" in text_of(pilot, "#check")
+        check = text_of(pilot, "#check")
+        assert check.endswith("· enter launches") and "not checked" not in check
         await pilot.press("enter")
-        await pilot.pause()
-        assert not launched and text_of(pilot, "#check").startswith("… launching v1 ")
-        assert "when the machine check ends · esc cancels" in text_of(pilot, "#check")
+        await wait_for(pilot, lambda: run_screen_up(pilot), what="the Run screen, the doctor unanswered")
+        assert not doctor.is_set() and pilot.app.doctor_report is None
+        assert [(c.version, c.batch_size, c.profilers) for c in launches] == [("v1", 4, [])]  # the cpu preset
         history.set()
         await wait_for(pilot, lambda: screen.prefilled, what="the history")
-        assert screen.version == "v1" and screen.query_one("#num-batch_size").value == "4"  # the cpu preset
+        assert screen.version == "v1" and screen.query_one("#num-batch_size").value == "4"
+
+
+async def test_a_profiled_run_waits_for_the_profiler_check_and_says_so(tmp_path: Path, gates, launches):
+    """A ticked profiler needs the doctor's report (is the tool here?): enter is taken, the check
+    line says "checking profilers…", and the run launches, profiled, when the report comes."""
+    doctor, history = gates
+    history.set()
+    async with make_app(tmp_path / "runs", doctor=None).run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("p", "space")
+        await pilot.pause()
+        assert "enter checks profilers, then launches" in text_of(pilot, "#check")
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert not launches and screen_name(pilot) == "LabScreen"
+        assert text_of(pilot, "#check").startswith("… checking profilers… then launching v1 ")
         doctor.set()
-        await wait_for(pilot, lambda: launched, what="the launch once the machine is checked")
-        assert launched[0].version == "v1" and launched[0].batch_size == 4 and len(launched) == 1
+        await wait_for(pilot, lambda: run_screen_up(pilot), what="the launch once profilers are checked")
+        assert [c.profilers for c in launches] == [["pytorch"]]
 
 
 async def test_esc_cancels_a_waiting_launch(tmp_path: Path, gates):
@@ -80,9 +122,10 @@ async def test_esc_cancels_a_waiting_launch(tmp_path: Path, gates):
         screen = pilot.app.screen
         launched = []
         screen.launch = launched.append
-        await pilot.press("enter")
         await pilot.pause()
-        assert text_of(pilot, "#check").startswith("… launching")
+        await pilot.press("p", "space", "enter")
+        await pilot.pause()
+        assert text_of(pilot, "#check").startswith("… checking profilers…")
         await pilot.press("escape")
         await pilot.pause()
         assert text_of(pilot, "#check").startswith("✓ ready")
@@ -90,6 +133,22 @@ async def test_esc_cancels_a_waiting_launch(tmp_path: Path, gates):
         await wait_for(pilot, lambda: pilot.app.doctor_report is not None, what="the doctor")
         await pilot.pause()
         assert not launched and screen_name(pilot) == "LabScreen"
+
+
+async def test_a_key_pressed_before_the_history_keeps_the_form(tmp_path: Path, gates):
+    """Any key is the learner's hands on the Lab: home on v1 (which moves nothing) and the newest run
+    arriving after it left the form as it was, not switched to v2 under them."""
+    _, history = gates
+    runs = tmp_path / "runs"
+    newest_plain_v2(runs)
+    async with make_app(runs, doctor=None).run_test(size=SIZE) as pilot:
+        screen = pilot.app.screen
+        await pilot.pause()
+        await pilot.press("home")
+        history.set()
+        await wait_for(pilot, lambda: screen.prefilled, what="the history")
+        await pilot.pause()
+        assert screen.version == "v1" and screen.query_one("#num-batch_size").value == "4"
 
 
 async def test_the_newest_run_does_not_replace_what_the_learner_typed(tmp_path: Path, gates):

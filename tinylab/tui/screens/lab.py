@@ -10,11 +10,13 @@ the machine's preset (`cpu` without a GPU); toggles a version does not support, 
 
 The form never changes under the learner's hands. The newest run is read after the first frame
 (a big store takes seconds), so it fills the form only while the learner has not touched it: once
-focus has entered the form, a version was picked or enter pressed, what is on screen stays. The
-sizes a form shows before the machine is known (a GPU's device node, the doctor not answered yet)
-are placeholders: the machine's preset replaces them unless the learner typed numbers. Enter
-before the doctor has answered is taken, not dropped: the check line says the run is waiting for
-the machine check (esc cancels), and the form as it is then launches when the check ends.
+a key was pressed here or focus entered the form, what is on screen stays. The sizes a form shows
+before the machine is known (a GPU's device node, the doctor not answered yet) are placeholders:
+the machine's preset replaces them unless the learner typed numbers. Enter launches what is on
+screen at once when its check needs nothing of the doctor's report (a plain run on a CPU-only
+host: the report takes 4-18 s on a busy machine); a run with a profiler, or on a GPU host, is
+taken, not dropped: the check line says "checking profilers…" (esc cancels), and the form as it
+is then launches when the check ends.
 
 Each version's figure is its newest clean run (no profiler, no fault, a machine its load sampler
 did not find busy) at the form's sizes and precision, labelled with them: a profiled or
@@ -29,7 +31,7 @@ from typing import Any
 
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -109,9 +111,9 @@ class LabScreen(BaseScreen):
         self.last_runs: dict[str, RunRecord] = {}
         self.busy_runs: dict[str, RunRecord] = {}  # a version's newest run at these sizes, kept out: busy
         self.prefilled = False  # the first history load has been shown
-        self.touched = False  # focus entered the form, a version was picked or enter pressed
+        self.touched = False  # a key was pressed here or focus entered the form
         self.sized = False  # the sizes came from history, the machine's preset or the learner
-        self._launch_pending = False  # enter came before the doctor answered
+        self._launch_pending = False  # enter came, and the run's check waits for the doctor
         self._refocus = False  # left for another screen (not a modal over this one)
         self._shown_precision: str | None = None
 
@@ -417,14 +419,15 @@ class LabScreen(BaseScreen):
             check.set_class(True, "-error")
             return None
         check.set_class(False, "-error")
+        waits = self.backend.waits_for_doctor(cfg) and self.app.doctor_error is None
+        checking = "profilers" if self.backend.knows_device else "the machine"
         if self._launch_pending:
-            check.update(Text.assemble(("… ", "bold"), f"launching {cfg.version} {key_config(cfg.resolved())}",
-                                       (" when the machine check ends · esc cancels", "dim")))
+            check.update(Text.assemble(("… ", "bold"), f"checking {checking}…", " then launching ",
+                                       f"{cfg.version} {key_config(cfg.resolved())}", (" · esc cancels", "dim")))
             return cfg
-        pending = "" if self.backend.knows_machine else " (profilers not checked yet)" if self.backend.knows_device \
-            else " (machine not checked yet)"
+        pending = f" · enter checks {checking}, then launches" if waits else " · enter launches"
         check.update(Text.assemble(("✓ ", "bold"), f"ready: {cfg.version} {key_config(cfg.resolved())}",
-                                   (f"{pending} · enter launches", "dim")))
+                                   (pending, "dim")))
         return cfg
 
     def _toggle_default(self, name: str, precision: str | None = None) -> bool:
@@ -485,6 +488,12 @@ class LabScreen(BaseScreen):
     def _option_focused(self, event: Option.Focused) -> None:
         self._hint(event.option.why_not or event.option.help, warn=event.option.why_not is not None)
 
+    def on_key(self, event: events.Key) -> None:
+        """Any key the learner presses here (an arrow at the end of the list, a section key): the
+        newest run arriving after it no longer fills the form (a field's own keys never get here,
+        but focusing the field touched the form already)."""
+        self.touched = True
+
     def on_descendant_focus(self, event) -> None:
         widget = event.widget
         if widget.id != "versions":  # into the form: history no longer fills it in
@@ -512,25 +521,27 @@ class LabScreen(BaseScreen):
         if isinstance(self.focused, (Select, SelectOverlay)):
             raise SkipAction()  # enter opens (or picks from) the list, as everywhere else
         self.touched = True  # what is on screen is what launches
-        # the full check (memory, profilers) needs the doctor's report: the key is kept meanwhile
-        self._launch_pending = not self.backend.knows_machine and self.app.doctor_error is None
-        if self._launch_pending and not self.sized:  # a GPU's sizes, which a CPU trains for a quarter of an hour
-            self._hint("checking the machine first: the run starts with its size preset in a moment")
         self._launch_form()
 
     def _launch_form(self) -> None:
-        """The form's run, or a bell and the first bad field; while the launch waits for the
-        doctor, only the check line (which says so)."""
+        """The form's run at once, or a bell and the first bad field. A run whose check needs the
+        doctor's report (a profiler; a GPU host: Backend.waits_for_doctor) is kept meanwhile, the
+        check line saying what it waits for, and launches when the report (or its failure) comes."""
+        self._launch_pending = False
         cfg = self._validate()
         if cfg is None:
-            self._launch_pending = False
             bad = next(iter(self.query(".number.-invalid")), None)
             if bad is not None:
                 bad.focus()
             self.app.bell()
             return
-        if not self._launch_pending:
-            self.launch(cfg)
+        if self.backend.waits_for_doctor(cfg) and self.app.doctor_error is None:
+            self._launch_pending = True
+            self._validate()  # the check line: what the run waits for
+            if not self.sized:  # a GPU's sizes, which a CPU trains for a quarter of an hour
+                self._hint("checking the machine first: the run starts with its size preset in a moment")
+            return
+        self.launch(cfg)
 
     @background("launch")
     def launch(self, cfg: RunConfig) -> None:
