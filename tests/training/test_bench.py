@@ -80,7 +80,7 @@ def test_a_cases_figures_are_the_geometric_mean_and_interval_of_its_repeats():
     e_low, e_high = measured["energy_j_per_sample_interval"]
     assert e_low < 0.5 < e_high
     bench.add_speedups([r, measured])
-    head, cpu, gpu = bench.format_table([r, measured]).splitlines()
+    head, cpu, gpu, _ = bench.format_table([r, measured]).splitlines()
     assert bench.figure(200.0, [low, high]) == f"200 [{low:.3g}–{high:,.0f}]" and bench.figure(None) == "-"
     assert bench.figure(200.0, [low, high]) in cpu and bench.figure(0.5, [e_low, e_high]) in gpu
     energy_end = head.index("J/sample") + len("J/sample")  # a right-aligned column
@@ -121,6 +121,58 @@ def test_run_cases_follows_the_schedule_and_records_each_repeat(monkeypatch, tmp
     assert ran == ["v1", "v2", "v2", "v1", "v1", "v2"]
     assert [line.split()[1] for line in logged] == ran
     assert [len(r.runs) for r in results] == [3, 3]
+
+
+def test_each_gpu_case_counts_the_kernels_of_one_profiled_step_after_its_timed_repeats(monkeypatch, tmp_path):
+    """The timed repeats run unprofiled; then each case runs once with the PyTorch profiler on one
+    step and the row gets the calls of its kernel table; the table prints them, and '-' with a
+    note where none were counted (a failed profile is logged and costs no figure)."""
+    from tinylab.training import trainer
+
+    ran = []
+    calls = {"v1": [300, 70, 4], "v2": [40, 2]}
+
+    def fake_training(cfg, run_dir, out):
+        ran.append((cfg.version, cfg.profilers, cfg.profile_steps))
+        if cfg.profilers:
+            if cfg.version == "v3":
+                raise RuntimeError("CUPTI could not start")
+            folder = Path(run_dir) / "profiles" / "pytorch"
+            folder.mkdir(parents=True)
+            lines = ["name,calls,total_ns,avg_ns,min_ns,max_ns,pct,category"]
+            lines += [f"k{n},{c},1000,10,1,20,1.0,other" for n, c in enumerate(calls[cfg.version])]
+            (folder / "kernels.csv").write_text("\n".join(lines) + "\n")
+        return summary({"v1": 100.0, "v2": 300.0, "v3": 400.0}[cfg.version])
+
+    monkeypatch.setattr(trainer, "run_training", fake_training)
+    monkeypatch.setattr(bench, "_free_device_memory", lambda: None)
+    cases = bench.build_matrix(["v1", "v2", "v3"], ["fp32"], [16], RunConfig(device="cuda", telemetry=False))
+    logged = []
+    results = bench.run_cases(cases, 2, log=logged.append)
+    assert [r[1] for r in ran[:6]] == [[]] * 6  # no timed repeat is profiled
+    assert ran[6:] == [("v1", ["pytorch"], 1), ("v2", ["pytorch"], 1), ("v3", ["pytorch"], 1)]
+    assert [r.kernels_per_step for r in results] == [374, 42, None]
+    assert any("v3 fp32 s16: not counted: RuntimeError: CUPTI could not start" in line for line in logged)
+    table_rows = [r.row() for r in results]
+    bench.add_speedups(table_rows)
+    head, v1, v2, v3, note = bench.format_table(table_rows).splitlines()
+    end = head.index("kernels") + len("kernels")
+    assert (v1[end - 3:end], v2[end - 2:end], v3[end - 1:end]) == ("374", "42", "-")
+    assert note.startswith("kernels: device kernels a step launches, from one profiled step; '-' where")
+
+
+def test_a_cpu_bench_profiles_nothing_and_says_it_counted_no_kernels(monkeypatch):
+    from tinylab.training import trainer
+
+    ran = []
+    monkeypatch.setattr(trainer, "run_training", lambda cfg, run_dir, out: ran.append(cfg.profilers) or summary(100.0))
+    monkeypatch.setattr(bench, "_free_device_memory", lambda: None)
+    cases = bench.build_matrix(["v1"], ["fp32"], [16], RunConfig(device="cpu", telemetry=False))
+    results = bench.run_cases(cases, 1, log=lambda line: None)
+    assert ran == [[]] and results[0].kernels_per_step is None
+    table_rows = [r.row() for r in results]
+    bench.add_speedups(table_rows)
+    assert "a CPU runs no device kernels" in bench.format_table(table_rows)
 
 
 def test_gemm_floor_is_the_groups_measured_floor_and_a_step_under_it_is_marked():
@@ -234,6 +286,8 @@ def test_cpu_bench_runs_end_to_end(tmp_path):
     head = next(n for n, line in enumerate(table) if line.startswith("case "))
     assert [line.split()[0] for line in table[head + 1:head + 3]] == ["v1", "v2"]
     assert "J/sample" in table[head] and all(len(r["runs"]) == 1 for r in doc["rows"])
+    assert "kernels" in table[head] and all(r["kernels_per_step"] is None for r in doc["rows"])
+    assert any(line.startswith("kernels: ") and "a CPU runs no device kernels" in line for line in table)
 
 
 def test_kernel_benchmarks_without_a_gpu_fail_before_any_case_runs(tmp_path):

@@ -8,14 +8,17 @@ each pair of rounds. A case's timed figures (samples/s, step time, joules a samp
 geometric mean over its repeats of each run's post-warm-up figure, with the 95 % interval
 across the repeats (tinylab.analysis.stats.mean_interval), and its speedups are B/A ratio
 intervals (ratio_interval): run-to-run variation is the noise that matters here, not a run's
-own step spread (docs/statistics.md). Each repeat records whether the load sampler saw the
-machine busy (Summary.busy); a case busy in every repeat measured contention, and the
-regression guard leaves it out. Memory is each run's own peak: cases run one at a time and
-free their memory before the next.
+own step spread (docs/statistics.md). After the repeats each case on a GPU runs once more
+with the PyTorch profiler on one step past its warm-up (and graph capture), for the kernels a
+step launches (`kernels_per_step`): no timed step is ever profiled. Each repeat records whether
+the load sampler saw the machine busy (Summary.busy); a case busy in every repeat measured
+contention, and the regression guard leaves it out. Memory is each run's own peak: cases run
+one at a time and free their memory before the next.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import io
 import statistics
@@ -66,6 +69,7 @@ class CaseResult:
     batch_size: int
     runs: list[dict] = field(default_factory=list)  # each repeat's summary record
     error: str | None = None
+    kernels_per_step: int | None = None  # device kernels of one profiled step (None: a CPU, or not profiled)
 
     def median(self, key: str) -> float | None:
         vals = [r[key] for r in self.runs if r.get(key) is not None]
@@ -100,6 +104,7 @@ class CaseResult:
             "params_trained": last.get("params_trained"),
             "params_total": last.get("params_total"),
             "final_loss": last.get("final_loss"),
+            "kernels_per_step": self.kernels_per_step,
             "error": self.error,
         }
 
@@ -173,7 +178,35 @@ def run_cases(cases: list[Case], repeats: int, log: Callable[[str], None] = prin
                 f"{summary['samples_per_s']:9.1f} samples/s  {summary['step_ms_median']:8.2f} ms  "
                 f"({time.perf_counter() - t0:.0f}s)" + (f"  busy: {busy}" if busy else "")
             )
+        for i, case in enumerate(cases):
+            res = results[case.name + str(case.group)]
+            if res.runs and not res.error and case.config.device != "cpu":
+                res.kernels_per_step = profile_kernels(case, Path(tmp) / f"kernels-c{i}", log)
     return list(results.values())
+
+
+def profile_kernels(case: Case, run_dir: Path, log: Callable[[str], None] = print) -> int | None:
+    """The device kernels one step of the case launches: a run of the case with the PyTorch
+    profiler on one step past its warm-up, counted from the kernel table it writes (Kineto's
+    kernel events: copies and fills done by the copy engines are not kernels). A CUDA graph's
+    replay counts each kernel it runs. None, said in the log, when the profile fails: the timed
+    figures stand without it."""
+    from tinylab.profilers.base import KERNELS_FILE, profile_dir
+    from tinylab.training.trainer import run_training
+
+    cfg = dataclasses.replace(case.config, profilers=["pytorch"], profile_steps=1, telemetry=False)
+    try:
+        run_training(cfg, run_dir, out=io.StringIO())
+        with open(profile_dir(run_dir, "pytorch") / KERNELS_FILE, newline="", encoding="utf-8") as fh:
+            count = sum(int(row["calls"]) for row in csv.DictReader(fh))
+    except Exception as exc:  # a profiler that cannot start must not lose the bench
+        log(f"[kernels] {case.name} {case.config.precision} s{case.config.seq_len}: not counted: "
+            f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+        return None
+    finally:
+        _free_device_memory()
+    log(f"[kernels] {case.name:<18} {case.config.precision} s{case.config.seq_len}: {count} kernels a step")
+    return count
 
 
 def _free_device_memory() -> None:
@@ -268,9 +301,12 @@ def format_table(rows: list[dict]) -> str:
     the load sampler saw busy."""
     floor = any(r.get("of_gemm_floor") is not None for r in rows)
     peer = any(r.get("speedup_vs_peer_interval") for r in rows)
-    head = ["case", "prec", "seq", "samples/s", "step ms", "J/sample", "peak MB", "vs v1", "mem/v1",
+    head = ["case", "prec", "seq", "samples/s", "step ms", "kernels", "J/sample", "peak MB", "vs v1", "mem/v1",
             *(["vs peer"] if peer else []), "MFU", "trained", *(["floor%"] if floor else [])]
     table, failed, notes = [head], {}, []
+    if any(r.get("kernels_per_step") is None and not r["error"] for r in rows):
+        notes.append("kernels: device kernels a step launches, from one profiled step; '-' where none were "
+                     "counted (a CPU runs no device kernels; a failed profile says why in the log)")
     for r in rows:
         where = f"{r['case']} {r['precision']} seq {r['seq_len']}"
         if r["error"]:
@@ -279,7 +315,8 @@ def format_table(rows: list[dict]) -> str:
             continue
         table.append([
             r["case"], r["precision"], str(r["seq_len"]), figure(r["samples_per_s"], r["samples_per_s_interval"]),
-            figure(r["step_ms"]), figure(r["energy_j_per_sample"], r["energy_j_per_sample_interval"]),
+            figure(r["step_ms"]), "-" if r.get("kernels_per_step") is None else str(r["kernels_per_step"]),
+            figure(r["energy_j_per_sample"], r["energy_j_per_sample_interval"]),
             "-" if r["peak_mem_mb"] is None else f"{r['peak_mem_mb']:,.0f}", ratio_cell(r, "speedup_vs_v1"),
             "-" if r["mem_vs_v1"] is None else f"{r['mem_vs_v1']:.2f}", *([ratio_cell(r, "speedup_vs_peer")] if peer else []),
             "-" if r["mfu"] is None else f"{100 * r['mfu']:.1f}",
