@@ -5,10 +5,11 @@ import os
 
 import pytest
 
-from tinylab.anatomy import TARGETS, Pool, analyze
-from tinylab.anatomy.compile import KernelReport, compile_launch
+from tinylab.anatomy import TARGETS, Cache, Pool, analyze
+from tinylab.anatomy.compile import KernelReport, compile_key, compile_launch
 from tinylab.anatomy.core import stage_text
 from tinylab.anatomy.launches import Launch, TensorArg
+from tinylab.anatomy.targets import get_target
 from tinylab.config import RunConfig
 
 KIB = 1024
@@ -54,6 +55,19 @@ def test_stages_are_the_targets_code(shipped, cache, pool):
     assert "HMMA" in sass  # tensor-core instructions in the machine code
     for stage in ("ttir", "ttgir", "llir"):
         assert "_attn_fwd_kernel" in stage_text(anatomy, "attn_fwd", "gfx90a", stage, cache=cache, pool=pool)
+
+
+def test_a_report_kept_without_its_stages_is_compiled_again_for_them(shipped, cache, pool, tmp_path):
+    """The tests seed their slowest compiles as reports alone: asking such an entry for a stage
+    said "attn_fwd did not compile for gfx942: None". It compiles the kernel for its stages and
+    keeps the report it had."""
+    anatomy, _ = shipped["default-bf16"]
+    key = compile_key(anatomy.variant("attn_fwd").launches["gfx942"], get_target("gfx942"))
+    alone = Cache(tmp_path / "anatomy")
+    alone.put_kernel(key, cache.get_report(key), {})
+    assert alone.get_stage(key, "amdgcn") is None
+    assert '.amdgcn_target "amdgcn-amd-amdhsa--gfx942' in stage_text(anatomy, "attn_fwd", "gfx942", "amdgcn", cache=alone, pool=pool)
+    assert "_attn_fwd_kernel" in alone.get_stage(key, "ttir") and alone.get_report(key) == cache.get_report(key)
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="only an interpreter session has interpreted kernels")

@@ -76,11 +76,13 @@ class Cache:
         blob = self.get_blob(key, stage)
         return None if blob is None else blob.decode("utf-8")
 
-    def add_stage(self, key: str, stage: str, text: str) -> None:
-        """Add a stage made later (SASS, from the stored cubin) to a kernel's entry."""
+    def add_stage(self, key: str, stage: str, content: str | bytes) -> None:
+        """Add a stage made later to a kernel's entry: SASS, from the stored cubin; or every stage
+        of an entry whose report was kept alone (the report stays: it is the same compile's)."""
+        data = content.encode("utf-8") if isinstance(content, str) else content
         fd, tmp = tempfile.mkstemp(dir=self._tmp(), suffix=".gz")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(gzip.compress(text.encode("utf-8"), 1))
+            fh.write(gzip.compress(data, 1))
         os.replace(tmp, self.root / "kernels" / key / f"{stage}.gz")
 
     def put_kernel(self, key: str, report: dict, stages: dict[str, str | bytes]) -> None:
