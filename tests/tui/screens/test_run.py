@@ -155,3 +155,75 @@ async def test_ms_per_step_is_the_summarys_statistic():
     screen.record = RunRecord("r", Path("r"), "finished", None, {}, None, None, Summary(step_ms_median=840.9), None,
                               None, None, 7, None)
     assert screen._ms_per_step() == (840.9, "")
+
+
+async def test_the_header_keeps_its_status_whole_on_one_line(store: Path):
+    """At 80x24 the head wrapped `●` onto one line and `finished` onto the next; it is one line at
+    any width, the device's name, the long id and the end of the settings giving way at 80 (the
+    tooltip has it all), all of it shown at 120."""
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_run("20261126-021000-b2b2")  # v2, profiled, its fusions on, on an H100
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="finished")
+        await pilot.pause(0.1)
+        head = pilot.app.screen.query_one("#run-head")
+        text = text_of(pilot, "#run-head")
+        assert head.size.height == 1 and len(text) <= head.content_region.width
+        assert text == "1126-0210-b2b2 v2  b2 s16 h64 l2 prof=pytorch qkv+sdpa+sw…  cuda:0  ● finished"
+        assert str(head.tooltip) == ("20261126-021000-b2b2 v2  b2 s16 h64 l2 prof=pytorch qkv+sdpa+swiglu  "
+                                     "cuda:0 (NVIDIA H100 80GB HBM3)  ● finished")
+        await pilot.resize_terminal(120, 40)
+        await wait_for(pilot, lambda: "NVIDIA" in text_of(pilot, "#run-head"), what="the head redrawn at 120")
+        assert text_of(pilot, "#run-head").endswith("cuda:0 (NVIDIA H100 80GB HBM3)  ● finished")
+        assert head.tooltip is None
+
+
+async def test_what_gives_way_in_the_header_first():
+    """The device's name, then the long id, then the end of the settings (key_config puts the telling
+    ones first), then the settings and the device; the version and the status last of all."""
+    from tinylab.tui.screens.run import head_content
+
+    args = ("20261126-021000-b2b2", "v4", "b8 s512 h768 l12 bf16 prof=pytorch fault=(hidden) recompute ddpx2",
+            "cuda:0", "NVIDIA H100 80GB HBM3", "running")
+    whole = head_content(*args, width=None).plain
+    assert whole == ("20261126-021000-b2b2 v4  b8 s512 h768 l12 bf16 prof=pytorch fault=(hidden) recompute ddpx2  "
+                     "cuda:0 (NVIDIA H100 80GB HBM3)  ● running")
+    assert head_content(*args, width=len(whole)).plain == whole
+    shown = {width: head_content(*args, width=width).plain for width in (110, 104, 78, 48, 40, 30, 8)}
+    assert shown == {
+        110: "20261126-021000-b2b2 v4  b8 s512 h768 l12 bf16 prof=pytorch fault=(hidden) recompute ddpx2  cuda:0  "
+             "● running",
+        104: "1126-0210-b2b2 v4  b8 s512 h768 l12 bf16 prof=pytorch fault=(hidden) recompute ddpx2  cuda:0  ● running",
+        78: "1126-0210-b2b2 v4  b8 s512 h768 l12 bf16 prof=pytorch faul…  cuda:0  ● running",
+        48: "1126-0210-b2b2 v4  b8 s512 h…  cuda:0  ● running",
+        40: "1126-0210-b2b2 v4  cuda:0  ● running",
+        30: "1126-0210-b2b2 v4  ● running",
+        8: "v4  ● running",  # narrower than that: the CSS cuts the line at the edge
+    }
+    assert all(len(text) <= width for width, text in shown.items() if width > 8)
+
+
+async def test_a_run_ending_under_the_learner_leaves_them_on_their_panel(store: Path, tmp_path: Path):
+    """A live run that ended switched the screen from Log to Charts by itself: the panel the learner
+    is on stays. A run opened after it ended still opens on the panel that tells most (Charts)."""
+    run_id = "20261126-023000-d4d4"
+    live = make_run(store, run_id, status="running", steps=20, alive_pid=os.getpid(), profile=False)
+    ended = make_run(tmp_path / "ended", run_id, status="finished", steps=20, profile=False)
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_run(run_id)
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: len(getattr(screen, "steps", [])) == 10, what="the live steps")
+        panes = screen.query_one("#run-panes")
+        assert panes.current.id == "log-pane"
+        # the run goes on and ends: its files grow to the finished run's (the same first lines and
+        # events), then its process is gone
+        for name in ("events.jsonl", "output.log", "process.json"):
+            (live / name).write_bytes((ended / name).read_bytes())
+        await wait_for(pilot, lambda: screen.status == "finished", what="the run to end")
+        await wait_for(pilot, lambda: screen.query("#advice-pane"), what="the Advice panel")
+        await pilot.pause(0.2)
+        assert len(screen.steps) == 20 and panes.current.id == "log-pane"
+        await pilot.press("escape")
+        pilot.app.open_run(run_id)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="reopened")
+        await pilot.pause(0.1)
+        assert pilot.app.screen.query_one("#run-panes").current.id == "charts-pane"

@@ -14,6 +14,7 @@ import statistics
 import time
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -27,7 +28,7 @@ from textual.worker import get_current_worker
 from tinylab.config import ConfigError, RunConfig
 from tinylab.core.errors import UserError
 from tinylab.core.events import PassEvent, StartEvent, StepEvent, TelemetryEvent
-from tinylab.runs.record import RunRecord, key_config
+from tinylab.runs.record import RunRecord, key_config, short_id
 from tinylab.service.results import Timeline
 from tinylab.service.runs import LIVE
 from tinylab.tui.feed import FeedUpdate, RunFeed
@@ -40,6 +41,8 @@ from tinylab.tui.widgets.panes import Pane, Panes
 from tinylab.tui.widgets.wraplog import WrapLog
 
 LOG_LINES = 5000
+#: The fewest cells of the settings the head shows cut (with its …) rather than none.
+MIN_CUT = 8
 
 
 class Fed(Message):
@@ -54,6 +57,68 @@ class StepLoaded(Message):
     def __init__(self, result: Timeline | None, error: str | None) -> None:
         super().__init__()
         self.result, self.error = result, error
+
+
+class RunHead(Static):
+    """The run's id, version, key settings and device, then its status, on one line at any width.
+
+    Wrapped at 80 columns the head put the status dot on one line and its word on the next; so
+    what does not fit gives way (the device's name, then the long id for the short one, then the
+    end of the settings, then the settings and the device), never the status. The widget knows its
+    width only once laid out, so it draws again whenever that changes; the whole head is its tooltip.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parts: tuple[str, str, str, str, str | None, str] | None = None
+        self._drawn: tuple | None = None
+
+    def show(self, run_id: str, version: str, config: str, device: str, name: str | None, status: str) -> None:
+        self.parts = (run_id, version, config, device, name, status)
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.parts is None:
+            return
+        width = self.content_region.width or self.app.size.width - 2  # not laid out yet: the screen's
+        if (self.parts, width) == self._drawn:  # a changed Static re-lays out the screen: skip no-ops
+            return
+        self._drawn = (self.parts, width)
+        content = head_content(*self.parts, width=width)
+        whole = head_content(*self.parts, width=None)
+        self.update(content, layout=False)  # one line whatever the text: the height never changes
+        self.tooltip = None if content.plain == whole.plain else whole
+
+
+def head_content(run_id: str, version: str, config: str, device: str, name: str | None, status: str,
+                 width: int | None) -> Content:
+    """The Run head for `width` cells (None: whole): the first of ever shorter forms that fits."""
+    run_id, version, config, device = safe(run_id), safe(version), safe(config), safe(device)
+    named = f"{device} ({safe(name)})" if name else device
+    state = f"● {safe(status)}"
+
+    def assemble(id_: str, cfg: str, dev: str) -> Content:
+        parts = [(f"{id_} ", "bold")] if id_ else []
+        parts += [version, *(f"  {p}" for p in (cfg, dev) if p), "  ", (state, status_style(status))]
+        return Content.assemble(*parts)
+
+    short = short_id(run_id)
+    forms = [(run_id, config, named), (run_id, config, device), (short, config, device)]
+    if width is not None:  # the settings cut at their end: key_config puts the telling ones first
+        room = width - assemble(short, "", device).cell_length - 2
+        if MIN_CUT <= room < cell_len(config):  # a shorter stump reads as noise: then none
+            cut = Text(config)
+            cut.truncate(room, overflow="ellipsis")
+            forms.append((short, cut.plain, device))
+    forms += [(short, "", device), (short, "", ""), ("", "", "")]
+    for form in forms:
+        content = assemble(*form)
+        if width is None or content.cell_length <= width:
+            return content
+    return content  # narrower than its version and status: the line is cut at the edge (CSS)
 
 
 class RunScreen(BaseScreen):
@@ -83,11 +148,11 @@ class RunScreen(BaseScreen):
         self.counter_pass: PassEvent | None = None
         self.pass_started: dict[int, float] = {}  # counter pass -> when it started
         self.chart_index = 0
-        self._head: tuple[str, str] | None = None
+        self.fed = False  # a feed update came: a run that had ended when opened picks its panel once
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
-        yield Static(id="run-head")
+        yield RunHead(id="run-head")
         with Horizontal(id="progress-row"):
             yield ProgressBar(total=1, show_eta=False, id="progress")
             yield Static(id="progress-text")
@@ -144,8 +209,9 @@ class RunScreen(BaseScreen):
         if update.steps or update.telemetry or update.start:
             self._update_series()
         self.status = update.status
+        opened_ended, self.fed = update.ended and not self.fed, True
         if update.ended:
-            self._show_outcome()
+            self._show_outcome(pick_panel=opened_ended)
             if self.has_profile:
                 self.load_step()
             self._add_advice()
@@ -197,13 +263,8 @@ class RunScreen(BaseScreen):
         cfg = self._config()
         start = self.start or (self.record.start if self.record else None)
         device = (start.device if start else None) or (cfg.device if cfg else "?")
-        name = start.device_name if start else None
-        head = (f"{cfg.version if cfg else '?'}  {key_config(cfg)}  {device}{f' ({name})' if name else ''}  ",
-                self.status)
-        if head != self._head:  # a changed Static re-lays out the screen: skip the no-op updates
-            self._head = head
-            self.query_one("#run-head", Static).update(Content.assemble(
-                (f"{safe(self.run_id)} ", "bold"), safe(head[0]), (f"● {self.status}", status_style(self.status))))
+        self.query_one("#run-head", RunHead).show(self.run_id, cfg.version if cfg else "?", key_config(cfg), device,
+                                                  start.device_name if start else None, self.status)
 
     def _tick(self) -> None:
         if self.status == "running":
@@ -328,7 +389,10 @@ class RunScreen(BaseScreen):
                     if chart.dirty and chart.display:
                         chart.redraw()
 
-    def _show_outcome(self) -> None:
+    def _show_outcome(self, pick_panel: bool) -> None:
+        """The outcome box and, for a run of several, its Ranks panel. `pick_panel`: the run had
+        ended when the screen opened, so the panel that tells most is shown first; a run that ends
+        under the learner leaves the panel they are on (it jumped from Log to Charts)."""
         record = self.record
         if record is None:
             return
@@ -341,6 +405,8 @@ class RunScreen(BaseScreen):
         panes = self.query_one("#run-panes", Panes)
         if record.ranks and not self.query("#ranks"):
             panes.add(Pane(ranks_table(record), title="Ranks", id="ranks-pane"))
+        if not pick_panel:
+            return
         if self.status == "failed":
             panes.show("log-pane")
         elif self.status == "finished" and record.ranks:  # what a run of several adds: each rank
