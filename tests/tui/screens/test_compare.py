@@ -12,7 +12,7 @@ from support.repeat import FakeLaunches
 
 from tinylab.tui.backend import Backend
 
-from ..conftest import SIZE, V1, V2, make_app, screen_name, text_of, wait_for
+from ..conftest import SIZE, V1, V2, make_app, screen_name, screen_text, text_of, wait_for
 from ..fakes import make_run
 
 pytestmark = pytest.mark.asyncio
@@ -142,3 +142,87 @@ async def test_a_setting_one_run_lacks_reads_as_a_dash_not_none(store: Path):
         await wait_for(pilot, lambda: "differs:" in text_of(pilot, "#cmp-head"), what="the differences")
         head = text_of(pilot, "#cmp-head")
         assert "fault -→missing-init" in head and "None" not in head
+
+
+#: Two CPU runs, not profiled, whose load sampler found the machine busy (other processes wanted
+#: 1.8 cores, none spare): Compare says so in a note a side, and has no kernel diff.
+BUSY_A, BUSY_B = "20261126-023000-d4d4", "20261126-023100-d5d5"
+
+
+def busy_pair(store: Path) -> tuple[str, str]:
+    """BUSY_A and BUSY_B written in `store`, their summaries with the load a busy machine leaves."""
+    import json
+
+    for run_id, step_ms in ((BUSY_A, 40.0), (BUSY_B, 30.0)):
+        run_dir = make_run(store, run_id, gpu=False, profile=False, step_ms=step_ms)
+        events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+        for event in events:
+            if event["event"] == "summary":
+                event.update(others_cpu_cores=1.8, spare_cpu_cores=0.0)
+        (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    return BUSY_A, BUSY_B
+
+
+def shown_in(pilot, selector: str) -> str:
+    """The words on screen in the widget's columns, row after row (a wrapped note reads as one)."""
+    region = pilot.app.screen.query_one(selector).region
+    lines = screen_text(pilot.app.export_screenshot())
+    return " ".join(" ".join(line.ljust(region.right)[region.x:region.right] for line in lines).split())
+
+
+def whole_on_screen(pilot, selector: str) -> bool:
+    """No row of the widget is scrolled or clipped out of sight."""
+    geometry = pilot.app.screen.find_widget(pilot.app.screen.query_one(selector))
+    return geometry.visible_region == geometry.region
+
+
+def notes_of(pilot) -> list[str]:
+    return [" ".join(line.lstrip("• ").split()) for line in text_of(pilot, "#cmp-notes").splitlines()]
+
+
+async def test_busy_notes_read_in_full_beside_an_empty_kernels_box_at_120x40(store: Path):
+    """Issue 38: at 120x40 the busy-machine notes were cut mid-sentence while an empty Kernels box took
+    16 rows (and the Advice pane had no row at all). The box is as high as its one line saying why it
+    is empty, the notes wrap on screen in full, and A's advice checked against B shows."""
+    a, b = busy_pair(store)
+    async with make_app(store).run_test(size=(120, 40)) as pilot:
+        await opened(pilot, a, b)
+        await wait_for(pilot, lambda: "busy during B" in text_of(pilot, "#cmp-notes")
+                       and "Checking" not in text_of(pilot, "#cmp-advice"), what="the notes and the advice")
+        await pilot.pause(0.2)
+        notes = notes_of(pilot)
+        assert len(notes) == 3 and notes[0].startswith("the machine was busy during A: other processes used 1.8")
+        shown = shown_in(pilot, "#cmp-notes")
+        assert whole_on_screen(pilot, "#cmp-notes") and all(f"• {note}" in shown for note in notes), shown
+        region = pilot.app.screen.query_one("#cmp-notes").content_region
+        rows = [line.ljust(region.right)[region.x:region.right] for line in screen_text(pilot.app.export_screenshot())]
+        first = next(i for i, row in enumerate(rows) if row.startswith("• the machine was busy during A"))
+        last = next(i for i, row in enumerate(rows) if "(docs/statistics.md)" in row)
+        rows = rows[first:last + 1]
+        assert len(rows) > len(notes) and all(row.startswith(("• ", "  ")) for row in rows), rows  # hanging
+        assert pilot.app.screen.query_one("#kernels-pane").region.height == 3  # its border and one line
+        assert "No kernel diff: both runs need a kernel table" in shown_in(pilot, "#kernels-pane")
+        assert whole_on_screen(pilot, "#cmp-advice") and "no advice item of A applies to B" in shown_in(
+            pilot, "#advice-pane")
+
+
+async def test_pagedown_in_the_metrics_reaches_their_last_note_at_80x24(store: Path):
+    """At 80x24 the table leaves the notes a line or two: PageDown in it (and an arrow past its last
+    row) scrolls the metrics to the last note's end; PageUp back to the table's head."""
+    a, b = busy_pair(store)
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await opened(pilot, a, b)
+        await wait_for(pilot, lambda: "busy during B" in text_of(pilot, "#cmp-notes"), what="the notes")
+        assert pilot.app.focused.id == "metrics"
+        last = notes_of(pilot)[-1]
+        assert f"• {last}" not in shown_in(pilot, "#metrics-pane")
+        await pilot.press("pagedown")
+        await pilot.pause(0.2)
+        assert f"• {last}" in shown_in(pilot, "#metrics-pane")
+        await pilot.press("pageup")
+        await pilot.pause(0.2)
+        assert "metric A B B/A [interval] samples/s" in shown_in(pilot, "#metrics-pane")
+        for _ in range(20):  # the arrows: down the rows, then on past the last one
+            await pilot.press("down")
+        await pilot.pause(0.2)
+        assert f"• {last}" in shown_in(pilot, "#metrics-pane")

@@ -10,7 +10,8 @@ import pytest
 from support.advice import A, bad_init_run
 from support.runs import make_run
 
-from ..conftest import SIZE, make_app, screen_name, wait_for
+from .. import fakes
+from ..conftest import SIZE, make_app, screen_name, screen_text, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -70,9 +71,46 @@ async def test_the_hotspots_screen_has_the_panel_and_a_finding_launches_nothing(
         assert screen_name(pilot) == "HotspotsScreen" and len(list((tmp_path / "runs").iterdir())) == 1
 
 
+async def test_every_item_reads_in_full_at_80x24_and_pagedown_reaches_the_last_action(tmp_path: Path):
+    """Issue 38: the table cut the measured value (`= 64% of th`) and the last item's action ran below
+    the box, where PageDown (which paged the table's cursor) never took it. A 2-rank run's two items,
+    long actions: each row's measured value wraps in its cell, and with the last item highlighted
+    PageDown scrolls the panel to its action, all on screen."""
+    run = "20261126-024200-e7e7"
+    fakes.make_run(tmp_path / "runs", run, ranks=2, step_ms=44.0)
+    app = make_app(tmp_path / "runs", clock=None)
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_run(run)
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen" and _panel_loaded(pilot), what="the advice")
+        await pilot.press("a")
+        await pilot.pause(0.2)
+        items = pilot.app.screen.query_one("#advice").items
+        assert len(items) == 2 and {i.severity for i in items} == {"suggestion"}
+        assert "Advice: 2 suggestions" in str(pilot.app.screen.query_one("#advice-head").render())  # not "2 suggestion"
+        for item in items:  # each row's measured value, whole
+            assert words(item.measured.text) in shown(pilot), item.rule
+        await pilot.press("down")
+        await pilot.pause(0.2)  # the row scrolled to, then a page on
+        await pilot.press("pagedown")
+        await pilot.pause(0.2)
+        last = items[-1]
+        on_screen = shown(pilot)
+        assert f"action: {words(last.action.text)}" in on_screen and words(last.measured.text) in on_screen
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def shown(pilot) -> str:
+    """The screen's words, line after line, left of the scroll bar's two columns (a wrapped value reads
+    as one)."""
+    return words(" ".join(line.ljust(SIZE[0])[:SIZE[0] - 2] for line in screen_text(pilot.app.export_screenshot())))
+
+
 async def test_advice_that_comes_as_its_screen_closes_is_no_crash():
-    """The answer can come while the screen is closing (the run ended, then esc or quit): the panel's
-    scroll box was marked for removal before it had mounted its detail, and the panel, still running,
+    """The answer can come while the screen is closing (the run ended, then esc or quit): its widgets
+    were marked for removal before the panel had mounted its detail, and the panel, still running,
     took the answer and found no '#advice-detail' (NoMatches ended the app; seen under load)."""
     from textual.app import App
 
@@ -85,7 +123,7 @@ async def test_advice_that_comes_as_its_screen_closes_is_no_crash():
     app = PanelApp()
     async with app.run_test(size=SIZE) as pilot:
         panel = app.query_one(AdvicePanel)
-        await panel.query_one("#advice-detail-box").remove()  # the state that closing leaves
+        await panel.query_one("#advice-detail").remove()  # the state that closing leaves
         panel.post_message(AdviceLoaded([], ["a note"], None))
         await pilot.pause(0.2)
         assert panel.loaded and "nothing to say about this run" in str(panel.query_one("#advice-head").render())

@@ -24,7 +24,9 @@ from tinylab.service.repeat import DEFAULT_MAX_RUNS, Repeat, RepeatDone, RepeatE
 from tinylab.service.results import Comparison, KernelDiff
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
+from tinylab.tui.widgets.advice import WholeTable
 from tinylab.tui.widgets.charts import BarChart
+from tinylab.tui.widgets.hanging import Hanging
 from tinylab.tui.widgets.panes import Pane, Panes
 
 #: Metrics drawn in the A/B bar chart, as the ratio B/A.
@@ -59,6 +61,7 @@ REPEAT_HINT = f"r: repeat both runs, interleaved, until sure (at most {DEFAULT_M
 
 class CompareScreen(BaseScreen):
     TITLE = "Compare"
+    AUTO_FOCUS = "#metrics"  # the table, not the box it scrolls in (which comes first)
     DEFAULT_CSS = "#cmp-repeat { height: auto; padding: 0 1; }"
     BINDINGS = [
         Binding("escape", "back", "Back", tooltip="while repeating: stop the repeat"),
@@ -84,16 +87,18 @@ class CompareScreen(BaseScreen):
         yield Static("Comparing…", id="cmp-head")
         yield Static(REPEAT_HINT, id="cmp-repeat")
         with Panes(id="cmp-panes"):
-            with Pane(title="Metrics", id="metrics-pane"):
-                yield Static(id="cmp-scaling")
-                yield DataTable(id="metrics", cursor_type="row", zebra_stripes=True)
-                yield Static(id="cmp-notes")
+            # the notes (a busy machine's take several lines) scroll with the table, never cut at the
+            # pane's edge: the table's page keys, and an arrow past its ends, scroll the box
+            yield Pane(VerticalScroll(Static(id="cmp-scaling"),
+                                      WholeTable(id="metrics", cursor_type="row", zebra_stripes=True),
+                                      Static(id="cmp-notes"), id="metrics-box"), title="Metrics", id="metrics-pane")
             yield Pane(BarChart("B / A (1.00 = same)", id="cmp-chart"), title="Chart", id="chart-pane")
+            # before Kernels: wide, it sits under the chart and Kernels under both (app.tcss)
+            yield Pane(VerticalScroll(Static("Checking A's advice against B…", id="cmp-advice")), title="Advice",
+                       id="advice-pane")
             with Pane(title="Kernels", id="kernels-pane"):
                 yield DataTable(id="kernel-diff", cursor_type="row", zebra_stripes=True)
                 yield VerticalScroll(Static(id="kernel-notes"), id="kernel-notes-box")
-            yield Pane(VerticalScroll(Static("Checking A's advice against B…", id="cmp-advice")), title="Advice",
-                       id="advice-pane")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -220,10 +225,11 @@ class CompareScreen(BaseScreen):
         for label, va, vb, ratio, verdict in metric_rows(result):
             table.add_row(Text(label), Text(va, justify="right"), Text(vb, justify="right"),
                           Text(ratio, justify="right"), Text(verdict, style="bold" if verdict else ""))
-        notes = Text()
-        for note in [*result.notes, *filter(None, [noise_note(result)])]:
-            notes.append(f"• {safe(note)}\n")
-        self.query_one("#cmp-notes", Static).update(notes)
+        said = [*result.notes, *filter(None, [noise_note(result)])]
+        notes = Hanging()  # a note's wrapped lines under its text, not under its bullet
+        for note in said:
+            notes.add("• ", safe(note))
+        self.query_one("#cmp-notes", Static).update(notes)  # no blank line under them: rows are few
 
         ratios = {m.key: m for m in result.metrics if m.key in CHART_KEYS and m.ratio is not None}
         labels = [ratios[k].label for k in CHART_KEYS if k in ratios]
@@ -256,6 +262,7 @@ class CompareScreen(BaseScreen):
             notes.append(f"{title}: ", style="bold")
             notes.append(safe(", ".join(f"{name} ({total}, {calls} calls)" for name, total, calls in listed) or "none"))
             notes.append("\n")
+        notes.rstrip()  # no blank last line: the wide box is as high as what it shows
         self.query_one("#kernel-notes", Static).update(notes)
 
     def action_next_pane(self) -> None:
