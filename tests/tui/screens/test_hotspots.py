@@ -11,7 +11,7 @@ import pytest
 from tinylab.core.errors import UserError
 from tinylab.tui.screens.hotspots import open_hint
 
-from ..conftest import SIZE, V1, make_app, screen_name, text_of, wait_for
+from ..conftest import SIZE, V1, make_app, screen_name, screen_text, text_of, wait_for
 from ..fakes import make_run
 
 
@@ -89,23 +89,39 @@ async def test_hotspots_of_a_run_of_two_ranks_shows_one_rank_at_a_time(store: Pa
 
 
 @pytest.mark.asyncio
+async def test_the_panel_strip_fits_80_columns(store: Path):
+    """Issue 38: at 80 columns the strip ended `Advice    t:` (six panels and the hint were 91
+    columns): it names every panel and its key in full."""
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        pilot.app.open_hotspots(V1)
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen" and pilot.app.screen.query(".pane-strip")
+                       and "Advice" in text_of(pilot, ".pane-strip"), what="the strip")
+        strip = text_of(pilot, ".pane-strip")
+        assert len(strip) <= SIZE[0] and strip.endswith("t: next panel"), strip
+        line = next(line for line in screen_text(pilot.app.export_screenshot()) if line.startswith(" Kernels  │"))
+        assert line == strip.rstrip() and [p.title for p in pilot.app.screen.query_one("#hot-panes").panes] == [
+            "Kernels", "Shares", "Files", "Roofline", "Step", "Advice"]
+
+
+@pytest.mark.asyncio
 async def test_hotspots_roofline_panel(store: Path):
-    """Without ceilings the panel says how to get them; with ceilings of the run's card it draws."""
+    """Without ceilings the panel says how to get them; with ceilings of the run's card it draws.
+    (Its waits are 30 s: under load they timed out at 10, while the test passed alone.)"""
     import json
 
     async with make_app(store).run_test(size=SIZE) as pilot:
         pilot.app.open_hotspots(V1)
-        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
-        await wait_for(pilot, lambda: pilot.app.screen.query("#roofline"), what="roofline pane")
-        await wait_for(pilot, lambda: "No ceilings measured" in text_of(pilot, "#roofline"), what="hint")
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", timeout=30, what="hotspots")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#roofline"), timeout=30, what="roofline pane")
+        await wait_for(pilot, lambda: "No ceilings measured" in text_of(pilot, "#roofline"), timeout=30, what="hint")
         assert f"tinylab roofline {V1}" in text_of(pilot, "#roofline")
     ceilings = {"copy_gbps": 3000.0, "gemm_tflops": {"fp32": {"large": 50.0}, "bf16": {"large": 700.0}}}
     (store / "ceilings-NVIDIA_H100_80GB_HBM3.json").write_text(json.dumps(ceilings))
     async with make_app(store).run_test(size=SIZE) as pilot:
         pilot.app.open_hotspots(V1)
-        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", what="hotspots")
-        await wait_for(pilot, lambda: pilot.app.screen.query("#roofline"), what="roofline pane")
-        await wait_for(pilot, lambda: "ridge at" in text_of(pilot, "#roofline"), what="roofline")
+        await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen", timeout=30, what="hotspots")
+        await wait_for(pilot, lambda: pilot.app.screen.query("#roofline"), timeout=30, what="roofline pane")
+        await wait_for(pilot, lambda: "ridge at" in text_of(pilot, "#roofline"), timeout=30, what="roofline")
         assert "training step" in text_of(pilot, "#roofline")
         await pilot.press("t", "t", "t")
         assert pilot.app.screen.query_one("#hot-panes").current.id == "roofline-pane"
@@ -170,20 +186,37 @@ def test_each_artifact_gets_a_way_to_open_it_that_works(path, says, never):
 
 
 @pytest.mark.asyncio
-async def test_artifact_commands_show_whole_at_80_columns(store: Path):
-    """At 80 columns an artifact's command was broken at its spaces (`tinylab hotspots` on one line,
-    its path on the next): each command has a line of its own and folds at the edge, whole; RUN
-    is the run's own id."""
+async def test_artifact_commands_are_never_wrapped_and_y_copies_them(store: Path):
+    """At 80 columns an artifact's command was broken at its spaces, then folded mid-path at the
+    panel's edge (copied over SSH, a broken command): each path and command is one line, whole,
+    which the panel scrolls sideways to show, and `y` copies the commands, one a line; RUN is the
+    run's own id."""
     run_id = "20261126-023000-d4d4"
+    store = store.parent / ("a-long-folder-name-" * 3) / "runs"  # paths wider than any panel at 80 columns
     make_run(store, run_id, gpu=False)  # a CPU run: its memory timeline says `tinylab timeline RUN`
     async with make_app(store).run_test(size=SIZE) as pilot:
         pilot.app.open_hotspots(run_id)
         await wait_for(pilot, lambda: screen_name(pilot) == "HotspotsScreen" and pilot.app.screen.query("#artifacts")
                        and "kernels.csv" in text_of(pilot, "#artifacts"), what="the artifacts")
+        screen = pilot.app.screen
+        screen.query_one("#hot-panes").show("artifacts-pane")
+        await pilot.pause()
         lines = text_of(pilot, "#artifacts").splitlines()
-        commands = [line.strip() for line in lines if line.lstrip().startswith("$ ")]
+        commands = [line.strip()[2:] for line in lines if line.lstrip().startswith("$ ")]
         csv = str(store / run_id / "profiles/pytorch/kernels.csv")
-        assert f"$ tinylab hotspots {csv}" in commands and "$ tinylab timeline 1126-0230-d4d4" in commands
-        assert all(len(line) <= 76 for line in lines if not line.lstrip().startswith(("$ ", "runs/"))), lines
-        widget = pilot.app.screen.query_one("#artifacts")
-        assert (widget.styles.text_wrap, widget.styles.text_overflow) == ("nowrap", "fold")
+        assert f"tinylab hotspots {csv}" in commands and "tinylab timeline 1126-0230-d4d4" in commands
+        scroll = screen.query_one("#artifacts-scroll")
+        inside = scroll.scrollable_content_region.width - 2  # within the gutter, less the text's padding
+        assert all(len(line) <= inside for line in lines if not line.lstrip().startswith(("$ ", "a-long", "/"))), lines
+        longest = max(len(line) for line in lines)
+        assert longest > scroll.content_region.width and screen.query_one("#artifacts").size.width >= longest
+        assert scroll.max_scroll_x > 0  # the rest of the line is a scroll away, not on the next row
+        assert "tab, then ← → scrolls" in lines[-1]  # as the panel says: a key scrolls it
+        scroll.focus()
+        await pilot.press("right", "right")
+        await pilot.pause()
+        assert scroll.scroll_x > 0
+        await pilot.press("y")
+        await pilot.pause()
+        assert pilot.app.clipboard == "\n".join(commands) + "\n"
+        assert any("Copied" in n.message for n in pilot.app._notifications), "no word that it copied"

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable, Footer, Header, Input, Static
@@ -126,12 +126,14 @@ class HotspotsScreen(BaseScreen):
         Binding("n", "top", "Top N", tooltip="how many kernels to list"),
         Binding("k", "anatomy", "Anatomy", tooltip="the Triton kernel under the cursor compiled for AMD and NVIDIA "
                 "GPUs at this run's model: registers, LDS, occupancy, IR"),
-        Binding("t", "next_pane", "Panel", tooltip="narrow: the next panel; wide: artifacts, roofline and "
-                "timeline take turns in the last cell"),
+        Binding("t", "next_pane", "Panel", tooltip="narrow: the next panel; wide: files, roofline, step and "
+                "advice take turns in the last cell"),
         Binding("a", "advice", "Advice", show=False,  # 80 columns hold no more keys; the panel strip names it
                 tooltip="what to try next, from this run's own numbers (tinylab advise)"),
         Binding("b", "try_advice", "Try as B", show=False, tooltip="the Advice panel: launch the highlighted "
                 "item's action as run B against this run; Compare opens when B ends"),
+        Binding("y", "copy_commands", "Copy commands", show=False,  # the Files panel says "y: copy"
+                tooltip="copy the Files panel's commands to your clipboard (through the terminal, as OSC 52)"),
         Binding("R", "next_rank", "Next rank", show=False,  # the head says "R: next" where it applies
                 tooltip="a run of several ranks: the next rank's table (ranks are never merged; "
                 "`tinylab hotspots RUN --rank all` lists them side by side)"),
@@ -150,6 +152,7 @@ class HotspotsScreen(BaseScreen):
         self.top = TOPS[0]
         self.needle = ""
         self.shown: list[dict[str, Any]] = []
+        self.commands: list[str] = []  # the Files panel's, as `y` copies them
         self._debounce: Timer | None = None
 
     def compose(self) -> ComposeResult:
@@ -163,12 +166,15 @@ class HotspotsScreen(BaseScreen):
             with Pane(title="Kernels", id="kernels-pane"):
                 yield DataTable(id="kernels", cursor_type="row", zebra_stripes=True)
                 yield Static(id="kernel-name")
-            yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Categories",
+            # short titles: at 80 columns the strip names the six and its "t: next panel" in 79
+            # ("Categories", "Artifacts" and "Timeline" cut it at "t:"); "Step" as on the Run screen
+            yield Pane(BarChart("share of kernel time by category (%)", id="categories"), title="Shares",
                        id="categories-pane")
-            yield Pane(VerticalScroll(Static(id="artifacts")), title="Artifacts", id="artifacts-pane",
+            # paths and commands are never wrapped (a wrapped one copies broken): they scroll sideways
+            yield Pane(ScrollableContainer(Static(id="artifacts"), id="artifacts-scroll"), title="Files", id="artifacts-pane",
                        classes="detail -detail")
             yield Pane(VerticalScroll(Static(id="roofline")), title="Roofline", id="roofline-pane", classes="detail")
-            yield Pane(VerticalScroll(AnatomyText(id="hot-timeline")), title="Timeline", id="timeline-pane", classes="detail")
+            yield Pane(VerticalScroll(AnatomyText(id="hot-timeline")), title="Step", id="timeline-pane", classes="detail")
             yield Pane(AdvicePanel(id="advice"), title="Advice", id="advice-pane", classes="detail")
         yield Footer(compact=True)
 
@@ -359,13 +365,16 @@ class HotspotsScreen(BaseScreen):
         self.call_after_refresh(self._show_artifacts)
 
     def _show_artifacts(self) -> None:
-        """Each artifact, its path, what it is (wrapped to the panel) and the commands that open it."""
+        """Each artifact, its path, what it is (wrapped to the panel) and the commands that open it,
+        each path and command whole on a line of its own (the panel scrolls sideways to show one
+        wider than it, and `y` copies the commands)."""
         record = self.record
         if record is None:
             return
-        widget = self.query_one("#artifacts", Static)
-        width = widget.content_region.width or self.size.width - 6  # a hidden panel: the screen's
+        # inside the scrollbar's gutter, less the text's padding (0 1); a hidden panel: the screen's
+        width = (self.query_one("#artifacts-scroll").scrollable_content_region.width or self.size.width - 4) - 2
         text = Text()
+        self.commands = []
         if not record.profiles:
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
         for prof in record.profiles:
@@ -377,12 +386,26 @@ class HotspotsScreen(BaseScreen):
                 path = Path(rel) if Path(rel).is_absolute() else Path(record.dir) / rel
                 what, commands = open_hint(str(path))
                 text.append(f"  {safe(name)}\n", style="bold")
-                text.append(f"    {safe(path)}\n")  # a path longer than the panel folds, never cut
-                # at 80 columns a hint's command was broken at its spaces, the path on the next line
+                text.append(f"    {safe(path)}\n")
                 text.append("\n".join(wrap_words(safe(what), max(30, width), "    ", "    ")) + "\n", style="dim")
                 for command in commands:
-                    text.append(f"      $ {safe(command.replace('FILE', str(path)).replace('RUN', short_id(record.id)))}\n")
-        widget.update(text)
+                    self.commands.append(safe(command.replace("FILE", str(path)).replace("RUN", short_id(record.id))))
+                    text.append(f"      $ {self.commands[-1]}\n")
+        if self.commands:
+            text.append("y: copy the commands · tab, then ← → scrolls", style="dim")
+        self.query_one("#artifacts", Static).update(text)
+
+    def action_copy_commands(self) -> None:
+        """Copy the Files panel's commands, one a line, for a shell: through the terminal (OSC 52),
+        which reaches the clipboard of the machine the SSH session comes from where the terminal
+        allows it (tmux: `set -g set-clipboard on`)."""
+        if not self.commands:
+            self.notify("No commands to copy: this run has no profiler artifacts.", severity="warning")
+            return
+        self.app.copy_to_clipboard("\n".join(self.commands) + "\n")
+        n = len(self.commands)
+        self.notify(f"Copied {n} command{'s' if n != 1 else ''} to the clipboard, if your terminal allows it "
+                    "(OSC 52; tmux: set-clipboard on). `tinylab show RUN` prints the paths too.")
 
     # ---------------------------------------------------------------- actions
     def action_back(self) -> None:
@@ -477,8 +500,8 @@ class HotspotsScreen(BaseScreen):
         self.app.open_kernels(config, row["name"], f"{self.run_id}'s model")  # type: ignore[attr-defined]
 
     def action_next_pane(self) -> None:
-        """Narrow: the next panel. Wide: the next of the detail panels (artifacts, roofline,
-        timeline) that share the grid's last cell."""
+        """Narrow: the next panel. Wide: the next of the detail panels (files, roofline, step,
+        advice) that share the grid's last cell."""
         self.call_after_refresh(self._show_artifacts)  # wrapped to the width it is shown at
         if self.screen.has_class("-narrow"):
             self.query_one("#hot-panes", Panes).show_next()
