@@ -40,7 +40,12 @@ def test_show_reveals_hints_one_at_a_time_and_hides_the_fault():
     one = tinylab("show", SCENARIO, "--step", str(STEP["non-contiguous"]), "--hints", "1")
     assert one.returncode == 0
     assert "Hints: 1 of 4 shown" in one.stdout and "column_major" not in one.stdout
-    assert "non-contiguous" not in one.stdout and "fault=(hidden" in one.stdout
+    before, diagnosis = one.stdout.split("\nDiagnosis:\n")
+    after = diagnosis[diagnosis.index("\nHints:"):]
+    assert "non-contiguous" not in before + after and "fault=(hidden" in before
+    # the faults to name it from, all of them, in an order that says nothing of the answer
+    assert "FAULT, where FAULT is one of detached-backward, missing-init, naive-triton-swiglu, non-contiguous, unsynced-timing" \
+        in " ".join(diagnosis.split())
     assert "--answers reveals" in one.stdout and "-> " not in one.stdout
     full = tinylab("show", SCENARIO, "--step", str(STEP["non-contiguous"]), "--hints", "4", "--answers")
     assert "column_major" in full.stdout and "-> " in full.stdout
@@ -178,3 +183,128 @@ def test_a_negative_or_non_numeric_hint_count_is_a_usage_error(capsys, hints):
         main(["exercises", "show", SCENARIO, "--hints", hints])
     assert done.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith(f"must be an integer >= 0, got '{hints}' (`tinylab exercises show --help` lists what it takes)")
+
+
+# ----------------------------------------------------------------------------- naming the fault
+def _summary(**values) -> dict:
+    return {"event": "summary", "time": 3.0, "samples_per_s": 10.0, "step_ms_median": 40.0, "step_ms_p10": 39.0,
+            "step_ms_p90": 41.0, "initial_loss": 62.5, "final_loss": 60.0, "params_trained": 14,
+            "params_total": 14, "fwd_ms_median": 12.0, "bwd_ms_median": 22.0, "opt_ms_median": 6.0, **values}
+
+
+@pytest.fixture
+def passed_step(tmp_path, progress_file):
+    """performance-debugging step 1 run and passed (its checks confirm the symptom), its fault not
+    yet named; beside it a fixed run to compare with."""
+    from support.runs import make_run
+
+    root = tmp_path / "runs"
+    start = {"event": "start", "time": 1.0, "device": "cpu", "device_name": "x86_64", "config": {}}
+    fixed = make_run(root, "20260101-000000-aaaa", [start, _summary(initial_loss=6.9)], version="v3")
+    faulty = make_run(root, "20260101-000000-bbbb", [{**start, "config": {"fault": "missing-init"}}, _summary()],
+                      version="v3", fault="missing-init", label=f"exercise {SCENARIO} step 1")
+    step = ex.get_step(ex.find_scenario(ex.load_scenarios(), SCENARIO), 1)
+    ex.record_progress(SCENARIO, 1, ex.evaluate_checks(step, faulty.record(), None, on_gpu=False), [faulty.id])
+    assert ex.load_progress()["scenarios"][SCENARIO]["steps"]["1"]["passed_at"]
+    return root, fixed, faulty
+
+
+def _main(capsys, monkeypatch, *argv: str) -> tuple[int, str, str]:
+    from tinylab.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # the runs table cuts its config column to the terminal
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_passed_step_hides_its_fault_in_every_command_until_it_is_named(passed_step, capsys, monkeypatch):
+    """The step passed the moment its run ended, and passing unmasked the fault: `show last` (which
+    the step's own text says to run), `runs` and compare's `differs:` printed fault=missing-init."""
+    root, fixed, faulty = passed_step
+    runs_dir = ["--runs-dir", str(root)]
+    views = [["show", "last"], ["show", "last", "--json"], ["runs"], ["runs", "--json"],
+             ["compare", fixed.id, faulty.id], ["compare", fixed.id, faulty.id, "--json"]]
+    for argv in views:
+        code, out, err = _main(capsys, monkeypatch, *argv, *runs_dir)
+        assert code == 0, err
+        assert "missing-init" not in out + err and "(hidden)" in out, (argv, out)
+    _, compared, _ = _main(capsys, monkeypatch, "compare", fixed.id, faulty.id, *runs_dir)
+    assert "fault=(hidden)" in next(line for line in compared.splitlines() if line.startswith("B "))
+    code, out, err = _main(capsys, monkeypatch, "exercises", "answer", SCENARIO, "--step", "1", "missing-init",
+                           *runs_dir)
+    assert code == 0 and out.startswith("✓ missing-init: that is the fault this step injects"), out + err
+    assert ex.load_progress()["scenarios"][SCENARIO]["steps"]["1"]["found_at"]
+    for argv in (["show", "last"], ["runs"], ["compare", fixed.id, faulty.id]):
+        assert "missing-init" in _main(capsys, monkeypatch, *argv, *runs_dir)[1], argv  # found: nothing left to hide
+
+
+def test_a_wrong_guess_says_what_the_run_contradicts_and_records_nothing(passed_step, capsys, monkeypatch):
+    root, _, faulty = passed_step
+    code, out, err = _main(capsys, monkeypatch, "exercises", "answer", SCENARIO, "--step", "1", "detached-backward",
+                           "--runs-dir", str(root))
+    assert code == 1, err
+    text = " ".join(out.split())
+    assert text.startswith("✗ not detached-backward: the evidence contradicts it.")
+    # step 4's checks (detached-backward's symptoms) measured on this run, and false there
+    assert ("detached-backward would show: some parameter tensors never changed during training; this run has "
+            "params_trained=14, params_total=14") in text
+    assert "This run shows: the first loss is more than 3x ln(vocab)" in text and "(hidden)" not in text
+    # a symptom that needs a GPU: nothing here contradicts it, and the answer says why
+    code, out, _ = _main(capsys, monkeypatch, "exercises", "answer", SCENARIO, "--step", "1", "unsynced-timing",
+                         "--runs-dir", str(root))
+    assert code == 1 and "Nothing in this run contradicts it, because the run cannot show it: GPU-only" in " ".join(out.split())
+    code, out, _ = _main(capsys, monkeypatch, "exercises", "answer", SCENARIO, "--step", "1", "non-contiguous",
+                         "--json", "--runs-dir", str(root))
+    got = json.loads(out)
+    assert code == 1 and got["right"] is False and "baseline run, which this step does not make" in " ".join(got["verdict"])
+    assert "found_at" not in ex.load_progress()["scenarios"][SCENARIO]["steps"]["1"]
+    assert "missing-init" not in _main(capsys, monkeypatch, "show", "last", "--runs-dir", str(root))[1]
+    # the kept run looked for in another store: the answer says it cannot weigh the guess, and why
+    (root.parent / "elsewhere").mkdir()
+    code, out, _ = _main(capsys, monkeypatch, "exercises", "answer", SCENARIO, "--step", "1", "detached-backward",
+                         "--runs-dir", str(root.parent / "elsewhere"))
+    assert code == 1 and (f"The step's run cannot be read to weigh the guess: its run {faulty.id} is not in this run store "
+                        "(--runs-dir names the one it ran in)") in " ".join(out.split())
+
+
+@pytest.mark.parametrize("args, fragment", [
+    ([SCENARIO, "--step", "1", "bogus"], "'bogus' is not a fault step 1's run could have: choose one of "
+                                         "detached-backward, missing-init, naive-triton-swiglu"),
+    ([SCENARIO, "--step", "1", "straggler"], "'straggler' is not a fault step 1's run could have"),  # one rank
+    ([SCENARIO, "--step", "6", "missing-init"], "performance-debugging step 6 hides no fault: there is nothing to name"),
+    (["v1-baseline", "--step", "1", "missing-init"], "v1-baseline step 1 hides no fault"),
+    ([SCENARIO, "--step", "9", "missing-init"], "performance-debugging has steps 1..6, not 9"),
+    (["nope", "--step", "1", "missing-init"], "unknown exercise 'nope'"),
+])
+def test_an_answer_that_names_nothing_to_judge_is_one_line_and_exit_2(args, fragment, tmp_path, progress_file):
+    (tmp_path / "runs").mkdir()
+    res = tinylab("answer", *args, "--runs-dir", str(tmp_path / "runs"))
+    assert res.returncode == 2, res
+    assert fragment in res.stderr and len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+    assert not progress_file.exists() and not any((tmp_path / "runs").iterdir())
+
+
+def test_the_help_and_the_step_say_how_to_answer(passed_step, capsys, monkeypatch):
+    code, out, _ = _main(capsys, monkeypatch, "exercises", "show", SCENARIO, "--step", "1")
+    text = " ".join(out.split())
+    assert code == 0 and (f"name the fault: tinylab exercises answer {SCENARIO} --step 1 FAULT, where FAULT is one "
+                          "of detached-backward, missing-init") in text
+    with pytest.raises(SystemExit):
+        _main(capsys, monkeypatch, "exercises", "--help")
+    assert re.search(r"answer +name the fault a step hides", capsys.readouterr().out)
+    with pytest.raises(SystemExit):
+        _main(capsys, monkeypatch, "exercises", "answer", "--help")
+    usage = " ".join(capsys.readouterr().out.split())
+    assert "tinylab exercises answer performance-debugging --step 1 FAULT" in usage and "0 right, 1 wrong" in usage
+
+
+def test_a_passed_step_names_the_runs_it_keeps(passed_step, capsys, monkeypatch):
+    """v1-baseline 1/3 reopened showed `no run for this step yet`: a step keeps the runs that passed
+    it, through a failed retry too."""
+    _, _, faulty = passed_step
+    ex.record_progress(SCENARIO, 1, [ex.CheckResult("loss-starts-too-high", "e", "d", "fail", 6.9, "")],
+                       ["20260101-000000-cccc"])
+    code, out, _ = _main(capsys, monkeypatch, "exercises", "show", SCENARIO, "--step", "1")
+    assert code == 0 and re.search(rf"\nPassed \d{{4}}-\d\d-\d\d \d\d:\d\d with run {faulty.id}\n", out), out
+    assert "cccc" not in out

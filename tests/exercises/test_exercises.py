@@ -695,16 +695,22 @@ def test_a_progress_file_nested_5000_deep_is_one_line(progress_file):
 HIDES = GOOD.replace('hints = ["one", "two"]', 'hints = ["one", "two"]\nhidden = ["fault"]')
 
 
-def test_a_step_hides_its_fault_until_it_passes_or_its_answers_are_revealed(tmp_path):
+def test_a_step_hides_its_fault_until_it_is_named_or_its_answers_are_revealed(tmp_path):
+    """performance-debugging's checks confirm the symptom, so a step passed the moment its run
+    ended, and passing unmasked the fault: only naming it or revealing the answers does now."""
     (scenario,) = ex.load_scenarios(write(tmp_path, HIDES))
     assert scenario.steps[0].hidden == ("fault",) and scenario.steps[1].hidden == ()
     assert ex.hidden_fields(ex.load_progress(), scenario, 1) == {"fault"}
     assert ex.hidden_fields(ex.load_progress(), scenario, 2) == frozenset()
+    ex.record_progress("foo", 1, [ex.CheckResult("a", "e", "d", "pass", 1, "")], [])
+    assert ex.load_progress()["scenarios"]["foo"]["steps"]["1"]["passed_at"]
+    assert ex.hidden_fields(ex.load_progress(), scenario, 1) == {"fault"}  # passed, and still to be found
     ex.record_answers_revealed("foo", 1)
     assert ex.hidden_fields(ex.load_progress(), scenario, 1) == frozenset()
     ex.record_progress("foo", 1, [ex.CheckResult("a", "e", "d", "fail", 1, "")], [])
     assert ex.load_progress()["scenarios"]["foo"]["steps"]["1"]["answers_at"]  # a later attempt keeps it
-    assert ex.hidden_fields({"scenarios": {"foo": {"steps": {"1": {"passed_at": 5.0}}}}}, scenario, 1) == frozenset()
+    assert ex.hidden_fields({"scenarios": {"foo": {"steps": {"1": {"passed_at": 5.0}}}}}, scenario, 1) == {"fault"}
+    assert ex.hidden_fields({"scenarios": {"foo": {"steps": {"1": {"found_at": 5.0}}}}}, scenario, 1) == frozenset()
     assert ex.step_of_label("exercise foo step 1") == ("foo", 1)
     assert ex.step_of_label("exercise foo step 1 baseline") is None and ex.step_of_label("my run") is None
 
@@ -718,3 +724,60 @@ def test_hidden_names_a_setting_of_the_steps_preset(tmp_path, hidden, message):
     text = GOOD.replace('hints = ["one", "two"]', f'hints = ["one", "two"]\nhidden = {hidden}')
     got = problem(tmp_path, text)
     assert got.startswith(f"exercises/foo.toml:{line_of(text, 'hidden = ')}: ") and message in got, got
+
+
+def test_a_check_may_not_read_what_its_step_hides(tmp_path):
+    """A check's result lists the values it read (`fault=missing-init`): it would give the fault away."""
+    text = HIDES.replace('expr = "initial_loss > 3 * ln(vocab_size)"',
+                         'expr = "initial_loss > 3 * ln(vocab_size) and contains(fault, \\"init\\")"')
+    with pytest.raises(ex.ScenarioError, match="check 'loss-high' reads 'fault', which step 1 hides: its result "
+                                               "would show it"):
+        ex.load_scenarios(write(tmp_path, text))
+
+
+def test_a_step_keeps_the_runs_that_passed_it_through_a_failed_retry(tmp_path):
+    """Reopening a passed step showed no run and its checks unevaluated: the latest attempt that
+    passed keeps its runs and its checks as evaluated on them."""
+    (scenario,) = ex.load_scenarios(write(tmp_path, GOOD))
+    first, second = scenario.steps
+    assert ex.kept_attempt(ex.load_progress(), "foo", 1) is None  # never tried
+    ex.record_progress("foo", 2, [ex.CheckResult("faster", "e", "d", "fail", 1.0, "")], ["base-1", "run-1"])
+    tried = ex.kept_attempt(ex.load_progress(), "foo", 2)
+    assert not tried.passed and tried.runs(second) == {"baseline": "base-1", "run": "run-1"}
+    ex.record_progress("foo", 2, [ex.CheckResult("faster", "e", "d", "pass", 2.0, "2 > 1")], ["base-2", "run-2"])
+    ex.record_progress("foo", 2, [ex.CheckResult("faster", "e", "d", "fail", 0.5, "")], ["base-3", "run-3"])
+    kept = ex.kept_attempt(ex.load_progress(), "foo", 2)
+    assert kept.passed and kept.time and kept.runs(second) == {"baseline": "base-2", "run": "run-2"}
+    (result,) = kept.results(second)
+    assert (result.name, result.status, result.value, result.detail, result.description) == (
+        "faster", "pass", 2.0, "2 > 1", "faster")
+    assert ex.load_progress()["scenarios"]["foo"]["steps"]["2"]["run_ids"] == ["base-3", "run-3"]  # the latest too
+    # a file from before passed_with: its latest attempt; one damaged by hand: what is well formed of it
+    old = {"scenarios": {"foo": {"steps": {"1": {"passed": True, "time": 5.0, "run_ids": ["r"],
+                                                 "checks": {"loss-high": {"status": "pass", "value": 9}}}}}}}
+    assert ex.kept_attempt(old, "foo", 1).runs(first) == {"run": "r"} and ex.kept_attempt(old, "foo", 1).passed
+    damaged = {"scenarios": {"foo": {"steps": {"1": {"passed_with": {"time": True, "run_ids": [3, "r"],
+                                                                     "checks": {"loss-high": {"status": "bogus"}}}}}}}}
+    kept = ex.kept_attempt(damaged, "foo", 1)
+    assert kept.time is None and kept.run_ids == ("r",) and kept.results(first) == []
+
+
+def test_the_faults_to_name_come_in_name_order_and_a_guess_is_judged_on_the_run(tmp_path):
+    from support.runs import make_run
+
+    (scenario,) = ex.load_scenarios(write(tmp_path, HIDES))
+    step, plain = scenario.steps
+    assert ex.hidden_fault(step) == "missing-init" and ex.hidden_fault(plain) is None and ex.suspects(plain) == ()
+    # every fault v1 can run with on one process, sorted: the order says nothing of the answer
+    assert ex.suspects(step) == ("missing-init", "unsynced-timing")
+    run = make_run(tmp_path / "runs", "20260101-000000-aaaa", [
+        {"event": "start", "time": 1.0, "device": "cpu", "config": {}},
+        {"event": "summary", "time": 2.0, "initial_loss": 60.0}], fault="missing-init")
+    right = ex.diagnose(scenario, step, "missing-init", run.record())
+    assert right.right and right.lines()[0].startswith("✓ missing-init")
+    wrong = ex.diagnose(scenario, step, "unsynced-timing", run.record())
+    assert not wrong.right and wrong.lines()[0] == "✗ not unsynced-timing."  # no step here shows its symptoms
+    assert wrong.lines()[1].startswith("unsynced-timing would show: fwd + bwd + opt is far below")  # the catalogue's
+    assert wrong.lines()[2] == "This run shows: high (initial_loss=60, vocab_size=1000)"
+    assert ex.diagnose(scenario, step, "unsynced-timing", None).lines()[-1] == (
+        "Run the step to weigh a guess against its run.")

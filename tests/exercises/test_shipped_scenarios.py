@@ -91,3 +91,30 @@ def test_package_data_covers_the_files():
             parts = path.relative_to(root).parts
             recorded = len(parts) >= 3 and parts[1] == "recorded"
             assert path.suffix in (".toml", ".md", ".py") or recorded, path
+
+
+#: What gives a fault away: its name, and the words of its cause. The words of what it shows, which
+#: a title may well name (the model: "triton"; the phase or the timers: "backward", "timing"), are
+#: the symptom the learner starts from, not the answer.
+TELLS = {
+    "missing-init": ("missing-init", "missing", "init"),
+    "non-contiguous": ("non-contiguous", "contiguous", "column-major", "column major", "strided"),
+    "unsynced-timing": ("unsynced-timing", "unsynced", "sync"),
+    "detached-backward": ("detached-backward", "detach", "no_grad", "no grad", "autograd"),
+    "naive-triton-swiglu": ("naive-triton-swiglu", "naive", "swiglu"),
+}
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if any(st.hidden for st in s.steps)], ids=lambda s: s.id)
+def test_no_title_or_list_entry_names_a_fault_a_step_hides(scenario):
+    """performance-debugging hides each step's fault until the learner names it; the list (its
+    title, level and minutes), the preview under it (the summary and every step's title) and each
+    step's head must not name it first."""
+    hidden = {ex.hidden_fault(st) for st in scenario.steps} - {None}
+    assert hidden and hidden <= set(TELLS) <= set(FAULTS), "a new hidden fault needs its words in TELLS"
+    shown = {"list entry": f"{scenario.title} {scenario.level} {scenario.minutes} min",
+             "summary": scenario.summary, **{f"step {st.number}'s title": st.title for st in scenario.steps}}
+    for fault in hidden:
+        for where, text in shown.items():
+            told = [w for w in TELLS[fault] if re.search(rf"(?<![a-z]){re.escape(w)}", text, re.IGNORECASE)]
+            assert not told, f"{scenario.id}: the {where} {text!r} names the hidden fault {fault} ({told})"

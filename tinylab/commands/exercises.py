@@ -1,9 +1,11 @@
-"""`tinylab exercises list | show | check`: the guided scenarios from a terminal or a batch job.
+"""`tinylab exercises list | show | check | answer`: the guided scenarios from a terminal or a batch job.
 
 `check` runs the step's preset (and its baseline first, when the step compares two runs)
 through the real launcher into the run store, so the runs are also visible in `tinylab runs`
 and the lab; the shared run flags override the preset. Exit status: 0 when every check that
 could run passed (and at least one ran), 1 when one failed or none could run, 2 on user errors.
+`answer` names the fault a step hides: 0 when right, 1 when wrong (saying what the step's run
+shows against it), 2 on user errors.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import sys
+import time
 
 from tinylab.commands._common import add_runs_dir, integer, lab_from, print_json, terminal_width
 from tinylab.config import RunConfig
@@ -46,6 +49,19 @@ def add_arguments(p) -> None:
     check.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
     add_runs_dir(check)
     add_run_arguments(check, with_version=False, with_preset=False)
+    answer = sub.add_parser(
+        "answer",
+        help="name the fault a step hides",
+        description="Name the fault a step's run was injected with, as in `tinylab exercises answer "
+        "performance-debugging --step 1 FAULT` (`exercises show ID --step N` lists the faults to pick from). The right one is recorded, and shows from then on wherever the step's run is "
+        "shown; a wrong one is weighed against the step's run, and the answer says what the run shows "
+        "against it. Exit status: 0 right, 1 wrong, 2 on user errors.",
+    )
+    answer.add_argument("id", help="scenario id")
+    answer.add_argument("--step", type=integer(1), required=True, metavar="N", help="step number (1-based: 1 or more)")
+    answer.add_argument("fault", metavar="FAULT", help="the fault's name")
+    answer.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    add_runs_dir(answer)
     # Every run flag defaults to None here, so that only the flags the learner typed override the
     # preset; the shared flags' "(default ...)" notes would then read "None", so they go.
     check.set_defaults(**{name: None for name in _override_names()}, use_amp=None, amp_dtype=None)
@@ -59,7 +75,7 @@ def _override_names() -> list[str]:
 
 
 def run(args) -> int:
-    return {"list": _list, "show": _show, "check": _check}[args.action](args)
+    return {"list": _list, "show": _show, "check": _check, "answer": _answer}[args.action](args)
 
 
 # ----------------------------------------------------------------------------- list
@@ -147,6 +163,16 @@ def _show(args) -> int:
         print(_fill(c.expr, width, f"  {c.name:<24} ", " " * 27))
         tag = "  [GPU only]" if c.needs_gpu else {"recorded": "  [recorded output]", "anatomy": "  [compiled kernels]"}.get(c.on, "")
         print(_fill(c.description + tag, width, " " * 27, " " * 27))
+    kept = exercise.kept_attempt(lab.progress(), scenario.id, step.number)
+    if kept is not None and kept.run_ids:
+        print("\n" + _fill(_kept_runs(step, kept), width, "", "  "))
+    choices = exercise.suspects(step)
+    if choices:
+        print("\nDiagnosis:")
+        if hidden:
+            print(_fill(f"name the fault: {_how_to_answer(scenario, step)}", width, "  ", "  "))
+        else:
+            print(_fill(f"the fault is {exercise.hidden_fault(step)}", width, "  ", "  "))
     if step.hints:
         print(f"\nHints: {min(args.hints, len(step.hints))} of {len(step.hints)} shown (--hints N reveals more)")
         for i, hint in enumerate(step.hints[: args.hints], 1):
@@ -164,10 +190,17 @@ def _show(args) -> int:
 
 
 def _settings(preset: dict, hidden: frozenset[str] = frozenset()) -> str:
-    """The preset as key=value, what the step hides (the fault to find) masked until it passes."""
+    """The preset as key=value, what the step hides (the fault to find) masked until it is named or revealed."""
     shown = {k: v for k, v in mask_config(preset, hidden).items() if k != "label"}
     text = " ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in shown.items())
-    return (text + ("  (hidden until the step passes or --answers)" if hidden else "")) if text else "(defaults)"
+    return (text + ("  (hidden until you name it, or --answers)" if hidden else "")) if text else "(defaults)"
+
+
+def _kept_runs(step, kept) -> str:
+    """The runs a step keeps (the latest that passed it, else the latest tried), by role."""
+    runs = ", ".join(f"{role} {run_id}" for role, run_id in kept.runs(step).items())
+    when = time.strftime(" %Y-%m-%d %H:%M", time.localtime(kept.time)) if kept.time else ""
+    return f"{'Passed' if kept.passed else 'Last tried'}{when} with {runs}"
 
 
 #: A line that starts a list item of a step's markdown ("1. ", "- ").
@@ -217,6 +250,20 @@ def _step_json(step, hints: int, answers: bool, hidden: frozenset[str]) -> dict:
     return data
 
 
+# ----------------------------------------------------------------------------- answer
+def _answer(args) -> int:
+    lab = lab_from(args)
+    found = lab.diagnose(args.id, args.step, args.fault)
+    if args.json:
+        print_json({"scenario": args.id, "step": args.step, "fault": args.fault, "right": found.right,
+                    "verdict": found.lines()})
+    else:
+        width = min(terminal_width(100), 100)
+        for line in found.lines():
+            print(_fill(line, width, "", "  "))
+    return 0 if found.right else 1
+
+
 # ----------------------------------------------------------------------------- check
 def _check(args) -> int:
     lab = lab_from(args, launches=True)
@@ -240,7 +287,7 @@ def _check(args) -> int:
             elif isinstance(event, exercise.StepDone):
                 if event.note:
                     print(event.note, file=sys.stderr if event.run_ids else log)
-                return _report(args, plan, event, log)
+                return _report(args, plan, event, log, lab.progress())
     except KeyboardInterrupt:
         if current is not None:
             print(f"\ncancelling run {current} ...", file=sys.stderr, flush=True)
@@ -270,8 +317,7 @@ def _overrides(args) -> dict:
     return values
 
 
-def _report(args, plan, done, log) -> int:
-
+def _report(args, plan, done, log, progress: dict) -> int:
     scenario, step, results = plan.scenario, plan.step, done.results
     if args.json:
         print_json({
@@ -291,4 +337,14 @@ def _report(args, plan, done, log) -> int:
                 print(f"      {r.detail}")
     print(f"\n{scenario.id} step {step.number}: {done.verdict}"
           + (f"  (runs: {', '.join(done.run_ids)})" if done.run_ids else ""), file=log)
+    if done.run_ids and exercise.hidden_fields(progress, scenario, step.number) and exercise.suspects(step):
+        # the checks confirm the symptom; what causes it is the learner's to name
+        print(_fill(f"next: name the fault, {_how_to_answer(scenario, step)}", min(terminal_width(100), 100),
+                    "", "  "), file=log)
     return 0 if done.passed else 1
+
+
+def _how_to_answer(scenario, step) -> str:
+    """The command that names the fault a step hides, and the faults to choose from."""
+    return (f"tinylab exercises answer {scenario.id} --step {step.number} FAULT, where FAULT is one of "
+            f"{', '.join(exercise.suspects(step))}")

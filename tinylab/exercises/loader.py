@@ -436,6 +436,11 @@ def _build_step(v: _Validator, raw: dict, index: int, sid: str, base_preset: dic
             settable = ", ".join(sorted(k for k in preset if k != "label")) or "none"
             raise v.error(at + ("hidden", i), f"step {number} hides {name!r}, which its preset does not set: "
                           f"hidden names settings of the step's run (here: {settable})")
+    for j, spec in enumerate(step_checks):  # a check's result lists the values it read: it would tell
+        read = {leaf.args[0] for leaf in checks.measured_leaves(checks.parse(spec.expr)) if leaf.op == "name"}
+        if read & set(hidden):
+            raise v.error(at + ("checks", j, "expr"), f"check {spec.name!r} reads {sorted(read & set(hidden))[0]!r}, "
+                          f"which step {number} hides: its result would show it")
     return Step(number, title, text.strip() + "\n", preset, cpu_preset, baseline, step_checks, hints, questions,
                 tool, recorded, nvidia, tuple(hidden))
 

@@ -56,7 +56,7 @@ class Step:
     recorded: Recorded | None = None
     nvidia: str = ""  # the NVIDIA equivalent of the step's command, for a learner on an NVIDIA GPU
     #: config fields the learner must find out (a fault): masked wherever the step's run is shown
-    #: until the step passes or its answers are revealed (tinylab.exercises.progress.hidden_fields)
+    #: until the learner names the fault or reveals the answers (tinylab.exercises.progress.hidden_fields)
     hidden: tuple[str, ...] = ()
 
     @property

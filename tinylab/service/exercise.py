@@ -15,8 +15,9 @@ from typing import Any, Callable, Iterator, TextIO, Union
 from tinylab import exercises as ex
 from tinylab.config import RunConfig
 # What the faces read of a scenario and its results, named here so that they import no tinylab.exercises
-from tinylab.exercises import (CheckResult, Scenario, Step, format_value, get_step, hidden_fields, progress_path,
-                               step_passed, steps_done, verdict)
+from tinylab.exercises import (Attempt, CheckResult, Diagnosis, Scenario, Step, format_value, get_step, hidden_fault,
+                               hidden_fields, kept_attempt, progress_path, step_passed, steps_done, suspects, verdict)
+from tinylab.core.errors import UserError
 from tinylab.core.events import ErrorEvent
 from tinylab.profilers.registry import get_adapter
 from tinylab.runs.follow import watch
@@ -24,9 +25,10 @@ from tinylab.runs.store import TERMINAL, Run
 from tinylab.service.launch import check_run
 from tinylab.service.machine import Machine
 
-__all__ = ["CheckResult", "Checked", "RunEnded", "RunStarted", "Scenario", "Step", "StepDone", "StepPlan",
-           "StepProgress", "format_value", "get_step", "hidden_fields", "plan_step", "progress_path", "run_step",
-           "step_passed", "steps_done", "verdict", "without_tool"]
+__all__ = ["Attempt", "CheckResult", "Checked", "Diagnosis", "RunEnded", "RunStarted", "Scenario", "Step", "StepDone",
+           "StepPlan", "StepProgress", "diagnose", "format_value", "get_step", "hidden_fault", "hidden_fields",
+           "kept_attempt", "plan_step", "progress_path", "run_step", "step_passed", "steps_done", "suspects", "verdict",
+           "without_tool"]
 
 #: How often a running step's checks are evaluated again (they read its files).
 RECHECK_S = 1.5
@@ -182,3 +184,32 @@ def without_tool(step: ex.Step, why: str) -> str:
 
 def _evaluate(plan: StepPlan, run, baseline, pool=None, unavailable: str = "") -> list[ex.CheckResult]:
     return ex.evaluate_checks(plan.step, run, baseline, plan.on_gpu, unavailable, compiled=plan.compiled, pool=pool)
+
+
+def diagnose(scenario: ex.Scenario, step: ex.Step, guess: str, progress: dict, find_run: Callable[[str], Run]
+             ) -> ex.Diagnosis:
+    """The learner names the fault `step` hides: `guess` judged on the runs the step keeps (its
+    kept_attempt, found by `find_run`: the real records, not masked), and the right one recorded.
+    UserError for a step that hides no fault, or a guess that is none of its suspects."""
+    choices = ex.suspects(step)
+    if not choices:
+        raise UserError(f"{scenario.id} step {step.number} hides no fault: there is nothing to name")
+    if guess not in choices:
+        raise UserError(f"{guess!r} is not a fault step {step.number}'s run could have: choose one of {', '.join(choices)}")
+    attempt = ex.kept_attempt(progress, scenario.id, step.number)
+    runs = attempt.runs(step) if attempt else {}
+    records, missing = {}, ""
+    for role, run_id in runs.items():
+        try:
+            records[role] = find_run(run_id).record()
+        except UserError:  # deleted since, or in another store: no evidence to weigh the guess against
+            missing = f"its {role} {run_id} is not in this run store (--runs-dir names the one it ran in)"
+        except OSError as exc:
+            missing = f"its {role} {run_id} cannot be read: {exc.strerror or exc}"
+        if missing:
+            records = {}
+            break
+    found = ex.diagnose(scenario, step, guess, records.get("run"), records.get("baseline"), missing)
+    if found.right:
+        ex.record_fault_found(scenario.id, step.number)
+    return found

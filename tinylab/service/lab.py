@@ -134,7 +134,7 @@ class Lab:
 
     def masked(self, record: RunRecord, progress: dict[str, Any] | None = None) -> RunRecord:
         """`record` with what its exercise step hides (a fault the learner must find) masked, until
-        the step has passed or its answers were revealed; every face shows runs through this. A
+        the learner names it or reveals the step's answers; every face shows runs through this. A
         scenario or progress file that cannot be read masks nothing: listing runs must not fail."""
         found = ex.step_of_label(record.label)
         if found is None:
@@ -481,6 +481,11 @@ class Lab:
         """The learner asked for a step's answers: what the step hides shows from now on (masked)."""
         ex.get_step(self.scenario(scenario_id), number)
         ex.record_answers_revealed(scenario_id, number)
+
+    def diagnose(self, scenario_id: str, number: int, guess: str) -> exercise.Diagnosis:
+        """The learner names the fault a step hides (exercise.diagnose); the right one shows from now on (masked)."""
+        scenario = self.scenario(scenario_id)
+        return exercise.diagnose(scenario, ex.get_step(scenario, number), guess, self.progress(), self.run)
 
     def plan_step(self, scenario_id: str, number: int, device: str = "auto",
                   overrides: dict | None = None) -> exercise.StepPlan:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import SIZE, V1, V2, make_app, screen_name, text_of, wait_for
+from ..conftest import SIZE, V1, V2, V3, make_app, screen_name, screen_text, text_of, wait_for
 
 pytestmark = pytest.mark.asyncio
 
@@ -164,3 +164,145 @@ async def test_hints_and_answers_come_into_view_at_80x24(store: Path, progress_f
         await wait_for(pilot, lambda: box.scroll_offset.y > before, what="End to scroll the panel")
         await wait_for(pilot, lambda: (json.loads(progress_file.read_text())["scenarios"]["performance-debugging"]
                                        ["steps"]["1"].get("answers_at")), what="the reveal recorded")
+
+
+# ------------------------------------------------------------------------- a fault stays hidden
+STEP_RUN = "20261126-023000-d4d4"
+
+
+def passed_step_one(store: Path) -> None:
+    """performance-debugging step 1 run and passed (its checks confirm the symptom), its fault not
+    yet named: a fake v3 run with the fault, recorded as the attempt that passed the step."""
+    from tinylab import exercises as ex
+
+    from ..fakes import make_run
+
+    make_run(store, STEP_RUN, version="v3", profile=False, fault="missing-init",
+             label="exercise performance-debugging step 1")
+    ex.record_progress("performance-debugging", 1, [ex.CheckResult(
+        "loss-starts-too-high", "initial_loss > 3 * ln(vocab_size)", "the first loss is more than 3x ln(vocab)",
+        "pass", 62.5, "initial_loss=62.5, vocab_size=1000")], [STEP_RUN])
+
+
+def table_text(pilot, selector: str) -> str:
+    table = pilot.app.screen.query_one(selector)
+    return " ".join(str(cell) for row in range(table.row_count) for cell in table.get_row_at(row))
+
+
+async def test_a_passed_step_hides_its_fault_on_every_screen_until_it_is_named(store: Path):
+    """The step passed the moment its run ended, and passing unmasked the fault: the Lab's Recent
+    runs at 120 columns, the Runs screen, the Run header and Compare's `differs:` line showed
+    fault=missing-init. Each masks it until the learner names it."""
+    from tinylab.exercises import default_root
+
+    passed_step_one(store)
+    app = make_app(store, exercises_root=default_root())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: STEP_RUN[-4:] in table_text(pilot, "#recent"), what="the Lab's recent runs")
+
+        seen = {"recent runs": table_text(pilot, "#recent")}
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunsScreen" and pilot.app.screen.current, what="runs")
+        seen["runs"] = table_text(pilot, "#runs")
+        pilot.app.screen.query_one("#runs").move_cursor(row=0)  # the newest: the step's run
+        await pilot.pause(0.1)
+        seen["run detail"] = text_of(pilot, "#run-detail")
+        pilot.app.open_run(STEP_RUN)
+        await wait_for(pilot, lambda: getattr(pilot.app.screen, "status", "") == "finished", what="the run")
+        seen["run header"] = text_of(pilot, "#run-head")
+        pilot.app.open_compare(V1, STEP_RUN)
+        await wait_for(pilot, lambda: pilot.app.screen.query("#cmp-head") and "differs:" in text_of(pilot, "#cmp-head"),
+                       what="the comparison")
+        seen["compare"] = text_of(pilot, "#cmp-head")
+        differs = next(line for line in seen["compare"].splitlines() if line.startswith("differs:"))
+        assert "fault" in differs, differs
+        for view, text in seen.items():
+            assert "missing-init" not in text and "(hidden)" in text, (view, text)
+        # named in the step view: every screen shows it from then on
+        app.backend.diagnose("performance-debugging", 1, "missing-init")
+        await app.action_section("runs")  # `r` on Compare repeats the pair
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunsScreen" and "missing-init" in table_text(pilot, "#runs"),
+                       what="the fault in the Runs screen")
+        pilot.app.open_run(STEP_RUN)
+        await wait_for(pilot, lambda: pilot.app.screen.query("#run-head") and getattr(pilot.app.screen, "status", "")
+                       == "finished", what="the run")
+        assert "fault=missing-init" in text_of(pilot, "#run-head")
+
+
+async def test_d_names_the_fault_a_wrong_pick_is_answered_by_the_evidence(store: Path, progress_file: Path):
+    """`d` in a step that hides a fault picks one of its suspects (a key and a palette entry); a
+    wrong pick says what the step's run contradicts, the right one unmasks the fault and records it."""
+    from tinylab.exercises import default_root
+
+    passed_step_one(store)
+    app = make_app(store, exercises_root=default_root())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_step(pilot, app, "performance-debugging")
+        await pilot.press("p")  # step 1 passed: the screen opened at step 2
+        assert screen.step.number == 1 and "passed before · run" in text_of(pilot, "#step-run")
+        assert "Diagnosis (d names the fault)" in text_of(pilot, "#diagnosis")
+        binding = next(b for b in type(screen).BINDINGS if b.action == "diagnose")
+        assert binding.key == "d" and binding.description == "Diagnose" and binding.tooltip
+        palette = {c.title: c for c in app.get_system_commands(screen)}
+        assert "Diagnose" in palette and "key: d." in palette["Diagnose"].help
+        await pilot.press("d")
+        await wait_for(pilot, lambda: screen_name(pilot) == "DiagnoseScreen", what="the faults to pick from")
+        faults = pilot.app.screen.query_one("#faults")
+        assert [faults.get_option_at_index(i).id for i in range(faults.option_count)] == [
+            "detached-backward", "missing-init", "naive-triton-swiglu", "non-contiguous", "unsynced-timing"]
+        await pilot.press("enter")  # the first: detached-backward
+        await wait_for(pilot, lambda: "✗ not detached-backward" in text_of(pilot, "#diagnosis"), what="the verdict")
+        diagnosis = " ".join(text_of(pilot, "#diagnosis").split())
+        assert "the evidence contradicts it" in diagnosis
+        assert ("detached-backward would show: some parameter tensors never changed during training; this run has "
+                "params_trained=20, params_total=20") in diagnosis
+        steps = lambda: json.loads(progress_file.read_text())["scenarios"]["performance-debugging"]["steps"]  # noqa: E731
+        assert "found_at" not in steps()["1"]
+        await pilot.press("escape")  # the panel has focus after the verdict; escape leaves the step view
+        await open_step(pilot, app, "performance-debugging")
+        screen = pilot.app.screen
+        await pilot.press("p", "d")
+        await wait_for(pilot, lambda: screen_name(pilot) == "DiagnoseScreen", what="the faults again")
+        await pilot.press("down", "enter")  # missing-init
+        await wait_for(pilot, lambda: "✓ missing-init" in text_of(pilot, "#diagnosis"), what="the right verdict")
+        assert steps()["1"]["found_at"] and app.backend.record(STEP_RUN).settings.fault == "missing-init"
+        await pilot.press("d")  # found: `d` says so (a disabled key would fall through to the Doctor)
+        await pilot.pause(0.2)
+        assert screen_name(pilot) == "StepScreen"
+        await pilot.press("n", "n", "n", "n", "n")  # the fixed model hides nothing: `d` is the Doctor again
+        assert screen.step.number == 6 and "Diagnose" not in {c.title for c in app.get_system_commands(screen)}
+        assert str(screen.query_one("#diagnosis").render()) == ""
+
+
+async def test_a_passed_step_keeps_its_runs_and_their_checks(store: Path, progress_file: Path):
+    """Reopening a passed step showed `no run for this step yet`, its checks unevaluated (`·`) and
+    `o` did nothing: it keeps the runs that passed it (through a failed retry too), its checks as
+    evaluated on them, and `o` opens its run."""
+    from tinylab import exercises as ex
+
+    from tinylab.tui.screens.exercises import GONE
+
+    passed = [ex.CheckResult("finished", "steps == num_steps", "the run finishes", "pass", 20, "steps=20, num_steps=20"),
+              ex.CheckResult("faster", "x", "v2 is faster than v1", "skip", None, "GPU only: tiny CPU shapes")]
+    ex.record_progress("fusion-basics", 2, passed, [V1, V2])
+    ex.record_progress("fusion-basics", 2, [ex.CheckResult("finished", "e", "d", "fail", 3, "")], [V1, V3])
+    ex.record_progress("fusion-basics", 1, passed[:1], ["20261126-000000-dead"])  # deleted since
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_step(pilot, app, "fusion-basics")
+        assert screen.step.number == 1  # every step passed: the first
+        # its run deleted: the checks as they were, and the line says why there is no run
+        assert text_of(pilot, "#step-run") == f"no run: {GONE}" and "✓ the run finishes" in text_of(pilot, "#checks")
+        await pilot.press("n")
+        assert text_of(pilot, "#step-run") == "passed before · run 1126-0210-b2b2 · baseline 1126-0200-a1a1"
+        # at 80 columns the status first, and the run ids that fit whole (the baseline's does not)
+        shown = next(line for line in screen_text(app.export_screenshot()) if "▶ Run this step" in line)
+        assert shown.endswith("(enter)   passed before · run 1126-0210-b2b2"), shown
+        checks = text_of(pilot, "#checks")
+        assert "✓ the run finishes  = 20" in checks and "– v2 is faster than v1" in checks and "·" not in checks
+        assert "checks ran and passed" in checks
+        await pilot.press("o")
+        await wait_for(pilot, lambda: screen_name(pilot) == "RunScreen", what="the kept run")
+        assert pilot.app.screen.run_id == V2
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: screen_name(pilot) == "StepScreen", what="back in the step")

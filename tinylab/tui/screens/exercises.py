@@ -3,7 +3,9 @@
 A step runs through the same code as `tinylab exercises check` (tinylab.service.exercise): its
 baseline run first (when the step compares two), then its own run, the checks evaluated while it
 goes and the attempt recorded when it ends. The worker posts each progress event as a message;
-the handlers here keep the screen's state.
+the handlers here keep the screen's state. A step tried before shows the runs it keeps (the latest
+that passed it) and its checks as they were evaluated on them; a step that hides a fault takes a
+diagnosis (`d`), which names it.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from textual.widgets import Button, Footer, Header, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from tinylab.core.errors import UserError
 from tinylab.runs.record import short_id
 from tinylab.service import exercise
 from tinylab.service.runs import TERMINAL
 from tinylab.tui.screens.base import HOME, BaseScreen, background
+from tinylab.tui.widgets.hanging import Fitting, Hanging
 from tinylab.tui.widgets.panes import Pane, Panes
 
 CHECK_MARK = {"pass": "✓", "fail": "✗", "skip": "–"}
@@ -39,9 +43,21 @@ class ScenariosLoaded(Message):
 
 
 class StepLoaded(Message):
-    def __init__(self, scenario: exercise.Scenario, index: int) -> None:
+    """The scenario, the step to open, what each step tried before keeps (number -> its runs by role
+    still in the store, its checks as evaluated on them, the status they show under), and the
+    faults to pick from of each step that still hides one."""
+
+    def __init__(self, scenario: exercise.Scenario, index: int,
+                 kept: dict[int, tuple[dict[str, str], list[exercise.CheckResult], str]],
+                 hiding: dict[int, tuple[str, ...]]) -> None:
         super().__init__()
-        self.scenario, self.index = scenario, index
+        self.scenario, self.index, self.kept, self.hiding = scenario, index, kept, hiding
+
+
+class Diagnosed(Message):
+    def __init__(self, number: int, diagnosis: exercise.Diagnosis) -> None:
+        super().__init__()
+        self.number, self.diagnosis = number, diagnosis
 
 
 class StepRunnerEnded(Message):
@@ -56,6 +72,11 @@ class StepRunnerEnded(Message):
 RECORDED = "read the recorded output"
 #: The status of a step that runs nothing: its checks read kernels compiled on this machine.
 COMPILING, COMPILED = "compiling the step's kernels…", "compiled on this machine"
+#: The status of the runs a step keeps from an earlier attempt (tinylab.exercises.progress.kept_attempt),
+#: and of an attempt whose runs are no longer in the store (its checks as they were evaluated stay).
+PASSED_BEFORE, TRIED_BEFORE, GONE = "passed before", "tried before", "its runs are no longer in the store"
+#: The statuses whose checks are final: the verdict is shown under them.
+SETTLED = (*TERMINAL, RECORDED, COMPILED, PASSED_BEFORE, TRIED_BEFORE, GONE)
 
 
 class StepProgressed(Message):
@@ -167,7 +188,10 @@ class StepScreen(BaseScreen):
         Binding("p", "step(-1)", "Prev", tooltip="the previous step"),
         Binding("i", "hint", "Hint", tooltip="reveal the next hint"),
         Binding("a", "answers", "Answers", tooltip="reveal the answers to the step's questions"),
-        Binding("t", "next_pane", "Panel", tooltip="the next panel (narrow terminals show one at a time)"),
+        # over the app's `d` (Doctor) on a step that hides a fault, and only there (check_action)
+        Binding("d", "diagnose", "Diagnose", tooltip="name the fault this step hides, from the faults it could be"),
+        # the tab strip says "t: next panel"; in the footer it would push `?` off an 80-column line
+        Binding("t", "next_pane", "Panel", show=False, tooltip="the next panel (narrow terminals show one at a time)"),
         # the panel in view scrolls from any focus (the focused button would otherwise take them)
         Binding("pagedown", "scroll('page_down')", "Page down", show=False),
         Binding("pageup", "scroll('page_up')", "Page up", show=False),
@@ -188,6 +212,10 @@ class StepScreen(BaseScreen):
         self.step_results: dict[int, tuple[list[exercise.CheckResult], str]] = {}
         #: the step whose runs are going (one at a time: two runs at once skew each other's timings)
         self.running_step: int | None = None
+        #: step number -> the faults to pick from, for each step whose fault is still hidden
+        self.hiding: dict[int, tuple[str, ...]] = {}
+        #: step number -> the learner's latest diagnosis of it
+        self.diagnoses: dict[int, exercise.Diagnosis] = {}
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
@@ -197,8 +225,8 @@ class StepScreen(BaseScreen):
             yield Static(id="step-run")
         with Panes(id="step-panes"):
             yield Pane(VerticalScroll(Markdown(id="step-text"), id="text-box"), title="Step", id="text-pane")
-            yield Pane(VerticalScroll(Static(id="checks"), Static(id="hints"), Static(id="hint-new"),
-                                      Static(id="questions"), id="checks-box"),
+            yield Pane(VerticalScroll(Static(id="checks"), Static(id="diagnosis"), Static(id="hints"),
+                                      Static(id="hint-new"), Static(id="questions"), id="checks-box"),
                        title="Checks", id="checks-pane")
         yield Footer(compact=True)
 
@@ -208,14 +236,38 @@ class StepScreen(BaseScreen):
     @background("scenario")
     def load(self) -> None:
         scenario = self.backend.scenario(self.scenario_id)
-        progress = self.backend.progress().get("scenarios", {}).get(scenario.id, {}).get("steps", {})
+        progress = self.backend.progress()
+        steps = progress.get("scenarios", {}).get(scenario.id, {}).get("steps", {})
         first_open = next((i for i, st in enumerate(scenario.steps)
-                           if not (progress.get(str(st.number)) or {}).get("passed_at")), 0)
-        self.post_message(StepLoaded(scenario, first_open))
+                           if not (steps.get(str(st.number)) or {}).get("passed_at")), 0)
+        kept = {}
+        for st in scenario.steps:
+            attempt = exercise.kept_attempt(progress, scenario.id, st.number)
+            if attempt is None:
+                continue
+            runs = {role: run_id for role, run_id in attempt.runs(st).items() if self._exists(run_id)}
+            if runs:
+                status = PASSED_BEFORE if attempt.passed else TRIED_BEFORE
+            else:  # no run: deleted since, or none was made (compiled kernels, a recorded output)
+                status = GONE if attempt.run_ids else COMPILED if st.compile_only else RECORDED
+            kept[st.number] = (runs, attempt.results(st), status)
+        hiding = {st.number: exercise.suspects(st) for st in scenario.steps
+                  if exercise.hidden_fault(st) and exercise.hidden_fields(progress, scenario, st.number)}
+        self.post_message(StepLoaded(scenario, first_open, kept, hiding))
+
+    def _exists(self, run_id: str) -> bool:
+        """Whether a kept run is still in the store (`o` on a deleted one would open nothing)."""
+        try:
+            self.backend.run(run_id)
+        except UserError:
+            return False
+        return True
 
     @on(StepLoaded)
     def _loaded(self, message: StepLoaded) -> None:
-        self.scenario, self.index = message.scenario, message.index
+        self.scenario, self.index, self.hiding = message.scenario, message.index, message.hiding
+        for number, (runs, results, status) in message.kept.items():
+            self.step_runs[number], self.step_results[number] = runs, (results, status)
         self.sub_title = f"Exercise {message.scenario.id}"  # the title, in full, heads the step (80 columns cut it here)
         self._show_step()
 
@@ -250,6 +302,7 @@ class StepScreen(BaseScreen):
         self.query_one("#step-text", Markdown).update(step.text)
         self.hints_shown, self.answers_shown = 0, False
         self._show_checks()
+        self._show_diagnosis()
         self._show_extras()
         self._show_run()
         self.refresh_bindings()
@@ -258,76 +311,95 @@ class StepScreen(BaseScreen):
         runs = self.step_runs.get(self.step.number, {}) if self.step else {}
         if not runs:
             if self.run_status == RECORDED:
-                text = Text(f"no run: its tool is not here, so the checks {RECORDED}", style="dim")
-            elif self.run_status in (COMPILING, COMPILED):
-                text = Text.assemble("no run: ", (self.run_status, "bold"))
+                text = Fitting(Text("no run: its tool is not here", style="dim"),
+                               Text(f", so the checks {RECORDED}", style="dim"))
+            elif self.run_status in (COMPILING, COMPILED, GONE):
+                text = Fitting(Text.assemble("no run: ", (self.run_status, "bold")))
             else:
-                text = Text("no run for this step yet", style="dim")
-        else:
-            text = Text(" ".join(f"{role} {short_id(run_id)}" for role, run_id in runs.items()))
-            text.append(f"  {self.run_status}", style="bold")
+                text = Fitting(Text("no run for this step yet", style="dim"))
+        else:  # the status first, then the run ids that fit whole (`o` opens the run)
+            text = Fitting(Text(self.run_status, style="bold"),
+                           *(f" · {role} {short_id(runs[role])}" for role in ("run", "baseline") if role in runs))
         self.query_one("#step-run", Static).update(text)
 
     def _show_checks(self) -> None:
         step = self.step
-        text = Text()
-        text.append("Checks\n", style="bold")
+        text = Hanging().add(Text("Checks", style="bold"))
         results = {r.name: r for r in self.results}
         for check in step.checks:
             result = results.get(check.name)
             gpu_only = check.needs_gpu and not self.on_gpu
             mark = CHECK_MARK.get(result.status, "?") if result else ("–" if gpu_only else "·")
-            text.append(f" {mark} ", style="bold")
-            text.append(check.description)
+            body = Text(check.description)
             if result is not None and result.value is not None:
-                text.append(f"  = {exercise.format_value(result.value)}", style="bold")
+                body.append(f"  = {exercise.format_value(result.value)}", style="bold")
+            text.add(Text(f" {mark} ", style="bold"), body)
             if result is not None and result.detail:
-                text.append(f"\n     {result.detail}", style="dim")
+                text.add("     ", Text(result.detail, style="dim"))
             elif gpu_only:
-                text.append(f"\n     GPU only: {check.gpu_reason or 'needs a GPU'}", style="dim")
-            text.append("\n")
+                text.add("     ", Text(f"GPU only: {check.gpu_reason or 'needs a GPU'}", style="dim"))
         if not step.checks:
-            text.append(" (this step has no automatic checks)\n", style="dim")
+            text.add(" ", Text("(this step has no automatic checks)", style="dim"))
         verdict = self._verdict()
         if verdict:
-            text.append(f"\n {verdict}\n", style="bold")
+            text.add("").add(" ", Text(verdict, style="bold"))
         self.query_one("#checks", Static).update(text)
 
     def _verdict(self) -> str:
-        if not self.results or self.run_status not in (*TERMINAL, RECORDED, COMPILED):
+        if not self.results or self.run_status not in SETTLED:
             return ""
         verdict = exercise.verdict(self.results)
         if exercise.step_passed(self.results):
             return f"{verdict}: n goes to the next step"
         return verdict + (": read the hints (i)" if any(r.status == "fail" for r in self.results) else "")
 
+    def _show_diagnosis(self) -> None:
+        """What the step hides and how to name it, the learner's latest diagnosis of it, or (found
+        or revealed) the fault; nothing for a step that hides none."""
+        step = self.step
+        text = Hanging()
+        found = self.diagnoses.get(step.number)
+        if found is not None:
+            lines = found.lines()
+            text.add("").add(Text("Diagnosis" + ("" if found.right else " (d tries again)"), style="bold"))
+            mark, verdict = lines[0].split(" ", 1)  # "✗ not …": the verdict wraps under its text, as a check's does
+            text.add(Text(f" {mark} ", style="bold"), Text(verdict, style="bold"))
+            for line in lines[1:]:
+                text.add("   ", line)
+        elif step.number in self.hiding:
+            text.add("").add(Text("Diagnosis (d names the fault)", style="bold"))
+            text.add(" ", Text("The run's fault shows as (hidden) until you name it or reveal the answers.",
+                               style="dim"))
+        elif exercise.hidden_fault(step):
+            text.add("").add(Text("Diagnosis", style="bold")).add(" ", f"The fault is {exercise.hidden_fault(step)}.")
+        self.query_one("#diagnosis", Static).update(text)
+
     def _show_extras(self) -> None:
         step = self.step
-        hints = Text()
+        hints = Hanging()
         if step.recorded or step.nvidia:
-            hints.append(f"\nWithout {step.tool or 'its tool'} here\n", style="bold")
+            hints.add("").add(Text(f"Without {step.tool or 'its tool'} here", style="bold"))
             if step.recorded:
-                hints.append(f" recorded output: {step.recorded.about}\n   tinylab hotspots {step.recorded.path}\n")
+                hints.add(" ", f"recorded output: {step.recorded.about}")
+                hints.add("   ", f"tinylab hotspots {step.recorded.path}")
             if step.nvidia:
-                hints.append(f" on an NVIDIA GPU: {step.nvidia}\n")
-        newest = Text()
+                hints.add(" ", f"on an NVIDIA GPU: {step.nvidia}")
+        newest = Hanging()  # its own widget: what a reveal scrolls to; the two read as one text
         if step.hints:
-            hints.append(f"\nHints ({self.hints_shown}/{len(step.hints)}, i reveals one)\n", style="bold")
+            hints.add("").add(Text(f"Hints ({self.hints_shown}/{len(step.hints)}, i reveals one)", style="bold"))
             for i, hint in enumerate(step.hints[: self.hints_shown], 1):
-                (newest if i == self.hints_shown else hints).append(f" • {hint}\n")
-        if newest:  # the two widgets read as one text: no blank line between them
-            hints.rstrip()
+                (newest if i == self.hints_shown else hints).add(" • ", hint)
         self.query_one("#hints", Static).update(hints)
-        self.query_one("#hint-new", Static).update(newest)  # its own widget: what a reveal scrolls to
-        questions = Text()
+        self.query_one("#hint-new", Static).update(newest)
+        questions = Hanging()
         if step.questions:
-            questions.append("\nQuestions (a reveals the answers)\n", style="bold")
+            questions.add("").add(Text("Questions (a reveals the answers)", style="bold"))
             for i, q in enumerate(step.questions, 1):
-                questions.append(f" {i}. {q.prompt}\n")
+                questions.add(f" {i}. ", q.prompt)
                 if self.answers_shown:
-                    questions.append(f"    → {q.answer}\n", style="bold")
+                    questions.add("    → ", Text(q.answer, style="bold"))
                     if q.explanation:
-                        questions.append(f"    {q.explanation}\n", style="dim")
+                        questions.add("      ", Text(q.explanation, style="dim"))
         self.query_one("#questions", Static).update(questions)
 
     # ---------------------------------------------------------------- actions
@@ -413,6 +485,8 @@ class StepScreen(BaseScreen):
     def action_answers(self) -> None:
         if self.step and self.step.questions:
             self.answers_shown = True
+            self.hiding.pop(self.step.number, None)  # the answers name the fault: nothing left to find
+            self._show_diagnosis()
             self._show_extras()
             self._bring_into_view("#questions")
             self.reveal(self.step.number)
@@ -422,6 +496,36 @@ class StepScreen(BaseScreen):
     def reveal(self, number: int) -> None:
         """Recorded in the progress file: what the step hides of its run shows from now on."""
         self.backend.reveal_answers(self.scenario_id, number)
+
+    def action_diagnose(self) -> None:
+        step = self.step
+        if step is None:
+            return
+        if step.number not in self.hiding:  # named or revealed: a disabled key would open the Doctor instead
+            self.notify(f"Step {step.number}'s fault is {exercise.hidden_fault(step)}: it shows wherever its run is shown.")
+            return
+        from tinylab.tui.screens.diagnose import DiagnoseScreen
+
+        number = step.number
+        self.app.push_screen(DiagnoseScreen(number, self.hiding[number]),
+                             lambda guess: self.diagnose(number, guess) if guess else None)
+
+    @background("diagnose")
+    def diagnose(self, number: int, guess: str) -> None:
+        """Judged on the step's kept runs (tinylab.service.exercise.diagnose); the right one is recorded."""
+        self.post_message(Diagnosed(number, self.backend.diagnose(self.scenario_id, number, guess)))
+
+    @on(Diagnosed)
+    def _diagnosed(self, message: Diagnosed) -> None:
+        number, found = message.number, message.diagnosis
+        self.diagnoses[number] = found
+        if found.right:
+            self.hiding.pop(number, None)
+        # the verdict is the Diagnosis section, brought into view (no toast over the panel that says it)
+        if self.step is not None and self.step.number == number:
+            self._show_diagnosis()
+            self._bring_into_view("#diagnosis")
+            self.refresh_bindings()
 
     def _bring_into_view(self, selector: str) -> None:
         """What `i` or `a` revealed, at the top of the Checks panel once laid out (at 80x24 it came
@@ -457,6 +561,8 @@ class StepScreen(BaseScreen):
             return bool(step and self.hints_shown < len(step.hints)) or None
         if action == "answers":
             return bool(step and step.questions and not self.answers_shown) or None
+        if action == "diagnose":  # only on a step that hides a fault (elsewhere `d` is the Doctor)
+            return bool(step and exercise.hidden_fault(step))
         if action == "next_pane":
             return self.screen.has_class("-narrow")
         return True
