@@ -152,7 +152,9 @@ def make_run(
         events.append({"event": "profile", "time": started + 5, "tool": "pytorch",
                        "artifacts": artifacts,
                        "kernel_table": rel, "format": "pytorch-trace",
-                       "note": "steps 2..4 profiled (wait 1, warm-up 1)", **({"rank": rank} if ranks > 1 else {})})
+                       "note": "steps 2..4 profiled (wait 1, warm-up 1)" + ("" if gpu else  # as a CPU run's says
+                               "; CPU run: no device kernels; table shows operators by self CPU time"),
+                       **({"rank": rank} if ranks > 1 else {})})
     if status == "finished" or counter_pass:
         med = step_ms
         events += rank_events(ranks, started + 9, med, gpu) if ranks > 1 else []

@@ -379,8 +379,9 @@ class HotspotsScreen(BaseScreen):
             text.append("No profiler artifacts: this run was not profiled.", style="dim")
         for prof in record.profiles:
             text.append(safe(prof.tool), style="bold")
-            if prof.note:
-                text.append(f"  {safe(prof.note)}", style="dim")
+            if prof.note:  # wrapped as the prose is: after the tool's name, then under it
+                first, *rest = wrap_words(safe(prof.note), max(30, width), " " * (len(safe(prof.tool)) + 2), "  ")
+                text.append(first[len(safe(prof.tool)):] + "".join(f"\n{line}" for line in rest), style="dim")
             text.append("\n")
             for name, rel in prof.artifacts.items():
                 path = Path(rel) if Path(rel).is_absolute() else Path(record.dir) / rel
