@@ -12,6 +12,7 @@ from support.exercises import HIDES_ITS_FAULT
 from support.paths import FIX
 from support.runs import make_run, output_tail, wait_for_status
 
+from tinylab.analysis.advice.model import Action, action
 from tinylab.core.errors import UserError
 from tinylab.runs.store import TRIED_FILE
 from tinylab.service.lab import Lab
@@ -80,6 +81,12 @@ def test_the_advice_on_a_step_that_hides_its_fault_does_not_name_it(tmp_path):
     hidden = lab.advise(A)
     (item,) = [i for i in hidden.items if i.rule == "bad-init"]
     assert "missing-init" not in json.dumps(hidden.to_json()) + hidden.title and "fault" not in item.action.changes
+    # the other actions are checked as they would run, not against fault='(hidden)' (which said
+    # "not here: unknown fault '(hidden)': choose one of missing-init, ..." and dropped them)
+    assert hidden.facts.config["fault"] == "(hidden)"
+    assert action(hidden.facts, "train more steps", {"num_steps": 50}) == Action("train more steps: --num-steps 50", {"num_steps": 50})
     lab.reveal_answers("faults", 1)
-    (item,) = [i for i in lab.advise(A).items if i.rule == "bad-init"]
+    revealed = lab.advise(A)
+    (item,) = [i for i in revealed.items if i.rule == "bad-init"]
     assert "missing-init" in item.action.text and item.action.changes == {"fault": None}
+    assert not any("(hidden)" in i.action.text for i in hidden.items + revealed.items)

@@ -22,6 +22,7 @@ from typing import Any
 
 from tinylab.config import ConfigError, RunConfig
 from tinylab.core.events import ProfileEvent, RankEvent, StepEvent, Summary
+from tinylab.runs.record import HIDDEN
 
 SEVERITIES = ("error", "warning", "suggestion", "good")
 #: How far above the run's own spread a bound must be for each confidence: "high" at 3x the
@@ -162,9 +163,11 @@ class Facts:
         return None, len(walls)
 
     def run_config(self) -> RunConfig | None:
-        """The run's config as a RunConfig (None for a trace file or a damaged config.json)."""
+        """The run's config as a RunConfig (None for a trace file or a damaged config.json). A
+        setting an exercise step hides (HIDDEN) is left at its default: an action is checked
+        without it, as its text is written without it."""
         try:
-            return RunConfig.from_dict(dict(self.config)) if self.config else None
+            return RunConfig.from_dict({k: v for k, v in self.config.items() if v != HIDDEN}) if self.config else None
         except (ConfigError, TypeError, ValueError):
             return None
 
