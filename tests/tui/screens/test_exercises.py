@@ -53,6 +53,8 @@ async def test_step_through_an_exercise_with_live_checks(store: Path, progress_f
         assert launched[0].version == "v1" and launched[0].device == "cpu" and launched[0].hidden_dim == 64
         await wait_for(pilot, lambda: "all checks passed" in text_of(pilot, "#checks"), what="the checks to pass")
         assert "✓ every parameter tensor trains  = 20" in text_of(pilot, "#checks")
+        # at 80 columns the Checks are a panel away: the status line says it passed, in a mark too
+        assert text_of(pilot, "#step-run").startswith("finished · ✓ passed · run ")
         await wait_for(pilot, lambda: "run_ids" in attempt(1), what="recorded progress")
         assert recorded(1) == (["pass", "pass"], [V1])
         await pilot.press("n", "enter")  # step 2 compares: its baseline runs first, then the step's run

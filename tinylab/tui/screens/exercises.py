@@ -317,8 +317,12 @@ class StepScreen(BaseScreen):
                 text = Fitting(Text.assemble("no run: ", (self.run_status, "bold")))
             else:
                 text = Fitting(Text("no run for this step yet", style="dim"))
-        else:  # the status first, then the run ids that fit whole (`o` opens the run)
-            text = Fitting(Text(self.run_status, style="bold"),
+        else:  # the status first, then whether it passed (at 80 columns the Checks are a panel away),
+            # then the run ids that fit whole (`o` opens the run)
+            judged = []
+            if self.results and self.run_status in TERMINAL:
+                judged = [" · ✓ passed" if exercise.step_passed(self.results) else " · ✗ not passed"]
+            text = Fitting(Text(self.run_status, style="bold"), *judged,
                            *(f" · {role} {short_id(runs[role])}" for role in ("run", "baseline") if role in runs))
         self.query_one("#step-run", Static).update(text)
 
