@@ -195,6 +195,10 @@ def test_compare(snap_compare, store, size):
     async def run_before(pilot):
         pilot.app.open_compare(V1, V2)
         await wait_for(pilot, lambda: rows(pilot, "#metrics") > 0, what="metrics")
+        # A's advice checked against B: until then the wide grid's Advice cell is another height, and
+        # the metrics box beside it (on a loaded CI machine) was drawn at the other width
+        await wait_for(pilot, lambda: "Checking" not in str(pilot.app.screen.query_one("#cmp-advice").render()),
+                       what="the advice")
         await settle(pilot)
 
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
