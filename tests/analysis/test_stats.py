@@ -39,6 +39,8 @@ def test_one_identical_pair_is_never_a_verdict():
     assert i.ratio == pytest.approx(1.25) and i.low < 1 < i.high and i.better is None and not i.sure
     assert i.runs == (1, 1) and i.dof == 2 and i.sigma == pytest.approx(ASSUMED.sigma)
     assert i.settle.startswith("spread ±11% between runs: `--repeat ")
+    # the runs a side that would settle it: the one run given and the note's repeats
+    assert i.settle.endswith(f"`--repeat {i.needed - 1}`") and i.to_json()["needed"] == i.needed
     assert i.text() == f"1.25x [{i.low:.2f}–{i.high:.2f}]"
 
 
@@ -114,6 +116,7 @@ def test_a_near_tie_out_of_reach_says_so_rather_than_blame_the_machine():
     assert i.better is None and "the runs differ by 1%, but telling that from the same (±5%)" in i.settle
     far = ratio_interval(values(100.0), values(106.0), -1, Variation(0.5, 8, "test"))
     assert "too small to see in 12 runs a side" in far.settle
+    assert i.needed is None and far.needed is None  # past MAX_SUGGESTED: no budget to ask for
 
 
 def test_runs_needed_and_the_bench_interval():

@@ -160,6 +160,9 @@ class RatioInterval:
     dof: float  # its degrees of freedom
     settle: str | None  # for a verdict that is not sure: what would settle it
     level: float = LEVEL
+    #: for a verdict that is not sure: the runs a side (in all) that would settle it, None past
+    #: MAX_SUGGESTED (the Compare screen's `r` takes it as its budget)
+    needed: int | None = None
 
     @property
     def sure(self) -> bool:
@@ -172,7 +175,7 @@ class RatioInterval:
     def to_json(self) -> dict[str, Any]:
         return {"ratio": self.ratio, "low": self.low, "high": self.high, "level": self.level, "better": self.better,
                 "same": self.same, "runs": list(self.runs), "sigma": self.sigma, "dof": self.dof,
-                "settle": self.settle}
+                "settle": self.settle, "needed": self.needed}
 
 
 def ratio_interval(a: Sequence[RunValue], b: Sequence[RunValue], direction: int,
@@ -204,7 +207,8 @@ def ratio_interval(a: Sequence[RunValue], b: Sequence[RunValue], direction: int,
     if low > 1 or high < 1:
         better = "b" if (low > 1) == (direction > 0) else "a"
     settle = None if better or same else _settle(diff, sigma, len(xa), len(xb), prior_dof, level)
-    return RatioInterval(_exp(diff), low, high, better, same, (len(xa), len(xb)), sigma, dof, settle, level)
+    needed = None if settle is None else runs_needed(diff, sigma, prior_dof, level)
+    return RatioInterval(_exp(diff), low, high, better, same, (len(xa), len(xb)), sigma, dof, settle, level, needed)
 
 
 def runs_needed(diff: float, sigma: float, prior_dof: int, level: float = LEVEL) -> int | None:

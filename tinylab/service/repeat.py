@@ -39,6 +39,15 @@ MIN_RUNS = 2
 HEADLINE_LABEL = next(f.label for f in METRICS if f.key == HEADLINE)
 
 
+def budget_for(result: "Comparison") -> int:
+    """Runs a side the Compare screen's `r` goes up to: the default, or as many as the headline
+    row's "not sure" note asks for (its `--repeat 9` beside "at most 6 a side" was a promise `r`
+    could not keep); stats.MAX_SUGGESTED at most, as the note never asks for more."""
+    head = result.row(HEADLINE)
+    needed = head.interval.needed if head is not None and head.interval is not None else None
+    return max(DEFAULT_MAX_RUNS, needed or 0)
+
+
 def interleaved(ran_first: str, pairs: int) -> list[str]:
     """The sides ("a", "b") of `pairs` more pairs of runs after a pair whose `ran_first` side ran
     first: each pair in the other order than the one before (A B | B A | A B ...), so that each

@@ -206,6 +206,18 @@ async def test_busy_notes_read_in_full_beside_an_empty_kernels_box_at_120x40(sto
             pilot, "#advice-pane")
 
 
+async def test_r_goes_as_far_as_the_note_asks(store: Path):
+    """The note said `--repeat 9` beside "r: … (at most 6 a side)": r stopped short of what it
+    was told would settle it. Its budget is the note's, the runs given included."""
+    a, b = busy_pair(store)
+    async with make_app(store).run_test(size=SIZE) as pilot:
+        await opened(pilot, a, b)
+        await wait_for(pilot, lambda: "`--repeat" in text_of(pilot, "#cmp-notes"), what="the notes")
+        repeats = int(text_of(pilot, "#cmp-notes").split("`--repeat ")[1].split("`")[0])
+        assert repeats + 1 > 6 and pilot.app.screen.budget == repeats + 1
+        assert f"until sure (at most {repeats + 1} a side)" in text_of(pilot, "#cmp-repeat")
+
+
 async def test_pagedown_in_the_metrics_reaches_their_last_note_at_80x24(store: Path):
     """At 80x24 the table leaves the notes a line or two: PageDown in it (and an arrow past its last
     row) scrolls the metrics to the last note's end; PageUp back to the table's head."""

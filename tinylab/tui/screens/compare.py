@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from tinylab.service.repeat import DEFAULT_MAX_RUNS, Repeat, RepeatDone, RepeatEnded, RepeatProgress, RepeatStarted
+from tinylab.service.repeat import DEFAULT_MAX_RUNS, Repeat, RepeatDone, budget_for, RepeatEnded, RepeatProgress, RepeatStarted
 from tinylab.service.results import Comparison, KernelDiff
 from tinylab.tui.fmt import plain, safe
 from tinylab.tui.screens.base import BaseScreen, background
@@ -56,7 +56,8 @@ class RepeatProgressed(Message):
 
 
 #: The repeat line while none runs: the key, what it does (80 columns hold no more footer keys).
-REPEAT_HINT = f"r: repeat both runs, interleaved, until sure (at most {DEFAULT_MAX_RUNS} a side) · ?: how sure"
+def repeat_hint(budget: int) -> str:
+    return f"r: repeat both runs, interleaved, until sure (at most {budget} a side) · ?: how sure"
 
 
 class CompareScreen(BaseScreen):
@@ -69,7 +70,8 @@ class CompareScreen(BaseScreen):
         Binding("s", "swap", "Swap A/B"),
         Binding("r", "repeat", "Repeat both, interleaved", show=False,  # the repeat line names it
                 tooltip=f"run each side's config again, B A A B ..., until the samples/s 99% interval excludes 1 or "
-                        f"lies inside ±5%, or {DEFAULT_MAX_RUNS} runs a side; r again (or esc) stops"),
+                        f"lies inside ±5%, or {DEFAULT_MAX_RUNS} runs a side (more where the note asks for "
+                        "more); r again (or esc) stops"),
         Binding("question_mark", "statistics", "How sure?", key_display="?",
                 tooltip="how a verdict's interval is made, and why repeats are interleaved (docs/statistics.md)"),
         Binding("h", "app.help", "Help", show=False),  # `?` is the statistics page here
@@ -81,11 +83,12 @@ class CompareScreen(BaseScreen):
         self.more: tuple[list[str], list[str]] = ([], [])  # the repeats pooled in, a side each
         self.repeating: Worker | None = None
         self.stopping = False
+        self.budget = DEFAULT_MAX_RUNS  # runs a side `r` goes up to (budget_for the comparison shown)
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
         yield Static("Comparing…", id="cmp-head")
-        yield Static(REPEAT_HINT, id="cmp-repeat")
+        yield Static(repeat_hint(self.budget), id="cmp-repeat")
         with Panes(id="cmp-panes"):
             # the notes (a busy machine's take several lines) scroll with the table, never cut at the
             # pane's edge: the table's page keys, and an arrow past its ends, scroll the box
@@ -129,7 +132,7 @@ class CompareScreen(BaseScreen):
     def repeat(self) -> None:
         """`compare --repeat auto` with the default budget, until done or this worker is cancelled."""
         worker = get_current_worker()
-        job = Repeat(self.backend, self.a_id, self.b_id, None)
+        job = Repeat(self.backend, self.a_id, self.b_id, None, self.budget)
         for event in job.run(poll_s=self.backend.poll_s, stop=lambda: worker.is_cancelled):
             self.post_message(RepeatProgressed(event))
 
@@ -198,6 +201,9 @@ class CompareScreen(BaseScreen):
     @on(Compared)
     def _compared(self, message: Compared) -> None:
         self._show(message.result)
+        self.budget = budget_for(message.result)
+        if self.repeating is None:
+            self._repeat_line(repeat_hint(self.budget))
 
     def _show(self, result: Comparison) -> None:
         from tinylab.render.compare import metric_rows, noise_note, scaling_rows, show_value
