@@ -14,6 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from tinylab.tui.widgets.marked import MarkedOptionList
+
 
 class DiagnoseScreen(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss(None)", "Cancel")]
@@ -25,7 +27,7 @@ class DiagnoseScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="diagnose"):
             yield Static(Text(f"Which fault does step {self.step}'s run show?", style="bold"))
-            yield OptionList(*(Option(name, id=name) for name in self.faults), id="faults")
+            yield MarkedOptionList(*(Option(name, id=name) for name in self.faults), id="faults")
             yield Static(Text("↑↓ choose · enter names it · esc cancels", style="dim"))
 
     def on_mount(self) -> None:

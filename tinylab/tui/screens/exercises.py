@@ -29,6 +29,7 @@ from tinylab.service import exercise
 from tinylab.service.runs import TERMINAL
 from tinylab.tui.screens.base import HOME, BaseScreen, background
 from tinylab.tui.widgets.hanging import Fitting, Hanging
+from tinylab.tui.widgets.marked import MarkedOptionList
 from tinylab.tui.widgets.panes import Pane, Panes
 
 CHECK_MARK = {"pass": "✓", "fail": "✗", "skip": "–"}
@@ -99,7 +100,7 @@ class ExercisesScreen(BaseScreen):
 
     def compose(self) -> ComposeResult:
         yield Header(icon="▲")
-        yield OptionList(id="scenarios")
+        yield MarkedOptionList(id="scenarios")
         yield Static(id="scenario-about")
         yield Footer(compact=True)
 

@@ -62,6 +62,7 @@ from tinylab.tui.screens.base import BaseScreen, background
 from tinylab.tui.screens.lab_fields import NUMBER_HELP, NUMBERS, TOGGLE_LABELS, engine_help, flags_in, profiler_rows
 from tinylab.tui.textual_private import SelectOverlay
 from tinylab.tui.widgets.form import NumberInput, Option
+from tinylab.tui.widgets.marked import MarkedOptionList
 from tinylab.tui.widgets.runtable import RunTable
 
 #: Runs listed under the form on a wide terminal.
@@ -124,7 +125,7 @@ class LabScreen(BaseScreen):
             with Vertical(id="versions-box") as box:
                 box.border_title = "Versions"
                 box.border_subtitle = "clean runs at these sizes"
-                yield OptionList(*[ListOption(self._version_row(v), id=v) for v in VERSIONS], id="versions")
+                yield MarkedOptionList(*[ListOption(self._version_row(v), id=v) for v in VERSIONS], id="versions")
                 yield Static(id="version-about")
             with Vertical(id="form-box") as box:
                 box.border_title = "Config"
