@@ -190,16 +190,20 @@ def test_runs_marked(snap_compare, store, size):
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
 
 
+async def compared(pilot, a: str, b: str) -> None:
+    """Compare open on A and B, its metrics shown and A's advice checked against B (until then the
+    wide grid's Advice cell is another height)."""
+    pilot.app.open_compare(a, b)
+    await wait_for(pilot, lambda: rows(pilot, "#metrics") > 0, what="metrics")
+    await wait_for(pilot, lambda: "Checking" not in str(pilot.app.screen.query_one("#cmp-advice").render()),
+                   what="the advice checked")
+    await settle(pilot)
+
+
 @pytest.mark.parametrize("size", SIZES)
 def test_compare(snap_compare, store, size):
     async def run_before(pilot):
-        pilot.app.open_compare(V1, V2)
-        await wait_for(pilot, lambda: rows(pilot, "#metrics") > 0, what="metrics")
-        # A's advice checked against B: until then the wide grid's Advice cell is another height, and
-        # the metrics box beside it (on a loaded CI machine) was drawn at the other width
-        await wait_for(pilot, lambda: "Checking" not in str(pilot.app.screen.query_one("#cmp-advice").render()),
-                       what="the advice")
-        await settle(pilot)
+        await compared(pilot, V1, V2)
 
     assert snap_compare(make_app(store), terminal_size=size, run_before=run_before)
 

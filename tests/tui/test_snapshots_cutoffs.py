@@ -13,7 +13,7 @@ import pytest
 from .conftest import make_app, wait_for
 from .fakes import make_run
 from .screens.test_compare import busy_pair
-from .test_snapshots import SIZES, _advice_shown, charts_drawn, rows, settle
+from .test_snapshots import SIZES, _advice_shown, charts_drawn, compared, rows, settle
 
 CUT_SIZES = SIZES[:2]  # 80x24 and 120x40, where the text was cut
 DDP = "20261126-024000-e5e5"  # two ranks: each advice item's action says why it does not apply here as is
@@ -49,11 +49,7 @@ def test_compare_on_a_busy_machine(snap_compare, store, size, keys):
     a, b = busy_pair(store)
 
     async def run_before(pilot):
-        pilot.app.open_compare(a, b)
-        await wait_for(pilot, lambda: rows(pilot, "#metrics") > 0, what="metrics")
-        await wait_for(pilot, lambda: "Checking" not in str(pilot.app.screen.query_one("#cmp-advice").render()),
-                       what="the advice checked")
-        await settle(pilot)
+        await compared(pilot, a, b)
         await pilot.press(*keys)
         await settle(pilot)
         await charts_drawn(pilot)
