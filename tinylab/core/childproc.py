@@ -37,6 +37,19 @@ def neutral_cwd() -> Iterator[str]:
         yield folder
 
 
+#: The niceness of a child that must not slow a run down (the lab's doctor child).
+BACKGROUND_NICE = 19
+
+
+def in_background(pid: int) -> None:
+    """Give the child `pid` the least CPU priority: a probe the lab starts beside a run (the doctor
+    imports torch for seconds) then takes only what the run leaves. At full priority it took a
+    core from the learner's first run, which the run's load sampler marked busy. Best effort: a
+    platform without setpriority, or a child already gone, keeps its priority."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, pid, BACKGROUND_NICE)
+
+
 #: The most of a command's stdout (and of its stderr) that run_bounded keeps.
 OUTPUT_LIMIT = 1 << 20
 

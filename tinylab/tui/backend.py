@@ -148,6 +148,7 @@ class Backend(Lab):
         with childproc.neutral_cwd() as cwd, subprocess.Popen(
                 childproc.python("-m", "tinylab", "doctor", "--json"), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd) as proc:
+            childproc.in_background(proc.pid)  # the first run may start beside it (a plain CPU run does)
             while True:
                 try:
                     out, err = proc.communicate(timeout=0.1)
