@@ -8,7 +8,7 @@ from tinylab.commands._common import add_runs_dir, lab_from, print_json, termina
 from tinylab.core.eventlog import TAIL_BYTES
 from tinylab.core.events import FIELD_BY_KEY, SUMMARY_FIELDS
 from tinylab.runs.record import printable, short_id
-from tinylab.core.text import wrap_words
+from tinylab.core.text import wrap_items, wrap_words
 
 
 def add_arguments(p) -> None:
@@ -37,8 +37,10 @@ def run(args) -> int:
         submitted = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.job.submitted)) if r.job.submitted else "-"
         field("slurm", f"job {r.job.id}" + (f" ({r.job.state})" if r.job.state else "")
               + f"   submitted {submitted} from {r.job.host or '-'}   script {r.job.script or '-'}")
-    field("config", "  ".join(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}"
-                              for k, v in sorted(r.shown_config.items()) if v not in (None, "", [])))
+    # broken between settings, never inside one: `label=exercise performance-debugging step 1` split
+    pairs = [printable(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}")
+             for k, v in sorted(r.shown_config.items()) if v not in (None, "", [])]
+    say("\n".join(wrap_items(pairs, width, f"{'config':<9}", " " * 9)))
     if r.last_step:
         total = r.settings.num_steps if r.settings else "?"  # a damaged config
         loss = "-" if r.last_step.loss is None else format(r.last_step.loss, FIELD_BY_KEY["final_loss"].fmt)

@@ -12,6 +12,23 @@ def wrap_words(text: str, width: int, first: str = "", rest: str = "") -> list[s
                          break_on_hyphens=False) or [first.rstrip()]
 
 
+def wrap_items(items: list[str], width: int, first: str = "", rest: str = "", sep: str = "  ") -> list[str]:
+    """`items` joined by `sep` in lines of at most `width` columns, broken only between items (a
+    `key=value` whose value holds spaces, as a label does, stays whole); an item wider than the
+    line keeps a line of its own. The first line is indented by `first`, the others by `rest`."""
+    lines: list[str] = []
+    line = ""
+    for item in items:
+        indent = rest if lines else first
+        if line and len(indent) + len(line) + len(sep) + len(item) > width:
+            lines.append(indent + line)
+            line = item
+        else:
+            line = f"{line}{sep}{item}" if line else item
+    lines.append((rest if lines else first) + line)
+    return [text.rstrip() for text in lines]
+
+
 #: How a spreadsheet knows a formula (OWASP's "CSV Injection"): a cell starting with one of these.
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
